@@ -1,0 +1,35 @@
+# Shared by scripts/test and scripts/demo: install what is missing, build.
+# Sourced, not run.
+
+PACER_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Debian 12 packages the build and the tests need.
+PACER_PACKAGES=(
+  g++ cmake ninja-build pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+)
+
+pacer_install_packages() {
+  local missing=()
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "pacer: installing ${missing[*]}" >&2
+  local sudo=()
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "pacer: need root (or sudo) to apt-get install ${missing[*]}" >&2; return 1; }
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# pacer_build PRESET: configure and build one CMake preset.
+pacer_build() {
+  local preset=$1
+  cmake --preset "$preset" -S "$PACER_ROOT" >/dev/null
+  cmake --build --preset "$preset" -j "$(nproc)"
+}

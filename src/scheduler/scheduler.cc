@@ -1,0 +1,400 @@
+#include "pacer/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace pacer {
+namespace {
+
+constexpr std::uint32_t kNotActive = UINT32_MAX;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct CampaignSlot {
+  bool alive = false;
+  bool paused = false;
+  double weight = 1.0;
+  ProviderId provider = kNoProvider;
+  std::uint64_t backlog = 0;
+  double credit = 0.0;  // messages owed (+) or given ahead (-), within [-1, 1]
+  std::uint32_t active_pos = kNotActive;
+  RateLimitingInterfacePtr limiter;  // null: unlimited
+};
+
+struct ProviderSlot {
+  RateLimitingInterfacePtr limiter;  // null: unlimited
+  std::uint32_t campaigns = 0;
+  // Per-tick scratch, valid when stamp == the tick's stamp.
+  std::uint64_t stamp = 0;
+  std::uint64_t available = 0;   // integer tokens at this tick
+  std::uint64_t granted = 0;     // integer units handed out this tick
+  double real_left = 0.0;        // budget left in the real-valued fill
+  double weight_open = 0.0;      // weight of its still-open candidates
+  double demand = 0.0;           // sum of min(cap, lambda*w) of open candidates
+};
+
+struct Candidate {
+  CampaignId id;
+  ProviderId provider;
+  double weight;
+  std::uint64_t cap;  // most it can take: min(backlog, campaign tokens, capacity)
+  double share;       // real-valued allocation from the water-fill
+  bool open;          // still in the water-fill
+  std::uint64_t give;
+};
+
+void checkWeight(double w) {
+  if (!std::isfinite(w) || w <= 0.0) throw SchedulerError(fmt::format("weight must be a finite number > 0, got {}", w));
+}
+
+}  // namespace
+
+struct Scheduler::Impl {
+  SchedulerOptions options;
+  std::vector<CampaignSlot> campaigns;
+  std::vector<CampaignId> free_ids;
+  std::vector<ProviderSlot> providers;
+  std::vector<CampaignId> active;
+  std::uint64_t rotation = 0;
+  std::uint64_t stamp = 0;
+  std::size_t alive = 0;
+  // Scratch reused every tick.
+  std::vector<Candidate> cands;
+  std::vector<ProviderId> touched;
+  std::vector<Grant> grants;
+  std::vector<CampaignId> drained;
+
+  CampaignSlot& campaign(CampaignId id) {
+    if (id >= campaigns.size() || !campaigns[id].alive) throw SchedulerError(fmt::format("unknown campaign id {}", id));
+    return campaigns[id];
+  }
+  const CampaignSlot& campaign(CampaignId id) const {
+    if (id >= campaigns.size() || !campaigns[id].alive) throw SchedulerError(fmt::format("unknown campaign id {}", id));
+    return campaigns[id];
+  }
+  ProviderSlot& provider(ProviderId id) {
+    if (id >= providers.size()) throw SchedulerError(fmt::format("unknown provider id {}", id));
+    return providers[id];
+  }
+
+  RateLimitingInterfacePtr build(const std::optional<RateLimit>& limit, MonoTime now) const {
+    if (!limit) return nullptr;
+    try {
+      return makeLimiter(options.limiter, *limit, now);
+    } catch (const InvalidLimitError& e) {
+      throw SchedulerError(e.what());
+    }
+  }
+
+  void refreshActive(CampaignId id) {
+    CampaignSlot& c = campaigns[id];
+    const bool want = c.alive && !c.paused && c.backlog > 0;
+    if (want && c.active_pos == kNotActive) {
+      c.active_pos = static_cast<std::uint32_t>(active.size());
+      active.push_back(id);
+    } else if (!want && c.active_pos != kNotActive) {
+      const std::uint32_t pos = c.active_pos;
+      active[pos] = active.back();
+      campaigns[active[pos]].active_pos = pos;
+      active.pop_back();
+      c.active_pos = kNotActive;
+      c.credit = 0.0;
+    }
+  }
+
+  void waterFill(double capacity) {
+    double left = capacity;
+    for (;;) {
+      double w = 0.0;
+      for (const Candidate& c : cands)
+        if (c.open) w += c.weight;
+      if (w <= 0.0) return;
+      const double level = left / w;  // may be +inf
+      // 1. Does a provider bind at this level? Then its campaigns share what
+      //    it has left, and leave the outer fill for good (levels only rise).
+      for (ProviderId p : touched) {
+        ProviderSlot& ps = providers[p];
+        ps.demand = 0.0;
+        ps.weight_open = 0.0;
+      }
+      for (const Candidate& c : cands) {
+        if (!c.open || c.provider == kNoProvider) continue;
+        ProviderSlot& ps = providers[c.provider];
+        ps.demand += std::min(static_cast<double>(c.cap), level * c.weight);
+      }
+      bool bound = false;
+      for (ProviderId p : touched) {
+        ProviderSlot& ps = providers[p];
+        if (ps.demand > ps.real_left) {
+          bound = true;
+          // Partition this provider's open candidates to the front of a view.
+          // Candidates are few per provider in practice; a linear pass is fine.
+          double budget = ps.real_left;
+          fillProvider(p, budget);
+          left -= budget;
+          ps.real_left = 0.0;
+        }
+      }
+      if (bound) continue;
+      // 2. Campaigns whose own cap is below their share take their cap.
+      bool capped = false;
+      for (Candidate& c : cands) {
+        if (c.open && static_cast<double>(c.cap) <= level * c.weight) {
+          c.share = static_cast<double>(c.cap);
+          c.open = false;
+          left -= c.share;
+          if (c.provider != kNoProvider) providers[c.provider].real_left -= c.share;
+          capped = true;
+        }
+      }
+      if (capped) continue;
+      // 3. Nobody binds: everyone open gets level * weight.
+      for (Candidate& c : cands) {
+        if (c.open) {
+          c.share = level * c.weight;
+          c.open = false;
+        }
+      }
+      return;
+    }
+  }
+
+  // Water-fill `budget` among the open candidates of provider p.
+  void fillProvider(ProviderId p, double budget) {
+    for (;;) {
+      double w = 0.0;
+      for (const Candidate& c : cands)
+        if (c.open && c.provider == p) w += c.weight;
+      if (w <= 0.0) return;
+      const double level = budget / w;
+      bool capped = false;
+      for (Candidate& c : cands) {
+        if (c.open && c.provider == p && static_cast<double>(c.cap) <= level * c.weight) {
+          c.share = static_cast<double>(c.cap);
+          c.open = false;
+          budget -= c.share;
+          capped = true;
+        }
+      }
+      if (!capped) {
+        for (Candidate& c : cands) {
+          if (c.open && c.provider == p) {
+            c.share = level * c.weight;
+            c.open = false;
+          }
+        }
+        return;
+      }
+    }
+  }
+
+  std::uint64_t providerRoom(ProviderId p) const {
+    if (p == kNoProvider) return UINT64_MAX;
+    const ProviderSlot& ps = providers[p];
+    return ps.available - ps.granted;
+  }
+
+  void give(Candidate& c, std::uint64_t n, std::uint64_t& capacity_left) {
+    c.give += n;
+    capacity_left -= n;
+    if (c.provider != kNoProvider) providers[c.provider].granted += n;
+  }
+
+  std::span<const Grant> tick(MonoTime now, std::uint64_t capacity) {
+    grants.clear();
+    cands.clear();
+    touched.clear();
+    drained.clear();
+    const std::size_t n = active.size();
+    if (n == 0 || capacity == 0) return {};
+    ++stamp;
+    const std::size_t start = static_cast<std::size_t>(rotation++ % n);
+
+    // Gather candidates in rotated order: what each could take right now.
+    for (std::size_t k = 0; k < n; ++k) {
+      const CampaignId id = active[(start + k) % n];
+      CampaignSlot& c = campaigns[id];
+      std::uint64_t cap = std::min(c.backlog, capacity);
+      if (c.limiter) cap = c.limiter->available(now, cap);
+      if (cap == 0) continue;
+      if (c.provider != kNoProvider) {
+        ProviderSlot& ps = providers[c.provider];
+        if (ps.stamp != stamp) {
+          ps.stamp = stamp;
+          ps.available = ps.limiter ? ps.limiter->available(now, capacity) : UINT64_MAX;
+          ps.granted = 0;
+          ps.real_left = ps.limiter ? static_cast<double>(ps.available) : kInf;
+          touched.push_back(c.provider);
+        }
+        if (ps.available == 0) continue;
+        cap = std::min(cap, ps.available);
+      }
+      cands.push_back(Candidate{id, c.provider, c.weight, cap, 0.0, true, 0});
+    }
+    if (cands.empty()) return {};
+
+    waterFill(capacity == kUnlimitedCapacity ? kInf : static_cast<double>(capacity));
+
+    // Whole messages: floor(share + credit), within every bound, in rotated order.
+    std::uint64_t left = capacity;
+    for (Candidate& c : cands) {
+      const double target = c.share + campaigns[c.id].credit;
+      std::uint64_t whole = target > 0.0 ? static_cast<std::uint64_t>(std::min(target, 1.8e19)) : 0;
+      whole = std::min({whole, c.cap, providerRoom(c.provider), left});
+      give(c, whole, left);
+    }
+    // Work conservation: hand out what rounding left over, one at a time,
+    // to those still owed the most... in rotated order, which credit evens out.
+    for (bool progress = true; progress && left > 0;) {
+      progress = false;
+      for (Candidate& c : cands) {
+        if (left == 0) break;
+        if (c.give < c.cap && providerRoom(c.provider) > 0) {
+          give(c, 1, left);
+          progress = true;
+        }
+      }
+    }
+
+    // Take the tokens and publish the grants.
+    for (Candidate& c : cands) {
+      CampaignSlot& slot = campaigns[c.id];
+      slot.credit = std::clamp(c.share + slot.credit - static_cast<double>(c.give), -1.0, 1.0);
+      if (c.give == 0) continue;
+      if (slot.limiter) slot.limiter->tryAcquire(c.give, now);
+      slot.backlog -= c.give;
+      if (slot.backlog == 0) drained.push_back(c.id);
+      grants.push_back(Grant{c.id, c.give});
+    }
+    for (ProviderId p : touched) {
+      ProviderSlot& ps = providers[p];
+      if (ps.limiter && ps.granted > 0) ps.limiter->tryAcquire(ps.granted, now);
+    }
+    for (CampaignId id : drained) refreshActive(id);
+    return grants;
+  }
+};
+
+Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+}
+Scheduler::~Scheduler() = default;
+
+ProviderId Scheduler::addProvider(const ProviderSpec& spec, MonoTime now) {
+  ProviderSlot slot;
+  slot.limiter = impl_->build(spec.limit, now);
+  impl_->providers.push_back(std::move(slot));
+  return static_cast<ProviderId>(impl_->providers.size() - 1);
+}
+
+void Scheduler::setProviderLimit(ProviderId id, std::optional<RateLimit> limit, MonoTime now) {
+  ProviderSlot& ps = impl_->provider(id);
+  if (limit && ps.limiter) {
+    try {
+      validateLimit(*limit, impl_->options.limiter);
+    } catch (const InvalidLimitError& e) {
+      throw SchedulerError(e.what());
+    }
+    ps.limiter->setLimit(*limit, now);
+  } else {
+    ps.limiter = impl_->build(limit, now);
+  }
+}
+
+CampaignId Scheduler::addCampaign(const CampaignSpec& spec, MonoTime now) {
+  checkWeight(spec.weight);
+  if (spec.provider != kNoProvider) impl_->provider(spec.provider);
+  CampaignSlot slot;
+  slot.alive = true;
+  slot.weight = spec.weight;
+  slot.provider = spec.provider;
+  slot.limiter = impl_->build(spec.limit, now);
+  CampaignId id;
+  if (!impl_->free_ids.empty()) {
+    id = impl_->free_ids.back();
+    impl_->free_ids.pop_back();
+    impl_->campaigns[id] = std::move(slot);
+  } else {
+    id = static_cast<CampaignId>(impl_->campaigns.size());
+    impl_->campaigns.push_back(std::move(slot));
+  }
+  if (spec.provider != kNoProvider) ++impl_->providers[spec.provider].campaigns;
+  ++impl_->alive;
+  return id;
+}
+
+void Scheduler::removeCampaign(CampaignId id) {
+  CampaignSlot& c = impl_->campaign(id);
+  c.alive = false;
+  impl_->refreshActive(id);
+  if (c.provider != kNoProvider) --impl_->providers[c.provider].campaigns;
+  c = CampaignSlot{};
+  impl_->free_ids.push_back(id);
+  --impl_->alive;
+}
+
+void Scheduler::pause(CampaignId id) {
+  impl_->campaign(id).paused = true;
+  impl_->refreshActive(id);
+}
+
+void Scheduler::resume(CampaignId id) {
+  impl_->campaign(id).paused = false;
+  impl_->refreshActive(id);
+}
+
+void Scheduler::setLimit(CampaignId id, std::optional<RateLimit> limit, MonoTime now) {
+  CampaignSlot& c = impl_->campaign(id);
+  if (limit && c.limiter) {
+    try {
+      validateLimit(*limit, impl_->options.limiter);
+    } catch (const InvalidLimitError& e) {
+      throw SchedulerError(e.what());
+    }
+    c.limiter->setLimit(*limit, now);
+  } else {
+    c.limiter = impl_->build(limit, now);
+  }
+}
+
+void Scheduler::setWeight(CampaignId id, double weight) {
+  checkWeight(weight);
+  impl_->campaign(id).weight = weight;
+}
+
+void Scheduler::addBacklog(CampaignId id, std::uint64_t n) {
+  CampaignSlot& c = impl_->campaign(id);
+  c.backlog = (UINT64_MAX - c.backlog < n) ? UINT64_MAX : c.backlog + n;
+  impl_->refreshActive(id);
+}
+
+std::uint64_t Scheduler::dropBacklog(CampaignId id, std::uint64_t n) {
+  CampaignSlot& c = impl_->campaign(id);
+  const std::uint64_t dropped = std::min(n, c.backlog);
+  c.backlog -= dropped;
+  impl_->refreshActive(id);
+  return dropped;
+}
+
+std::uint64_t Scheduler::backlog(CampaignId id) const { return impl_->campaign(id).backlog; }
+bool Scheduler::paused(CampaignId id) const { return impl_->campaign(id).paused; }
+
+std::optional<RateLimit> Scheduler::limitOf(CampaignId id) const {
+  const CampaignSlot& c = impl_->campaign(id);
+  if (!c.limiter) return std::nullopt;
+  return c.limiter->limit();
+}
+
+RateLimitingInterface* Scheduler::limiterOf(CampaignId id) { return impl_->campaign(id).limiter.get(); }
+RateLimitingInterface* Scheduler::providerLimiterOf(ProviderId id) { return impl_->provider(id).limiter.get(); }
+
+std::span<const Grant> Scheduler::tick(MonoTime now, std::uint64_t capacity) noexcept {
+  return impl_->tick(now, capacity);
+}
+
+std::size_t Scheduler::campaignCount() const noexcept { return impl_->alive; }
+std::size_t Scheduler::activeCount() const noexcept { return impl_->active.size(); }
+
+}  // namespace pacer

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# pacer-sim as a user runs it: the shipped scenarios, the output, the errors.
+set -euo pipefail
+sim=${PACER_SIM:?}
+src=${PACER_SOURCE:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+for f in "$src"/config/scenarios/*.yaml; do
+  "$sim" "$f" --out "$tmp/out.json" || fail "$f did not run"
+  grep -q '"tick_ms"' "$tmp/out.json" || fail "$f: no tick_ms in output"
+  grep -q '"wall_ms"' "$tmp/out.json" || fail "$f: no wall_ms in output"
+done
+
+# JSON on stdout by default; bins only when asked.
+"$sim" "$src/config/scenarios/example.yaml" > "$tmp/stdout.json"
+grep -q '"bins": \[\]' "$tmp/stdout.json" || fail "bins should be empty without --bins"
+"$sim" "$src/config/scenarios/example.yaml" --bins > "$tmp/bins.json"
+grep -q '"bins": \[[0-9]' "$tmp/bins.json" || fail "--bins gave no bins"
+
+# The summary is for people.
+"$sim" "$src/config/scenarios/example.yaml" --summary > "$tmp/summary.txt"
+grep -q 'achieved/s' "$tmp/summary.txt" || fail "summary has no header"
+
+# Bad input: a clear message naming the field, and exit code 2.
+printf 'duration_s: 5\ncampaigns:\n  - {id: a, rate: lots}\n' > "$tmp/bad.yaml"
+set +e
+"$sim" "$tmp/bad.yaml" > "$tmp/o" 2> "$tmp/e"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "bad scenario exited $rc, expected 2"
+grep -q "campaigns\[0\].rate (line 3): expected a number, got 'lots'" "$tmp/e" || fail "error did not name the field: $(cat "$tmp/e")"
+set +e
+"$sim" "$tmp/missing.yaml" 2> "$tmp/e"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "missing file exited $rc"
+grep -q 'cannot open' "$tmp/e" || fail "missing file message: $(cat "$tmp/e")"
+echo "pacer-sim CLI: all checks passed"
