@@ -40,8 +40,9 @@ class RateLimitingInterface {
  public:
   virtual ~RateLimitingInterface() = default;
 
-  // May one unit of work start now? If yes, the unit is taken.
-  bool canDoWork(MonoTime now) noexcept { return tryAcquire(1, now); }
+  // May one unit of work start now? If yes, the unit is taken. The hot path:
+  // limiters may override it with a cheaper equivalent of tryAcquire(1, now).
+  virtual bool canDoWork(MonoTime now) noexcept { return tryAcquire(1, now); }
 
   // Takes `n` units if all `n` may start now; otherwise takes nothing.
   // n == 0 is always true.
