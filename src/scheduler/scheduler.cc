@@ -33,6 +33,7 @@ struct ProviderSlot {
   double real_left = 0.0;        // budget left in the real-valued fill
   double weight_open = 0.0;      // weight of its still-open candidates
   double demand = 0.0;           // sum of min(cap, lambda*w) of open candidates
+  std::vector<std::uint32_t> members;  // indexes into the tick's candidates
 };
 
 struct Candidate {
@@ -129,9 +130,7 @@ struct Scheduler::Impl {
         ProviderSlot& ps = providers[p];
         if (ps.demand > ps.real_left) {
           bound = true;
-          // Partition this provider's open candidates to the front of a view.
-          // Candidates are few per provider in practice; a linear pass is fine.
-          double budget = ps.real_left;
+          const double budget = ps.real_left;
           fillProvider(p, budget);
           left -= budget;
           ps.real_left = 0.0;
@@ -163,15 +162,17 @@ struct Scheduler::Impl {
 
   // Water-fill `budget` among the open candidates of provider p.
   void fillProvider(ProviderId p, double budget) {
+    const std::vector<std::uint32_t>& members = providers[p].members;
     for (;;) {
       double w = 0.0;
-      for (const Candidate& c : cands)
-        if (c.open && c.provider == p) w += c.weight;
+      for (std::uint32_t i : members)
+        if (cands[i].open) w += cands[i].weight;
       if (w <= 0.0) return;
       const double level = budget / w;
       bool capped = false;
-      for (Candidate& c : cands) {
-        if (c.open && c.provider == p && static_cast<double>(c.cap) <= level * c.weight) {
+      for (std::uint32_t i : members) {
+        Candidate& c = cands[i];
+        if (c.open && static_cast<double>(c.cap) <= level * c.weight) {
           c.share = static_cast<double>(c.cap);
           c.open = false;
           budget -= c.share;
@@ -179,8 +180,9 @@ struct Scheduler::Impl {
         }
       }
       if (!capped) {
-        for (Candidate& c : cands) {
-          if (c.open && c.provider == p) {
+        for (std::uint32_t i : members) {
+          Candidate& c = cands[i];
+          if (c.open) {
             c.share = level * c.weight;
             c.open = false;
           }
@@ -226,10 +228,12 @@ struct Scheduler::Impl {
           ps.available = ps.limiter ? ps.limiter->available(now, capacity) : UINT64_MAX;
           ps.granted = 0;
           ps.real_left = ps.limiter ? static_cast<double>(ps.available) : kInf;
+          ps.members.clear();
           touched.push_back(c.provider);
         }
         if (ps.available == 0) continue;
         cap = std::min(cap, ps.available);
+        ps.members.push_back(static_cast<std::uint32_t>(cands.size()));
       }
       cands.push_back(Candidate{id, c.provider, c.weight, cap, 0.0, true, 0});
     }
