@@ -34,7 +34,8 @@ void BM_CanDoWork(benchmark::State& state, Algorithm algorithm) {
     granted += limiter->canDoWork(MonoTime{Nanos{t}}) ? 1 : 0;
   }
   benchmark::DoNotOptimize(granted);
-  state.counters["granted"] = benchmark::Counter(static_cast<double>(granted) / static_cast<double>(state.iterations()));
+  state.counters["granted"] =
+      benchmark::Counter(static_cast<double>(granted) / static_cast<double>(state.iterations()));
 }
 BENCHMARK_CAPTURE(BM_CanDoWork, token_bucket, Algorithm::kTokenBucket);
 BENCHMARK_CAPTURE(BM_CanDoWork, leaky_bucket, Algorithm::kLeakyBucket);
@@ -75,7 +76,8 @@ void BM_CanDoWork_MutexBaseline(benchmark::State& state) {
     granted += limiter.canDoWork(t) ? 1 : 0;
   }
   benchmark::DoNotOptimize(granted);
-  state.counters["granted"] = benchmark::Counter(static_cast<double>(granted) / static_cast<double>(state.iterations()));
+  state.counters["granted"] =
+      benchmark::Counter(static_cast<double>(granted) / static_cast<double>(state.iterations()));
 }
 BENCHMARK(BM_CanDoWork_MutexBaseline);
 

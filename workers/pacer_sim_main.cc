@@ -1,10 +1,10 @@
 // pacer-sim SCENARIO [--bins] [--out FILE] [--summary]
 // Runs the real scheduler and limiters on a simulated clock; writes JSON.
-#include <cstdio>
-#include <string>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <cstdio>
+#include <string>
 
 #include "pacer/time.h"
 #include "sim/report.h"

@@ -3,11 +3,7 @@
 namespace pacer::ratelimit {
 
 FixedWindow::FixedWindow(RateLimit limit, Nanos window, MonoTime now) noexcept
-    : limit_{},
-      window_ns_(std::max<std::int64_t>(1, window.count())),
-      per_window_(0),
-      clock_(toNs(now)),
-      index_(0) {
+    : limit_{}, window_ns_(std::max<std::int64_t>(1, window.count())), per_window_(0), clock_(toNs(now)), index_(0) {
   index_ = toNs(now) / window_ns_;
   setLimit(limit, now);
 }

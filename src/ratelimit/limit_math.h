@@ -18,9 +18,7 @@ inline double sanitizeRate(double rate_per_s) noexcept {
 }
 
 // Bursts below one unit would let nothing start; they count as one.
-inline double sanitizeBurst(double burst) noexcept {
-  return (std::isfinite(burst) && burst > 1.0) ? burst : 1.0;
-}
+inline double sanitizeBurst(double burst) noexcept { return (std::isfinite(burst) && burst > 1.0) ? burst : 1.0; }
 
 // Converts a non-negative double count to uint64 without overflow.
 inline std::uint64_t floorCount(double x) noexcept {

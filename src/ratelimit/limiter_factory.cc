@@ -28,8 +28,8 @@ std::string_view algorithmName(Algorithm a) noexcept {
 }
 
 bool parseAlgorithm(std::string_view name, Algorithm& out) noexcept {
-  for (Algorithm a : {Algorithm::kTokenBucket, Algorithm::kLeakyBucket, Algorithm::kFixedWindow,
-                      Algorithm::kSlidingLog, Algorithm::kSlidingWindow}) {
+  for (Algorithm a : {Algorithm::kTokenBucket, Algorithm::kLeakyBucket, Algorithm::kFixedWindow, Algorithm::kSlidingLog,
+                      Algorithm::kSlidingWindow}) {
     if (algorithmName(a) == name) {
       out = a;
       return true;

@@ -3,10 +3,7 @@
 namespace pacer::ratelimit {
 
 SlidingLog::SlidingLog(RateLimit limit, Nanos window, std::uint64_t max_entries, MonoTime now)
-    : limit_{},
-      window_ns_(std::max<std::int64_t>(1, window.count())),
-      max_entries_(max_entries),
-      clock_(toNs(now)) {
+    : limit_{}, window_ns_(std::max<std::int64_t>(1, window.count())), max_entries_(max_entries), clock_(toNs(now)) {
   setLimit(limit, now);
 }
 

@@ -57,12 +57,12 @@ class TokenBucket final : public RateLimitingInterface {
   void take(std::int64_t next, MonoTime now) noexcept;
 
   RateLimit limit_;
-  bool stopped_ = true;            // rate 0: nothing passes
-  std::int64_t per_token_ = 1;     // ticks per token, rounded up
-  std::int64_t burst_span_ = 0;    // ticks a full bucket holds: burst * per_token_
+  bool stopped_ = true;          // rate 0: nothing passes
+  std::int64_t per_token_ = 1;   // ticks per token, rounded up
+  std::int64_t burst_span_ = 0;  // ticks a full bucket holds: burst * per_token_
   double burst_ = 1;
   std::int64_t origin_ns_;
-  std::int64_t empty_at_ = 0;      // ticks relative to origin_ns_
+  std::int64_t empty_at_ = 0;  // ticks relative to origin_ns_
 };
 
 }  // namespace pacer::ratelimit

@@ -1,10 +1,10 @@
 #include "pacer/scheduler.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace pacer {
 namespace {
@@ -28,11 +28,11 @@ struct ProviderSlot {
   std::uint32_t campaigns = 0;
   // Per-tick scratch, valid when stamp == the tick's stamp.
   std::uint64_t stamp = 0;
-  std::uint64_t available = 0;   // integer tokens at this tick
-  std::uint64_t granted = 0;     // integer units handed out this tick
-  double real_left = 0.0;        // budget left in the real-valued fill
-  double weight_open = 0.0;      // weight of its still-open candidates
-  double demand = 0.0;           // sum of min(cap, lambda*w) of open candidates
+  std::uint64_t available = 0;         // integer tokens at this tick
+  std::uint64_t granted = 0;           // integer units handed out this tick
+  double real_left = 0.0;              // budget left in the real-valued fill
+  double weight_open = 0.0;            // weight of its still-open candidates
+  double demand = 0.0;                 // sum of min(cap, lambda*w) of open candidates
   std::vector<std::uint32_t> members;  // indexes into the tick's candidates
 };
 
@@ -281,9 +281,7 @@ struct Scheduler::Impl {
   }
 };
 
-Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_unique<Impl>()) {
-  impl_->options = options;
-}
+Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_unique<Impl>()) { impl_->options = options; }
 Scheduler::~Scheduler() = default;
 
 ProviderId Scheduler::addProvider(const ProviderSpec& spec, MonoTime now) {

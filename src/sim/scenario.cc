@@ -1,12 +1,12 @@
 #include "sim/scenario.h"
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 namespace pacer::sim {
 namespace {
@@ -140,7 +140,8 @@ Scenario parseScenario(const std::string& yaml_text) {
       ProviderScenario p;
       if (!ps[i]["id"]) fail(f + ".id", ps[i], "required");
       p.id = text(ps[i]["id"], f + ".id");
-      if (!provider_ids.insert(p.id).second) fail(f + ".id", ps[i]["id"], fmt::format("duplicate provider id '{}'", p.id));
+      if (!provider_ids.insert(p.id).second)
+        fail(f + ".id", ps[i]["id"], fmt::format("duplicate provider id '{}'", p.id));
       if (ps[i]["rate"]) {
         p.rate = nonNegative(ps[i]["rate"], f + ".rate");
         checkRate(*p.rate, ps[i]["rate"], f + ".rate", s);
@@ -159,7 +160,8 @@ Scenario parseScenario(const std::string& yaml_text) {
     CampaignScenario c;
     if (!cs[i]["id"]) fail(f + ".id", cs[i], "required");
     c.id = text(cs[i]["id"], f + ".id");
-    if (!campaign_ids.insert(c.id).second) fail(f + ".id", cs[i]["id"], fmt::format("duplicate campaign id '{}'", c.id));
+    if (!campaign_ids.insert(c.id).second)
+      fail(f + ".id", cs[i]["id"], fmt::format("duplicate campaign id '{}'", c.id));
     if (cs[i]["provider"]) {
       c.provider = text(cs[i]["provider"], f + ".provider");
       if (!provider_ids.count(*c.provider)) {

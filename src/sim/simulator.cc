@@ -55,7 +55,8 @@ SimResult simulate(const Scenario& s, bool keep_bins) {
   // Campaigns join at the first tick at or after start_s.
   std::vector<std::uint64_t> start_tick(s.campaigns.size());
   for (std::size_t i = 0; i < s.campaigns.size(); ++i) {
-    start_tick[i] = static_cast<std::uint64_t>(std::ceil(s.campaigns[i].start_s * 1e9 / static_cast<double>(tick_ns) - 1e-9));
+    start_tick[i] =
+        static_cast<std::uint64_t>(std::ceil(s.campaigns[i].start_s * 1e9 / static_cast<double>(tick_ns) - 1e-9));
   }
   std::vector<std::size_t> by_id;  // CampaignId -> scenario index
   std::vector<ProviderId> provider_of(s.campaigns.size(), kNoProvider);

@@ -120,8 +120,8 @@ INSTANTIATE_TEST_SUITE_P(Limiters, EveryAlgorithm,
                          [](const auto& info) { return std::string(algorithmName(info.param)); });
 
 TEST(AlgorithmNames, RoundTrip) {
-  for (Algorithm a : {Algorithm::kTokenBucket, Algorithm::kLeakyBucket, Algorithm::kFixedWindow,
-                      Algorithm::kSlidingLog, Algorithm::kSlidingWindow}) {
+  for (Algorithm a : {Algorithm::kTokenBucket, Algorithm::kLeakyBucket, Algorithm::kFixedWindow, Algorithm::kSlidingLog,
+                      Algorithm::kSlidingWindow}) {
     Algorithm back{};
     ASSERT_TRUE(parseAlgorithm(algorithmName(a), back));
     EXPECT_EQ(back, a);

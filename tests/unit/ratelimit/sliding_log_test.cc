@@ -22,7 +22,8 @@ TEST(SlidingLog, CountsUnitsInTheTrailingWindow) {
 TEST(SlidingLog, NoWindowEverHoldsMoreThanTheLimit) {
   SlidingLog sl({100, 1}, seconds(1), 1000, at(Nanos{0}));
   std::vector<std::uint32_t> per_ms;
-  for (int ms = 0; ms < 5000; ++ms) per_ms.push_back(static_cast<std::uint32_t>(sl.acquireUpTo(7, at(milliseconds(ms)))));
+  for (int ms = 0; ms < 5000; ++ms)
+    per_ms.push_back(static_cast<std::uint32_t>(sl.acquireUpTo(7, at(milliseconds(ms)))));
   std::uint64_t sum = 0;
   for (std::size_t i = 0; i < per_ms.size(); ++i) {
     sum += per_ms[i];

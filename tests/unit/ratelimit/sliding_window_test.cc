@@ -18,8 +18,8 @@ TEST(SlidingWindow, UsesSeed004sWeightedEstimate) {
   ASSERT_EQ(sw.acquireUpTo(3, at(seconds(60))), 2u);  // 5*1.0 + 2 = 7
   SlidingWindow sw2({7.0 / 60.0, 1}, seconds(60), at(Nanos{0}));
   ASSERT_EQ(sw2.acquireUpTo(5, at(seconds(10))), 5u);
-  ASSERT_EQ(sw2.acquireUpTo(3, at(seconds(66))), 2u);   // 5*0.9 = 4.5 -> 2 fit
-  EXPECT_EQ(sw2.acquireUpTo(3, at(seconds(78))), 1u);   // 2 + 5*0.7 = 5.5 -> 1 fits
+  ASSERT_EQ(sw2.acquireUpTo(3, at(seconds(66))), 2u);  // 5*0.9 = 4.5 -> 2 fit
+  EXPECT_EQ(sw2.acquireUpTo(3, at(seconds(78))), 1u);  // 2 + 5*0.7 = 5.5 -> 1 fits
   EXPECT_EQ(sw2.acquireUpTo(3, at(seconds(78))), 0u);
 }
 

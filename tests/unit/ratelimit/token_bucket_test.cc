@@ -97,7 +97,7 @@ TEST(TokenBucket, SetLimitKeepsAccumulatedTokens) {
   tb.setLimit({1000, 50}, at(Nanos{0}));
   EXPECT_NEAR(tb.tokens(at(Nanos{0})), 20.0, 1e-9);
   EXPECT_NEAR(tb.tokens(at(milliseconds(10))), 30.0, 1e-9);  // new rate from now on
-  tb.setLimit({1000, 5}, at(milliseconds(10)));                // smaller burst clips
+  tb.setLimit({1000, 5}, at(milliseconds(10)));              // smaller burst clips
   EXPECT_NEAR(tb.tokens(at(milliseconds(10))), 5.0, 1e-9);
   EXPECT_EQ(tb.limit().rate_per_s, 1000);
 }

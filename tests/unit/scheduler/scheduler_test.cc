@@ -125,9 +125,9 @@ TEST(Scheduler, ASendNeedsATokenFromCampaignAndProvider) {
     via_sms += sent.at(id);
     EXPECT_NEAR(static_cast<double>(sent.at(id)), 1000.0, 5.0) << "the provider's 400/s shared four ways";
   }
-  EXPECT_LE(via_sms, 5u + 4u * 999u);          // provider bound: burst + rate * time
+  EXPECT_LE(via_sms, 5u + 4u * 999u);  // provider bound: burst + rate * time
   EXPECT_GE(via_sms, 4u * 999u);
-  EXPECT_EQ(sent.at(free), 2u + 999u / 2u);   // its own 50/s, untouched by the provider
+  EXPECT_EQ(sent.at(free), 2u + 999u / 2u);  // its own 50/s, untouched by the provider
 }
 
 TEST(Scheduler, PausedCampaignGetsNothingAndResumesWhereItWas) {
@@ -263,7 +263,8 @@ TEST(SchedulerProperty, BoundsAndWorkConservationOverRandomTicks) {
     const int ticks = 3000;
     for (int k = 0; k < ticks; ++k) {
       for (C& c : cs) {
-        if (std::uniform_int_distribution<int>(0, 50)(rng) == 0) s.addBacklog(c.id, std::uniform_int_distribution<int>(0, 400)(rng));
+        if (std::uniform_int_distribution<int>(0, 50)(rng) == 0)
+          s.addBacklog(c.id, std::uniform_int_distribution<int>(0, 400)(rng));
         c.bins.push_back(0);
       }
       for (auto& b : pbins) b.push_back(0);
@@ -294,10 +295,12 @@ TEST(SchedulerProperty, BoundsAndWorkConservationOverRandomTicks) {
       const double span_s = (w - 1) * 0.01;
       for (const C& c : cs) {
         if (!c.limit) continue;
-        EXPECT_LE(static_cast<double>(pacer::testing::maxWindowSum(c.bins, w)), c.limit->rate_per_s * span_s + c.limit->burst + 1e-6);
+        EXPECT_LE(static_cast<double>(pacer::testing::maxWindowSum(c.bins, w)),
+                  c.limit->rate_per_s * span_s + c.limit->burst + 1e-6);
       }
       for (int p = 0; p < 3; ++p) {
-        EXPECT_LE(static_cast<double>(pacer::testing::maxWindowSum(pbins[p], w)), plimits[p].rate_per_s * span_s + plimits[p].burst + 1e-6);
+        EXPECT_LE(static_cast<double>(pacer::testing::maxWindowSum(pbins[p], w)),
+                  plimits[p].rate_per_s * span_s + plimits[p].burst + 1e-6);
       }
     }
   }

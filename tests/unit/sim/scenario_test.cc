@@ -69,12 +69,14 @@ TEST(Scenario, ErrorsNameTheFieldAndWhatWasExpected) {
               HasSubstr("campaigns[0].provider (line 2): no provider with id 'nope'"));
   EXPECT_THAT(errorOf("duration_s: 5\nalgorithm: bucket\ncampaigns: [{id: a}]"),
               HasSubstr("algorithm (line 2): unknown algorithm 'bucket'"));
-  EXPECT_THAT(errorOf("duration_s: 5\ncampaigns: [{id: a, rat: 5}]"), HasSubstr("campaigns[0].rat (line 2): unknown key"));
+  EXPECT_THAT(errorOf("duration_s: 5\ncampaigns: [{id: a, rat: 5}]"),
+              HasSubstr("campaigns[0].rat (line 2): unknown key"));
   EXPECT_THAT(errorOf("duration_s: 5\ncampaigns: [{id: a}, {id: a}]"), HasSubstr("duplicate campaign id 'a'"));
   EXPECT_THAT(errorOf("duration_s: 5\ncampaigns: [{id: a, weight: 0}]"), HasSubstr("campaigns[0].weight"));
   EXPECT_THAT(errorOf("duration_s: 5\ncampaigns: [{id: a, burst: 0.5}]"), HasSubstr("campaigns[0].burst"));
   EXPECT_THAT(errorOf("duration_s: 5\ncampaigns: [{id: a, messages: 2.5}]"), HasSubstr("campaigns[0].messages"));
-  EXPECT_THAT(errorOf("duration_s: 5\nstalls: [{from_s: 3, to_s: 1}]\ncampaigns: [{id: a}]"), HasSubstr("stalls[0].to_s"));
+  EXPECT_THAT(errorOf("duration_s: 5\nstalls: [{from_s: 3, to_s: 1}]\ncampaigns: [{id: a}]"),
+              HasSubstr("stalls[0].to_s"));
   EXPECT_THAT(errorOf("duration_s: 5\ncampaigns: []"), HasSubstr("campaigns: required"));
   EXPECT_THAT(errorOf("duration_s: 5\nalgorithm: sliding_log\nwindow_s: 1\ncampaigns: [{id: a, rate: 0.5}]"),
               HasSubstr("rate x window_s must be >= 1"));

@@ -2,9 +2,8 @@
 // pacer-sim runs: the real scheduler and limiters on simulated time.
 #include "sim/simulator.h"
 
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "support/series.h"
 
@@ -61,7 +60,8 @@ TEST(Simulator, BackloggedCampaignGetsAtLeast995PerMilleOfItsRate) {
     const Scenario s = parseScenario(fmt::format(R"(
 duration_s: 10
 campaigns: [{{id: a, rate: {}}}, {{id: other, rate: 500}}]
-)", rate));
+)",
+                                                 rate));
     const SimResult r = simulate(s, false);
     const double want = rate * 10.0;
     const double got = static_cast<double>(campaign(r, "a").sent);
@@ -96,7 +96,8 @@ campaigns:
   - {id: w5, weight: 5}
   - {id: w0.5, weight: 0.5}
   - {id: limited, weight: 10, rate: 100}
-)"), false);
+)"),
+                               false);
   // "limited" can use only 100/s of its share; the other 900/s split 1:2:5:0.5.
   const double rest = 900.0 * 30;
   const double wsum = 8.5;
@@ -116,7 +117,8 @@ campaigns:
   - {id: short, messages: 1000}
   - {id: x}
   - {id: y}
-)"), false);
+)"),
+                               false);
   std::uint64_t total = 0;
   for (const SeriesResult& c : r.campaigns) total += c.sent;
   EXPECT_EQ(total, 30000u) << "capacity fully used";
@@ -133,7 +135,8 @@ TEST(Simulator, StallStopsSendingAndTokenBucketCatchesUpByAtMostItsBurst) {
 duration_s: 10
 stalls: [{from_s: 4, to_s: 6}]
 campaigns: [{id: a, rate: 1000, burst: 100, messages: 10000}]
-)"), true);
+)"),
+                               true);
   const SeriesResult& a = campaign(r, "a");
   EXPECT_EQ(a.per_s[4], 0u);
   EXPECT_EQ(a.per_s[5], 0u);
@@ -145,7 +148,8 @@ TEST(Simulator, CampaignsStartLateAndFinish) {
   const SimResult r = simulate(parseScenario(R"(
 duration_s: 5
 campaigns: [{id: late, rate: 100, burst: 2, messages: 150, start_s: 2}]
-)"), true);
+)"),
+                               true);
   const SeriesResult& c = campaign(r, "late");
   EXPECT_EQ(c.per_s[0] + c.per_s[1], 0u);
   EXPECT_EQ(c.sent, 150u);
