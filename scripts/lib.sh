@@ -9,6 +9,8 @@ PACER_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
 )
+# The ledger: libpqxx, and a PostgreSQL server the integration tests start themselves.
+PACER_PACKAGES+=(libpqxx-dev postgresql)
 
 pacer_install_packages() {
   local missing=()

@@ -1,0 +1,63 @@
+// The delivery ledger: every message outcome (sent, failed, rejected) is
+// recorded durably before its Kafka offset may be committed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pacer {
+
+enum class DeliveryStatus { kSent, kFailed, kRejected };
+std::string_view deliveryStatusName(DeliveryStatus s) noexcept;  // "sent", "failed", "rejected"
+
+struct DeliveryRecord {
+  std::string message_id;  // idempotency key; unique in the ledger
+  std::string campaign;
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  DeliveryStatus status = DeliveryStatus::kSent;
+  std::int32_t attempts = 1;
+  std::string reason;  // why it was not delivered; empty for sent
+};
+
+// The ledger store could not be reached (connection refused, lost, timed
+// out). Nothing in the failed call is durable; the caller keeps its rows and
+// retries later, and commits no offset past them.
+class LedgerUnavailableError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The store refused the call itself (bad schema, a constraint). Retrying the
+// same rows will not help.
+class LedgerRejectedError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Thread-safety: implementations are used from one thread at a time.
+class LedgerInterface {
+ public:
+  virtual ~LedgerInterface() = default;
+
+  // Records `rows` durably in one batch. A row whose message_id is already in
+  // the ledger is left as it is (first outcome wins: a message replayed after
+  // a crash is not recorded twice). Returns how many rows were new. Throws
+  // LedgerUnavailableError or LedgerRejectedError; on a throw nothing of the
+  // batch is durable.
+  virtual std::size_t record(std::span<const DeliveryRecord> rows) = 0;
+
+  // Offsets in [from, to) of topic/partition that already have an outcome,
+  // ascending. One query per call: replay asks once per assigned range.
+  virtual std::vector<std::int64_t> finishedOffsets(const std::string& topic, std::int32_t partition,
+                                                    std::int64_t from, std::int64_t to) = 0;
+};
+using LedgerInterfacePtr = std::unique_ptr<LedgerInterface>;
+
+}  // namespace pacer

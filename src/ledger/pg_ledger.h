@@ -1,0 +1,31 @@
+// LedgerInterface on PostgreSQL (libpqxx 6.4). One connection, opened lazily
+// and opened again after it breaks. Batches go in as one INSERT ... SELECT
+// FROM unnest(...) ON CONFLICT DO NOTHING statement (about 280k rows/s on
+// loopback, see ENVIRONMENT.md). Not thread-safe: one owner thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "pacer/ledger.h"
+
+namespace pacer::ledger {
+
+struct PgLedgerOptions {
+  std::string conninfo;     // libpq connection string, e.g. "host=127.0.0.1 port=5432 dbname=pacer"
+  int connect_timeout_s = 5;
+};
+
+LedgerInterfacePtr makePgLedger(const PgLedgerOptions& options);
+
+// Applies the schema migrations in config/migrations (embedded at build
+// time) that the database has not seen, each in its own transaction, and
+// records them in pacer_schema_migrations. Safe to run from several workers
+// at once (an advisory lock serialises them). Returns how many it applied.
+// Throws LedgerUnavailableError / LedgerRejectedError.
+int migrate(const PgLedgerOptions& options);
+
+// The newest schema version this build knows.
+int latestSchemaVersion() noexcept;
+
+}  // namespace pacer::ledger

@@ -1,0 +1,135 @@
+// The PostgreSQL ledger against a real PostgreSQL server started for this test.
+#include "ledger/pg_ledger.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <pqxx/pqxx>
+
+#include "support/postgres_server.h"
+
+namespace pacer::ledger {
+namespace {
+
+using pacer::testing::PostgresServer;
+
+class PgLedgerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = std::make_unique<PostgresServer>(); }
+  static void TearDownTestSuite() { server_.reset(); }
+
+  void SetUp() override {
+    const std::string db = "t_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    options_.conninfo = server_->createDatabase(db);
+    options_.connect_timeout_s = 2;
+  }
+
+  DeliveryRecord row(const std::string& id, std::int64_t offset, DeliveryStatus status = DeliveryStatus::kSent,
+                     const std::string& reason = "") {
+    return DeliveryRecord{id, "camp-1", "messages", 3, offset, status, 1, reason};
+  }
+
+  std::int64_t count(const std::string& where = "true") {
+    pqxx::connection c(options_.conninfo);
+    pqxx::read_transaction tx(c);
+    return tx.exec1("SELECT count(*) FROM deliveries WHERE " + where)[0].as<std::int64_t>();
+  }
+
+  static std::unique_ptr<PostgresServer> server_;
+  PgLedgerOptions options_;
+};
+std::unique_ptr<PostgresServer> PgLedgerTest::server_;
+
+TEST_F(PgLedgerTest, MigrateAppliesEveryVersionOnceAndIsIdempotent) {
+  EXPECT_EQ(migrate(options_), latestSchemaVersion());
+  EXPECT_EQ(migrate(options_), 0);
+  pqxx::connection c(options_.conninfo);
+  pqxx::read_transaction tx(c);
+  EXPECT_EQ(tx.exec1("SELECT max(version) FROM pacer_schema_migrations")[0].as<int>(), latestSchemaVersion());
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
+                     "('campaigns', 'providers', 'deliveries')")[0]
+                .as<int>(),
+            3);
+}
+
+TEST_F(PgLedgerTest, RefusesADatabaseNewerThanThisBuild) {
+  migrate(options_);
+  {
+    pqxx::connection c(options_.conninfo);
+    pqxx::work tx(c);
+    tx.exec("INSERT INTO pacer_schema_migrations (version, name) VALUES (999, 'from the future')");
+    tx.commit();
+  }
+  EXPECT_THROW(migrate(options_), LedgerRejectedError);
+}
+
+TEST_F(PgLedgerTest, RecordsABatchAndTheFirstOutcomeWins) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  std::vector<DeliveryRecord> batch;
+  for (int i = 0; i < 1000; ++i) batch.push_back(row("m-" + std::to_string(i), 100 + i));
+  batch[7] = row("m-7", 107, DeliveryStatus::kRejected, "unknown campaign \"x\", with a \\ backslash");
+  EXPECT_EQ(ledger->record(batch), 1000u);
+  EXPECT_EQ(count(), 1000);
+  EXPECT_EQ(count("status = 'rejected' AND reason = 'unknown campaign \"x\", with a \\ backslash'"), 1);
+
+  // A replayed message is not recorded twice, and its first outcome stays.
+  std::vector<DeliveryRecord> replay{row("m-7", 107, DeliveryStatus::kSent), row("m-1000", 1100)};
+  EXPECT_EQ(ledger->record(replay), 1u);
+  EXPECT_EQ(count(), 1001);
+  EXPECT_EQ(count("message_id = 'm-7' AND status = 'rejected'"), 1);
+}
+
+TEST_F(PgLedgerTest, FinishedOffsetsAnswersOneRangeOfOnePartition) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  std::vector<DeliveryRecord> batch{row("a", 10), row("b", 12), row("c", 15), row("d", 30)};
+  batch.push_back(DeliveryRecord{"other-partition", "camp-1", "messages", 4, 11, DeliveryStatus::kSent, 1, ""});
+  batch.push_back(DeliveryRecord{"other-topic", "camp-1", "other", 3, 13, DeliveryStatus::kSent, 1, ""});
+  ledger->record(batch);
+  EXPECT_EQ(ledger->finishedOffsets("messages", 3, 10, 30), (std::vector<std::int64_t>{10, 12, 15}));
+  EXPECT_EQ(ledger->finishedOffsets("messages", 3, 11, 12), (std::vector<std::int64_t>{}));
+  EXPECT_EQ(ledger->finishedOffsets("messages", 4, 0, 100), (std::vector<std::int64_t>{11}));
+}
+
+TEST_F(PgLedgerTest, EmptyBatchIsANoOp) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  EXPECT_EQ(ledger->record({}), 0u);
+}
+
+TEST_F(PgLedgerTest, WithoutTheSchemaTheStatementIsRejected) {
+  auto ledger = makePgLedger(options_);  // no migrate()
+  std::vector<DeliveryRecord> batch{row("x", 1)};
+  EXPECT_THROW(ledger->record(batch), LedgerRejectedError);
+}
+
+TEST_F(PgLedgerTest, UnreachableServerIsReportedAndTheLedgerRecoversWhenItReturns) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  std::vector<DeliveryRecord> first{row("before", 1)};
+  ASSERT_EQ(ledger->record(first), 1u);
+
+  server_->stop();
+  std::vector<DeliveryRecord> during{row("during", 2)};
+  EXPECT_THROW(ledger->record(during), LedgerUnavailableError);
+  EXPECT_THROW(ledger->finishedOffsets("messages", 3, 0, 10), LedgerUnavailableError);
+
+  server_->start();
+  // The same rows, retried by the caller, land once the server is back.
+  EXPECT_EQ(ledger->record(during), 1u);
+  EXPECT_EQ(ledger->finishedOffsets("messages", 3, 0, 10), (std::vector<std::int64_t>{1, 2}));
+}
+
+TEST(PgLedgerNoServer, ConnectionRefusedIsUnavailable) {
+  PgLedgerOptions o;
+  o.conninfo = "host=127.0.0.1 port=" + std::to_string(pacer::testing::freeLoopbackPort()) + " user=postgres dbname=x";
+  o.connect_timeout_s = 2;
+  EXPECT_THROW(migrate(o), LedgerUnavailableError);
+  auto ledger = makePgLedger(o);
+  std::vector<DeliveryRecord> batch{DeliveryRecord{"m", "c", "t", 0, 0, DeliveryStatus::kSent, 1, ""}};
+  EXPECT_THROW(ledger->record(batch), LedgerUnavailableError);
+}
+
+}  // namespace
+}  // namespace pacer::ledger
