@@ -1,0 +1,58 @@
+// The message contract between Kafka and Pacer (see README "Message contract"):
+//   key              = campaign id (required, UTF-8, at most 256 bytes)
+//   header message-id = the message's id; absent: "<topic>:<partition>:<offset>"
+//   header recipient  = optional; passed to the sink
+//   value            = the payload, passed to the sink unchanged
+// A message over the configured size, or with a key or id that cannot be
+// used, is rejected with a reason (a ledger row), never dropped silently.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace pacer {
+
+// Where a message sits in Kafka.
+struct Position {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+};
+
+// A Kafka record as read, before Pacer looks at it.
+struct RawMessage {
+  Position position;
+  std::optional<std::string> key;
+  std::vector<std::pair<std::string, std::optional<std::string>>> headers;
+  std::string value;
+};
+
+// A message Pacer can schedule.
+struct Message {
+  Position position;
+  std::string id;         // idempotency key
+  std::string campaign;   // Kafka key
+  std::string recipient;  // may be empty
+  std::string payload;
+};
+
+struct DecodeOptions {
+  std::size_t max_message_bytes = 1 << 20;  // key + headers + value
+};
+
+struct Decoded {
+  std::optional<Message> message;  // set when the message is usable
+  std::string reason;              // why not, otherwise
+};
+
+// Pure; never throws for bad input.
+Decoded decodeMessage(RawMessage raw, const DecodeOptions& options);
+
+// The id a message gets when it has no message-id header.
+std::string positionId(const Position& p);
+
+}  // namespace pacer

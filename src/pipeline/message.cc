@@ -1,0 +1,76 @@
+#include "pacer/message.h"
+
+#include <fmt/format.h>
+
+namespace pacer {
+namespace {
+
+constexpr std::size_t kMaxIdBytes = 256;
+
+// Well-formed UTF-8 without control characters: safe in logs, keys and SQL text.
+bool usableText(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) return false;
+    int extra = 0;
+    if (c < 0x80) {
+      extra = 0;
+    } else if ((c & 0xe0) == 0xc0 && c >= 0xc2) {
+      extra = 1;
+    } else if ((c & 0xf0) == 0xe0) {
+      extra = 2;
+    } else if ((c & 0xf8) == 0xf0 && c <= 0xf4) {
+      extra = 3;
+    } else {
+      return false;
+    }
+    for (int k = 1; k <= extra; ++k) {
+      if (i + k >= s.size() || (static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
+    }
+    i += 1 + extra;
+  }
+  return true;
+}
+
+Decoded reject(std::string reason) { return Decoded{std::nullopt, std::move(reason)}; }
+
+}  // namespace
+
+std::string positionId(const Position& p) { return fmt::format("{}:{}:{}", p.topic, p.partition, p.offset); }
+
+Decoded decodeMessage(RawMessage raw, const DecodeOptions& options) {
+  std::size_t bytes = raw.value.size() + (raw.key ? raw.key->size() : 0);
+  for (const auto& [name, value] : raw.headers) bytes += name.size() + (value ? value->size() : 0);
+  if (bytes > options.max_message_bytes) {
+    return reject(fmt::format("message of {} bytes is over max_message_bytes ({})", bytes, options.max_message_bytes));
+  }
+  if (!raw.key || raw.key->empty()) return reject("no campaign: the Kafka key (campaign id) is empty");
+  if (raw.key->size() > kMaxIdBytes || !usableText(*raw.key)) {
+    return reject(
+        "undecodable campaign id: the Kafka key must be UTF-8 text without control characters, at most 256 bytes");
+  }
+  Message m;
+  m.position = std::move(raw.position);
+  m.campaign = std::move(*raw.key);
+  bool have_id = false;
+  for (auto& [name, value] : raw.headers) {
+    if (name == "message-id" && !have_id) {
+      if (!value || value->empty() || value->size() > kMaxIdBytes || !usableText(*value)) {
+        return reject(
+            "undecodable message-id header: it must be UTF-8 text without control characters, 1 to 256 bytes");
+      }
+      m.id = std::move(*value);
+      have_id = true;
+    } else if (name == "recipient" && value) {
+      if (!usableText(*value))
+        return reject("undecodable recipient header: it must be UTF-8 text without control characters");
+      m.recipient = std::move(*value);
+    }
+  }
+  if (!have_id) m.id = positionId(m.position);
+  m.payload = std::move(raw.value);
+  return Decoded{std::move(m), {}};
+}
+
+}  // namespace pacer

@@ -1,0 +1,71 @@
+#include "pacer/message.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace pacer {
+namespace {
+
+using ::testing::HasSubstr;
+
+RawMessage raw(std::optional<std::string> key, std::string value = "hello") {
+  RawMessage r;
+  r.position = Position{"messages", 2, 41};
+  r.key = std::move(key);
+  r.value = std::move(value);
+  return r;
+}
+
+TEST(DecodeMessage, KeyIsTheCampaignAndHeadersGiveIdAndRecipient) {
+  RawMessage r = raw("spring-sale", std::string("\x00\x01 binary payload", 17));
+  r.headers = {{"message-id", "m-123"}, {"recipient", "+15550100"}, {"other", std::nullopt}};
+  const Decoded d = decodeMessage(r, {});
+  ASSERT_TRUE(d.message) << d.reason;
+  EXPECT_EQ(d.message->campaign, "spring-sale");
+  EXPECT_EQ(d.message->id, "m-123");
+  EXPECT_EQ(d.message->recipient, "+15550100");
+  EXPECT_EQ(d.message->payload, r.value);  // unchanged, binary included
+  EXPECT_EQ(d.message->position.offset, 41);
+}
+
+TEST(DecodeMessage, WithoutAMessageIdHeaderTheIdIsItsPosition) {
+  const Decoded d = decodeMessage(raw("c"), {});
+  ASSERT_TRUE(d.message);
+  EXPECT_EQ(d.message->id, "messages:2:41");
+  EXPECT_EQ(d.message->recipient, "");
+}
+
+TEST(DecodeMessage, RejectsWithAReason) {
+  EXPECT_THAT(decodeMessage(raw(std::nullopt), {}).reason, HasSubstr("Kafka key (campaign id) is empty"));
+  EXPECT_THAT(decodeMessage(raw(""), {}).reason, HasSubstr("is empty"));
+  EXPECT_THAT(decodeMessage(raw(std::string("bad\xff", 4)), {}).reason, HasSubstr("undecodable campaign id"));
+  EXPECT_THAT(decodeMessage(raw("tab\tkey"), {}).reason, HasSubstr("undecodable campaign id"));
+  EXPECT_THAT(decodeMessage(raw(std::string(300, 'k')), {}).reason, HasSubstr("at most 256 bytes"));
+  RawMessage empty_id = raw("c");
+  empty_id.headers = {{"message-id", ""}};
+  EXPECT_THAT(decodeMessage(empty_id, {}).reason, HasSubstr("undecodable message-id"));
+  RawMessage null_id = raw("c");
+  null_id.headers = {{"message-id", std::nullopt}};
+  EXPECT_FALSE(decodeMessage(null_id, {}).message);
+  RawMessage bad_recipient = raw("c");
+  bad_recipient.headers = {{"recipient", std::string("\xc3", 1)}};
+  EXPECT_THAT(decodeMessage(bad_recipient, {}).reason, HasSubstr("undecodable recipient"));
+}
+
+TEST(DecodeMessage, OversizedMessagesAreRejectedCountingKeyAndHeaders) {
+  DecodeOptions o;
+  o.max_message_bytes = 20;
+  RawMessage r = raw("campaign", std::string(12, 'x'));  // 8 + 12 = 20: fits
+  EXPECT_TRUE(decodeMessage(r, o).message);
+  r.headers = {{"recipient", "1"}};  // + 10
+  EXPECT_THAT(decodeMessage(r, o).reason, HasSubstr("30 bytes is over max_message_bytes (20)"));
+}
+
+TEST(DecodeMessage, AcceptsMultiByteUtf8) {
+  const Decoded d = decodeMessage(raw("распродажа-春"), {});
+  ASSERT_TRUE(d.message) << d.reason;
+  EXPECT_EQ(d.message->campaign, "распродажа-春");
+}
+
+}  // namespace
+}  // namespace pacer
