@@ -11,6 +11,8 @@ PACER_PACKAGES=(
 )
 # The ledger: libpqxx, and a PostgreSQL server the integration tests start themselves.
 PACER_PACKAGES+=(libpqxx-dev postgresql)
+# The HTTP sink (libcurl) and pacer-fake-provider (cpp-httplib).
+PACER_PACKAGES+=(libcurl4-openssl-dev libcpp-httplib-dev)
 
 pacer_install_packages() {
   local missing=()

@@ -40,6 +40,9 @@ class SinkInterface {
   virtual void poll(std::vector<SendResult>& out) = 0;
   virtual std::size_t inFlight() const = 0;
   virtual std::size_t maxInFlight() const = 0;
+  // Blocks up to `max` until an in-flight send may have progressed (the
+  // worker's idle wait). Sinks that finish at once return immediately.
+  virtual void wait(Nanos max) { (void)max; }
 };
 using SinkInterfacePtr = std::unique_ptr<SinkInterface>;
 

@@ -1,0 +1,46 @@
+// The HTTP provider sink: libcurl's multi interface, one thread, many
+// requests in flight over kept-alive connections (HTTP/2 multiplexing where
+// the server offers it). See README "HTTP sink" for the request contract.
+// Not thread-safe: one owner thread calls submit() and poll().
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pacer/sink.h"
+
+namespace pacer::sink {
+
+struct HttpSinkOptions {
+  // May contain {recipient} and {campaign}, filled in URL-encoded.
+  std::string url;
+  std::string method = "POST";
+  std::string content_type = "application/json";
+  // Static headers, e.g. {"Authorization", "Bearer ..."}; values are never logged.
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds total_timeout{10000};
+  std::size_t max_in_flight = 64;
+  bool verify_tls = true;
+  std::string ca_file;  // empty: the system's
+  bool http2 = true;    // offer HTTP/2 (over TLS, negotiated; plain HTTP stays 1.1)
+};
+
+// Throws std::invalid_argument for an unusable URL template or method.
+SinkInterfacePtr makeHttpSink(HttpSinkOptions options);
+
+// Classifies an HTTP answer the way the sink reports it (exposed for tests):
+// 2xx delivered; 429 and 503 retry (with Retry-After); 408 and other 5xx
+// retry; other 4xx permanent; anything else (1xx, 3xx) retry.
+SendOutcome classifyStatus(int status) noexcept;
+
+// Parses a Retry-After value: delta-seconds, or an HTTP-date measured
+// against `now_unix_s`. Returns 0 when absent or unparsable.
+Nanos parseRetryAfter(const std::string& value, std::int64_t now_unix_s) noexcept;
+
+// Fills {recipient} and {campaign} in `url_template`, URL-encoding the values.
+std::string expandUrl(const std::string& url_template, const Message& m);
+
+}  // namespace pacer::sink

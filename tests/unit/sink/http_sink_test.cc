@@ -1,0 +1,51 @@
+// The HTTP sink's pure parts: status classes, Retry-After, URL templates.
+#include "sink/http_sink.h"
+
+#include <gtest/gtest.h>
+
+namespace pacer::sink {
+namespace {
+
+using std::chrono::seconds;
+
+TEST(ClassifyStatus, FollowsTheResponseClasses) {
+  for (int s : {200, 201, 202, 204, 299}) EXPECT_EQ(classifyStatus(s), SendOutcome::kDelivered) << s;
+  for (int s : {429, 503, 408, 500, 502, 504, 599}) EXPECT_EQ(classifyStatus(s), SendOutcome::kRetry) << s;
+  for (int s : {400, 401, 403, 404, 409, 410, 413, 422}) EXPECT_EQ(classifyStatus(s), SendOutcome::kPermanent) << s;
+  for (int s : {0, 100, 301, 304}) EXPECT_EQ(classifyStatus(s), SendOutcome::kRetry) << s;
+}
+
+TEST(ParseRetryAfter, SecondsOrHttpDate) {
+  EXPECT_EQ(parseRetryAfter("7", 0), seconds(7));
+  EXPECT_EQ(parseRetryAfter("0", 0), seconds(0));
+  EXPECT_EQ(parseRetryAfter("", 0), seconds(0));
+  EXPECT_EQ(parseRetryAfter("soon", 0), seconds(0));
+  EXPECT_EQ(parseRetryAfter("-3", 0), seconds(0));
+  // Sun, 06 Nov 1994 08:49:37 GMT is 784111777.
+  EXPECT_EQ(parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", 784111777 - 120), seconds(120));
+  EXPECT_EQ(parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", 784111777 + 5), seconds(0));  // in the past
+}
+
+TEST(ExpandUrl, FillsRecipientAndCampaignEncoded) {
+  Message m;
+  m.recipient = "+1 555/0100";
+  m.campaign = "spring sale";
+  EXPECT_EQ(expandUrl("http://gw/send/{recipient}?c={campaign}&again={recipient}", m),
+            "http://gw/send/%2B1%20555%2F0100?c=spring%20sale&again=%2B1%20555%2F0100");
+  EXPECT_EQ(expandUrl("http://gw/plain", m), "http://gw/plain");
+}
+
+TEST(MakeHttpSink, RefusesUnusableSettings) {
+  HttpSinkOptions o;
+  o.url = "ftp://x";
+  EXPECT_THROW(makeHttpSink(o), std::invalid_argument);
+  o.url = "http://127.0.0.1:1/";
+  o.method = "PO ST";
+  EXPECT_THROW(makeHttpSink(o), std::invalid_argument);
+  o.method = "PUT";
+  o.max_in_flight = 0;
+  EXPECT_THROW(makeHttpSink(o), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace pacer::sink

@@ -1,0 +1,59 @@
+// pacer-fake-provider: a provider HTTP API stand-in on loopback for tests and
+// benchmarks. See README "pacer-fake-provider".
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "fake_provider/fake_provider.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"pacer-fake-provider: a provider API stand-in that records every request"};
+  pacer::fake::FakeProviderOptions o;
+  std::string port_file, report_file, record_file;
+  app.add_option("--host", o.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", o.port, "port; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
+  app.add_option("--port-file", port_file, "write the port here once listening");
+  app.add_option("--quota", o.quota_per_s, "requests/s accepted; above it 429 (0: no quota)")->check(CLI::NonNegativeNumber);
+  app.add_option("--quota-burst", o.quota_burst, "quota burst (0: one second of quota)")->check(CLI::NonNegativeNumber);
+  app.add_option("--retry-after", o.retry_after_s, "Retry-After seconds sent with 429")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_flag("--retry-after-date", o.retry_after_as_date, "send Retry-After as an HTTP-date");
+  app.add_option("--latency-ms", o.latency_ms, "added to every request")->check(CLI::NonNegativeNumber);
+  app.add_option("--fail-rate", o.fail_rate, "fraction of requests answered 500")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--close-rate", o.close_rate, "fraction of connections dropped mid-response")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--seed", o.seed, "random seed")->capture_default_str();
+  app.add_option("--threads", o.threads, "worker threads, one per open connection")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--report", report_file, "write the per-campaign report (JSON) here on exit");
+  app.add_option("--record", record_file, "write one line per request here on exit");
+  CLI11_PARSE(app, argc, argv);
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the server's threads start
+
+  try {
+    pacer::fake::FakeProvider provider(o);
+    const int port = provider.start();
+    if (!port_file.empty()) {
+      const std::string tmp = port_file + ".tmp";
+      std::ofstream(tmp) << port << "\n";
+      std::rename(tmp.c_str(), port_file.c_str());
+    }
+    fmt::print("pacer-fake-provider listening on {}:{}\n", o.host, port);
+    std::fflush(stdout);
+    int sig = 0;
+    sigwait(&signals, &sig);
+    provider.stop();
+    if (!report_file.empty()) std::ofstream(report_file) << provider.report().dump(2) << "\n";
+    if (!record_file.empty()) provider.writeRecord(record_file);
+    return 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "pacer-fake-provider: {}\n", e.what());
+    return 1;
+  }
+}
