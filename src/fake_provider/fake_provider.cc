@@ -119,6 +119,7 @@ FakeProvider::FakeProvider(FakeProviderOptions options) : impl_(std::make_unique
   impl_->server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   impl_->server.set_keep_alive_max_count(1000000);
   impl_->server.set_keep_alive_timeout(30);
+  impl_->server.set_tcp_nodelay(true);  // header and body go in two writes: no Nagle delay between them
   Impl* impl = impl_.get();
   impl_->server.Get("/report", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(report().dump(), "application/json");
