@@ -13,6 +13,8 @@ PACER_PACKAGES=(
 PACER_PACKAGES+=(libpqxx-dev postgresql)
 # The HTTP sink (libcurl) and pacer-fake-provider (cpp-httplib).
 PACER_PACKAGES+=(libcurl4-openssl-dev libcpp-httplib-dev)
+# The global quota: hiredis, and a Redis server the integration tests start themselves.
+PACER_PACKAGES+=(libhiredis-dev libspdlog-dev redis-server redis-tools)
 
 pacer_install_packages() {
   local missing=()

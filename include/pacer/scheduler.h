@@ -96,6 +96,13 @@ class Scheduler {
   // unlimited. Taking tokens through them goes around the scheduler.
   RateLimitingInterface* limiterOf(CampaignId id);
   RateLimitingInterface* providerLimiterOf(ProviderId id);
+  // Replaces the campaign's limiter with one the caller built (a quota lease,
+  // see quota_lease.h); null makes it unlimited. setLimit() with a limit then
+  // goes to this limiter's setLimit(). Between ticks only.
+  void setLimiter(CampaignId id, RateLimitingInterfacePtr limiter);
+  // Campaigns with work right now (registered, not paused, backlog > 0), in
+  // no particular order. Valid until the next non-const call.
+  std::span<const CampaignId> activeCampaigns() const noexcept;
 
   // Shares up to `capacity` messages among active campaigns at `now`. The
   // returned grants stay valid until the next call to any non-const method.

@@ -392,6 +392,12 @@ std::optional<RateLimit> Scheduler::limitOf(CampaignId id) const {
 RateLimitingInterface* Scheduler::limiterOf(CampaignId id) { return impl_->campaign(id).limiter.get(); }
 RateLimitingInterface* Scheduler::providerLimiterOf(ProviderId id) { return impl_->provider(id).limiter.get(); }
 
+void Scheduler::setLimiter(CampaignId id, RateLimitingInterfacePtr limiter) {
+  impl_->campaign(id).limiter = std::move(limiter);
+}
+
+std::span<const CampaignId> Scheduler::activeCampaigns() const noexcept { return impl_->active; }
+
 std::span<const Grant> Scheduler::tick(MonoTime now, std::uint64_t capacity) noexcept {
   return impl_->tick(now, capacity);
 }

@@ -1,0 +1,102 @@
+// The Redis QuotaBackend (target pacer::quota_redis; hiredis stays behind it).
+//
+// One Lua script (src/quota/lease.lua, embedded at build time) does a whole
+// request atomically with Redis's own TIME as the clock. It is loaded once per
+// connection (SCRIPT LOAD) and called by SHA; a NOSCRIPT answer (SCRIPT FLUSH,
+// restart, failover) reloads it and retries without the caller noticing.
+// A batch is one pipelined round trip per Redis node (one node unless
+// clustered). Keys are "<prefix>:{<scope>}:<level key>", so every key of a
+// request shares a hash tag and a Redis Cluster slot.
+//
+// Faults never become grants: an I/O error, a timeout, an error reply or a
+// reply of the wrong type answers kUnavailable for the requests involved (and
+// is logged); a request whose reply was lost may have been charged in Redis,
+// which only costs tokens. A lost connection is retried with exponential
+// backoff; while backing off, acquire() answers kUnavailable at once.
+//
+// Thread-safety: none; one backend (its connections) per worker thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pacer/quota.h"
+
+namespace pacer {
+
+// Errors at the Redis boundary, for the calls that may throw (start-up).
+// The per-tick path reports them as counts and kUnavailable instead.
+class QuotaError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+class IoError : public QuotaError {  // cannot connect, connection lost
+ public:
+  using QuotaError::QuotaError;
+};
+class TimeoutError : public QuotaError {  // connect or command timeout
+ public:
+  using QuotaError::QuotaError;
+};
+class ReplyError : public QuotaError {  // an error reply, or a reply of the wrong type
+ public:
+  using QuotaError::QuotaError;
+};
+
+struct RedisAddress {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+};
+
+struct RedisQuotaOptions {
+  // Standalone: the server. Cluster: any nodes to learn the slot map from.
+  std::vector<RedisAddress> nodes{RedisAddress{}};
+  bool cluster = false;
+  std::chrono::milliseconds connect_timeout{50};
+  std::chrono::milliseconds command_timeout{50};
+  std::chrono::milliseconds backoff_min{10};   // first wait after a failure
+  std::chrono::milliseconds backoff_max{500};  // doubling stops here
+  std::string key_prefix = "pacer";
+};
+
+// Counters since construction.
+struct RedisQuotaStats {
+  std::uint64_t round_trips = 0;  // pipelined flushes + replies read, per node
+  std::uint64_t commands = 0;     // EVALSHA sent
+  std::uint64_t script_loads = 0;
+  std::uint64_t noscript_retries = 0;
+  std::uint64_t moved = 0;
+  std::uint64_t asked = 0;
+  std::uint64_t slot_refreshes = 0;
+  std::uint64_t io_errors = 0;
+  std::uint64_t timeouts = 0;
+  std::uint64_t reply_errors = 0;  // error replies and wrong-type replies
+  std::uint64_t connects = 0;      // successful (re)connections
+};
+
+class RedisQuotaBackend : public QuotaBackend {
+ public:
+  // Connects (and loads the script, and reads the slot map) now; throws
+  // IoError / TimeoutError / ReplyError if that fails. Optional: acquire()
+  // connects by itself.
+  virtual void connect() = 0;
+  virtual const RedisQuotaStats& stats() const noexcept = 0;
+};
+using RedisQuotaBackendPtr = std::unique_ptr<RedisQuotaBackend>;
+
+// Does not connect yet (see connect()). Throws std::invalid_argument for
+// empty nodes or non-positive timeouts.
+RedisQuotaBackendPtr makeRedisQuotaBackend(RedisQuotaOptions options);
+
+// The Redis Cluster slot of `key`: CRC16 (XMODEM) of its hash tag (the part
+// between the first '{' and the next '}', if non-empty) or of the whole key,
+// modulo 16384.
+std::uint16_t redisClusterSlot(std::string_view key) noexcept;
+// CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), as Redis Cluster uses.
+std::uint16_t crc16Xmodem(std::string_view data) noexcept;
+
+}  // namespace pacer

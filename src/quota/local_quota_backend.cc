@@ -1,0 +1,80 @@
+// The in-process QuotaBackend: one token bucket per (scope, level key), all
+// behind one mutex so that a batch is atomic per request across threads.
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "pacer/quota.h"
+
+namespace pacer {
+namespace {
+
+class LocalQuotaBackend final : public QuotaBackend {
+ public:
+  void acquire(std::span<const LeaseRequest> requests, MonoTime now, std::span<LeaseReply> replies) noexcept override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (std::size_t i = 0; i < requests.size() && i < replies.size(); ++i) replies[i] = one(requests[i], now);
+  }
+
+ private:
+  struct Bucket {
+    RateLimitingInterfacePtr limiter;
+    RateLimit limit;
+  };
+
+  // Finds or creates the bucket of `level`; null when its limit is invalid.
+  RateLimitingInterface* bucket(const LeaseRequest& r, const QuotaLevel& level, MonoTime now) noexcept {
+    try {
+      key_.assign(r.scope).push_back('\0');
+      key_.append(level.key);
+      auto it = buckets_.find(key_);
+      if (it == buckets_.end()) {
+        Bucket b{makeLimiter(LimiterOptions{}, level.limit, now), level.limit};
+        if (!r.fill_new) b.limiter->acquireUpTo(UINT64_MAX, now);
+        it = buckets_.emplace(key_, std::move(b)).first;
+      } else if (it->second.limit.rate_per_s != level.limit.rate_per_s || it->second.limit.burst != level.limit.burst) {
+        validateLimit(level.limit, LimiterOptions{});
+        it->second.limiter->setLimit(level.limit, now);
+        it->second.limit = level.limit;
+      }
+      return it->second.limiter.get();
+    } catch (...) {  // invalid limit or out of memory: no grant
+      return nullptr;
+    }
+  }
+
+  LeaseReply one(const LeaseRequest& r, MonoTime now) noexcept {
+    LeaseReply reply;
+    if (r.levels.empty()) return reply;
+    scratch_.clear();
+    std::uint64_t g = r.want;
+    for (const QuotaLevel& level : r.levels) {
+      RateLimitingInterface* b = bucket(r, level, now);
+      if (b == nullptr) return reply;  // kUnavailable
+      scratch_.push_back(b);
+      g = std::min(g, b->available(now, g));
+    }
+    Nanos next{0};
+    for (RateLimitingInterface* b : scratch_) {
+      if (g > 0) b->tryAcquire(g, now);
+      const Nanos w = b->timeUntil(1, now);
+      next = std::max(next, w);
+    }
+    reply.status = QuotaStatus::kOk;
+    reply.granted = g;
+    reply.next_token = next;
+    return reply;
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<std::string, Bucket> buckets_;
+  std::string key_;
+  std::vector<RateLimitingInterface*> scratch_;
+};
+
+}  // namespace
+
+QuotaBackendPtr makeLocalQuotaBackend() { return std::make_unique<LocalQuotaBackend>(); }
+
+}  // namespace pacer

@@ -1,0 +1,341 @@
+#include "pacer/quota_lease.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace pacer {
+
+// ---- LeaseLimiter -----------------------------------------------------------
+
+void LeaseLimiter::expire(MonoTime now) noexcept {
+  if (tokens_ > 0 && now >= expires_at_) {
+    expired_ += tokens_;
+    tokens_ = 0;
+  }
+}
+
+std::uint64_t LeaseLimiter::held(MonoTime now) noexcept {
+  expire(now);
+  return tokens_;
+}
+
+void LeaseLimiter::grant(std::uint64_t n, MonoTime now, Nanos ttl) noexcept {
+  expire(now);
+  if (n == 0) return;
+  tokens_ += n;
+  expires_at_ = now + ttl;
+}
+
+std::uint64_t LeaseLimiter::available(MonoTime now, std::uint64_t max) noexcept {
+  expire(now);
+  const std::uint64_t lease = std::min(tokens_, max);
+  if (lease == max || !local_) return lease;
+  return lease + local_->available(now, max - lease);
+}
+
+bool LeaseLimiter::tryAcquire(std::uint64_t n, MonoTime now) noexcept {
+  expire(now);
+  if (n <= tokens_) {
+    tokens_ -= n;
+    return true;
+  }
+  if (!local_ || !local_->tryAcquire(n - tokens_, now)) return false;
+  tokens_ = 0;
+  return true;
+}
+
+Nanos LeaseLimiter::timeUntil(std::uint64_t n, MonoTime now) noexcept {
+  expire(now);
+  if (n <= tokens_) return Nanos{0};
+  if (local_) return local_->timeUntil(n - tokens_, now);
+  return kNever;
+}
+
+void LeaseLimiter::setLimit(RateLimit limit, MonoTime /*now*/) noexcept { limit_ = limit; }
+
+void LeaseLimiter::setLocalShare(std::optional<RateLimit> share, MonoTime now) {
+  if (!share) {
+    local_.reset();
+    return;
+  }
+  local_ = makeLimiter(LimiterOptions{}, *share, now);
+  local_->acquireUpTo(UINT64_MAX, now);  // starts empty: no burst on entering degraded mode
+}
+
+// ---- QuotaLeaser ------------------------------------------------------------
+
+struct QuotaLeaser::Provider {
+  std::string name;
+  std::optional<RateLimit> limit;
+  DegradedMode mode = DegradedMode::kLocalShare;
+  bool degraded = false;
+  std::vector<CampaignId> campaigns;
+};
+
+struct QuotaLeaser::Campaign {
+  bool alive = false;
+  std::string name;
+  std::optional<RateLimit> limit;
+  std::uint32_t provider = 0;
+  LeaseLimiter* lease = nullptr;   // owned by the scheduler; null: no global limit applies
+  LeaseRequest request;            // scope and levels, kept ready
+  double min_rate = 0.0;           // the tightest level's rate
+  MonoTime retry_at{};             // do not ask before this (the quota said no token sooner)
+  std::uint64_t expired_seen = 0;  // lease->expired() already counted in the metrics
+};
+
+namespace {
+
+void checkLimit(const std::optional<RateLimit>& limit) {
+  if (!limit) return;
+  try {
+    validateLimit(*limit, LimiterOptions{});
+  } catch (const InvalidLimitError& e) {
+    throw SchedulerError(e.what());
+  }
+}
+
+void checkName(const std::string& name, const char* what) {
+  if (name.empty() || name.find_first_of("{}") != std::string::npos)
+    throw SchedulerError(fmt::format("{} name must be non-empty and contain no '{{' or '}}': '{}'", what, name));
+}
+
+}  // namespace
+
+QuotaLeaser::QuotaLeaser(Scheduler& scheduler, QuotaBackend& backend, LeaseOptions options, QuotaObserver* observer)
+    : scheduler_(scheduler), backend_(backend), options_(options), observer_(observer) {
+  if (options_.live_workers == 0) throw SchedulerError("live_workers must be >= 1");
+  if (!(options_.safety_factor > 0.0 && options_.safety_factor <= 1.0))
+    throw SchedulerError(fmt::format("safety_factor must be in (0, 1], got {}", options_.safety_factor));
+  if (options_.horizon <= Nanos{0} || options_.ttl <= Nanos{0})
+    throw SchedulerError("lease horizon and ttl must be > 0");
+  if (!(options_.refill_fraction > 0.0 && options_.refill_fraction <= 1.0))
+    throw SchedulerError("refill_fraction must be in (0, 1]");
+}
+
+QuotaLeaser::~QuotaLeaser() = default;
+
+std::uint32_t QuotaLeaser::addProvider(const QuotaProviderSpec& spec) {
+  checkName(spec.name, "provider");
+  checkLimit(spec.limit);
+  Provider p;
+  p.name = spec.name;
+  p.limit = spec.limit;
+  p.mode = spec.degraded;
+  providers_.push_back(std::move(p));
+  return static_cast<std::uint32_t>(providers_.size() - 1);
+}
+
+void QuotaLeaser::setProviderLimit(std::uint32_t provider, std::optional<RateLimit> limit) {
+  if (provider >= providers_.size()) throw SchedulerError(fmt::format("unknown quota provider {}", provider));
+  checkLimit(limit);
+  providers_[provider].limit = limit;
+  for (CampaignId id : providers_[provider].campaigns) rebuildLevels(campaigns_[id]);
+}
+
+void QuotaLeaser::rebuildLevels(Campaign& c) {
+  const Provider& p = providers_[c.provider];
+  c.request.scope = p.name;
+  c.request.levels.clear();
+  c.min_rate = std::numeric_limits<double>::infinity();
+  if (c.limit) {
+    c.request.levels.push_back(QuotaLevel{"c:" + c.name, *c.limit});
+    c.min_rate = std::min(c.min_rate, c.limit->rate_per_s);
+  }
+  if (p.limit) {
+    c.request.levels.push_back(QuotaLevel{"p", *p.limit});
+    c.min_rate = std::min(c.min_rate, p.limit->rate_per_s);
+  }
+}
+
+CampaignId QuotaLeaser::addCampaign(const QuotaCampaignSpec& spec, MonoTime now) {
+  checkName(spec.name, "campaign");
+  checkLimit(spec.limit);
+  std::uint32_t provider = spec.provider;
+  if (provider == UINT32_MAX) {
+    // No provider: the campaign is its own scope (hash tag), degraded on its own.
+    provider = addProvider(QuotaProviderSpec{"c:" + spec.name, std::nullopt, DegradedMode::kLocalShare});
+  } else if (provider >= providers_.size()) {
+    throw SchedulerError(fmt::format("unknown quota provider {}", provider));
+  }
+  CampaignSpec cs;
+  cs.weight = spec.weight;
+  const CampaignId id = scheduler_.addCampaign(cs, now);
+  if (campaigns_.size() <= id) campaigns_.resize(id + 1);
+  Campaign& c = campaigns_[id];
+  c = Campaign{};
+  c.alive = true;
+  c.name = spec.name;
+  c.limit = spec.limit;
+  c.provider = provider;
+  rebuildLevels(c);
+  if (!c.request.levels.empty()) {
+    auto lease = std::make_unique<LeaseLimiter>(RateLimit{c.min_rate, 1.0});
+    c.lease = lease.get();
+    scheduler_.setLimiter(id, std::move(lease));
+    if (providers_[provider].degraded) c.lease->setLocalShare(localShare(c), now);
+  }
+  providers_[provider].campaigns.push_back(id);
+  return id;
+}
+
+void QuotaLeaser::setCampaignLimit(CampaignId id, std::optional<RateLimit> limit, MonoTime now) {
+  if (id >= campaigns_.size() || !campaigns_[id].alive) throw SchedulerError(fmt::format("unknown campaign id {}", id));
+  checkLimit(limit);
+  Campaign& c = campaigns_[id];
+  c.limit = limit;
+  rebuildLevels(c);
+  if (c.request.levels.empty()) {
+    scheduler_.setLimiter(id, nullptr);
+    c.lease = nullptr;
+    return;
+  }
+  if (c.lease == nullptr) {
+    auto lease = std::make_unique<LeaseLimiter>(RateLimit{c.min_rate, 1.0});
+    c.lease = lease.get();
+    scheduler_.setLimiter(id, std::move(lease));
+  }
+  c.lease->setLimit(RateLimit{c.min_rate, 1.0}, now);
+  if (providers_[c.provider].degraded) c.lease->setLocalShare(localShare(c), now);
+  c.retry_at = MonoTime{};
+}
+
+void QuotaLeaser::removeCampaign(CampaignId id) {
+  if (id >= campaigns_.size() || !campaigns_[id].alive) throw SchedulerError(fmt::format("unknown campaign id {}", id));
+  auto& list = providers_[campaigns_[id].provider].campaigns;
+  list.erase(std::remove(list.begin(), list.end(), id), list.end());
+  if (campaigns_[id].lease) metrics_.tokens_expired += campaigns_[id].lease->expired() - campaigns_[id].expired_seen;
+  campaigns_[id] = Campaign{};
+  scheduler_.removeCampaign(id);
+}
+
+std::optional<RateLimit> QuotaLeaser::localShare(const Campaign& c) const {
+  if (providers_[c.provider].mode == DegradedMode::kStop) return std::nullopt;
+  const double k = options_.safety_factor / static_cast<double>(options_.live_workers);
+  double burst = std::numeric_limits<double>::infinity();
+  for (const QuotaLevel& l : c.request.levels) burst = std::min(burst, l.limit.burst);
+  return RateLimit{c.min_rate * k, std::max(1.0, burst * k)};
+}
+
+void QuotaLeaser::enterDegraded(std::uint32_t provider, MonoTime now) noexcept {
+  Provider& p = providers_[provider];
+  if (p.degraded) return;
+  p.degraded = true;
+  ++metrics_.degraded_entered;
+  ++metrics_.degraded_providers;
+  for (CampaignId id : p.campaigns) {
+    Campaign& c = campaigns_[id];
+    if (c.lease == nullptr) continue;
+    try {
+      c.lease->setLocalShare(localShare(c), now);
+    } catch (...) {  // cannot build the local bucket: send nothing more (safe)
+      c.lease->setLocalShare(std::nullopt, now);
+    }
+  }
+  if (observer_) observer_->onDegraded(p.name, p.mode, true);
+}
+
+void QuotaLeaser::leaveDegraded(std::uint32_t provider, MonoTime now) noexcept {
+  Provider& p = providers_[provider];
+  if (!p.degraded) return;
+  p.degraded = false;
+  ++metrics_.degraded_left;
+  --metrics_.degraded_providers;
+  for (CampaignId id : p.campaigns) {
+    Campaign& c = campaigns_[id];
+    if (c.lease) c.lease->setLocalShare(std::nullopt, now);
+    c.retry_at = MonoTime{};
+  }
+  if (observer_) observer_->onDegraded(p.name, p.mode, false);
+}
+
+std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
+  asked_.clear();
+  const double horizon_s = std::chrono::duration<double>(options_.horizon).count();
+  for (CampaignId id : scheduler_.activeCampaigns()) {
+    if (id >= campaigns_.size()) continue;
+    Campaign& c = campaigns_[id];
+    if (!c.alive || c.lease == nullptr || c.min_rate <= 0.0) continue;
+    const bool degraded = providers_[c.provider].degraded;
+    if (!degraded && now < c.retry_at) continue;
+    const double share = c.min_rate / static_cast<double>(options_.live_workers) * horizon_s;
+    const std::uint64_t target =
+        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(std::min(share, 1e15))));
+    const std::uint64_t held = c.lease->held(now);
+    metrics_.tokens_expired += c.lease->expired() - c.expired_seen;
+    c.expired_seen = c.lease->expired();
+    if (static_cast<double>(held) >= static_cast<double>(target) * options_.refill_fraction) continue;
+    std::uint64_t backlog = 0;
+    try {
+      backlog = scheduler_.backlog(id);
+    } catch (...) {
+      continue;
+    }
+    const std::uint64_t goal = std::min(backlog, target);
+    if (goal <= held) continue;
+    try {
+      if (asked_.size() == requests_.size()) {
+        requests_.emplace_back();
+        replies_.emplace_back();
+      }
+      LeaseRequest& r = requests_[asked_.size()];
+      r.scope = c.request.scope;
+      r.levels = c.request.levels;
+      r.want = goal - held;
+      r.fill_new = !degraded;
+      asked_.push_back(id);
+    } catch (...) {  // out of memory: ask next tick
+      break;
+    }
+  }
+  if (asked_.empty()) return 0;
+  const std::size_t n = asked_.size();
+  for (std::size_t i = 0; i < n; ++i) replies_[i] = LeaseReply{};
+  ++metrics_.batches;
+  metrics_.requests += n;
+  backend_.acquire(std::span<const LeaseRequest>(requests_.data(), n), now, std::span<LeaseReply>(replies_.data(), n));
+  for (std::size_t i = 0; i < n; ++i) {
+    Campaign& c = campaigns_[asked_[i]];
+    const LeaseReply& reply = replies_[i];
+    if (reply.status != QuotaStatus::kOk) {
+      ++metrics_.unavailable;
+      enterDegraded(c.provider, now);
+      continue;
+    }
+    leaveDegraded(c.provider, now);
+    c.lease->grant(reply.granted, now, options_.ttl);
+    metrics_.tokens_granted += reply.granted;
+    // Not all we asked for: the global bucket is dry. Let it fill for as long
+    // as a refill covers (horizon * (1 - refill_fraction)) before asking
+    // again: it keeps what accrues, up to its burst, so nothing is lost, and a
+    // dry bucket then costs as few round trips as a full one.
+    if (reply.granted < requests_[i].want) {
+      const auto pause =
+          std::max(std::chrono::duration_cast<Nanos>(options_.horizon * (1.0 - options_.refill_fraction)),
+                   std::chrono::duration_cast<Nanos>(options_.horizon / 10));
+      c.retry_at = reply.next_token == kNever ? now + std::chrono::seconds(1) : now + std::max(reply.next_token, pause);
+    } else
+      c.retry_at = MonoTime{};
+  }
+  return n;
+}
+
+void QuotaLeaser::setLiveWorkers(std::uint32_t n) {
+  if (n == 0) throw SchedulerError("live_workers must be >= 1");
+  options_.live_workers = n;
+}
+
+std::uint64_t QuotaLeaser::held(CampaignId id, MonoTime now) {
+  if (id >= campaigns_.size() || !campaigns_[id].alive) throw SchedulerError(fmt::format("unknown campaign id {}", id));
+  return campaigns_[id].lease ? campaigns_[id].lease->held(now) : 0;
+}
+
+bool QuotaLeaser::degraded(std::uint32_t provider) const {
+  if (provider >= providers_.size()) throw SchedulerError(fmt::format("unknown quota provider {}", provider));
+  return providers_[provider].degraded;
+}
+
+}  // namespace pacer

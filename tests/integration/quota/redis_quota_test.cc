@@ -1,0 +1,243 @@
+// The Redis quota backend and leases against a real redis-server.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "pacer/quota_lease.h"
+#include "pacer/quota_log.h"
+#include "pacer/quota_redis.h"
+#include "support/redis_server.h"
+
+namespace pacer {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::RedisServer;
+using testing::waitUntil;
+
+RedisQuotaOptions optionsFor(const RedisServer& s) {
+  RedisQuotaOptions o;
+  o.nodes = {RedisAddress{"127.0.0.1", s.port()}};
+  return o;
+}
+
+LeaseRequest request(const std::string& scope, std::vector<QuotaLevel> levels, std::uint64_t want) {
+  LeaseRequest r;
+  r.scope = scope;
+  r.levels = std::move(levels);
+  r.want = want;
+  return r;
+}
+
+LeaseReply one(QuotaBackend& b, const LeaseRequest& r) {
+  LeaseReply reply;
+  b.acquire(std::span<const LeaseRequest>(&r, 1), MonoTime{}, std::span<LeaseReply>(&reply, 1));
+  return reply;
+}
+
+// Redis's clock, in microseconds.
+std::int64_t redisMicros(const RedisServer& s) {
+  // TIME is an array; read it through a tiny script that returns one integer.
+  const std::string v = s.command("EVAL return(redis.call('TIME')[1]*1000000+redis.call('TIME')[2]) 0");
+  return std::stoll(v);
+}
+
+TEST(RedisQuota, GrantsMinimumOfLevelsWithRedisClock) {
+  RedisServer server;
+  auto b = makeRedisQuotaBackend(optionsFor(server));
+  b->connect();
+  const LeaseRequest r = request("sms", {{"c:a", {1000, 10}}, {"p", {100, 4}}}, 100);
+  LeaseReply reply = one(*b, r);
+  ASSERT_EQ(reply.status, QuotaStatus::kOk);
+  EXPECT_EQ(reply.granted, 4u);
+  EXPECT_GT(reply.next_token, Nanos{0});
+  EXPECT_LE(reply.next_token, milliseconds(11));  // provider: one token per 10 ms
+  // The keys carry the provider as hash tag and expire when idle.
+  const std::int64_t ttl = std::stoll(server.command("PTTL pacer:{sms}:p"));
+  EXPECT_GT(ttl, 0);
+  EXPECT_LE(ttl, 2000);
+  EXPECT_NE(server.command("PTTL pacer:{sms}:c:a"), "-2");
+}
+
+TEST(RedisQuota, RateZeroGrantsNothing) {
+  RedisServer server;
+  auto b = makeRedisQuotaBackend(optionsFor(server));
+  const LeaseReply reply = one(*b, request("z", {{"p", {0, 100}}}, 10));
+  ASSERT_EQ(reply.status, QuotaStatus::kOk);
+  EXPECT_EQ(reply.granted, 0u);
+  EXPECT_EQ(reply.next_token, kNever);
+}
+
+TEST(RedisQuota, ErrorReplyCountsAsUnavailableNeverAGrant) {
+  RedisServer server;
+  auto b = makeRedisQuotaBackend(optionsFor(server));
+  server.command("SET pacer:{bad}:p not-a-hash");  // WRONGTYPE inside the script
+  const LeaseReply reply = one(*b, request("bad", {{"p", {100, 100}}}, 10));
+  EXPECT_EQ(reply.status, QuotaStatus::kUnavailable);
+  EXPECT_EQ(reply.granted, 0u);
+  EXPECT_EQ(b->stats().reply_errors, 1u);
+  const LeaseReply neg = one(*b, request("neg", {{"p", {-5, 100}}}, 10));
+  EXPECT_EQ(neg.status, QuotaStatus::kUnavailable);
+}
+
+TEST(RedisQuota, HungRedisTimesOutWithinTheCommandTimeout) {
+  RedisServer server;
+  RedisQuotaOptions o = optionsFor(server);
+  o.command_timeout = milliseconds(50);
+  auto b = makeRedisQuotaBackend(o);
+  b->connect();
+  const LeaseRequest r = request("hung", {{"p", {1000, 1000}}}, 5);
+  ASSERT_EQ(one(*b, r).granted, 5u);
+  server.command("CLIENT PAUSE 1500 ALL");  // every other client's command now blocks
+  const auto t0 = std::chrono::steady_clock::now();
+  const LeaseReply reply = one(*b, r);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(reply.status, QuotaStatus::kUnavailable);
+  EXPECT_EQ(reply.granted, 0u);
+  EXPECT_LT(took, milliseconds(100));
+  EXPECT_GE(b->stats().timeouts, 1u);
+  server.command("CLIENT UNPAUSE");
+  // Back after the backoff: waits for it by polling, with a deadline.
+  EXPECT_TRUE(waitUntil([&] { return one(*b, r).status == QuotaStatus::kOk; }, std::chrono::seconds(2)));
+}
+
+TEST(RedisQuota, NoscriptAfterScriptFlushIsRecovered) {
+  RedisServer server;
+  auto b = makeRedisQuotaBackend(optionsFor(server));
+  b->connect();
+  const LeaseRequest r = request("f", {{"p", {1000, 1000}}}, 5);
+  ASSERT_EQ(one(*b, r).granted, 5u);
+  server.command("SCRIPT FLUSH");
+  const LeaseReply reply = one(*b, r);
+  EXPECT_EQ(reply.status, QuotaStatus::kOk);
+  EXPECT_EQ(reply.granted, 5u);
+  EXPECT_EQ(b->stats().noscript_retries, 1u);
+  EXPECT_EQ(b->stats().script_loads, 2u);
+}
+
+TEST(RedisQuota, BatchIsOneRoundTrip) {
+  RedisServer server;
+  auto b = makeRedisQuotaBackend(optionsFor(server));
+  b->connect();
+  std::vector<LeaseRequest> rs;
+  for (int i = 0; i < 50; ++i) rs.push_back(request("p" + std::to_string(i), {{"p", {100, 10}}}, 3));
+  std::vector<LeaseReply> replies(rs.size());
+  const auto before = b->stats().round_trips;
+  b->acquire(rs, MonoTime{}, replies);
+  EXPECT_EQ(b->stats().round_trips - before, 1u);
+  for (const LeaseReply& r : replies) EXPECT_EQ(r.granted, 3u);
+}
+
+TEST(RedisQuota, RateChangeTakesEffectWithoutResettingTheBucket) {
+  RedisServer server;
+  auto b = makeRedisQuotaBackend(optionsFor(server));
+  ASSERT_EQ(one(*b, request("rc", {{"p", {50, 20}}}, 1000)).granted, 20u);  // drain
+  // A much larger rate and burst: the bucket is not refilled to the new burst.
+  const std::int64_t t0 = redisMicros(server);
+  const LeaseReply r = one(*b, request("rc", {{"p", {100000, 5000}}}, 100000));
+  const std::int64_t t1 = redisMicros(server);
+  ASSERT_EQ(r.status, QuotaStatus::kOk);
+  // At most what 100000/s (or the old 50/s) accrued since the drain: far below 5000.
+  EXPECT_LE(static_cast<double>(r.granted), 100000.0 * static_cast<double>(t1 - t0 + 2000) / 1e6 + 2);
+  EXPECT_LT(r.granted, 5000u);
+}
+
+// Several threads, each with its own connection, hammer one provider bucket;
+// total grants must stay within rate * elapsed (Redis TIME) + burst.
+TEST(RedisQuota, ConcurrentWorkersNeverOverGrant) {
+  RedisServer server;
+  const double rate = 2000, burst = 100;
+  constexpr int kThreads = 4;
+  std::atomic<std::uint64_t> total{0};
+  std::atomic<bool> stop{false};
+  const std::int64_t t0 = redisMicros(server);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      auto b = makeRedisQuotaBackend(optionsFor(server));
+      const LeaseRequest r = request("shared", {{"c:" + std::to_string(i), {1e6, 1e6}}, {"p", {rate, burst}}}, 7);
+      while (!stop.load()) {
+        const LeaseReply reply = one(*b, r);
+        if (reply.status == QuotaStatus::kOk) total += reply.granted;
+      }
+    });
+  waitUntil([&] { return redisMicros(server) - t0 > 1'500'000; }, std::chrono::seconds(10), milliseconds(20));
+  stop = true;
+  for (auto& t : threads) t.join();
+  const double elapsed = static_cast<double>(redisMicros(server) - t0) / 1e6;
+  EXPECT_LE(static_cast<double>(total.load()), rate * elapsed + burst);
+  EXPECT_GE(static_cast<double>(total.load()), 0.9 * rate * 1.5);
+}
+
+// A worker on the real clock: refresh + scheduler tick every 5 ms. Redis is
+// killed at 0.6 s and restarted at 1.4 s; the run ends at 2.4 s.
+TEST(RedisQuota, RedisKilledAndRestartedMidRunDegradesAndRecovers) {
+  RedisServer server;
+  RedisQuotaOptions ro = optionsFor(server);
+  ro.backoff_max = milliseconds(50);
+  auto backend = makeRedisQuotaBackend(ro);
+  // Records the transitions, and passes them to the shipped log observer so
+  // the test output shows the log lines an operator would see.
+  class Log final : public QuotaObserver {
+   public:
+    void onDegraded(std::string_view p, DegradedMode m, bool entered) noexcept override {
+      events.push_back(entered);
+      inner->onDegraded(p, m, entered);
+    }
+    std::vector<bool> events;
+    QuotaObserverPtr inner = makeLogQuotaObserver();
+  } log;
+  LeaseOptions lo;
+  lo.live_workers = 2;
+  lo.safety_factor = 0.5;
+  Scheduler scheduler(SchedulerOptions{});
+  QuotaLeaser leaser(scheduler, *backend, lo, &log);
+  const double rate = 1000, burst = 50;
+  const std::uint32_t p = leaser.addProvider({"gw", RateLimit{rate, burst}, DegradedMode::kLocalShare});
+  auto clock = makeSteadyTimeSource();
+  const MonoTime start = clock->now();
+  const CampaignId id = leaser.addCampaign({"a", std::nullopt, 1.0, p}, start);
+  scheduler.addBacklog(id, 1ull << 40);
+  std::uint64_t sent_up1 = 0, sent_down = 0, sent_up2 = 0;
+  MonoTime killed_at{}, degraded_at{}, restarted_at{};
+  bool killed = false, restarted = false;
+  for (MonoTime next = start; next - start < milliseconds(2400); next += milliseconds(5)) {
+    waitUntil([&] { return clock->now() >= next; }, milliseconds(100), milliseconds(1));
+    const MonoTime now = clock->now();
+    if (!killed && now - start >= milliseconds(600)) {
+      server.kill();
+      killed = true;
+      killed_at = clock->now();
+    }
+    if (killed && !restarted && now - start >= milliseconds(1400)) {
+      server.start();
+      restarted = true;
+      restarted_at = clock->now();
+    }
+    leaser.refresh(now);
+    if (killed && degraded_at == MonoTime{} && leaser.degraded(p)) degraded_at = now;
+    std::uint64_t n = 0;
+    for (const Grant& g : scheduler.tick(now, kUnlimitedCapacity)) n += g.count;
+    (killed ? (restarted ? sent_up2 : sent_down) : sent_up1) += n;
+  }
+  ASSERT_NE(degraded_at, MonoTime{});
+  EXPECT_LE(degraded_at - killed_at, milliseconds(100));
+  EXPECT_FALSE(leaser.degraded(p));
+  EXPECT_EQ(log.events, (std::vector<bool>{true, false}));
+  const auto secs = [](Nanos d) { return std::chrono::duration<double>(d).count(); };
+  const double lease = std::ceil(rate / 2 * 0.05);
+  // Up: within the global bucket (plus the one lease held across the switch).
+  EXPECT_LE(static_cast<double>(sent_up1), rate * secs(killed_at - start) + burst + lease);
+  // Down: the local share, 1000 * 0.5 / 2 = 250/s, plus leases already held.
+  EXPECT_LE(static_cast<double>(sent_down), 250 * secs(restarted_at - killed_at) + 2 * lease);
+  EXPECT_GE(static_cast<double>(sent_down), 250 * secs(restarted_at - killed_at) * 0.7);
+  // After the restart the bucket came back empty: no catch-up burst.
+  EXPECT_LE(static_cast<double>(sent_up2), rate * secs(clock->now() - restarted_at) + lease);
+  EXPECT_GE(backend->stats().connects, 2u);
+}
+
+}  // namespace
+}  // namespace pacer

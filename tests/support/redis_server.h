@@ -1,0 +1,67 @@
+// Throwaway redis-server processes for integration tests: each runs in its
+// own temp directory on a free loopback port, and is killed (SIGKILL) and its
+// directory deleted on destruction, also when the test failed.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pacer::testing {
+
+// Checks `done` until it is true or `limit` has passed; between checks it
+// waits on a condition variable for `step` (no busy loop). Returns done().
+bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit,
+               std::chrono::milliseconds step = std::chrono::milliseconds(2));
+
+class RedisServer {
+ public:
+  // Starts a server; `extra` are more command-line arguments. Throws
+  // std::runtime_error with the server log if it does not answer PING in 10 s.
+  explicit RedisServer(std::vector<std::string> extra = {});
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  int port() const { return port_; }
+  const std::string& dir() const { return dir_; }
+  // SIGKILL (no shutdown, nothing saved); start() brings it back, same port, empty.
+  void kill();
+  void start();
+  // Runs one command (redis-cli syntax split on spaces) and returns the reply
+  // as text ("" for nil); throws std::runtime_error on an I/O error.
+  std::string command(const std::string& cmd) const;
+  // The same with the arguments given one by one (empty ones allowed).
+  std::string command(const std::vector<std::string>& args) const;
+
+ private:
+  std::vector<std::string> extra_;
+  std::string dir_;
+  int port_ = 0;
+  int pid_ = 0;
+};
+
+// A three-master Redis Cluster (no replicas) on loopback, created with
+// `redis-cli --cluster create`; ready (cluster_state:ok everywhere) when the
+// constructor returns. Destroying it kills every node.
+class RedisCluster {
+ public:
+  explicit RedisCluster(int masters = 3);
+  std::vector<std::unique_ptr<RedisServer>>& nodes() { return nodes_; }
+  // The node that owns `slot` now (by asking CLUSTER SLOTS on node 0).
+  RedisServer& owner(int slot);
+  // Moves `slot` with its keys from `from` to `to` (SETSLOT IMPORTING /
+  // MIGRATING, MIGRATE); with finish=false it stops before SETSLOT NODE, so
+  // the source answers ASK for the moved keys.
+  void migrateSlot(int slot, RedisServer& from, RedisServer& to, bool finish);
+
+ private:
+  std::vector<std::unique_ptr<RedisServer>> nodes_;
+};
+
+// Runs a shell command, returning its exit status and output (stderr too).
+int runShell(const std::string& command, std::string& output);
+
+}  // namespace pacer::testing

@@ -1,0 +1,264 @@
+#include "pacer/quota_lease.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/series.h"
+
+namespace pacer {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Counts calls and can be switched off (as if Redis were unreachable) or
+// replaced by an empty one (as if Redis restarted and lost its keys).
+class FlakyBackend final : public QuotaBackend {
+ public:
+  void acquire(std::span<const LeaseRequest> requests, MonoTime now, std::span<LeaseReply> replies) noexcept override {
+    ++calls;
+    batch_sizes.push_back(requests.size());
+    for (const LeaseRequest& r : requests) saw_fill_new_false = saw_fill_new_false || !r.fill_new;
+    if (down) {
+      for (LeaseReply& r : replies) r = LeaseReply{};
+      return;
+    }
+    inner->acquire(requests, now, replies);
+  }
+  void restart() { inner = makeLocalQuotaBackend(); }
+
+  QuotaBackendPtr inner = makeLocalQuotaBackend();
+  bool down = false;
+  bool saw_fill_new_false = false;
+  std::uint64_t calls = 0;
+  std::vector<std::size_t> batch_sizes;
+};
+
+class RecordingObserver final : public QuotaObserver {
+ public:
+  void onDegraded(std::string_view provider, DegradedMode, bool entered) noexcept override {
+    events.push_back(std::string(entered ? "enter " : "leave ") + std::string(provider));
+  }
+  std::vector<std::string> events;
+};
+
+struct Worker {
+  Worker(QuotaBackend& backend, LeaseOptions options, QuotaObserver* observer = nullptr)
+      : scheduler(SchedulerOptions{}), leaser(scheduler, backend, options, observer) {}
+  // One tick: refresh the leases, then spend through the scheduler.
+  std::uint64_t tick(MonoTime now) {
+    leaser.refresh(now);
+    std::uint64_t sent = 0;
+    for (const Grant& g : scheduler.tick(now, kUnlimitedCapacity)) sent += g.count;
+    return sent;
+  }
+  Scheduler scheduler;
+  QuotaLeaser leaser;
+};
+
+constexpr std::uint64_t kEndless = 1ull << 40;
+
+TEST(QuotaLeaser, OneBatchPerRefreshForEveryActiveCampaignRunningLow) {
+  FlakyBackend backend;
+  Worker w(backend, LeaseOptions{});
+  const std::uint32_t p = w.leaser.addProvider({"sms", RateLimit{1000, 100}, DegradedMode::kLocalShare});
+  std::vector<CampaignId> ids;
+  for (int i = 0; i < 5; ++i)
+    ids.push_back(w.leaser.addCampaign({"c" + std::to_string(i), RateLimit{100, 10}, 1.0, p}, MonoTime{}));
+  const CampaignId idle = w.leaser.addCampaign({"idle", RateLimit{100, 10}, 1.0, p}, MonoTime{});
+  for (CampaignId id : ids) w.scheduler.addBacklog(id, 1000);
+  EXPECT_EQ(w.leaser.refresh(MonoTime{}), 5u);
+  ASSERT_EQ(backend.calls, 1u);
+  EXPECT_EQ(backend.batch_sizes[0], 5u);
+  EXPECT_EQ(w.leaser.held(idle, MonoTime{}), 0u);
+  // Each got its target: 100/s * 50 ms = 5 tokens.
+  for (CampaignId id : ids) EXPECT_EQ(w.leaser.held(id, MonoTime{}), 5u);
+  // Leases are full: the next refresh makes no call at all.
+  EXPECT_EQ(w.leaser.refresh(MonoTime{}), 0u);
+  EXPECT_EQ(backend.calls, 1u);
+}
+
+TEST(QuotaLeaser, LeaseIsSizedToBacklogAndLiveWorkerShare) {
+  FlakyBackend backend;
+  LeaseOptions o;
+  o.live_workers = 4;
+  o.horizon = milliseconds(100);
+  Worker w(backend, o);
+  const CampaignId a = w.leaser.addCampaign({"a", RateLimit{4000, 4000}, 1.0, UINT32_MAX}, MonoTime{});
+  const CampaignId b = w.leaser.addCampaign({"b", RateLimit{4000, 4000}, 1.0, UINT32_MAX}, MonoTime{});
+  w.scheduler.addBacklog(a, kEndless);
+  w.scheduler.addBacklog(b, 7);
+  w.leaser.refresh(MonoTime{});
+  EXPECT_EQ(w.leaser.held(a, MonoTime{}), 100u);  // 4000/s / 4 workers * 100 ms
+  EXPECT_EQ(w.leaser.held(b, MonoTime{}), 7u);    // no more than its backlog
+  // Two more workers joined: the next lease is a sixth of the rate's horizon.
+  w.leaser.setLiveWorkers(6);
+  const MonoTime later = MonoTime{} + milliseconds(300);  // the first lease expired
+  w.leaser.refresh(later);
+  EXPECT_EQ(w.leaser.held(a, later), 67u);  // ceil(4000 / 6 * 0.1)
+  EXPECT_THROW(w.leaser.setLiveWorkers(0), SchedulerError);
+}
+
+// Simulates `workers` workers sharing one provider bucket (rate, burst) for
+// `secs` seconds with endless demand; returns sends per millisecond.
+std::vector<std::uint64_t> runShared(QuotaBackend& backend, int workers, int campaigns_each, double rate, double burst,
+                                     int secs, LeaseOptions o, Nanos tick = milliseconds(5)) {
+  o.live_workers = static_cast<std::uint32_t>(workers);
+  std::vector<std::unique_ptr<Worker>> ws;
+  for (int i = 0; i < workers; ++i) {
+    ws.push_back(std::make_unique<Worker>(backend, o));
+    const std::uint32_t p = ws.back()->leaser.addProvider({"gw", RateLimit{rate, burst}, DegradedMode::kLocalShare});
+    for (int c = 0; c < campaigns_each; ++c) {
+      const CampaignId id = ws.back()->leaser.addCampaign({"c" + std::to_string(c), std::nullopt, 1.0, p}, MonoTime{});
+      ws.back()->scheduler.addBacklog(id, kEndless);
+    }
+  }
+  std::vector<std::uint64_t> per_ms(static_cast<std::size_t>(secs) * 1000 + 1, 0);
+  // Workers tick at staggered phases, as independent processes would.
+  for (Nanos t{0}; t < seconds(secs); t += tick / workers)
+    for (int i = 0; i < workers; ++i) {
+      const Nanos phase = t + tick * i / workers;
+      if (phase % tick != Nanos{0} || phase >= seconds(secs)) continue;
+      per_ms[static_cast<std::size_t>(phase / milliseconds(1))] +=
+          ws[static_cast<std::size_t>(i)]->tick(MonoTime{} + phase);
+    }
+  return per_ms;
+}
+
+TEST(QuotaLeaser, WorkersSharingAProviderStayWithinRatePlusBurstAndUseIt) {
+  for (int workers : {1, 4}) {
+    FlakyBackend backend;
+    const double rate = 400, burst = 40;
+    const auto per_ms = runShared(backend, workers, 2, rate, burst, 30, LeaseOptions{});
+    const std::uint64_t peak = testing::maxWindowSum(per_ms, 1000);
+    std::uint64_t total = 0;
+    for (auto v : per_ms) total += v;
+    // Outstanding leases: per worker and campaign ceil(400/W * 50 ms).
+    const double outstanding = workers * 2 * std::ceil(rate / workers * 0.05);
+    EXPECT_LE(static_cast<double>(peak), rate + burst + outstanding) << workers << " workers";
+    EXPECT_LE(static_cast<double>(total), rate * 30 + burst + outstanding) << workers << " workers";
+    EXPECT_GE(static_cast<double>(total), 0.98 * rate * 30) << workers << " workers";
+  }
+}
+
+TEST(QuotaLeaser, FarFewerBackendCallsThanMessages) {
+  FlakyBackend backend;
+  const auto per_ms = runShared(backend, 1, 1, 5000, 500, 10, LeaseOptions{}, milliseconds(5));
+  std::uint64_t total = 0;
+  for (auto v : per_ms) total += v;
+  ASSERT_GT(total, 49000u);
+  EXPECT_LE(static_cast<double>(backend.calls) / static_cast<double>(total), 0.01);
+}
+
+TEST(QuotaLeaser, UnspentLeaseTokensExpire) {
+  FlakyBackend backend;
+  LeaseOptions o;
+  o.ttl = milliseconds(200);
+  Worker w(backend, o);
+  const CampaignId id = w.leaser.addCampaign({"a", RateLimit{1000, 100}, 1.0, UINT32_MAX}, MonoTime{});
+  w.scheduler.addBacklog(id, 1000);
+  w.leaser.refresh(MonoTime{});
+  EXPECT_EQ(w.leaser.held(id, MonoTime{} + milliseconds(199)), 50u);
+  EXPECT_EQ(w.leaser.held(id, MonoTime{} + milliseconds(200)), 0u);
+  EXPECT_EQ(w.scheduler.limiterOf(id)->available(MonoTime{} + milliseconds(200), 1000), 0u);
+  w.leaser.refresh(MonoTime{} + milliseconds(300));
+  EXPECT_EQ(w.leaser.metrics().tokens_expired, 50u);
+}
+
+TEST(QuotaLeaser, RateZeroSendsNothing) {
+  FlakyBackend backend;
+  Worker w(backend, LeaseOptions{});
+  const CampaignId id = w.leaser.addCampaign({"a", RateLimit{0, 100}, 1.0, UINT32_MAX}, MonoTime{});
+  w.scheduler.addBacklog(id, 1000);
+  std::uint64_t sent = 0;
+  for (int i = 0; i < 1000; ++i) sent += w.tick(MonoTime{} + milliseconds(5 * i));
+  EXPECT_EQ(sent, 0u);
+}
+
+TEST(QuotaLeaser, RateChangeMidRunTakesEffect) {
+  FlakyBackend backend;
+  Worker w(backend, LeaseOptions{});
+  const std::uint32_t p = w.leaser.addProvider({"gw", RateLimit{400, 40}, DegradedMode::kLocalShare});
+  const CampaignId id = w.leaser.addCampaign({"a", std::nullopt, 1.0, p}, MonoTime{});
+  w.scheduler.addBacklog(id, kEndless);
+  std::vector<std::uint64_t> per_s(20, 0);
+  for (int ms = 0; ms < 20000; ms += 5) {
+    if (ms == 10000) w.leaser.setProviderLimit(p, RateLimit{100, 10});
+    per_s[static_cast<std::size_t>(ms / 1000)] += w.tick(MonoTime{} + milliseconds(ms));
+  }
+  for (int s = 1; s < 10; ++s) EXPECT_NEAR(static_cast<double>(per_s[s]), 400, 25) << "second " << s;
+  for (int s = 12; s < 20; ++s) EXPECT_NEAR(static_cast<double>(per_s[s]), 100, 10) << "second " << s;
+}
+
+TEST(QuotaLeaser, UnavailableQuotaSwitchesToLocalShareWithin100MsAndBack) {
+  FlakyBackend backend;
+  RecordingObserver observer;
+  LeaseOptions o;
+  o.live_workers = 2;
+  o.safety_factor = 0.5;
+  Worker w(backend, o, &observer);
+  const std::uint32_t p = w.leaser.addProvider({"gw", RateLimit{1000, 100}, DegradedMode::kLocalShare});
+  const CampaignId id = w.leaser.addCampaign({"a", std::nullopt, 1.0, p}, MonoTime{});
+  w.scheduler.addBacklog(id, kEndless);
+  int entered_at = -1;
+  std::vector<std::uint64_t> per_s(30, 0);
+  for (int ms = 0; ms < 30000; ms += 5) {
+    if (ms == 10000) backend.down = true;
+    if (ms == 20000) {
+      backend.down = false;
+      backend.restart();  // Redis came back empty
+    }
+    per_s[static_cast<std::size_t>(ms / 1000)] += w.tick(MonoTime{} + milliseconds(ms));
+    if (entered_at < 0 && w.leaser.degraded(p)) entered_at = ms;
+  }
+  ASSERT_GE(entered_at, 10000);
+  EXPECT_LE(entered_at, 10100);
+  // Degraded: 1000/s * 0.5 / 2 workers = 250/s.
+  for (int s = 11; s < 20; ++s) EXPECT_NEAR(static_cast<double>(per_s[s]), 250, 10) << "second " << s;
+  // Recovered, with no catch-up burst: the restarted bucket starts empty.
+  EXPECT_TRUE(backend.saw_fill_new_false);
+  EXPECT_FALSE(w.leaser.degraded(p));
+  for (int s = 20; s < 30; ++s) EXPECT_LE(per_s[s], 1000u + 25u) << "second " << s;
+  for (int s = 21; s < 30; ++s) EXPECT_GE(per_s[s], 975u) << "second " << s;
+  EXPECT_EQ(observer.events, (std::vector<std::string>{"enter gw", "leave gw"}));
+  EXPECT_EQ(w.leaser.metrics().degraded_entered, 1u);
+  EXPECT_EQ(w.leaser.metrics().degraded_left, 1u);
+  EXPECT_EQ(w.leaser.metrics().degraded_providers, 0u);
+}
+
+TEST(QuotaLeaser, StopModeSendsNothingBeyondLeasesHeld) {
+  FlakyBackend backend;
+  Worker w(backend, LeaseOptions{});
+  const std::uint32_t p = w.leaser.addProvider({"gw", RateLimit{1000, 100}, DegradedMode::kStop});
+  const CampaignId id = w.leaser.addCampaign({"a", std::nullopt, 1.0, p}, MonoTime{});
+  w.scheduler.addBacklog(id, kEndless);
+  for (int ms = 0; ms < 1000; ms += 5) w.tick(MonoTime{} + milliseconds(ms));
+  backend.down = true;
+  const std::uint64_t held = w.leaser.held(id, MonoTime{} + milliseconds(1000));
+  std::uint64_t sent = 0;
+  for (int ms = 1000; ms < 5000; ms += 5) sent += w.tick(MonoTime{} + milliseconds(ms));
+  EXPECT_TRUE(w.leaser.degraded(p));
+  EXPECT_LE(sent, held);
+  EXPECT_EQ(w.leaser.metrics().degraded_providers, 1u);
+}
+
+TEST(QuotaLeaser, RefusesBadConfiguration) {
+  FlakyBackend backend;
+  Worker w(backend, LeaseOptions{});
+  EXPECT_THROW(w.leaser.addProvider({"gw", RateLimit{-1, 10}, DegradedMode::kStop}), SchedulerError);
+  EXPECT_THROW(w.leaser.addProvider({"gw", RateLimit{std::nan(""), 10}, DegradedMode::kStop}), SchedulerError);
+  EXPECT_THROW(w.leaser.addProvider({"g{w}", RateLimit{1, 10}, DegradedMode::kStop}), SchedulerError);
+  EXPECT_THROW(w.leaser.addCampaign({"a", RateLimit{-5, 1}, 1.0, UINT32_MAX}, MonoTime{}), SchedulerError);
+  EXPECT_THROW(w.leaser.addCampaign({"a", std::nullopt, 1.0, 99}, MonoTime{}), SchedulerError);
+  LeaseOptions bad;
+  bad.live_workers = 0;
+  Scheduler s(SchedulerOptions{});
+  EXPECT_THROW(QuotaLeaser(s, backend, bad), SchedulerError);
+}
+
+}  // namespace
+}  // namespace pacer
