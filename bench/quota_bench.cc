@@ -1,7 +1,7 @@
 // quota_bench: the global quota (leases + Redis Lua) against a real Redis.
 //
 //   quota_bench [--seconds 30] [--port P] [--workers 1,4] [--decision-seconds 3]
-//               [--horizon-ms 50] [--refill-fraction 0.5]
+//               [--horizon-ms 50] [--refill-fraction 0.5] [--ttl-ms 250]
 //
 // Starts its own redis-server on loopback (unless --port names a running one),
 // then runs, each with W worker processes (fork) on one shared quota:
@@ -47,6 +47,7 @@ using std::chrono::milliseconds;
 
 pacer::Nanos g_horizon = milliseconds(50);  // LeaseOptions defaults unless told
 double g_refill_fraction = 0.5;
+pacer::Nanos g_ttl = milliseconds(250);
 
 // The seed design, written for this comparison: one call per message, the
 // client's clock, tokens and timestamp in two keys.
@@ -105,6 +106,7 @@ void workerMain(const Scenario& sc, int port, int workers, int seconds, Shared* 
   lo.live_workers = static_cast<std::uint32_t>(workers);
   lo.horizon = g_horizon;
   lo.refill_fraction = g_refill_fraction;
+  lo.ttl = g_ttl;
   pacer::Scheduler scheduler(pacer::SchedulerOptions{});
   pacer::QuotaLeaser leaser(scheduler, *backend, lo);
   const std::uint32_t p = leaser.addProvider({"bench-" + sc.name, sc.provider, pacer::DegradedMode::kStop});
@@ -294,6 +296,8 @@ int main(int argc, char** argv) {
       port = std::stoi(v);
     } else if (k == "--horizon-ms") {
       g_horizon = milliseconds(std::stoi(v));
+    } else if (k == "--ttl-ms") {
+      g_ttl = milliseconds(std::stoi(v));
     } else if (k == "--refill-fraction") {
       g_refill_fraction = std::stod(v);
     } else if (k == "--decision-seconds") {
@@ -318,6 +322,7 @@ int main(int argc, char** argv) {
     out["redis_port"] = port;
     out["lease_horizon_ms"] = std::chrono::duration<double, std::milli>(g_horizon).count();
     out["lease_refill_fraction"] = g_refill_fraction;
+    out["lease_ttl_ms"] = std::chrono::duration<double, std::milli>(g_ttl).count();
     for (const Scenario& sc : scenarios)
       for (int w : worker_counts) {
         fmt::print(stderr, "running {} with {} worker(s) for {} s\n", sc.name, w, seconds);
