@@ -1,26 +1,19 @@
 #include "support/postgres_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
+
+#include "support/loopback.h"
 
 namespace pacer::testing {
 namespace {
 
 std::string capture(const std::string& command, int& status) {
   std::string out;
-  std::FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (p == nullptr) throw std::runtime_error("cannot run: " + command);
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
-  status = pclose(p);
+  status = runShell(command, out);
   return out;
 }
 
@@ -29,26 +22,11 @@ std::string findBinDir() {
     const std::string dir = std::string("/usr/lib/postgresql/") + v + "/bin";
     if (std::filesystem::exists(dir + "/initdb")) return dir;
   }
-  throw std::runtime_error("no PostgreSQL server binaries under /usr/lib/postgresql/*/bin (apt-get install postgresql)");
+  throw std::runtime_error(
+      "no PostgreSQL server binaries under /usr/lib/postgresql/*/bin (apt-get install postgresql)");
 }
 
 }  // namespace
-
-int freeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) close(fd);
-    throw std::runtime_error("cannot find a free loopback port");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::string PostgresServer::run(const std::string& command) const {
   const std::string full = geteuid() == 0 ? "runuser -u postgres -- " + command : command;

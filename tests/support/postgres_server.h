@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "support/loopback.h"  // freeLoopbackPort
+
 namespace pacer::testing {
 
 class PostgresServer {
@@ -29,8 +31,5 @@ class PostgresServer {
   int port_ = 0;
   bool running_ = false;
 };
-
-// An unused TCP port on 127.0.0.1 (the kernel's pick; free when returned).
-int freeLoopbackPort();
 
 }  // namespace pacer::testing

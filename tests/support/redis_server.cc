@@ -17,27 +17,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "support/loopback.h"
+
 namespace pacer::testing {
-namespace {
-
-int freeRedisPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) close(fd);
-    throw std::runtime_error("cannot find a free loopback port");
-  }
-  close(fd);
-  // Redis Cluster also listens on port + 10000: keep that in range.
-  const int port = ntohs(addr.sin_port);
-  return port > 55000 ? port - 20000 : port;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit, std::chrono::milliseconds step) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -51,20 +34,11 @@ bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds limi
   return true;
 }
 
-int runShell(const std::string& command, std::string& output) {
-  output.clear();
-  std::FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (p == nullptr) return -1;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p) != nullptr) output += buf.data();
-  return pclose(p);
-}
-
 RedisServer::RedisServer(std::vector<std::string> extra) : extra_(std::move(extra)) {
   char tmpl[] = "/tmp/pacer-redis-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
-  port_ = freeRedisPort();
+  port_ = freeLoopbackPort(55000);
   start();
 }
 

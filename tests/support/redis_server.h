@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "support/loopback.h"  // runShell, freeLoopbackPort
+
 namespace pacer::testing {
 
 // Checks `done` until it is true or `limit` has passed; between checks it
@@ -60,8 +62,5 @@ class RedisCluster {
  private:
   std::vector<std::unique_ptr<RedisServer>> nodes_;
 };
-
-// Runs a shell command, returning its exit status and output (stderr too).
-int runShell(const std::string& command, std::string& output);
 
 }  // namespace pacer::testing
