@@ -9,6 +9,7 @@ PACER_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
 )
+PACER_PACKAGES+=(librdkafka-dev kcat)
 # The ledger: libpqxx, and a PostgreSQL server the integration tests start themselves.
 PACER_PACKAGES+=(libpqxx-dev postgresql)
 # The HTTP sink (libcurl) and pacer-fake-provider (cpp-httplib).
