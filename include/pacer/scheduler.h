@@ -6,9 +6,9 @@
 //    backlog, provider out of tokens) goes to the others in the same tick.
 //  - Weighted max-min fair within a tick (water-filling), and fair over ticks:
 //    each campaign carries the fraction of a message it was owed or given extra
-//    (its credit, within [-1, 1]) into the next tick; the starting campaign
-//    rotates every tick, so no campaign is favoured when units are handed out
-//    one by one.
+//    (its credit, within [-1, 1]) into the next tick, and the messages that
+//    rounding leaves over go to the campaigns owed the most, ties broken by a
+//    starting campaign that rotates every tick, so no campaign is favoured.
 //  - Cost per tick is proportional to the *active* campaigns (registered,
 //    not paused, with backlog), not to all registered ones.
 //

@@ -52,6 +52,11 @@ void validateLimit(const RateLimit& limit, const LimiterOptions& options) {
   if (options.algorithm == Algorithm::kLeakyBucket && options.max_lateness.count() < 0) {
     throw InvalidLimitError("max_lateness must not be negative");
   }
+  if ((options.algorithm == Algorithm::kSlidingLog || options.algorithm == Algorithm::kSlidingWindow) &&
+      limit.rate_per_s > 0.0 && limit.rate_per_s * static_cast<double>(options.window.count()) / 1e9 < 1.0) {
+    throw InvalidLimitError(
+        "sliding_log and sliding_window count whole messages per window: rate x window must be >= 1");
+  }
   if (options.algorithm == Algorithm::kSlidingLog) {
     const double units = limit.rate_per_s * static_cast<double>(options.window.count()) / 1e9;
     if (units > static_cast<double>(options.max_log_entries)) {

@@ -17,11 +17,13 @@ TokenBucket::TokenBucket(RateLimit limit, MonoTime now) noexcept : origin_ns_(to
   empty_at_ = -burst_span_;  // start full
 }
 
-void TokenBucket::take(std::int64_t next, MonoTime now) noexcept {
+void TokenBucket::take(std::int64_t next, std::int64_t r, MonoTime now) noexcept {
   empty_at_ = next;
   const std::int64_t t = toNs(now);
   if (t - origin_ns_ > kRebaseAfterNs) {
-    empty_at_ -= (t - origin_ns_) * (std::int64_t{1} << kSubNsBits);
+    // `next` was computed where now is r (rel() clamps long idle spells), so
+    // re-base by r itself: now becomes 0 at origin t, consistently.
+    empty_at_ = next - r;
     origin_ns_ = t;
   }
 }
@@ -31,7 +33,7 @@ bool TokenBucket::canDoWork(MonoTime now) noexcept {
   const std::int64_t e = emptyAt(r);
   // Rate 0 keeps burst_span_ at 0, so r - e <= 0 and nothing passes.
   if (r - e < per_token_) return false;
-  take(e + per_token_, now);
+  take(e + per_token_, r, now);
   return true;
 }
 
@@ -45,7 +47,7 @@ bool TokenBucket::tryAcquire(std::uint64_t n, MonoTime now) noexcept {
   const std::int64_t r = rel(now);
   const std::int64_t e = emptyAt(r);
   if (wholeTokens(r - e) < n) return false;
-  take(e + static_cast<std::int64_t>(n) * per_token_, now);
+  take(e + static_cast<std::int64_t>(n) * per_token_, r, now);
   return true;
 }
 
@@ -62,7 +64,8 @@ double TokenBucket::tokens(MonoTime now) const noexcept {
 
 Nanos TokenBucket::timeUntil(std::uint64_t n, MonoTime now) noexcept {
   if (n == 0) return Nanos{0};
-  if (stopped_ || static_cast<double>(n) > burst_) return kNever;
+  // More than a full bucket (burst, as clipped to the tracked span) never fits.
+  if (stopped_ || n > static_cast<std::uint64_t>(burst_span_ / per_token_)) return kNever;
   const std::int64_t r = rel(now);
   const std::int64_t missing = static_cast<std::int64_t>(n) * per_token_ - (r - emptyAt(r));
   if (missing <= 0) return Nanos{0};
@@ -71,7 +74,13 @@ Nanos TokenBucket::timeUntil(std::uint64_t n, MonoTime now) noexcept {
 }
 
 void TokenBucket::setLimit(RateLimit limit, MonoTime now) noexcept {
-  const double held = tokens(now);
+  // Tokens held at `now`, negative when `now` is before grants already made
+  // (a clock that went back): that debt is carried over, never forgiven.
+  double held = 0.0;
+  if (!stopped_) {
+    const std::int64_t r = rel(now);
+    held = static_cast<double>(r - emptyAt(r)) / static_cast<double>(per_token_);
+  }
   limit_ = limit;
   const double rate = sanitizeRate(limit.rate_per_s);
   burst_ = sanitizeBurst(limit.burst);
@@ -87,6 +96,7 @@ void TokenBucket::setLimit(RateLimit limit, MonoTime now) noexcept {
   // Keep what has accumulated (clipped to the new burst) under the new rate.
   origin_ns_ = toNs(now);
   empty_at_ = -static_cast<std::int64_t>(std::min(held, burst_) * static_cast<double>(per_token_));
+  if (stopped_) empty_at_ = 0;
 }
 
 }  // namespace pacer::ratelimit

@@ -53,8 +53,8 @@ class TokenBucket final : public RateLimitingInterface {
   std::int64_t emptyAt(std::int64_t r) const noexcept { return std::max(empty_at_, r - burst_span_); }
   // Whole tokens held in `span` ticks.
   std::uint64_t wholeTokens(std::int64_t span) const noexcept;
-  // Records a grant that moves empty_at to `next` at `now`.
-  void take(std::int64_t next, MonoTime now) noexcept;
+  // Records a grant that moves empty_at to `next`, computed at rel() = r, at `now`.
+  void take(std::int64_t next, std::int64_t r, MonoTime now) noexcept;
 
   RateLimit limit_;
   bool stopped_ = true;          // rate 0: nothing passes

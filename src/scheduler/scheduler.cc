@@ -66,6 +66,8 @@ struct Scheduler::Impl {
   std::vector<ProviderId> touched;
   std::vector<Grant> grants;
   std::vector<CampaignId> drained;
+  std::vector<std::pair<long long, std::uint32_t>> order;  // leftover hand-out order: (-owed, position)
+  bool unlimited_tick = false;                             // this tick's capacity is kUnlimitedCapacity
 
   CampaignSlot& campaign(CampaignId id) {
     if (id >= campaigns.size() || !campaigns[id].alive) throw SchedulerError(fmt::format("unknown campaign id {}", id));
@@ -200,7 +202,7 @@ struct Scheduler::Impl {
 
   void give(Candidate& c, std::uint64_t n, std::uint64_t& capacity_left) {
     c.give += n;
-    capacity_left -= n;
+    if (!unlimited_tick) capacity_left -= n;  // "unlimited" is not a number to use up
     if (c.provider != kNoProvider) providers[c.provider].granted += n;
   }
 
@@ -212,6 +214,7 @@ struct Scheduler::Impl {
     const std::size_t n = active.size();
     if (n == 0 || capacity == 0) return {};
     ++stamp;
+    unlimited_tick = capacity == kUnlimitedCapacity;
     const std::size_t start = static_cast<std::size_t>(rotation++ % n);
 
     // Gather candidates in rotated order: what each could take right now.
@@ -245,29 +248,56 @@ struct Scheduler::Impl {
     std::uint64_t left = capacity;
     for (Candidate& c : cands) {
       const double target = c.share + campaigns[c.id].credit;
-      std::uint64_t whole = target > 0.0 ? static_cast<std::uint64_t>(std::min(target, 1.8e19)) : 0;
+      std::uint64_t whole = c.cap;
+      if (target < static_cast<double>(c.cap)) whole = target > 0.0 ? static_cast<std::uint64_t>(target) : 0;
       whole = std::min({whole, c.cap, providerRoom(c.provider), left});
       give(c, whole, left);
     }
-    // Work conservation: hand out what rounding left over, one at a time,
-    // to those still owed the most... in rotated order, which credit evens out.
-    for (bool progress = true; progress && left > 0;) {
-      progress = false;
-      for (Candidate& c : cands) {
+    // Work conservation: what rounding left over goes one message at a time
+    // to the campaigns owed the most (largest share + credit - given), ties
+    // in rotated order. Each pass gives at most one per campaign; rounding
+    // leaves less than two per campaign, so passes are few.
+    while (left > 0) {
+      // What each eligible campaign is owed, in millionths of a message:
+      // values equal up to rounding noise become equal keys, a tie that the
+      // rotated position (the second member) then breaks.
+      order.clear();
+      for (std::uint32_t i = 0; i < cands.size(); ++i) {
+        const Candidate& c = cands[i];
+        if (c.give >= c.cap || providerRoom(c.provider) == 0) continue;
+        const double owed = c.share + campaigns[c.id].credit - static_cast<double>(c.give);
+        order.emplace_back(-std::llround(std::clamp(owed, -1e12, 1e12) * 1e6), i);
+      }
+      if (order.empty()) break;
+      // Only the `left` most owed need an order: O(n) to find them.
+      const std::size_t head = std::min<std::size_t>(order.size(), left);
+      if (head < order.size()) std::nth_element(order.begin(), order.begin() + head, order.end());
+      std::sort(order.begin(), order.begin() + head);
+      bool progress = false;
+      for (const auto& [key, i] : order) {
         if (left == 0) break;
+        Candidate& c = cands[i];
         if (c.give < c.cap && providerRoom(c.provider) > 0) {
           give(c, 1, left);
           progress = true;
         }
       }
+      if (!progress) break;
     }
 
     // Take the tokens and publish the grants.
     for (Candidate& c : cands) {
       CampaignSlot& slot = campaigns[c.id];
+      if (c.give > 0 && slot.limiter && !slot.limiter->tryAcquire(c.give, now)) {
+        // The limiter disagrees with its own available() (a lease that
+        // expired, a log that could not grow): grant only what it gives.
+        std::uint64_t got = slot.limiter->acquireUpTo(c.give, now);
+        while (got < c.give && slot.limiter->canDoWork(now)) ++got;
+        if (c.provider != kNoProvider) providers[c.provider].granted -= c.give - got;
+        c.give = got;
+      }
       slot.credit = std::clamp(c.share + slot.credit - static_cast<double>(c.give), -1.0, 1.0);
       if (c.give == 0) continue;
-      if (slot.limiter) slot.limiter->tryAcquire(c.give, now);
       slot.backlog -= c.give;
       if (slot.backlog == 0) drained.push_back(c.id);
       grants.push_back(Grant{c.id, c.give});

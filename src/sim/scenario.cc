@@ -107,7 +107,19 @@ Scenario parseScenario(const std::string& yaml_text) {
   if (s.duration_s > 86400) fail("duration_s", root["duration_s"], "expected at most 86400 simulated seconds");
   if (root["tick_ms"]) s.tick_ms = positive(root["tick_ms"], "tick_ms");
   if (s.tick_ms < 0.001 || s.tick_ms > 10000) fail("tick_ms", root["tick_ms"], "expected 0.001 to 10000 ms");
-  if (root["capacity_per_s"]) s.capacity_per_s = nonNegative(root["capacity_per_s"], "capacity_per_s");
+  if (root["capacity_per_s"]) {
+    s.capacity_per_s = nonNegative(root["capacity_per_s"], "capacity_per_s");
+    if (*s.capacity_per_s > 1e10)
+      fail("capacity_per_s", root["capacity_per_s"], "expected at most 1e10 messages/s (omit it for unlimited)");
+  }
+  if (s.duration_s * 1000.0 < s.tick_ms) {
+    fail("duration_s", root["duration_s"], fmt::format("shorter than one tick ({} ms)", s.tick_ms));
+  }
+  if (s.duration_s * 1000.0 / s.tick_ms > 1e8) {
+    fail(
+        "tick_ms", root["tick_ms"] ? root["tick_ms"] : root["duration_s"],
+        fmt::format("duration_s / tick_ms gives {:.0f} ticks; at most 100,000,000", s.duration_s * 1000.0 / s.tick_ms));
+  }
   if (root["algorithm"]) {
     const std::string name = text(root["algorithm"], "algorithm");
     if (!parseAlgorithm(name, s.algorithm)) {
@@ -117,7 +129,10 @@ Scenario parseScenario(const std::string& yaml_text) {
                        name));
     }
   }
-  if (root["window_s"]) s.window_s = positive(root["window_s"], "window_s");
+  if (root["window_s"]) {
+    s.window_s = positive(root["window_s"], "window_s");
+    if (s.window_s < 0.001 || s.window_s > 86400) fail("window_s", root["window_s"], "expected 0.001 to 86400 seconds");
+  }
 
   if (const YAML::Node st = root["stalls"]) {
     if (!st.IsSequence()) fail("stalls", st, "expected a list of {from_s, to_s}");
@@ -179,7 +194,13 @@ Scenario parseScenario(const std::string& yaml_text) {
       if (m != std::floor(m) || m > 1e15) fail(f + ".messages", cs[i]["messages"], "expected a whole number");
       c.messages = static_cast<std::uint64_t>(m);
     }
-    if (cs[i]["start_s"]) c.start_s = nonNegative(cs[i]["start_s"], f + ".start_s");
+    if (cs[i]["start_s"]) {
+      c.start_s = nonNegative(cs[i]["start_s"], f + ".start_s");
+      if (c.start_s >= s.duration_s) {
+        fail(f + ".start_s", cs[i]["start_s"],
+             fmt::format("at or after the end of the simulation ({} s)", s.duration_s));
+      }
+    }
     s.campaigns.push_back(c);
   }
   return s;

@@ -18,7 +18,7 @@ struct SeriesResult {
   std::uint64_t sent = 0;
   std::optional<double> finished_s;  // when the last message went (finite campaigns)
   std::vector<std::uint64_t> per_s;  // sends in each simulated second
-  std::vector<std::uint32_t> bins;   // sends in each tick (only when asked for)
+  std::vector<std::uint64_t> bins;   // sends in each tick (only when asked for)
 };
 
 struct SimResult {
@@ -28,6 +28,8 @@ struct SimResult {
   std::vector<SeriesResult> providers;
 };
 
+// Throws ScenarioError (naming the fields) when the result would need more
+// than about 4 GiB, or when the scheduler refuses a campaign or provider.
 SimResult simulate(const Scenario& scenario, bool keep_bins);
 
 }  // namespace pacer::sim

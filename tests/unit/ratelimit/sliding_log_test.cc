@@ -57,6 +57,10 @@ TEST(SlidingLog, ValidateRefusesALogAboveItsMemoryCap) {
   o.max_log_entries = 1000;
   EXPECT_THROW(validateLimit({1001, 1}, o), InvalidLimitError);
   EXPECT_NO_THROW(validateLimit({1000, 1}, o));
+  EXPECT_THROW(validateLimit({0.5, 1}, o), InvalidLimitError);  // below one message per window
+  EXPECT_NO_THROW(validateLimit({0, 1}, o));                    // rate 0: nothing passes, by design
+  o.algorithm = Algorithm::kSlidingWindow;
+  EXPECT_THROW(validateLimit({0.5, 1}, o), InvalidLimitError);
 }
 
 TEST(SlidingLog, SetLimitKeepsTheNewestEntries) {

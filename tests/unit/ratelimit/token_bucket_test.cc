@@ -126,6 +126,39 @@ TEST(TokenBucket, StaysExactOverHoursFarFromTheEpoch) {
   EXPECT_GE(static_cast<double>(sent), expected * (1.0 - 1.0 / 409600.0));
 }
 
+TEST(TokenBucket, AWeekIdleStillGrantsOneBurstNotTwo) {
+  // Idle spells longer than the bucket tracks (~6.5 days) must not hand out
+  // a second burst after the first grant.
+  for (auto idle : {std::chrono::hours(24 * 7), std::chrono::hours(24 * 30), std::chrono::hours(24 * 400)}) {
+    TokenBucket tb({10, 100}, at(Nanos{0}));
+    ASSERT_TRUE(tb.tryAcquire(100, at(Nanos{0})));
+    const MonoTime later = at(idle);
+    EXPECT_TRUE(tb.tryAcquire(100, later));
+    EXPECT_FALSE(tb.canDoWork(later));
+    EXPECT_EQ(tb.available(at(idle + milliseconds(100)), 1000), 1u);  // 10/s refills one per 100 ms
+  }
+}
+
+TEST(TokenBucket, SetLimitWithAnEarlierClockKeepsTheDebt) {
+  TokenBucket tb({1, 1}, at(Nanos{0}));
+  ASSERT_TRUE(tb.canDoWork(at(seconds(100))));
+  tb.setLimit({1, 1}, at(seconds(99)));  // a clock that went back
+  EXPECT_FALSE(tb.canDoWork(at(seconds(100))));
+  EXPECT_TRUE(tb.canDoWork(at(seconds(101))));
+}
+
+TEST(TokenBucket, TimeUntilAgreesWithWhatTheBucketCanHold) {
+  // 1000 tokens at 0.001/s would take 11.6 days to fill; the bucket tracks
+  // about 3.3 days, so it holds 281 and never more.
+  TokenBucket tb({0.001, 1000}, at(Nanos{0}));
+  const std::uint64_t held = tb.available(at(Nanos{0}), 100000);
+  EXPECT_EQ(held, tb.available(at(std::chrono::hours(24 * 365)), 100000));
+  EXPECT_EQ(tb.timeUntil(held + 1, at(Nanos{0})), kNever);
+  EXPECT_EQ(tb.timeUntil(held, at(Nanos{0})), Nanos{0});
+  TokenBucket huge({0.001, 1e9}, at(Nanos{0}));
+  EXPECT_EQ(huge.timeUntil(10000, at(Nanos{0})), kNever);  // no overflow, a clear answer
+}
+
 // Property: over thousands of random ticks with random demand, no window of
 // any length holds more than rate*w + burst, and a backlogged bucket gets at
 // least rate*T - 1.

@@ -157,9 +157,10 @@ TEST(Scheduler, ReRateBetweenTicksAppliesOnTheNextTick) {
   s.setLimit(a, RateLimit{1000, 11}, tickAt(100));
   sent = run(s, 100, 100, kUnlimitedCapacity);
   EXPECT_NEAR(static_cast<double>(sent.at(a)), 1000.0, 11.0);
-  s.setLimit(a, std::nullopt, tickAt(200));  // unlimited
+  const std::uint64_t rest = s.backlog(a);
+  s.setLimit(a, std::nullopt, tickAt(200));  // unlimited: the whole backlog goes at once
   sent = run(s, 200, 1, kUnlimitedCapacity);
-  EXPECT_EQ(sent.at(a), s.backlog(a) == 0 ? sent.at(a) : 0u);
+  EXPECT_EQ(sent.at(a), rest);
   EXPECT_EQ(s.backlog(a), 0u);
 }
 
@@ -196,6 +197,48 @@ TEST(Scheduler, StartingCampaignRotates) {
     std::set<CampaignId> window(first.begin() + k, first.begin() + k + 3);
     EXPECT_EQ(window.size(), 3u) << "ticks " << k << ".." << k + 2;
   }
+}
+
+TEST(Scheduler, EndlessBacklogWithUnlimitedCapacityReturns) {
+  Scheduler s(tokenBuckets());
+  const CampaignId a = s.addCampaign({std::nullopt, 1, kNoProvider}, tickAt(0));
+  const CampaignId b = s.addCampaign({RateLimit{100, 2}, 1, kNoProvider}, tickAt(0));
+  s.addBacklog(a, UINT64_MAX);
+  s.addBacklog(b, UINT64_MAX);
+  std::map<CampaignId, std::uint64_t> got;
+  for (const Grant& g : s.tick(tickAt(0), kUnlimitedCapacity)) got[g.campaign] = g.count;
+  EXPECT_EQ(got[a], UINT64_MAX);
+  EXPECT_EQ(got[b], 2u);
+}
+
+// A limiter whose available() promises more than tryAcquire() gives (a lease
+// that expired between the two, say): the grant shrinks to what it gives.
+class PromisesTooMuch final : public RateLimitingInterface {
+ public:
+  bool tryAcquire(std::uint64_t n, MonoTime) noexcept override {
+    if (n > tokens_) return false;
+    tokens_ -= n;
+    return true;
+  }
+  std::uint64_t available(MonoTime, std::uint64_t max) noexcept override { return std::min<std::uint64_t>(max, 10); }
+  Nanos timeUntil(std::uint64_t, MonoTime) noexcept override { return Nanos{0}; }
+  void setLimit(RateLimit, MonoTime) noexcept override {}
+  RateLimit limit() const noexcept override { return {}; }
+  Algorithm algorithm() const noexcept override { return Algorithm::kTokenBucket; }
+
+ private:
+  std::uint64_t tokens_ = 3;  // while available() claims 10
+};
+
+TEST(Scheduler, GrantsOnlyWhatTheLimiterReallyGives) {
+  Scheduler s(tokenBuckets());
+  const CampaignId a = s.addCampaign({std::nullopt, 1, kNoProvider}, tickAt(0));
+  s.setLimiter(a, std::make_unique<PromisesTooMuch>());
+  s.addBacklog(a, 100);
+  const auto grants = s.tick(tickAt(0), kUnlimitedCapacity);
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].count, 3u);
+  EXPECT_EQ(s.backlog(a), 97u);
 }
 
 TEST(Scheduler, ManyRegisteredFewActive) {

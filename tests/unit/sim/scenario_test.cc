@@ -80,6 +80,15 @@ TEST(Scenario, ErrorsNameTheFieldAndWhatWasExpected) {
   EXPECT_THAT(errorOf("duration_s: 5\ncampaigns: []"), HasSubstr("campaigns: required"));
   EXPECT_THAT(errorOf("duration_s: 5\nalgorithm: sliding_log\nwindow_s: 1\ncampaigns: [{id: a, rate: 0.5}]"),
               HasSubstr("rate x window_s must be >= 1"));
+  EXPECT_THAT(errorOf("duration_s: 0.0000000005\ncampaigns: [{id: a}]"),
+              HasSubstr("duration_s (line 1): shorter than one tick"));
+  EXPECT_THAT(errorOf("duration_s: 5\ncapacity_per_s: 1e30\ncampaigns: [{id: a}]"),
+              HasSubstr("capacity_per_s (line 2): expected at most 1e10"));
+  EXPECT_THAT(errorOf("duration_s: 5\ncampaigns: [{id: a, start_s: 1e30}]"),
+              HasSubstr("campaigns[0].start_s (line 2): at or after the end"));
+  EXPECT_THAT(errorOf("duration_s: 5\nwindow_s: 1e-12\ncampaigns: [{id: a}]"),
+              HasSubstr("window_s (line 2): expected 0.001 to 86400"));
+  EXPECT_THAT(errorOf("duration_s: 86400\ntick_ms: 0.001\ncampaigns: [{id: a}]"), HasSubstr("at most 100,000,000"));
   EXPECT_THAT(errorOf("duration_s: [5"), HasSubstr("not valid YAML"));
   EXPECT_THAT(errorOf("- 1\n- 2"), HasSubstr("expected a mapping at the top level"));
 }
