@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "pacer/quota_redis.h"
+#include "support/quota_requests.h"
 #include "support/redis_server.h"
 
 namespace pacer {
@@ -22,11 +23,7 @@ LeaseRequest request(const std::string& scope, double rate, double burst, std::u
   return r;
 }
 
-LeaseReply one(QuotaBackend& b, const LeaseRequest& r) {
-  LeaseReply reply;
-  b.acquire(std::span<const LeaseRequest>(&r, 1), MonoTime{}, std::span<LeaseReply>(&reply, 1));
-  return reply;
-}
+LeaseReply one(QuotaBackend& b, const LeaseRequest& r) { return testing::acquireOne(b, r); }
 
 class RedisClusterQuota : public ::testing::Test {
  protected:

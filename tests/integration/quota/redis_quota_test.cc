@@ -9,6 +9,7 @@
 #include "pacer/quota_lease.h"
 #include "pacer/quota_log.h"
 #include "pacer/quota_redis.h"
+#include "support/quota_requests.h"
 #include "support/redis_server.h"
 
 namespace pacer {
@@ -32,11 +33,7 @@ LeaseRequest request(const std::string& scope, std::vector<QuotaLevel> levels, s
   return r;
 }
 
-LeaseReply one(QuotaBackend& b, const LeaseRequest& r) {
-  LeaseReply reply;
-  b.acquire(std::span<const LeaseRequest>(&r, 1), MonoTime{}, std::span<LeaseReply>(&reply, 1));
-  return reply;
-}
+LeaseReply one(QuotaBackend& b, const LeaseRequest& r) { return testing::acquireOne(b, r); }
 
 // Redis's clock, in microseconds.
 std::int64_t redisMicros(const RedisServer& s) {
