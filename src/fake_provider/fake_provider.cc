@@ -12,6 +12,8 @@
 #include <set>
 #include <thread>
 
+#include <sys/socket.h>
+
 #include <fmt/format.h>
 
 #include "pacer/rate_limiter.h"
@@ -54,6 +56,7 @@ struct FakeProvider::Impl {
   httplib::Server server;
   std::thread thread;
   int port = 0;
+  int listen_fd = -1;  // the listening socket, to widen its backlog after bind
   TimeSourcePtr clock = makeSteadyTimeSource();
   MonoTime started = clock->now();
 
@@ -121,6 +124,12 @@ FakeProvider::FakeProvider(FakeProviderOptions options) : impl_(std::make_unique
   impl_->server.set_keep_alive_timeout(30);
   impl_->server.set_tcp_nodelay(true);  // header and body go in two writes: no Nagle delay between them
   Impl* impl = impl_.get();
+  // Remember the listening socket (this hook runs only for it) so start() can
+  // widen its backlog; keep the library's own options (SO_REUSEADDR...).
+  impl_->server.set_socket_options([impl](socket_t sock) {
+    httplib::default_socket_options(sock);
+    impl->listen_fd = sock;
+  });
   impl_->server.Get("/report", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(report().dump(), "application/json");
   });
@@ -145,6 +154,13 @@ int FakeProvider::start() {
                                                 ? impl_->options.port
                                                 : -1);
   if (impl_->port <= 0) throw std::runtime_error(fmt::format("cannot listen on {}:{}", impl_->options.host, impl_->options.port));
+  // Debian's cpp-httplib is a compiled library that listens with a backlog of
+  // 5. A sink opening 50 connections at once overflows that on a busy machine,
+  // and each dropped SYN costs the client 1 s, then 3 s more. A provider
+  // stand-in must take a burst of connections like a real server: listen()
+  // again on the same socket only widens the queue.
+  if (impl_->listen_fd >= 0 && ::listen(impl_->listen_fd, 1024) != 0)
+    throw std::runtime_error(fmt::format("cannot widen the listen backlog on port {}", impl_->port));
   impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
   // stop() before the accept loop runs would be lost and leave it running:
   // return only once it is serving.
