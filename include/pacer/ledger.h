@@ -24,6 +24,7 @@ struct DeliveryRecord {
   DeliveryStatus status = DeliveryStatus::kSent;
   std::int32_t attempts = 1;
   std::string reason;  // why it was not delivered; empty for sent
+  bool unpark = false;  // the message came from parking: leave parking in the same transaction
 };
 
 // The ledger store could not be reached (connection refused, lost, timed

@@ -47,6 +47,8 @@ struct DecodeOptions {
 struct Decoded {
   std::optional<Message> message;  // set when the message is usable
   std::string reason;              // why not, otherwise
+  std::string id;                  // when rejected: the id to record it under (its usable
+                                   // message-id header, else its position id)
 };
 
 // Pure; never throws for bad input.

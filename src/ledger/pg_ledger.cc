@@ -5,68 +5,10 @@
 #include <pqxx/pqxx>
 
 #include "ledger/migrations.inc"
+#include "ledger/pg_common.h"
 
 namespace pacer::ledger {
 namespace {
-
-// Any key that identifies Pacer's migration lock among advisory locks.
-constexpr long long kMigrationLockKey = 0x7061636572;  // "pacer"
-
-// A PostgreSQL array literal of text: {"a","b\"c"}.
-std::string textArray(const std::vector<std::string_view>& items) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ',';
-    out += '"';
-    for (char c : items[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
-  }
-  out += '}';
-  return out;
-}
-
-template <typename T>
-std::string numberArray(const std::vector<T>& items) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ',';
-    out += std::to_string(items[i]);
-  }
-  out += '}';
-  return out;
-}
-
-// Runs `fn(connection)`, turning libpqxx's errors into the ledger's.
-template <typename Fn>
-auto guarded(std::unique_ptr<pqxx::connection>& conn, const PgLedgerOptions& options, Fn&& fn) {
-  try {
-    if (!conn || !conn->is_open()) {
-      conn = std::make_unique<pqxx::connection>(
-          fmt::format("{} connect_timeout={}", options.conninfo, options.connect_timeout_s));
-    }
-    return fn(*conn);
-  } catch (const pqxx::broken_connection& e) {
-    conn.reset();
-    throw LedgerUnavailableError(fmt::format("PostgreSQL unreachable: {}", e.what()));
-  } catch (const pqxx::in_doubt_error& e) {
-    conn.reset();
-    throw LedgerUnavailableError(fmt::format("PostgreSQL commit in doubt: {}", e.what()));
-  } catch (const pqxx::sql_error& e) {
-    // Lost connections also surface as SQL errors with a 08xxx state.
-    const std::string state = e.sqlstate();
-    if (state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0) {
-      conn.reset();
-      throw LedgerUnavailableError(fmt::format("PostgreSQL unreachable: {}", e.what()));
-    }
-    throw LedgerRejectedError(fmt::format("PostgreSQL refused the statement ({}): {}", state, e.what()));
-  } catch (const pqxx::failure& e) {
-    conn.reset();
-    throw LedgerUnavailableError(fmt::format("PostgreSQL failure: {}", e.what()));
-  }
-}
 
 class PgLedger final : public LedgerInterface {
  public:
@@ -95,6 +37,11 @@ class PgLedger final : public LedgerInterface {
           "$7::int[], $8::text[]) ON CONFLICT (message_id) DO NOTHING",
           textArray(ids), textArray(campaigns), textArray(topics), numberArray(partitions), numberArray(offsets),
           textArray(statuses), numberArray(attempts), textArray(reasons));
+      std::vector<std::string_view> unparked;
+      for (const DeliveryRecord& r : rows)
+        if (r.unpark) unparked.push_back(r.message_id);
+      // A message leaves parking in the transaction that records its outcome.
+      if (!unparked.empty()) tx.exec_params("DELETE FROM parked WHERE message_id = ANY($1::text[])", textArray(unparked));
       tx.commit();
       return static_cast<std::size_t>(res.affected_rows());
     });

@@ -39,16 +39,49 @@ Decoded reject(std::string reason) { return Decoded{std::nullopt, std::move(reas
 
 std::string positionId(const Position& p) { return fmt::format("{}:{}:{}", p.topic, p.partition, p.offset); }
 
-Decoded decodeMessage(RawMessage raw, const DecodeOptions& options) {
+namespace {
+
+// The id a rejected message is recorded under: its message-id header when
+// that is usable, else its position.
+std::string rejectedId(const RawMessage& raw) {
+  for (const auto& [name, value] : raw.headers) {
+    if (name != "message-id") continue;
+    if (value && !value->empty() && value->size() <= kMaxIdBytes && usableText(*value)) return *value;
+    break;
+  }
+  return positionId(raw.position);
+}
+
+// Why `raw` cannot be used, or empty when it can. Reads only.
+std::string problem(const RawMessage& raw, const DecodeOptions& options) {
   std::size_t bytes = raw.value.size() + (raw.key ? raw.key->size() : 0);
   for (const auto& [name, value] : raw.headers) bytes += name.size() + (value ? value->size() : 0);
-  if (bytes > options.max_message_bytes) {
-    return reject(fmt::format("message of {} bytes is over max_message_bytes ({})", bytes, options.max_message_bytes));
+  if (bytes > options.max_message_bytes)
+    return fmt::format("message of {} bytes is over max_message_bytes ({})", bytes, options.max_message_bytes);
+  if (!raw.key || raw.key->empty()) return "no campaign: the Kafka key (campaign id) is empty";
+  if (raw.key->size() > kMaxIdBytes || !usableText(*raw.key))
+    return "undecodable campaign id: the Kafka key must be UTF-8 text without control characters, at most 256 bytes";
+  bool have_id = false;
+  for (const auto& [name, value] : raw.headers) {
+    if (name == "message-id" && !have_id) {
+      if (!value || value->empty() || value->size() > kMaxIdBytes || !usableText(*value))
+        return "undecodable message-id header: it must be UTF-8 text without control characters, 1 to 256 bytes";
+      have_id = true;
+    } else if (name == "recipient" && value && !usableText(*value)) {
+      return "undecodable recipient header: it must be UTF-8 text without control characters";
+    }
   }
-  if (!raw.key || raw.key->empty()) return reject("no campaign: the Kafka key (campaign id) is empty");
-  if (raw.key->size() > kMaxIdBytes || !usableText(*raw.key)) {
-    return reject(
-        "undecodable campaign id: the Kafka key must be UTF-8 text without control characters, at most 256 bytes");
+  return {};
+}
+
+}  // namespace
+
+Decoded decodeMessage(RawMessage raw, const DecodeOptions& options) {
+  std::string why = problem(raw, options);
+  if (!why.empty()) {
+    Decoded d = reject(std::move(why));
+    d.id = rejectedId(raw);
+    return d;
   }
   Message m;
   m.position = std::move(raw.position);
@@ -56,21 +89,15 @@ Decoded decodeMessage(RawMessage raw, const DecodeOptions& options) {
   bool have_id = false;
   for (auto& [name, value] : raw.headers) {
     if (name == "message-id" && !have_id) {
-      if (!value || value->empty() || value->size() > kMaxIdBytes || !usableText(*value)) {
-        return reject(
-            "undecodable message-id header: it must be UTF-8 text without control characters, 1 to 256 bytes");
-      }
       m.id = std::move(*value);
       have_id = true;
     } else if (name == "recipient" && value) {
-      if (!usableText(*value))
-        return reject("undecodable recipient header: it must be UTF-8 text without control characters");
       m.recipient = std::move(*value);
     }
   }
   if (!have_id) m.id = positionId(m.position);
   m.payload = std::move(raw.value);
-  return Decoded{std::move(m), {}};
+  return Decoded{std::move(m), {}, {}};
 }
 
 }  // namespace pacer

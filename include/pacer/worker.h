@@ -1,0 +1,193 @@
+// The worker core: everything pacerd does between reading a Kafka record and
+// committing its offset, without the I/O. It decodes records, queues them per
+// campaign, lets the scheduler share each tick, hands granted messages to the
+// sink, turns sink results into retries or ledger rows, writes the ledger in
+// batches, parks the excess of slow campaigns in durable storage, and says
+// which offsets may be committed: only those below which every message has a
+// durable outcome (a ledger row, or a parked copy).
+//
+// Pure in the house sense: it reads no clock (time is an argument) and does
+// its I/O only through the interfaces it is handed (ledger, parking, sink),
+// so tests drive it with fakes and a simulated clock. The adapters (Kafka
+// consumer, PostgreSQL) live in src/worker and src/ledger.
+//
+// Thread-safety: none; one loop thread owns a WorkerCore.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pacer/ledger.h"
+#include "pacer/message.h"
+#include "pacer/offset_tracker.h"
+#include "pacer/rate_limiter.h"
+#include "pacer/retry.h"
+#include "pacer/scheduler.h"
+#include "pacer/sink.h"
+#include "pacer/time.h"
+
+namespace pacer {
+
+enum class CampaignState { kActive, kPaused, kCancelled, kCompleted };
+
+// "active", "paused", "cancelled", "completed"; nullopt for anything else.
+std::optional<CampaignState> parseCampaignState(std::string_view s) noexcept;
+
+// A campaign as configured (the campaigns table).
+struct CampaignInfo {
+  std::string id;
+  std::optional<RateLimit> limit;  // send_rate and burst; nullopt = unlimited
+  double weight = 1.0;
+  std::string provider;  // empty: none
+  CampaignState state = CampaignState::kActive;
+};
+
+// A provider as configured (the providers table).
+struct ProviderInfo {
+  std::string id;
+  std::optional<RateLimit> limit;  // the ceiling; nullopt = unlimited
+};
+
+// Durable storage for the excess of campaigns that cannot keep up, so their
+// Kafka offsets can advance and a slow campaign does not hold back a fast one
+// sharing its partition. A parked message leaves parking in the same
+// transaction that writes its ledger row (DeliveryRecord::unpark).
+// Errors: LedgerUnavailableError / LedgerRejectedError, as the ledger.
+class ParkingInterface {
+ public:
+  virtual ~ParkingInterface() = default;
+  // Stores `messages` durably (all or nothing). A message whose id is already
+  // parked or already in the ledger is left as it is. Returns how many were new.
+  virtual std::size_t park(std::span<const Message> messages) = 0;
+  // Claims up to `max` of `campaign`'s parked messages for this worker, oldest
+  // first, skipping those another live worker holds. A claim lasts a lease;
+  // renew() extends this worker's claims.
+  virtual std::vector<Message> claim(const std::string& campaign, std::size_t max) = 0;
+  // Parked messages no live worker holds, per campaign (after a crash, or
+  // parked by this worker and not yet claimed).
+  virtual std::vector<std::pair<std::string, std::size_t>> unclaimed() = 0;
+  // Extends the lease of every claim this worker holds.
+  virtual void renew() = 0;
+};
+using ParkingInterfacePtr = std::unique_ptr<ParkingInterface>;
+
+struct WorkerOptions {
+  DecodeOptions decode;
+  SchedulerOptions scheduler;
+  RetryPolicy retry;
+  // Memory bound: messages and bytes held in memory (queued, waiting to be
+  // parked or retried, in the sink). Above either, wantsMore() is false and
+  // the consumer pauses.
+  std::size_t max_buffered_messages = 100'000;
+  std::size_t max_buffered_bytes = 256u << 20;
+  // Messages handed to the sink whose ledger row is not yet durable, at most.
+  // This is the most a crash can send twice (replay skips what is in the ledger).
+  std::size_t max_unrecorded = 10'000;
+  std::size_t ledger_batch = 5'000;                                // rows per ledger write, at most
+  Nanos ledger_flush_interval = std::chrono::milliseconds(50);     // a row waits at most this long
+  Nanos ledger_retry_interval = std::chrono::milliseconds(500);    // after the store was unavailable
+  // Parking (when a ParkingInterface is given): a campaign keeps at most
+  // max(park_min_keep, send_rate * park_keep_for) messages in memory; the rest
+  // is parked and claimed back as the queue drains. The kept messages hold the
+  // partition's commit back, so a committed offset lags by at most about
+  // park_keep_for of the slowest campaign's sending.
+  Nanos park_keep_for = std::chrono::seconds(10);
+  std::size_t park_min_keep = 10;
+  Nanos unclaimed_scan_interval = std::chrono::seconds(5);         // look for parked messages nobody holds
+  Nanos renew_interval = std::chrono::seconds(20);                 // keep this worker's claims
+  std::uint64_t seed = 1;  // for retry jitter
+};
+
+// Counters since start, for logs, the demo summary and tests.
+struct CampaignStats {
+  std::string id;
+  std::uint64_t sent = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t rejected = 0;
+  std::uint64_t retries = 0;
+  std::uint64_t parked = 0;     // messages parked
+  std::uint64_t unparked = 0;   // messages claimed back
+  std::size_t queued = 0;       // in memory now
+  std::optional<MonoTime> first_sent, last_sent;  // steps that recorded the first and the last `sent`
+};
+
+struct WorkerStats {
+  std::uint64_t read = 0;              // records offered
+  std::uint64_t skipped_finished = 0;  // replayed records already in the ledger
+  std::uint64_t sent = 0, failed = 0, rejected = 0;
+  std::uint64_t ledger_rows = 0;       // rows the ledger took as new
+  std::uint64_t ledger_writes = 0;     // batches written
+  std::uint64_t ledger_errors = 0;     // failed batch writes (each retried)
+  std::uint64_t parked = 0, unparked = 0;
+  std::size_t buffered_messages = 0;
+  std::size_t buffered_bytes = 0;
+  std::size_t unrecorded = 0;          // in the sink or awaiting the ledger
+};
+
+class WorkerCore {
+ public:
+  // `parking` may be null: then nothing is parked and a slow campaign's
+  // backlog stays in memory (up to the memory bound).
+  WorkerCore(WorkerOptions options, LedgerInterface& ledger, SinkInterface& sink, ParkingInterface* parking,
+             MonoTime now);
+  ~WorkerCore();
+  WorkerCore(const WorkerCore&) = delete;
+  WorkerCore& operator=(const WorkerCore&) = delete;
+
+  // Adds or changes a provider / campaign. A new send_rate, burst, weight or
+  // state applies from the next step; what a limiter has accumulated is kept.
+  // A campaign set to cancelled fails its queued messages with reason
+  // "cancelled"; its later messages fail the same way as they are read.
+  void upsertProvider(const ProviderInfo& provider, MonoTime now);
+  void upsertCampaign(const CampaignInfo& campaign, MonoTime now);
+  bool knowsCampaign(std::string_view id) const;
+
+  // A partition was assigned. `finished` are the offsets (ascending) that the
+  // ledger already holds in the range this worker will read; they are
+  // skipped, not sent again.
+  void assign(const TopicPartition& tp, std::vector<std::int64_t> finished);
+  // A partition was revoked: its queued messages are let go (its new owner
+  // reads them again). Call flush() and commit the partition's offset first.
+  void revoke(const TopicPartition& tp);
+
+  // Takes one record read from Kafka. Bad input becomes a `rejected` ledger
+  // row with the reason; never throws for bad input.
+  void offer(RawMessage raw, MonoTime now);
+  // Whether to keep reading: below both memory bounds.
+  bool wantsMore() const noexcept;
+  // Whether reading, once paused for the bounds, may resume: below 3/4 of
+  // both (so the consumer does not flap between pause and resume).
+  bool mayResume() const noexcept;
+
+  // One pass of the loop: sink results, retries, provider pauses, parking,
+  // a scheduler tick and dispatch, and a ledger write when one is due.
+  void step(MonoTime now);
+  // Writes every pending ledger row and parked message now (before a commit on
+  // revoke or shutdown). False if the store was unavailable; rows are kept.
+  bool flush(MonoTime now);
+
+  // The offset to commit per partition: every message below it has a durable
+  // outcome.
+  std::vector<PartitionCommit> commits() const;
+  std::optional<std::int64_t> committable(const TopicPartition& tp) const;
+
+  // The earliest time step() has something to do (a retry, a token, a ledger
+  // write), so the loop can sleep until then; at most `now + max`.
+  MonoTime nextWake(MonoTime now, Nanos max) const;
+  // Nothing queued, in flight, waiting for the ledger or for parking, and no
+  // parked message this worker knows of.
+  bool idle() const noexcept;
+
+  WorkerStats stats() const;
+  std::vector<CampaignStats> campaignStats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pacer

@@ -1,0 +1,81 @@
+# Start and stop the loopback services scripts/demo and the bench/ scripts
+# need: a throwaway PostgreSQL cluster and pacer-kafka-mock. Sourced, not run.
+# Everything lives under one directory ($PACER_RUN_DIR) that the caller removes.
+
+pacer_free_port() {
+  python3 - <<'PY'
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+PY
+}
+
+pacer_pg_bin() {
+  local v
+  for v in 17 16 15 14 13; do
+    [ -x "/usr/lib/postgresql/$v/bin/initdb" ] && { echo "/usr/lib/postgresql/$v/bin"; return 0; }
+  done
+  echo "pacer: no PostgreSQL server binaries under /usr/lib/postgresql/*/bin (apt-get install postgresql)" >&2
+  return 1
+}
+
+# As the postgres user when we are root (PostgreSQL refuses to run as root).
+pacer_as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# pacer_start_postgres DIR [EXTRA_SERVER_OPTIONS]: a new cluster in DIR on a free
+# loopback port, database "pacer". Sets PACER_PG (a libpq conninfo) and PACER_PG_DIR.
+pacer_start_postgres() {
+  local dir=$1 extra=${2:-}
+  local bin port
+  bin=$(pacer_pg_bin) || return 1
+  port=$(pacer_free_port)
+  mkdir -p "$dir"
+  [ "$(id -u)" = 0 ] && chown postgres:postgres "$dir"
+  pacer_as_pg "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 -N >"$dir/initdb.log" 2>&1 ||
+    { cat "$dir/initdb.log" >&2; return 1; }
+  pacer_as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/pg.log" -w -t 30 \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 $extra" start >/dev/null ||
+    { cat "$dir/pg.log" >&2; return 1; }
+  pacer_as_pg "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres pacer
+  PACER_PG_DIR=$dir
+  PACER_PG="host=127.0.0.1 port=$port user=postgres dbname=pacer"
+  PACER_PG_PORT=$port
+}
+
+pacer_stop_postgres() {
+  [ -n "${PACER_PG_DIR:-}" ] || return 0
+  pacer_as_pg "$(pacer_pg_bin)/pg_ctl" -D "$PACER_PG_DIR/data" -m fast -w -t 30 stop >/dev/null 2>&1 || true
+  PACER_PG_DIR=
+}
+
+# psql against $PACER_PG.
+pacer_psql() {
+  psql "$PACER_PG" -v ON_ERROR_STOP=1 -qAt "$@"
+}
+
+# pacer_start_kafka_mock BIN DIR ARGS...: pacer-kafka-mock in the background.
+# Sets PACER_KAFKA (the bootstrap list) and PACER_KAFKA_PID.
+pacer_start_kafka_mock() {
+  local bin=$1 dir=$2
+  shift 2
+  mkdir -p "$dir"
+  rm -f "$dir/bootstrap"
+  "$bin" --bootstrap-file "$dir/bootstrap" "$@" >"$dir/kafka-mock.out" 2>"$dir/kafka-mock.log" &
+  PACER_KAFKA_PID=$!
+  local i
+  for i in $(seq 1 100); do
+    [ -s "$dir/bootstrap" ] && break
+    kill -0 "$PACER_KAFKA_PID" 2>/dev/null || { cat "$dir/kafka-mock.log" >&2; return 1; }
+    sleep 0.1
+  done
+  [ -s "$dir/bootstrap" ] || { echo "pacer: the Kafka mock did not publish its bootstrap list" >&2; return 1; }
+  PACER_KAFKA=$(cat "$dir/bootstrap")
+}
+
+pacer_stop_kafka_mock() {
+  [ -n "${PACER_KAFKA_PID:-}" ] || return 0
+  kill "$PACER_KAFKA_PID" 2>/dev/null || true
+  wait "$PACER_KAFKA_PID" 2>/dev/null || true
+  PACER_KAFKA_PID=
+}

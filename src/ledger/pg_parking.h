@@ -1,0 +1,46 @@
+// ParkingInterface on PostgreSQL (the `parked` table, migration 002), and the
+// campaign/provider directory (the `campaigns` and `providers` tables).
+// Each object holds one connection, opened lazily and again after it breaks.
+// Not thread-safe: one owner thread each.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ledger/pg_ledger.h"
+#include "pacer/worker.h"
+
+namespace pacer::ledger {
+
+struct PgParkingOptions {
+  PgLedgerOptions connection;
+  std::string owner;                          // this worker's name in claims: unique per process
+  std::chrono::seconds lease{60};             // a claim not renewed for this long is free again
+};
+
+ParkingInterfacePtr makePgParking(const PgParkingOptions& options);
+
+// Reads and writes campaigns and providers. Throws LedgerUnavailableError /
+// LedgerRejectedError; a row with a state the code does not know is skipped
+// with its id in `problems`.
+class PgDirectory {
+ public:
+  explicit PgDirectory(PgLedgerOptions options);
+  ~PgDirectory();
+  PgDirectory(const PgDirectory&) = delete;
+  PgDirectory& operator=(const PgDirectory&) = delete;
+
+  std::vector<ProviderInfo> providers();
+  std::vector<CampaignInfo> campaigns(std::vector<std::string>* problems = nullptr);
+  // Inserts or replaces (tests, the demo, pacerctl).
+  void putProvider(const ProviderInfo& p);
+  void putCampaign(const CampaignInfo& c);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pacer::ledger

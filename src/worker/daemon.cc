@@ -1,0 +1,504 @@
+#include "worker/daemon.h"
+
+#include <librdkafka/rdkafkacpp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <set>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ledger/pg_ledger.h"
+#include "ledger/pg_parking.h"
+#include "sink/kafka_sink.h"
+
+namespace pacer::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// One line per event: time, level, event, then key=value fields.
+template <typename... Args>
+void logLine(std::FILE* out, const char* level, fmt::format_string<Args...> f, Args&&... args) {
+  if (!out) return;
+  const auto now = std::chrono::system_clock::now();
+  std::string text = fmt::format(f, std::forward<Args>(args)...);
+  // One event, one line: library error texts carry newlines.
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\t', ' ');
+  fmt::print(out, "{:%Y-%m-%dT%H:%M:%S}Z {} {}\n", std::chrono::floor<std::chrono::seconds>(now), level, text);
+  std::fflush(out);
+}
+
+std::string conninfoForLog(const std::string& conninfo) {
+  // A password in the conninfo is never logged.
+  std::string out;
+  std::size_t i = 0;
+  while (i < conninfo.size()) {
+    std::size_t j = conninfo.find(' ', i);
+    if (j == std::string::npos) j = conninfo.size();
+    std::string part = conninfo.substr(i, j - i);
+    if (part.rfind("password=", 0) == 0) part = "password=***";
+    if (!out.empty() && !part.empty()) out += ' ';
+    out += part;
+    i = j + 1;
+  }
+  return out;
+}
+
+SinkInterfacePtr makeSink(const DaemonOptions& o) {
+  if (o.sink == "stdout") return makeStdoutSink(stdout, o.sink_in_flight);
+  if (o.sink == "null") return makeNullSink(o.sink_in_flight);
+  if (o.sink == "http") {
+    sink::HttpSinkOptions h = o.http;
+    h.max_in_flight = o.sink_in_flight;
+    try {
+      return sink::makeHttpSink(h);
+    } catch (const std::invalid_argument& e) {
+      throw DaemonConfigError(fmt::format("sink http: {}", e.what()));
+    }
+  }
+  if (o.sink == "kafka") {
+    sink::KafkaSinkOptions k;
+    k.brokers = o.sink_brokers.empty() ? o.brokers : o.sink_brokers;
+    k.topic = o.sink_topic;
+    k.max_in_flight = o.sink_in_flight;
+    try {
+      return sink::makeKafkaSink(k);
+    } catch (const std::invalid_argument& e) {
+      throw DaemonConfigError(e.what());
+    }
+  }
+  throw DaemonConfigError(fmt::format("sink: '{}' is not one of stdout, null, http, kafka", o.sink));
+}
+
+RawMessage toRaw(RdKafka::Message& m) {
+  RawMessage raw;
+  raw.position.topic = m.topic_name();
+  raw.position.partition = m.partition();
+  raw.position.offset = m.offset();
+  if (m.key_pointer()) raw.key.emplace(static_cast<const char*>(m.key_pointer()), m.key_len());
+  if (RdKafka::Headers* h = m.headers()) {
+    for (const RdKafka::Headers::Header& hd : h->get_all()) {
+      if (hd.value())
+        raw.headers.emplace_back(hd.key(), std::string(static_cast<const char*>(hd.value()), hd.value_size()));
+      else
+        raw.headers.emplace_back(hd.key(), std::nullopt);
+    }
+  }
+  if (m.payload()) raw.value.assign(static_cast<const char*>(m.payload()), m.len());
+  return raw;
+}
+
+class Daemon;
+
+// Async commit results: a failed one is committed again at the next interval.
+class CommitResults final : public RdKafka::OffsetCommitCb {
+ public:
+  explicit CommitResults(Daemon& d) : daemon_(d) {}
+  void offset_commit_cb(RdKafka::ErrorCode err, std::vector<RdKafka::TopicPartition*>& offsets) override;
+
+ private:
+  Daemon& daemon_;
+};
+
+class Rebalance final : public RdKafka::RebalanceCb {
+ public:
+  explicit Rebalance(Daemon& d) : daemon_(d) {}
+  void rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode err,
+                    std::vector<RdKafka::TopicPartition*>& partitions) override;
+
+ private:
+  Daemon& daemon_;
+};
+
+class Daemon {
+ public:
+  Daemon(const DaemonOptions& o, const std::atomic<bool>& stop)
+      : o_(o), stop_(stop), rebalance_(*this), commit_results_(*this) {}
+
+  void commitFailed(RdKafka::ErrorCode err, const std::vector<RdKafka::TopicPartition*>& offsets) {
+    for (const RdKafka::TopicPartition* p : offsets) {
+      auto it = last_committed_.find(TopicPartition{p->topic(), p->partition()});
+      if (it != last_committed_.end() && it->second == p->offset()) last_committed_.erase(it);
+    }
+    logLine(o_.log, "WARN", "event=commit_failed error=\"{}\"", RdKafka::err2str(err));
+  }
+
+  int run() {
+    if (o_.brokers.empty()) throw DaemonConfigError("kafka brokers: empty; give --brokers HOST:PORT[,...]");
+    if (o_.topics.empty()) throw DaemonConfigError("kafka topics: none; give --topic NAME");
+    if (o_.postgres.empty()) throw DaemonConfigError("postgres: empty; give --postgres CONNINFO");
+    ledger::PgLedgerOptions pg{o_.postgres};
+    sink_ = makeSink(o_);
+    if (o_.migrate) {
+      const int applied = ledger::migrate(pg);
+      logLine(o_.log, "INFO", "event=migrated applied={} schema={} postgres=\"{}\"", applied,
+              ledger::latestSchemaVersion(), conninfoForLog(o_.postgres));
+    }
+    ledger_ = ledger::makePgLedger(pg);
+    directory_ = std::make_unique<ledger::PgDirectory>(pg);
+    if (o_.parking) {
+      ledger::PgParkingOptions po;
+      po.connection = pg;
+      char host[256] = "host";
+      ::gethostname(host, sizeof host - 1);
+      po.owner = fmt::format("{}:{}:{}", host, ::getpid(), Clock::now().time_since_epoch().count());
+      po.lease = o_.parking_lease;
+      parking_ = ledger::makePgParking(po);
+    }
+    clock_ = makeSteadyTimeSource();
+    const MonoTime start = clock_->now();
+    core_ = std::make_unique<WorkerCore>(o_.worker, *ledger_, *sink_, parking_.get(), start);
+    refreshDirectory(start);
+    makeConsumer();
+    logLine(o_.log, "INFO", "event=started group={} topics={} sink={} in_flight={} max_buffered={} parking={}",
+            o_.group, fmt::join(o_.topics, ","), o_.sink, o_.sink_in_flight, o_.worker.max_buffered_messages,
+            o_.parking ? "on" : "off");
+    const int rc = loop();
+    shutdown();
+    writeSummary(start);
+    return rc;
+  }
+
+  // --- rebalance ---------------------------------------------------------
+
+  void assigned(RdKafka::KafkaConsumer* c, std::vector<RdKafka::TopicPartition*>& parts) {
+    ever_assigned_ = true;
+    // Replay without resending: one ledger query per assigned partition, over
+    // the range this worker is about to read (committed offset .. end).
+    std::vector<RdKafka::TopicPartition*> query;
+    for (RdKafka::TopicPartition* p : parts)
+      query.push_back(RdKafka::TopicPartition::create(p->topic(), p->partition()));
+    const RdKafka::ErrorCode ce = c->committed(query, 10000);
+    for (RdKafka::TopicPartition* p : query) {
+      std::int64_t low = 0, high = 0;
+      c->query_watermark_offsets(p->topic(), p->partition(), &low, &high, 5000);
+      std::int64_t from = ce == RdKafka::ERR_NO_ERROR && p->offset() >= 0 ? p->offset() : low;
+      std::vector<std::int64_t> finished;
+      bool looked = false;
+      for (int attempt = 0; attempt < 5 && !looked && high > from; ++attempt) {
+        try {
+          finished = ledger_->finishedOffsets(p->topic(), p->partition(), from, high);
+          looked = true;
+        } catch (const std::runtime_error& e) {
+          logLine(o_.log, "WARN", "event=replay_lookup_failed topic={} partition={} error=\"{}\"", p->topic(),
+                  p->partition(), e.what());
+          ::usleep(500 * 1000);
+        }
+      }
+      logLine(o_.log, "INFO", "event=assigned topic={} partition={} from={} end={} already_finished={}", p->topic(),
+              p->partition(), from, high, finished.size());
+      core_->assign(TopicPartition{p->topic(), p->partition()}, std::move(finished));
+      assigned_.insert(TopicPartition{p->topic(), p->partition()});
+      at_end_.erase(TopicPartition{p->topic(), p->partition()});
+    }
+    RdKafka::TopicPartition::destroy(query);
+    if (c->rebalance_protocol() == "COOPERATIVE")
+      c->incremental_assign(parts);
+    else
+      c->assign(parts);
+    if (paused_) c->pause(parts);
+  }
+
+  void revoked(RdKafka::KafkaConsumer* c, std::vector<RdKafka::TopicPartition*>& parts, bool lost) {
+    const MonoTime now = clock_->now();
+    // What has an outcome goes to the ledger, and its offsets are committed
+    // while this worker still owns the partitions.
+    for (int attempt = 0; attempt < 3 && !core_->flush(now); ++attempt) ::usleep(200 * 1000);
+    std::vector<RdKafka::TopicPartition*> commit;
+    for (RdKafka::TopicPartition* p : parts) {
+      const TopicPartition tp{p->topic(), p->partition()};
+      if (auto off = core_->committable(tp)) commit.push_back(RdKafka::TopicPartition::create(tp.topic, tp.partition, *off));
+    }
+    if (!commit.empty() && !lost) {
+      const RdKafka::ErrorCode e = c->commitSync(commit);
+      if (e != RdKafka::ERR_NO_ERROR)
+        logLine(o_.log, "WARN", "event=commit_on_revoke_failed error=\"{}\"", RdKafka::err2str(e));
+    }
+    RdKafka::TopicPartition::destroy(commit);
+    for (RdKafka::TopicPartition* p : parts) {
+      const TopicPartition tp{p->topic(), p->partition()};
+      core_->revoke(tp);
+      assigned_.erase(tp);
+      at_end_.erase(tp);
+      last_committed_.erase(tp);
+      logLine(o_.log, "INFO", "event=revoked topic={} partition={} lost={}", tp.topic, tp.partition, lost);
+    }
+    if (c->rebalance_protocol() == "COOPERATIVE")
+      c->incremental_unassign(parts);
+    else
+      c->unassign();
+  }
+
+ private:
+  void makeConsumer() {
+    std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+    std::map<std::string, std::string> props{
+        {"bootstrap.servers", o_.brokers},
+        {"group.id", o_.group},
+        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"},
+        {"auto.offset.reset", "earliest"},
+        {"enable.partition.eof", "true"},
+        {"partition.assignment.strategy", o_.assignment},
+        {"session.timeout.ms", std::to_string(o_.session_timeout_ms)},
+    };
+    for (const auto& [k, v] : o_.kafka) props[k] = v;
+    std::string err;
+    for (const auto& [k, v] : props)
+      if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK)
+        throw DaemonConfigError(fmt::format("kafka {}={}: {}", k, v, err));
+    if (conf->set("rebalance_cb", &rebalance_, err) != RdKafka::Conf::CONF_OK) throw DaemonConfigError(err);
+    if (conf->set("offset_commit_cb", &commit_results_, err) != RdKafka::Conf::CONF_OK) throw DaemonConfigError(err);
+    consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
+    if (!consumer_) throw DaemonConfigError(fmt::format("kafka consumer: {}", err));
+    const RdKafka::ErrorCode e = consumer_->subscribe(o_.topics);
+    if (e != RdKafka::ERR_NO_ERROR) throw DaemonConfigError(fmt::format("kafka subscribe: {}", RdKafka::err2str(e)));
+  }
+
+  void refreshDirectory(MonoTime now) {
+    last_refresh_ = now;
+    try {
+      for (const ProviderInfo& p : directory_->providers()) core_->upsertProvider(p, now);
+      std::vector<std::string> problems;
+      for (const CampaignInfo& c : directory_->campaigns(&problems)) core_->upsertCampaign(c, now);
+      for (const std::string& id : problems)
+        logLine(o_.log, "WARN", "event=campaign_skipped campaign={} reason=\"unknown state\"", id);
+      if (directory_failing_) logLine(o_.log, "INFO", "event=directory_refresh_recovered");
+      directory_failing_ = false;
+    } catch (const std::exception& e) {
+      // Keep going with what is known; the next refresh tries again. Said
+      // once per outage, not once per refresh.
+      if (!directory_failing_) logLine(o_.log, "WARN", "event=directory_refresh_failed error=\"{}\"", e.what());
+      directory_failing_ = true;
+    }
+  }
+
+  void setPaused(bool paused) {
+    if (paused == paused_) return;
+    std::vector<RdKafka::TopicPartition*> parts;
+    consumer_->assignment(parts);
+    const RdKafka::ErrorCode e = paused ? consumer_->pause(parts) : consumer_->resume(parts);
+    RdKafka::TopicPartition::destroy(parts);
+    if (e != RdKafka::ERR_NO_ERROR) return;
+    paused_ = paused;
+    const WorkerStats s = core_->stats();
+    logLine(o_.log, "INFO", "event={} buffered_messages={} buffered_bytes={}", paused ? "intake_paused" : "intake_resumed",
+            s.buffered_messages, s.buffered_bytes);
+  }
+
+  void commit(bool sync) {
+    std::vector<RdKafka::TopicPartition*> parts;
+    for (const PartitionCommit& pc : core_->commits()) {
+      if (!assigned_.contains(pc.partition)) continue;
+      auto it = last_committed_.find(pc.partition);
+      if (it != last_committed_.end() && it->second >= pc.offset) continue;
+      parts.push_back(RdKafka::TopicPartition::create(pc.partition.topic, pc.partition.partition, pc.offset));
+      last_committed_[pc.partition] = pc.offset;
+    }
+    if (parts.empty()) return;
+    const RdKafka::ErrorCode e = sync ? consumer_->commitSync(parts) : consumer_->commitAsync(parts);
+    if (e != RdKafka::ERR_NO_ERROR) {
+      // Committed again next time (a rebalance in progress, a broker away).
+      for (RdKafka::TopicPartition* p : parts) last_committed_.erase(TopicPartition{p->topic(), p->partition()});
+      logLine(o_.log, "WARN", "event=commit_failed error=\"{}\"", RdKafka::err2str(e));
+    }
+    RdKafka::TopicPartition::destroy(parts);
+  }
+
+  void logStats(MonoTime now) {
+    const WorkerStats s = core_->stats();
+    logLine(o_.log, "INFO",
+            "event=stats read={} sent={} failed={} rejected={} skipped={} parked={} unparked={} ledger_rows={} "
+            "ledger_errors={} buffered={} unrecorded={}",
+            s.read, s.sent, s.failed, s.rejected, s.skipped_finished, s.parked, s.unparked, s.ledger_rows,
+            s.ledger_errors, s.buffered_messages, s.unrecorded);
+    (void)now;
+  }
+
+  int loop() {
+    MonoTime next_commit = clock_->now() + o_.commit_interval;
+    MonoTime next_stats = clock_->now() + o_.stats_interval;
+    MonoTime idle_since{};
+    bool idle = false;
+    std::uint64_t last_errors = 0;
+    while (!stop_.load(std::memory_order_relaxed)) {
+      MonoTime now = clock_->now();
+      if (paused_ ? core_->mayResume() : !core_->wantsMore()) setPaused(!paused_);
+      // Read what is there (up to a batch), waiting only when nothing is to do.
+      const bool busy = !core_->idle();
+      const Nanos wait = busy ? std::chrono::duration_cast<Nanos>(o_.tick) : Nanos(std::chrono::milliseconds(100));
+      int timeout_ms = static_cast<int>(std::chrono::duration_cast<milliseconds>(core_->nextWake(now, wait) - now).count());
+      for (int i = 0; i < 2000; ++i) {
+        std::unique_ptr<RdKafka::Message> m(consumer_->consume(i == 0 ? std::max(0, timeout_ms) : 0));
+        const RdKafka::ErrorCode err = m->err();
+        if (err == RdKafka::ERR__TIMED_OUT) break;
+        if (err == RdKafka::ERR__PARTITION_EOF) {
+          at_end_.insert(TopicPartition{m->topic_name(), m->partition()});
+          continue;
+        }
+        if (err != RdKafka::ERR_NO_ERROR) {
+          logLine(o_.log, "WARN", "event=kafka_error error=\"{}\"", m->errstr());
+          break;
+        }
+        at_end_.erase(TopicPartition{m->topic_name(), m->partition()});
+        RawMessage raw = toRaw(*m);
+        now = clock_->now();
+        if (raw.key && !core_->knowsCampaign(*raw.key) && now - last_refresh_ >= milliseconds(200))
+          refreshDirectory(now);  // a campaign created just before its messages
+        core_->offer(std::move(raw), now);
+        if (!core_->wantsMore()) break;
+      }
+      now = clock_->now();
+      core_->step(now);
+      if (now - last_refresh_ >= o_.refresh_interval) refreshDirectory(now);
+      if (now >= next_commit) {
+        commit(false);
+        next_commit = now + o_.commit_interval;
+      }
+      const WorkerStats s = core_->stats();
+      if (s.ledger_errors != last_errors) {
+        logLine(o_.log, "WARN", "event=ledger_unavailable errors={} unrecorded={} buffered={}", s.ledger_errors,
+                s.unrecorded, s.buffered_messages);
+        last_errors = s.ledger_errors;
+      }
+      if (o_.stats_interval.count() > 0 && now >= next_stats) {
+        logStats(now);
+        next_stats = now + o_.stats_interval;
+      }
+      if (o_.exit_when_idle.count() > 0) {
+        const bool done = !assigned_.empty() && at_end_.size() == assigned_.size() && core_->idle();
+        if (!done) {
+          idle = false;
+        } else if (!idle) {
+          idle = true;
+          idle_since = now;
+        } else if (now - idle_since >= o_.exit_when_idle) {
+          logLine(o_.log, "INFO", "event=idle_exit");
+          break;
+        }
+      }
+    }
+    return 0;
+  }
+
+  void shutdown() {
+    // Stop reading; let what is in the sink finish (or hand it back), then
+    // write the ledger and commit.
+    setPaused(true);
+    const MonoTime deadline = clock_->now() + o_.shutdown_deadline;
+    while (clock_->now() < deadline && core_->stats().unrecorded > 0) {
+      core_->step(clock_->now());
+      if (core_->stats().unrecorded > 0) sink_->wait(std::chrono::milliseconds(5));
+      if (!core_->flush(clock_->now())) ::usleep(100 * 1000);
+    }
+    core_->flush(clock_->now());
+    commit(true);
+    logStats(clock_->now());
+    // librdkafka before 2.3 asserts when a cooperative-sticky consumer that
+    // never received an assignment is closed (librdkafka #4312): wait for the
+    // join in progress to finish first, up to two session timeouts.
+    if (o_.assignment.find("cooperative") != std::string::npos) {
+      const MonoTime until = clock_->now() + 2 * milliseconds(o_.session_timeout_ms);
+      while (!ever_assigned_ && clock_->now() < until) {
+        std::unique_ptr<RdKafka::Message> m(consumer_->consume(100));
+      }
+    }
+    consumer_->close();  // revokes (a last commit from the rebalance callback) and leaves the group
+    logLine(o_.log, "INFO", "event=stopped");
+  }
+
+  void writeSummary(MonoTime start) {
+    if (o_.summary_file.empty()) return;
+    const MonoTime end = clock_->now();
+    const WorkerStats s = core_->stats();
+    nlohmann::json j;
+    const double elapsed = std::chrono::duration<double>(end - start).count();
+    j["elapsed_s"] = elapsed;
+    j["read"] = s.read;
+    j["sent"] = s.sent;
+    j["failed"] = s.failed;
+    j["rejected"] = s.rejected;
+    j["skipped_finished"] = s.skipped_finished;
+    j["parked"] = s.parked;
+    j["ledger_rows"] = s.ledger_rows;
+    j["ledger_writes"] = s.ledger_writes;
+    j["ledger_errors"] = s.ledger_errors;
+    nlohmann::json campaigns = nlohmann::json::array();
+    std::map<std::string, CampaignInfo> infos;
+    try {
+      for (const CampaignInfo& c : directory_->campaigns()) infos[c.id] = c;
+    } catch (const std::exception&) {
+    }
+    for (const CampaignStats& c : core_->campaignStats()) {
+      nlohmann::json e;
+      e["id"] = c.id;
+      auto info = infos.find(c.id);
+      if (info != infos.end() && info->second.limit) e["send_rate"] = info->second.limit->rate_per_s;
+      else e["send_rate"] = nullptr;
+      e["sent"] = c.sent;
+      e["failed"] = c.failed;
+      e["rejected"] = c.rejected;
+      e["retries"] = c.retries;
+      e["parked"] = c.parked;
+      double achieved = 0;
+      if (c.sent > 1 && c.first_sent && c.last_sent && *c.last_sent > *c.first_sent)
+        achieved = static_cast<double>(c.sent - 1) / std::chrono::duration<double>(*c.last_sent - *c.first_sent).count();
+      e["achieved_rate"] = achieved;
+      e["sending_s"] = c.first_sent && c.last_sent ? std::chrono::duration<double>(*c.last_sent - *c.first_sent).count() : 0.0;
+      campaigns.push_back(std::move(e));
+    }
+    j["campaigns"] = std::move(campaigns);
+    std::ofstream f(o_.summary_file);
+    f << j.dump(2) << "\n";
+    if (!f) logLine(o_.log, "WARN", "event=summary_write_failed file={}", o_.summary_file);
+  }
+
+  const DaemonOptions& o_;
+  const std::atomic<bool>& stop_;
+  Rebalance rebalance_;
+  TimeSourcePtr clock_;
+  SinkInterfacePtr sink_;
+  LedgerInterfacePtr ledger_;
+  ParkingInterfacePtr parking_;
+  std::unique_ptr<ledger::PgDirectory> directory_;
+  std::unique_ptr<WorkerCore> core_;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+  std::set<TopicPartition> assigned_;
+  std::set<TopicPartition> at_end_;
+  std::map<TopicPartition, std::int64_t> last_committed_;
+  MonoTime last_refresh_{};
+  bool paused_ = false;
+  bool ever_assigned_ = false;
+  bool directory_failing_ = false;
+  CommitResults commit_results_;
+};
+
+void CommitResults::offset_commit_cb(RdKafka::ErrorCode err, std::vector<RdKafka::TopicPartition*>& offsets) {
+  if (err != RdKafka::ERR_NO_ERROR && err != RdKafka::ERR__NO_OFFSET) daemon_.commitFailed(err, offsets);
+}
+
+void Rebalance::rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode err,
+                             std::vector<RdKafka::TopicPartition*>& partitions) {
+  if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
+    daemon_.assigned(consumer, partitions);
+  } else {
+    // ERR__REVOKE_PARTITIONS, or an error: give the partitions up either way.
+    daemon_.revoked(consumer, partitions, consumer->assignment_lost());
+  }
+}
+
+}  // namespace
+
+int runDaemon(const DaemonOptions& options, const std::atomic<bool>& stop) {
+  Daemon d(options, stop);
+  return d.run();
+}
+
+}  // namespace pacer::worker

@@ -1,0 +1,66 @@
+// pacerd's loop: a librdkafka consumer group feeding WorkerCore, PostgreSQL
+// for campaigns, the ledger and parking, and one sink. The loop runs on the
+// calling thread until `stop` turns true (SIGTERM/SIGINT in pacerd), or until
+// the work runs out when exit_when_idle is set (demos, benchmarks).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pacer/worker.h"
+#include "sink/http_sink.h"
+
+namespace pacer::worker {
+
+// A setting pacerd cannot work with; the message names it.
+class DaemonConfigError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct DaemonOptions {
+  // Kafka
+  std::string brokers;                  // bootstrap.servers
+  std::vector<std::string> topics;      // topics to consume
+  std::string group = "pacer";          // group.id
+  std::string assignment = "range";     // partition.assignment.strategy: range, roundrobin, cooperative-sticky
+  int session_timeout_ms = 10000;
+  std::map<std::string, std::string> kafka;  // any other consumer property
+
+  // PostgreSQL
+  std::string postgres;                 // libpq conninfo
+  bool migrate = true;                  // apply migrations at start
+
+  // Sink
+  std::string sink = "stdout";          // stdout, null, http, kafka
+  std::size_t sink_in_flight = 1000;
+  sink::HttpSinkOptions http;           // sink = http (its max_in_flight is sink_in_flight)
+  std::string sink_topic;               // sink = kafka: the outbound topic
+  std::string sink_brokers;             // sink = kafka: empty means `brokers`
+
+  WorkerOptions worker;
+  bool parking = true;
+  std::chrono::seconds parking_lease{60};
+
+  std::chrono::milliseconds tick{5};                 // a scheduler tick at least this often
+  std::chrono::milliseconds commit_interval{1000};   // offsets committed at least this often
+  std::chrono::milliseconds refresh_interval{1000};  // campaigns and providers re-read
+  std::chrono::milliseconds shutdown_deadline{10000};
+  std::chrono::milliseconds stats_interval{0};       // a stats line on the log; 0: none
+  // > 0: exit once every assigned partition is at its end and nothing is
+  // left to do for this long (demos and benchmarks).
+  std::chrono::milliseconds exit_when_idle{0};
+  std::string summary_file;                          // per-campaign JSON summary at exit; empty: none
+  std::FILE* log = stderr;
+};
+
+// Runs until stopped. Returns the process exit code (0 on a clean stop).
+// Throws DaemonConfigError for bad options before anything starts.
+int runDaemon(const DaemonOptions& options, const std::atomic<bool>& stop);
+
+}  // namespace pacer::worker

@@ -1,0 +1,733 @@
+#include "pacer/worker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <random>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "pacer/adaptive_rate.h"
+
+namespace pacer {
+
+std::optional<CampaignState> parseCampaignState(std::string_view s) noexcept {
+  if (s == "active") return CampaignState::kActive;
+  if (s == "paused") return CampaignState::kPaused;
+  if (s == "cancelled") return CampaignState::kCancelled;
+  if (s == "completed") return CampaignState::kCompleted;
+  return std::nullopt;
+}
+
+namespace {
+
+// A message on its way through the worker.
+struct Item {
+  Message msg;
+  int attempts = 0;       // counted attempts so far (throttled ones excluded)
+  bool tracked = true;    // its offset is in the tracker (false: it came from parking)
+  std::size_t bytes() const {
+    return sizeof(Item) + msg.id.size() + msg.campaign.size() + msg.recipient.size() + msg.payload.size() +
+           msg.position.topic.size();
+  }
+};
+
+bool samePartition(const Position& p, const TopicPartition& tp) {
+  return p.partition == tp.partition && p.topic == tp.topic;
+}
+
+}  // namespace
+
+struct WorkerCore::Impl {
+  struct Provider;
+  struct Campaign {
+    CampaignInfo info;
+    CampaignId sid = 0;
+    Provider* provider = nullptr;
+    std::deque<Item> queue;
+    std::size_t to_park = 0;         // items of this campaign waiting in to_park
+    std::size_t parked_waiting = 0;  // parked, not yet claimed back (an estimate)
+    MonoTime next_claim{};
+    bool sched_paused = false;
+    CampaignStats stats;
+  };
+  struct Provider {
+    ProviderInfo info;
+    ProviderId sid = kNoProvider;
+    MonoTime paused_until{};
+    bool paused = false;
+    std::optional<AdaptiveRate> adaptive;
+    double applied_rate = 0;
+    std::vector<Campaign*> campaigns;
+  };
+  struct Row {
+    DeliveryRecord record;
+    bool tracked;
+  };
+
+  Impl(WorkerOptions o, LedgerInterface& l, SinkInterface& s, ParkingInterface* p, MonoTime now)
+      : options(std::move(o)), ledger(l), sink(s), parking(p), scheduler(options.scheduler), rng(options.seed),
+        next_scan(now), next_renew(now + options.renew_interval) {}
+
+  WorkerOptions options;
+  LedgerInterface& ledger;
+  SinkInterface& sink;
+  ParkingInterface* parking;
+  Scheduler scheduler;
+  OffsetTracker tracker;
+  std::mt19937_64 rng;
+
+  std::unordered_map<std::string, std::unique_ptr<Campaign>> campaigns;
+  std::vector<Campaign*> by_sid;
+  std::unordered_map<std::string, std::unique_ptr<Provider>> providers;
+  std::map<TopicPartition, std::vector<std::int64_t>> skip;  // finished offsets per assigned partition
+
+  std::unordered_map<std::uint64_t, std::pair<Campaign*, Item>> inflight;
+  std::uint64_t next_ticket = 1;
+  std::multimap<MonoTime, std::pair<Campaign*, Item>> retries;
+  std::vector<std::pair<Campaign*, Item>> to_park;
+  MonoTime to_park_since{};
+  MonoTime park_retry_at{};
+  std::set<Campaign*> with_parked;
+  MonoTime next_scan;
+  MonoTime next_renew;
+
+  std::vector<Row> rows;
+  std::optional<MonoTime> rows_since;  // when the oldest pending row was made (set at the step that made it)
+  MonoTime ledger_retry_at{};
+
+  MonoTime now{};  // of the current step or offer
+  std::size_t queued = 0;
+  std::size_t buffered_bytes = 0;
+  WorkerStats totals;
+  std::vector<SendResult> results;
+  std::vector<Message> scratch;
+
+  // --- accounting -------------------------------------------------------
+
+  std::size_t bufferedMessages() const { return queued + to_park.size() + retries.size() + inflight.size(); }
+  std::size_t unrecorded() const { return inflight.size() + rows.size(); }
+  bool belowBounds() const {
+    return bufferedMessages() < options.max_buffered_messages && buffered_bytes < options.max_buffered_bytes;
+  }
+
+  std::size_t keep(const Campaign& c) const {
+    if (!parking || !c.info.limit) return SIZE_MAX;
+    const double secs = std::chrono::duration<double>(options.park_keep_for).count();
+    const double k = c.info.limit->rate_per_s * secs;
+    return std::max<std::size_t>(options.park_min_keep, k >= 1e15 ? SIZE_MAX : static_cast<std::size_t>(k));
+  }
+
+  // --- ledger rows --------------------------------------------------------
+
+  void addRow(Campaign* c, const Item& item, DeliveryStatus status, int attempts, std::string reason) {
+    DeliveryRecord r;
+    r.message_id = item.msg.id;
+    r.campaign = item.msg.campaign;
+    r.topic = item.msg.position.topic;
+    r.partition = item.msg.position.partition;
+    r.offset = item.msg.position.offset;
+    r.status = status;
+    r.attempts = attempts;
+    r.reason = std::move(reason);
+    r.unpark = !item.tracked;
+    pushRow(std::move(r), item.tracked);
+    count(c, status);
+  }
+
+  void pushRow(DeliveryRecord r, bool tracked) {
+    rows.push_back(Row{std::move(r), tracked});
+  }
+
+  void count(Campaign* c, DeliveryStatus status) {
+    switch (status) {
+      case DeliveryStatus::kSent:
+        ++totals.sent;
+        if (c) {
+          ++c->stats.sent;
+          if (!c->stats.first_sent) c->stats.first_sent = now;
+          c->stats.last_sent = now;
+        }
+        break;
+      case DeliveryStatus::kFailed:
+        ++totals.failed;
+        if (c) ++c->stats.failed;
+        break;
+      case DeliveryStatus::kRejected:
+        ++totals.rejected;
+        if (c) ++c->stats.rejected;
+        break;
+    }
+  }
+
+  bool writeRows(MonoTime now) {
+    if (rows.empty()) return true;
+    std::vector<DeliveryRecord> batch;
+    batch.reserve(rows.size());
+    for (const Row& r : rows) batch.push_back(r.record);
+    try {
+      totals.ledger_rows += ledger.record(batch);
+    } catch (const LedgerUnavailableError&) {
+      ++totals.ledger_errors;
+      ledger_retry_at = now + options.ledger_retry_interval;
+      return false;
+    } catch (const LedgerRejectedError&) {
+      // Never dropped: the rows stay and the write is tried again.
+      ++totals.ledger_errors;
+      ledger_retry_at = now + options.ledger_retry_interval;
+      return false;
+    }
+    ++totals.ledger_writes;
+    for (const Row& r : rows)
+      if (r.tracked) tracker.finish(r.record.topic, r.record.partition, r.record.offset);
+    rows.clear();
+    rows_since.reset();
+    return true;
+  }
+
+  bool ledgerDue(MonoTime now, bool blocked) const {
+    if (rows.empty() || now < ledger_retry_at) return false;
+    return rows.size() >= options.ledger_batch || blocked || now - rows_since.value_or(now) >= options.ledger_flush_interval;
+  }
+
+  // --- parking ------------------------------------------------------------
+
+  bool writeParking(MonoTime now) {
+    if (to_park.empty()) return true;
+    scratch.clear();
+    for (auto& [c, item] : to_park) scratch.push_back(item.msg);
+    try {
+      parking->park(scratch);
+    } catch (const LedgerUnavailableError&) {
+      ++totals.ledger_errors;
+      park_retry_at = now + options.ledger_retry_interval;
+      return false;
+    } catch (const LedgerRejectedError&) {
+      ++totals.ledger_errors;
+      park_retry_at = now + options.ledger_retry_interval;
+      return false;
+    }
+    for (auto& [c, item] : to_park) {
+      if (item.tracked) tracker.finish(item.msg.position.topic, item.msg.position.partition, item.msg.position.offset);
+      buffered_bytes -= item.bytes();
+      --c->to_park;
+      ++c->parked_waiting;
+      ++c->stats.parked;
+      ++totals.parked;
+      with_parked.insert(c);
+    }
+    to_park.clear();
+    return true;
+  }
+
+  void claimBack(MonoTime now) {
+    for (auto it = with_parked.begin(); it != with_parked.end();) {
+      Campaign* c = *it;
+      const bool cancelled = c->info.state == CampaignState::kCancelled;
+      const std::size_t k = keep(*c);
+      const bool room = cancelled || (c->info.state == CampaignState::kActive && c->queue.size() < k / 2);
+      if (!room || now < c->next_claim || c->to_park > 0) {
+        ++it;
+        continue;
+      }
+      const std::size_t want = cancelled ? options.ledger_batch : std::min(k - c->queue.size(), options.ledger_batch);
+      std::vector<Message> got;
+      try {
+        got = parking->claim(c->info.id, want);
+      } catch (const std::runtime_error&) {
+        ++totals.ledger_errors;
+        c->next_claim = now + options.ledger_retry_interval;
+        ++it;
+        continue;
+      }
+      c->next_claim = now + std::chrono::milliseconds(100);
+      c->stats.unparked += got.size();
+      totals.unparked += got.size();
+      for (Message& m : got) {
+        Item item{std::move(m), 0, false};
+        if (cancelled) {
+          addRow(c, item, DeliveryStatus::kFailed, 0, "cancelled");
+        } else {
+          enqueue(c, std::move(item), false);
+        }
+      }
+      if (got.size() < want) {
+        c->parked_waiting = 0;
+        it = with_parked.erase(it);
+      } else {
+        c->parked_waiting = c->parked_waiting > got.size() ? c->parked_waiting - got.size() : 1;
+        ++it;
+      }
+    }
+  }
+
+  // --- queues -------------------------------------------------------------
+
+  void enqueue(Campaign* c, Item item, bool at_front) {
+    buffered_bytes += item.bytes();
+    if (at_front)
+      c->queue.push_front(std::move(item));
+    else
+      c->queue.push_back(std::move(item));
+    ++queued;
+    scheduler.addBacklog(c->sid, 1);
+  }
+
+  // A new message for `c`: queued, or parked when the campaign already has
+  // more in memory than it can send soon.
+  void route(Campaign* c, Item item, MonoTime now) {
+    if (parking && item.tracked && (c->parked_waiting > 0 || c->to_park > 0 || c->queue.size() >= keep(*c))) {
+      if (to_park.empty()) to_park_since = now;
+      buffered_bytes += item.bytes();
+      ++c->to_park;
+      to_park.emplace_back(c, std::move(item));
+      return;
+    }
+    enqueue(c, std::move(item), false);
+  }
+
+  Item popFront(Campaign* c) {
+    Item item = std::move(c->queue.front());
+    c->queue.pop_front();
+    --queued;
+    buffered_bytes -= item.bytes();
+    return item;
+  }
+
+  void failQueued(Campaign* c, const std::string& reason) {
+    const std::size_t n = c->queue.size();
+    while (!c->queue.empty()) {
+      Item item = popFront(c);
+      addRow(c, item, DeliveryStatus::kFailed, item.attempts, reason);
+    }
+    scheduler.dropBacklog(c->sid, n);
+  }
+
+  // --- pauses ---------------------------------------------------------------
+
+  void applyPause(Campaign* c) {
+    const bool want = c->info.state != CampaignState::kActive || (c->provider && c->provider->paused);
+    if (want == c->sched_paused) return;
+    if (want)
+      scheduler.pause(c->sid);
+    else
+      scheduler.resume(c->sid);
+    c->sched_paused = want;
+  }
+
+  void providerPauses(MonoTime now) {
+    for (auto& [id, p] : providers) {
+      const bool paused = now < p->paused_until;
+      if (paused != p->paused) {
+        p->paused = paused;
+        for (Campaign* c : p->campaigns) applyPause(c);
+      }
+      if (p->adaptive && p->info.limit) {
+        const double r = p->adaptive->rate(now);
+        if (std::abs(r - p->applied_rate) > 0.01 * p->applied_rate) {
+          scheduler.setProviderLimit(p->sid, RateLimit{r, p->info.limit->burst}, now);
+          p->applied_rate = r;
+        }
+      }
+    }
+  }
+
+  Provider* provider(const std::string& id, MonoTime now) {
+    if (id.empty()) return nullptr;
+    auto it = providers.find(id);
+    if (it != providers.end()) return it->second.get();
+    // A campaign names a provider this worker has not loaded: unlimited until it is.
+    ProviderInfo info;
+    info.id = id;
+    return addProvider(info, now);
+  }
+
+  Provider* addProvider(const ProviderInfo& info, MonoTime now) {
+    auto p = std::make_unique<Provider>();
+    p->info = info;
+    p->sid = scheduler.addProvider(ProviderSpec{info.limit}, now);
+    if (info.limit && info.limit->rate_per_s > 0) {
+      AdaptiveRateOptions ao;
+      ao.ceiling = info.limit->rate_per_s;
+      ao.floor = std::min(1.0, info.limit->rate_per_s);
+      p->adaptive.emplace(ao, now);
+      p->applied_rate = info.limit->rate_per_s;
+    }
+    Provider* raw = p.get();
+    providers.emplace(info.id, std::move(p));
+    return raw;
+  }
+
+  // --- sink results ---------------------------------------------------------
+
+  void handle(const SendResult& r, MonoTime now) {
+    auto it = inflight.find(r.ticket);
+    if (it == inflight.end()) return;  // not ours: cannot happen with one owner
+    Campaign* c = it->second.first;
+    Item item = std::move(it->second.second);
+    inflight.erase(it);
+    buffered_bytes -= item.bytes();
+    const int attempt = item.attempts + 1;
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    const RetryDecision d = decideRetry(options.retry, r, attempt, u(rng));
+    switch (d.kind) {
+      case RetryDecision::Kind::kDelivered: addRow(c, item, DeliveryStatus::kSent, attempt, ""); return;
+      case RetryDecision::Kind::kFail: addRow(c, item, DeliveryStatus::kFailed, attempt, d.reason); return;
+      case RetryDecision::Kind::kRetry: break;
+    }
+    if (d.counts) item.attempts = attempt;
+    if (d.throttled && c->provider) {
+      Provider* p = c->provider;
+      p->paused_until = std::max(p->paused_until, now + d.delay);
+      if (p->adaptive) p->adaptive->onThrottled(now, d.delay);
+    }
+    ++c->stats.retries;
+    if (c->info.state == CampaignState::kCancelled) {
+      addRow(c, item, DeliveryStatus::kFailed, item.attempts, "cancelled");
+      return;
+    }
+    buffered_bytes += item.bytes();
+    retries.emplace(now + d.delay, std::make_pair(c, std::move(item)));
+  }
+
+  void releaseRetries(MonoTime now) {
+    while (!retries.empty() && retries.begin()->first <= now) {
+      auto node = retries.extract(retries.begin());
+      Campaign* c = node.mapped().first;
+      buffered_bytes -= node.mapped().second.bytes();
+      if (c->info.state == CampaignState::kCancelled) {
+        addRow(c, node.mapped().second, DeliveryStatus::kFailed, node.mapped().second.attempts, "cancelled");
+        continue;
+      }
+      enqueue(c, std::move(node.mapped().second), true);
+    }
+  }
+
+  void dispatch(MonoTime now, bool& blocked) {
+    const std::size_t sink_free = sink.maxInFlight() > sink.inFlight() ? sink.maxInFlight() - sink.inFlight() : 0;
+    const std::size_t unrec = unrecorded();
+    const std::size_t ledger_free = options.max_unrecorded > unrec ? options.max_unrecorded - unrec : 0;
+    const std::size_t capacity = std::min(sink_free, ledger_free);
+    blocked = ledger_free == 0;
+    if (capacity == 0 || queued == 0) return;
+    const std::span<const Grant> grants = scheduler.tick(now, capacity);
+    // Copy: the spans die at the next non-const scheduler call.
+    std::vector<Grant> copy(grants.begin(), grants.end());
+    for (const Grant& g : copy) {
+      Campaign* c = by_sid[g.campaign];
+      for (std::uint64_t k = 0; k < g.count && !c->queue.empty(); ++k) {
+        Item item = popFront(c);
+        const std::uint64_t ticket = next_ticket++;
+        auto [it, inserted] = inflight.emplace(ticket, std::make_pair(c, std::move(item)));
+        buffered_bytes += it->second.second.bytes();
+        if (!sink.submit(it->second.second.msg, ticket)) {
+          // The sink is full after all: back to the front, tokens already spent
+          // are lost (never over, at worst a little under).
+          buffered_bytes -= it->second.second.bytes();
+          Item back = std::move(it->second.second);
+          inflight.erase(it);
+          enqueue(c, std::move(back), true);
+          return;
+        }
+      }
+    }
+  }
+};
+
+WorkerCore::WorkerCore(WorkerOptions options, LedgerInterface& ledger, SinkInterface& sink, ParkingInterface* parking,
+                       MonoTime now)
+    : impl_(std::make_unique<Impl>(std::move(options), ledger, sink, parking, now)) {}
+
+WorkerCore::~WorkerCore() = default;
+
+void WorkerCore::upsertProvider(const ProviderInfo& provider, MonoTime now) {
+  Impl& m = *impl_;
+  auto it = m.providers.find(provider.id);
+  if (it == m.providers.end()) {
+    m.addProvider(provider, now);
+    return;
+  }
+  Impl::Provider& p = *it->second;
+  const bool changed = !p.info.limit != !provider.limit ||
+                       (provider.limit && (p.info.limit->rate_per_s != provider.limit->rate_per_s ||
+                                           p.info.limit->burst != provider.limit->burst));
+  p.info = provider;
+  if (!changed) return;
+  if (provider.limit && provider.limit->rate_per_s > 0) {
+    if (p.adaptive) {
+      p.adaptive->setCeiling(provider.limit->rate_per_s, now);
+    } else {
+      AdaptiveRateOptions ao;
+      ao.ceiling = provider.limit->rate_per_s;
+      ao.floor = std::min(1.0, provider.limit->rate_per_s);
+      p.adaptive.emplace(ao, now);
+    }
+    p.applied_rate = p.adaptive->rate(now);
+    m.scheduler.setProviderLimit(p.sid, RateLimit{p.applied_rate, provider.limit->burst}, now);
+  } else {
+    p.adaptive.reset();
+    m.scheduler.setProviderLimit(p.sid, provider.limit, now);
+  }
+}
+
+void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
+  Impl& m = *impl_;
+  auto it = m.campaigns.find(info.id);
+  if (it == m.campaigns.end()) {
+    auto c = std::make_unique<Impl::Campaign>();
+    c->info = info;
+    c->stats.id = info.id;
+    c->provider = m.provider(info.provider, now);
+    c->sid = m.scheduler.addCampaign(CampaignSpec{info.limit, info.weight, c->provider ? c->provider->sid : kNoProvider},
+                                     now);
+    if (m.by_sid.size() <= c->sid) m.by_sid.resize(c->sid + 1, nullptr);
+    m.by_sid[c->sid] = c.get();
+    if (c->provider) c->provider->campaigns.push_back(c.get());
+    Impl::Campaign* raw = c.get();
+    m.campaigns.emplace(info.id, std::move(c));
+    m.applyPause(raw);
+    return;
+  }
+  Impl::Campaign* c = it->second.get();
+  if (info.provider != c->info.provider) {
+    // The scheduler cannot move a campaign between providers: register it again.
+    if (c->provider) std::erase(c->provider->campaigns, c);
+    const std::uint64_t backlog = m.scheduler.backlog(c->sid);
+    m.scheduler.removeCampaign(c->sid);
+    m.by_sid[c->sid] = nullptr;
+    c->provider = m.provider(info.provider, now);
+    c->sid = m.scheduler.addCampaign(CampaignSpec{info.limit, info.weight, c->provider ? c->provider->sid : kNoProvider},
+                                     now);
+    if (m.by_sid.size() <= c->sid) m.by_sid.resize(c->sid + 1, nullptr);
+    m.by_sid[c->sid] = c;
+    m.scheduler.addBacklog(c->sid, backlog);
+    if (c->provider) c->provider->campaigns.push_back(c);
+    c->sched_paused = false;
+  } else {
+    const bool limit_changed = !c->info.limit != !info.limit ||
+                               (info.limit && (c->info.limit->rate_per_s != info.limit->rate_per_s ||
+                                               c->info.limit->burst != info.limit->burst));
+    if (limit_changed) m.scheduler.setLimit(c->sid, info.limit, now);
+    if (c->info.weight != info.weight) m.scheduler.setWeight(c->sid, info.weight);
+  }
+  const bool cancelled_now = info.state == CampaignState::kCancelled && c->info.state != CampaignState::kCancelled;
+  c->info = info;
+  m.applyPause(c);
+  if (cancelled_now) {
+    m.failQueued(c, "cancelled");
+    if (c->parked_waiting > 0) m.with_parked.insert(c);
+  }
+}
+
+bool WorkerCore::knowsCampaign(std::string_view id) const {
+  return impl_->campaigns.find(std::string(id)) != impl_->campaigns.end();
+}
+
+void WorkerCore::assign(const TopicPartition& tp, std::vector<std::int64_t> finished) {
+  impl_->tracker.revoke(tp.topic, tp.partition);
+  std::sort(finished.begin(), finished.end());
+  impl_->skip[tp] = std::move(finished);
+}
+
+void WorkerCore::revoke(const TopicPartition& tp) {
+  Impl& m = *impl_;
+  for (auto& [id, c] : m.campaigns) {
+    if (c->queue.empty()) continue;
+    const std::size_t before = c->queue.size();
+    std::deque<Item> kept;
+    for (Item& item : c->queue) {
+      if (item.tracked && samePartition(item.msg.position, tp)) {
+        m.buffered_bytes -= item.bytes();
+      } else {
+        kept.push_back(std::move(item));
+      }
+    }
+    const std::size_t dropped = before - kept.size();
+    c->queue = std::move(kept);
+    m.queued -= dropped;
+    m.scheduler.dropBacklog(c->sid, dropped);
+  }
+  for (auto it = m.retries.begin(); it != m.retries.end();) {
+    if (it->second.second.tracked && samePartition(it->second.second.msg.position, tp)) {
+      m.buffered_bytes -= it->second.second.bytes();
+      it = m.retries.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::erase_if(m.to_park, [&](std::pair<Impl::Campaign*, Item>& e) {
+    if (!e.second.tracked || !samePartition(e.second.msg.position, tp)) return false;
+    m.buffered_bytes -= e.second.bytes();
+    --e.first->to_park;
+    return true;
+  });
+  m.skip.erase(tp);
+  m.tracker.revoke(tp.topic, tp.partition);
+}
+
+void WorkerCore::offer(RawMessage raw, MonoTime now) {
+  Impl& m = *impl_;
+  m.now = now;
+  ++m.totals.read;
+  const Position pos = raw.position;
+  if (!m.tracker.add(pos.topic, pos.partition, pos.offset)) {
+    // Read again below what was read before (a seek): start the partition over.
+    m.tracker.revoke(pos.topic, pos.partition);
+    m.tracker.add(pos.topic, pos.partition, pos.offset);
+  }
+  auto sk = m.skip.find(TopicPartition{pos.topic, pos.partition});
+  if (sk != m.skip.end() && std::binary_search(sk->second.begin(), sk->second.end(), pos.offset)) {
+    ++m.totals.skipped_finished;
+    m.tracker.finish(pos.topic, pos.partition, pos.offset);
+    return;
+  }
+  if (!m.rows_since && !m.rows.empty()) m.rows_since = now;
+  Decoded d = decodeMessage(std::move(raw), m.options.decode);
+  auto reject = [&](std::string campaign, std::string id, std::string reason, DeliveryStatus status,
+                    Impl::Campaign* c) {
+    DeliveryRecord r;
+    r.message_id = std::move(id);
+    r.campaign = std::move(campaign);
+    r.topic = pos.topic;
+    r.partition = pos.partition;
+    r.offset = pos.offset;
+    r.status = status;
+    r.attempts = 0;
+    r.reason = std::move(reason);
+    m.pushRow(std::move(r), true);
+    m.count(c, status);
+  };
+  if (!d.message) {
+    // The key may be anything here: the row names no campaign.
+    reject("", std::move(d.id), std::move(d.reason), DeliveryStatus::kRejected, nullptr);
+    return;
+  }
+  Message& msg = *d.message;
+  auto it = m.campaigns.find(msg.campaign);
+  if (it == m.campaigns.end()) {
+    reject(msg.campaign, msg.id, fmt::format("unknown campaign '{}'", msg.campaign), DeliveryStatus::kRejected,
+           nullptr);
+    return;
+  }
+  Impl::Campaign* c = it->second.get();
+  switch (c->info.state) {
+    case CampaignState::kCancelled:
+      reject(msg.campaign, msg.id, "cancelled", DeliveryStatus::kFailed, c);
+      return;
+    case CampaignState::kCompleted:
+      reject(msg.campaign, msg.id, fmt::format("campaign '{}' is completed", msg.campaign), DeliveryStatus::kRejected,
+             c);
+      return;
+    case CampaignState::kActive:
+    case CampaignState::kPaused: break;
+  }
+  m.route(c, Item{std::move(msg), 0, true}, now);
+}
+
+bool WorkerCore::wantsMore() const noexcept { return impl_->belowBounds(); }
+
+bool WorkerCore::mayResume() const noexcept {
+  const Impl& m = *impl_;
+  return m.bufferedMessages() < m.options.max_buffered_messages / 4 * 3 &&
+         m.buffered_bytes < m.options.max_buffered_bytes / 4 * 3;
+}
+
+void WorkerCore::step(MonoTime now) {
+  Impl& m = *impl_;
+  m.now = now;
+  m.results.clear();
+  m.sink.poll(m.results);
+  for (const SendResult& r : m.results) m.handle(r, now);
+  m.releaseRetries(now);
+  m.providerPauses(now);
+  if (m.parking) {
+    const bool park_due = !m.to_park.empty() && now >= m.park_retry_at &&
+                          (m.to_park.size() >= m.options.ledger_batch || !m.belowBounds() ||
+                           now - m.to_park_since >= m.options.ledger_flush_interval);
+    if (park_due) m.writeParking(now);
+    if (now >= m.next_scan) {
+      m.next_scan = now + m.options.unclaimed_scan_interval;
+      try {
+        for (const auto& [campaign, n] : m.parking->unclaimed()) {
+          auto it = m.campaigns.find(campaign);
+          if (it == m.campaigns.end()) continue;  // left parked until the campaign is known
+          Impl::Campaign* c = it->second.get();
+          c->parked_waiting = std::max(c->parked_waiting, n);
+          m.with_parked.insert(c);
+        }
+      } catch (const std::runtime_error&) {
+        ++m.totals.ledger_errors;
+      }
+    }
+    if (now >= m.next_renew) {
+      m.next_renew = now + m.options.renew_interval;
+      try {
+        m.parking->renew();
+      } catch (const std::runtime_error&) {
+        ++m.totals.ledger_errors;
+      }
+    }
+    if (!m.with_parked.empty()) m.claimBack(now);
+  }
+  bool blocked = false;
+  m.dispatch(now, blocked);
+  // Stdout and null sinks finish at submit: take their results in the same step.
+  m.results.clear();
+  m.sink.poll(m.results);
+  for (const SendResult& r : m.results) m.handle(r, now);
+  if (!m.rows.empty() && !m.rows_since) m.rows_since = now;
+  if (m.ledgerDue(now, blocked)) m.writeRows(now);
+}
+
+bool WorkerCore::flush(MonoTime now) {
+  Impl& m = *impl_;
+  bool ok = true;
+  if (m.parking) ok = m.writeParking(now) && ok;
+  ok = m.writeRows(now) && ok;
+  return ok;
+}
+
+std::vector<PartitionCommit> WorkerCore::commits() const { return impl_->tracker.commits(); }
+
+std::optional<std::int64_t> WorkerCore::committable(const TopicPartition& tp) const {
+  return impl_->tracker.committable(tp.topic, tp.partition);
+}
+
+MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
+  const Impl& m = *impl_;
+  MonoTime wake = now + max;
+  if (!m.retries.empty()) wake = std::min(wake, m.retries.begin()->first);
+  if (!m.rows.empty())
+    wake = std::min(wake, std::max(m.ledger_retry_at, m.rows_since.value_or(now) + m.options.ledger_flush_interval));
+  return std::max(wake, now);
+}
+
+bool WorkerCore::idle() const noexcept {
+  const Impl& m = *impl_;
+  return m.queued == 0 && m.inflight.empty() && m.rows.empty() && m.to_park.empty() && m.retries.empty() &&
+         m.with_parked.empty();
+}
+
+WorkerStats WorkerCore::stats() const {
+  WorkerStats s = impl_->totals;
+  s.buffered_messages = impl_->bufferedMessages();
+  s.buffered_bytes = impl_->buffered_bytes;
+  s.unrecorded = impl_->unrecorded();
+  return s;
+}
+
+std::vector<CampaignStats> WorkerCore::campaignStats() const {
+  std::vector<CampaignStats> out;
+  for (const auto& [id, c] : impl_->campaigns) {
+    CampaignStats s = c->stats;
+    s.queued = c->queue.size();
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const CampaignStats& a, const CampaignStats& b) { return a.id < b.id; });
+  return out;
+}
+
+}  // namespace pacer
