@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -267,7 +268,10 @@ class Daemon {
     try {
       for (const ProviderInfo& p : directory_->providers()) core_->upsertProvider(p, now);
       std::vector<std::string> problems;
-      for (const CampaignInfo& c : directory_->campaigns(&problems)) core_->upsertCampaign(c, now);
+      for (const CampaignInfo& c : directory_->campaigns(&problems)) {
+        core_->upsertCampaign(c, now);
+        warnSmallBurst(c);
+      }
       for (const std::string& id : problems)
         logLine(o_.log, "WARN", "event=campaign_skipped campaign={} reason=\"unknown state\"", id);
       if (directory_failing_) logLine(o_.log, "INFO", "event=directory_refresh_recovered");
@@ -278,6 +282,23 @@ class Daemon {
       if (!directory_failing_) logLine(o_.log, "WARN", "event=directory_refresh_failed error=\"{}\"", e.what());
       directory_failing_ = true;
     }
+  }
+
+  // Dispatch happens once per tick, so a burst below send_rate x tick caps the
+  // campaign at burst per tick. Said once per campaign and setting.
+  void warnSmallBurst(const CampaignInfo& c) {
+    if (!c.limit) return;
+    const double per_tick = c.limit->rate_per_s * std::chrono::duration<double>(o_.tick).count();
+    const auto key = std::make_pair(c.limit->rate_per_s, c.limit->burst);
+    auto it = warned_burst_.find(c.id);
+    if (it != warned_burst_.end() && it->second == key) return;
+    warned_burst_[c.id] = key;
+    if (c.limit->burst >= per_tick) return;
+    logLine(o_.log, "WARN",
+            "event=burst_below_tick campaign={} send_rate={} burst={} tick_ms={} max_rate={:.0f} "
+            "hint=\"set burst to at least {:.0f} (send_rate x tick) to reach send_rate\"",
+            c.id, c.limit->rate_per_s, c.limit->burst, o_.tick.count(),
+            c.limit->burst / std::chrono::duration<double>(o_.tick).count(), std::ceil(per_tick));
   }
 
   void setPaused(bool paused) {
@@ -477,6 +498,7 @@ class Daemon {
   bool paused_ = false;
   bool ever_assigned_ = false;
   bool directory_failing_ = false;
+  std::map<std::string, std::pair<double, double>> warned_burst_;
   CommitResults commit_results_;
 };
 

@@ -52,6 +52,21 @@ TEST(DecodeMessage, RejectsWithAReason) {
   EXPECT_THAT(decodeMessage(bad_recipient, {}).reason, HasSubstr("undecodable recipient"));
 }
 
+TEST(DecodeMessage, ARejectedMessageIsRecordedUnderItsUsableIdElseItsPosition) {
+  RawMessage with_id = raw(std::nullopt);
+  with_id.headers = {{"message-id", "m-7"}};
+  EXPECT_EQ(decodeMessage(with_id, {}).id, "m-7");
+  RawMessage bad_recipient = raw("c");
+  bad_recipient.headers = {{"message-id", "m-8"}, {"recipient", std::string("\x01", 1)}};
+  const Decoded d = decodeMessage(bad_recipient, {});
+  EXPECT_FALSE(d.message);
+  EXPECT_EQ(d.id, "m-8");
+  RawMessage bad_id = raw("c");
+  bad_id.headers = {{"message-id", std::string("a\nb")}};
+  EXPECT_EQ(decodeMessage(bad_id, {}).id, "messages:2:41");
+  EXPECT_EQ(decodeMessage(raw(std::nullopt), {}).id, "messages:2:41");
+}
+
 TEST(DecodeMessage, OversizedMessagesAreRejectedCountingKeyAndHeaders) {
   DecodeOptions o;
   o.max_message_bytes = 20;

@@ -1,0 +1,473 @@
+// WorkerCore on a simulated clock with an in-memory ledger, sink and parking.
+#include "pacer/worker.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+
+namespace pacer {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// A ledger in memory; `available` false makes every call throw as a lost
+// PostgreSQL would.
+class FakeLedger final : public LedgerInterface {
+ public:
+  std::size_t record(std::span<const DeliveryRecord> rows) override {
+    ++calls;
+    if (!available) throw LedgerUnavailableError("down");
+    std::size_t fresh = 0;
+    for (const DeliveryRecord& r : rows) {
+      if (byId.emplace(r.message_id, r).second) ++fresh;
+      if (r.unpark) unparked.insert(r.message_id);
+    }
+    return fresh;
+  }
+  std::vector<std::int64_t> finishedOffsets(const std::string&, std::int32_t, std::int64_t, std::int64_t) override {
+    return {};
+  }
+  std::size_t count(DeliveryStatus s) const {
+    return static_cast<std::size_t>(
+        std::count_if(byId.begin(), byId.end(), [&](const auto& e) { return e.second.status == s; }));
+  }
+  bool available = true;
+  int calls = 0;
+  std::map<std::string, DeliveryRecord> byId;
+  std::set<std::string> unparked;
+};
+
+// A sink whose sends finish when the test says, with the outcome `answer` gives.
+class FakeSink final : public SinkInterface {
+ public:
+  explicit FakeSink(std::size_t max) : max_(max) {}
+  bool submit(const Message& m, std::uint64_t ticket) override {
+    if (pending_.size() >= max_) return false;
+    submitted.push_back(m);
+    pending_.push_back({m, ticket});
+    if (instant) finishAll();
+    return true;
+  }
+  void poll(std::vector<SendResult>& out) override {
+    for (SendResult& r : done_) out.push_back(std::move(r));
+    done_.clear();
+  }
+  std::size_t inFlight() const override { return pending_.size() + done_.size(); }
+  std::size_t maxInFlight() const override { return max_; }
+  void finishAll() {
+    for (auto& [m, ticket] : pending_) {
+      SendResult r = answer ? answer(m) : SendResult{};
+      r.ticket = ticket;
+      done_.push_back(std::move(r));
+    }
+    pending_.clear();
+  }
+  std::function<SendResult(const Message&)> answer;  // default: delivered
+  bool instant = true;
+  std::vector<Message> submitted;
+
+ private:
+  std::size_t max_;
+  std::vector<std::pair<Message, std::uint64_t>> pending_;
+  std::vector<SendResult> done_;
+};
+
+class FakeParking final : public ParkingInterface {
+ public:
+  std::size_t park(std::span<const Message> messages) override {
+    if (!available) throw LedgerUnavailableError("down");
+    std::size_t fresh = 0;
+    for (const Message& m : messages)
+      if (ids.insert(m.id).second) {
+        parked[m.campaign].push_back(m);
+        ++fresh;
+      }
+    return fresh;
+  }
+  std::vector<Message> claim(const std::string& campaign, std::size_t max) override {
+    if (!available) throw LedgerUnavailableError("down");
+    auto& q = parked[campaign];
+    std::vector<Message> out;
+    while (!q.empty() && out.size() < max) {
+      out.push_back(q.front());
+      q.pop_front();
+    }
+    return out;
+  }
+  std::vector<std::pair<std::string, std::size_t>> unclaimed() override { return {}; }
+  void renew() override {}
+  std::size_t size() const {
+    std::size_t n = 0;
+    for (const auto& [c, q] : parked) n += q.size();
+    return n;
+  }
+  bool available = true;
+  std::set<std::string> ids;
+  std::map<std::string, std::deque<Message>> parked;
+};
+
+RawMessage raw(std::int64_t offset, std::string campaign, std::int32_t partition = 0, std::string payload = "p") {
+  RawMessage r;
+  r.position = Position{"t", partition, offset};
+  r.key = std::move(campaign);
+  r.headers.emplace_back("message-id", "m" + std::to_string(partition) + "-" + std::to_string(offset));
+  r.value = std::move(payload);
+  return r;
+}
+
+CampaignInfo campaign(std::string id, std::optional<double> rate, double burst = 1, std::string provider = "") {
+  CampaignInfo c;
+  c.id = std::move(id);
+  if (rate) c.limit = RateLimit{*rate, burst};
+  c.provider = std::move(provider);
+  return c;
+}
+
+class WorkerCoreTest : public ::testing::Test {
+ protected:
+  void make(WorkerOptions o = {}, bool with_parking = false) {
+    o.ledger_flush_interval = milliseconds(50);
+    core_ = std::make_unique<WorkerCore>(o, ledger_, sink_, with_parking ? &parking_ : nullptr, clock_.now());
+  }
+  // Steps every `tick` for `d`.
+  void run(Nanos d, Nanos tick = milliseconds(5)) {
+    const MonoTime end = clock_.now() + d;
+    while (clock_.now() < end) {
+      clock_.advance(tick);
+      core_->step(clock_.now());
+    }
+  }
+  std::optional<std::int64_t> committed(std::int32_t p = 0) const { return core_->committable(TopicPartition{"t", p}); }
+  std::size_t sentOf(const std::string& c) const {
+    return static_cast<std::size_t>(std::count_if(sink_.submitted.begin(), sink_.submitted.end(),
+                                                  [&](const Message& m) { return m.campaign == c; }));
+  }
+
+  SimulatedTimeSource clock_{monoAt(seconds(1000))};
+  FakeLedger ledger_;
+  FakeSink sink_{1000};
+  FakeParking parking_;
+  std::unique_ptr<WorkerCore> core_;
+};
+
+TEST_F(WorkerCoreTest, SendsAtTheCampaignRateAndNeverAbove) {
+  make();
+  core_->upsertCampaign(campaign("a", 100, 5), clock_.now());
+  for (int i = 0; i < 5000; ++i) core_->offer(raw(i, "a"), clock_.now());
+  for (int s = 1; s <= 20; ++s) {
+    run(seconds(1));
+    // r*t + b, never more; and at least r*t (backlogged all the way).
+    EXPECT_LE(sink_.submitted.size(), static_cast<std::size_t>(100 * s + 5)) << s << " s";
+    EXPECT_GE(sink_.submitted.size(), static_cast<std::size_t>(100 * s)) << s << " s";
+  }
+}
+
+TEST_F(WorkerCoreTest, CommitsOnlyWhatTheLedgerHolds) {
+  make();
+  core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
+  ledger_.available = false;
+  for (int i = 0; i < 100; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(seconds(2));
+  EXPECT_EQ(sink_.submitted.size(), 100u) << "sending goes on while rows fit";
+  EXPECT_EQ(committed(), 0) << "nothing is committed past an unwritten row";
+  EXPECT_GT(ledger_.calls, 1) << "the write is retried";
+  ledger_.available = true;
+  run(seconds(1));
+  EXPECT_EQ(committed(), 100);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 100u);
+}
+
+TEST_F(WorkerCoreTest, StopsSendingAtTheUnrecordedBoundWhileTheLedgerIsDown) {
+  WorkerOptions o;
+  o.max_unrecorded = 30;
+  make(o);
+  core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
+  ledger_.available = false;
+  for (int i = 0; i < 100; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(seconds(2));
+  EXPECT_EQ(sink_.submitted.size(), 30u) << "a crash now could send at most 30 twice";
+  ledger_.available = true;
+  run(seconds(2));
+  EXPECT_EQ(sink_.submitted.size(), 100u);
+  EXPECT_EQ(committed(), 100);
+}
+
+TEST_F(WorkerCoreTest, CommitWaitsForTheSlowestCampaignInThePartition) {
+  make();
+  core_->upsertCampaign(campaign("slow", 1), clock_.now());
+  core_->upsertCampaign(campaign("fast", std::nullopt), clock_.now());
+  core_->offer(raw(0, "fast"), clock_.now());
+  core_->offer(raw(1, "slow"), clock_.now());
+  core_->offer(raw(2, "slow"), clock_.now());
+  core_->offer(raw(3, "fast"), clock_.now());
+  run(milliseconds(200));
+  EXPECT_EQ(committed(), 2) << "offset 2 (slow, no token yet) holds the commit";
+  run(seconds(1));
+  EXPECT_EQ(committed(), 4);
+}
+
+TEST_F(WorkerCoreTest, BadInputIsRejectedWithAReasonAndTheOffsetAdvances) {
+  WorkerOptions o;
+  o.decode.max_message_bytes = 100;
+  make(o);
+  core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
+  CampaignInfo done = campaign("done", std::nullopt);
+  done.state = CampaignState::kCompleted;
+  core_->upsertCampaign(done, clock_.now());
+  RawMessage no_key = raw(0, "a");
+  no_key.key.reset();
+  core_->offer(no_key, clock_.now());
+  core_->offer(raw(1, "nobody"), clock_.now());
+  core_->offer(raw(2, "a", 0, std::string(200, 'x')), clock_.now());
+  core_->offer(raw(3, "done"), clock_.now());
+  core_->offer(raw(4, "a"), clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(committed(), 5);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kRejected), 4u);
+  EXPECT_EQ(ledger_.byId.at("m0-0").reason, "no campaign: the Kafka key (campaign id) is empty");
+  EXPECT_EQ(ledger_.byId.at("m0-1").reason, "unknown campaign 'nobody'");
+  EXPECT_NE(ledger_.byId.at("m0-2").reason.find("max_message_bytes"), std::string::npos);
+  EXPECT_EQ(ledger_.byId.at("m0-3").reason, "campaign 'done' is completed");
+  EXPECT_EQ(ledger_.byId.at("m0-4").status, DeliveryStatus::kSent);
+  EXPECT_EQ(sink_.submitted.size(), 1u);
+}
+
+TEST_F(WorkerCoreTest, FaultsAreRetriedWithBackoffThenFailWithTheLastReason) {
+  WorkerOptions o;
+  o.retry.max_attempts = 3;
+  o.retry.base_delay = milliseconds(100);
+  o.retry.jitter = 0;
+  make(o);
+  sink_.answer = [](const Message&) {
+    SendResult r;
+    r.outcome = SendOutcome::kRetry;
+    r.status = 500;
+    r.reason = "HTTP 500";
+    return r;
+  };
+  core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
+  core_->offer(raw(0, "a"), clock_.now());
+  run(milliseconds(50));
+  EXPECT_EQ(sink_.submitted.size(), 1u);
+  run(milliseconds(100));
+  EXPECT_EQ(sink_.submitted.size(), 2u) << "second attempt after 100 ms";
+  run(milliseconds(150));
+  EXPECT_EQ(sink_.submitted.size(), 2u) << "third waits 200 ms";
+  run(milliseconds(100));
+  EXPECT_EQ(sink_.submitted.size(), 3u);
+  run(milliseconds(100));
+  const DeliveryRecord& r = ledger_.byId.at("m0-0");
+  EXPECT_EQ(r.status, DeliveryStatus::kFailed);
+  EXPECT_EQ(r.attempts, 3);
+  EXPECT_NE(r.reason.find("HTTP 500"), std::string::npos) << r.reason;
+  EXPECT_EQ(committed(), 1);
+}
+
+TEST_F(WorkerCoreTest, ThrottlingPausesTheWholeProviderAndCostsNoAttempts) {
+  WorkerOptions o;
+  o.retry.max_attempts = 1;
+  make(o);
+  core_->upsertProvider(ProviderInfo{"sms", RateLimit{1000, 10}}, clock_.now());
+  core_->upsertCampaign(campaign("a", std::nullopt, 1, "sms"), clock_.now());
+  core_->upsertCampaign(campaign("b", std::nullopt, 1, "sms"), clock_.now());
+  int throttles = 1;
+  sink_.answer = [&](const Message&) {
+    SendResult r;
+    if (throttles-- > 0) {
+      r.outcome = SendOutcome::kRetry;
+      r.status = 429;
+      r.retry_after = seconds(2);
+    }
+    return r;
+  };
+  core_->offer(raw(0, "a"), clock_.now());
+  run(milliseconds(20));
+  ASSERT_EQ(sink_.submitted.size(), 1u);
+  core_->offer(raw(1, "b"), clock_.now());
+  run(milliseconds(1900));
+  EXPECT_EQ(sink_.submitted.size(), 1u) << "b waits out a's Retry-After: the provider is paused";
+  run(milliseconds(200));
+  EXPECT_EQ(sink_.submitted.size(), 3u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 2u) << "a 429 never uses up an attempt";
+  EXPECT_EQ(ledger_.byId.at("m0-0").attempts, 1);
+}
+
+TEST_F(WorkerCoreTest, APermanentRefusalFailsAtOnce) {
+  make();
+  sink_.answer = [](const Message&) {
+    SendResult r;
+    r.outcome = SendOutcome::kPermanent;
+    r.status = 400;
+    r.reason = "HTTP 400: bad number";
+    return r;
+  };
+  core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
+  core_->offer(raw(0, "a"), clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(ledger_.byId.at("m0-0").status, DeliveryStatus::kFailed);
+  EXPECT_EQ(ledger_.byId.at("m0-0").reason, "HTTP 400: bad number");
+  EXPECT_EQ(sink_.submitted.size(), 1u);
+}
+
+TEST_F(WorkerCoreTest, TheMemoryBoundStopsReadingAndResumesBelowThreeQuarters) {
+  WorkerOptions o;
+  o.max_buffered_messages = 100;
+  make(o);
+  core_->upsertCampaign(campaign("a", 100, 1), clock_.now());
+  int next = 0;
+  while (core_->wantsMore()) core_->offer(raw(next++, "a"), clock_.now());
+  EXPECT_EQ(next, 100);
+  EXPECT_FALSE(core_->mayResume());
+  run(milliseconds(200));  // ~20 sent
+  EXPECT_TRUE(core_->wantsMore());
+  EXPECT_FALSE(core_->mayResume());
+  run(milliseconds(100));
+  EXPECT_TRUE(core_->mayResume());
+}
+
+TEST_F(WorkerCoreTest, SkipsWhatTheLedgerAlreadyHoldsOnReplay) {
+  make();
+  core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
+  core_->assign(TopicPartition{"t", 0}, {1, 2, 4});
+  for (int i = 0; i < 6; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(sink_.submitted.size(), 3u);
+  EXPECT_EQ(core_->stats().skipped_finished, 3u);
+  EXPECT_EQ(committed(), 6);
+}
+
+TEST_F(WorkerCoreTest, RevokeLetsGoOfThePartitionsQueuedMessages) {
+  make();
+  core_->upsertCampaign(campaign("a", 10, 1), clock_.now());
+  for (int i = 0; i < 50; ++i) {
+    core_->offer(raw(i, "a", 0), clock_.now());
+    core_->offer(raw(i, "a", 1), clock_.now());
+  }
+  run(milliseconds(500));
+  const std::size_t before = sink_.submitted.size();
+  core_->flush(clock_.now());
+  core_->revoke(TopicPartition{"t", 0});
+  EXPECT_FALSE(committed(0).has_value());
+  run(seconds(10));
+  for (std::size_t i = before; i < sink_.submitted.size(); ++i)
+    EXPECT_EQ(sink_.submitted[i].position.partition, 1) << "nothing of the revoked partition is sent";
+  EXPECT_EQ(core_->stats().buffered_messages + sink_.submitted.size() - before,
+            50u - static_cast<std::size_t>(std::count_if(sink_.submitted.begin(), sink_.submitted.begin() + before,
+                                                         [](const Message& m) { return m.position.partition == 1; })));
+}
+
+TEST_F(WorkerCoreTest, CancelFailsWhatIsQueuedAndWhatArrives) {
+  make();
+  core_->upsertCampaign(campaign("a", 1), clock_.now());
+  for (int i = 0; i < 5; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(milliseconds(100));
+  CampaignInfo c = campaign("a", 1);
+  c.state = CampaignState::kCancelled;
+  core_->upsertCampaign(c, clock_.now());
+  core_->offer(raw(5, "a"), clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 1u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kFailed), 5u);
+  EXPECT_EQ(ledger_.byId.at("m0-5").reason, "cancelled");
+  EXPECT_EQ(committed(), 6);
+}
+
+TEST_F(WorkerCoreTest, PausedCampaignWaitsAndOthersGoOn) {
+  make();
+  CampaignInfo p = campaign("p", std::nullopt);
+  p.state = CampaignState::kPaused;
+  core_->upsertCampaign(p, clock_.now());
+  core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
+  core_->offer(raw(0, "p"), clock_.now());
+  core_->offer(raw(1, "a"), clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(sentOf("p"), 0u);
+  EXPECT_EQ(sentOf("a"), 1u);
+  p.state = CampaignState::kActive;
+  core_->upsertCampaign(p, clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(sentOf("p"), 1u);
+  EXPECT_EQ(committed(), 2);
+}
+
+TEST_F(WorkerCoreTest, ASlowCampaignsExcessIsParkedSoTheOffsetAdvances) {
+  WorkerOptions o;
+  o.park_min_keep = 10;
+  o.park_keep_for = seconds(5);
+  make(o, true);
+  core_->upsertCampaign(campaign("slow", 1), clock_.now());
+  core_->upsertCampaign(campaign("fast", 1000, 10), clock_.now());
+  for (int i = 0; i < 500; ++i) core_->offer(raw(i, "slow"), clock_.now());
+  for (int i = 500; i < 2500; ++i) core_->offer(raw(i, "fast"), clock_.now());
+  run(seconds(3));
+  EXPECT_EQ(sentOf("fast"), 2000u) << "the fast campaign is not held back";
+  EXPECT_EQ(parking_.size(), 490u);
+  EXPECT_EQ(core_->stats().buffered_messages, 10u - sentOf("slow"));
+  // The commit waits only for the slow campaign's in-memory head.
+  EXPECT_EQ(committed(), static_cast<std::int64_t>(sentOf("slow")));
+}
+
+TEST_F(WorkerCoreTest, ParkedMessagesComeBackInOrderAndLeaveParkingWithTheirLedgerRow) {
+  WorkerOptions o;
+  o.park_min_keep = 10;
+  o.park_keep_for = seconds(1);
+  make(o, true);
+  core_->upsertCampaign(campaign("a", 20, 1), clock_.now());
+  for (int i = 0; i < 100; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(parking_.size(), 80u);  // keep = max(10, 20/s * 1 s)
+  run(seconds(6));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 100u);
+  EXPECT_EQ(parking_.size(), 0u);
+  for (std::size_t i = 0; i < sink_.submitted.size(); ++i)
+    EXPECT_EQ(sink_.submitted[i].position.offset, static_cast<std::int64_t>(i)) << "FIFO through parking";
+  EXPECT_EQ(ledger_.unparked.size(), 80u);
+  EXPECT_TRUE(ledger_.unparked.contains("m0-99"));
+  EXPECT_FALSE(ledger_.unparked.contains("m0-0"));
+}
+
+TEST_F(WorkerCoreTest, ParkingUnavailableKeepsMessagesAndTheCommit) {
+  WorkerOptions o;
+  o.park_min_keep = 10;
+  o.park_keep_for = seconds(1);
+  make(o, true);
+  parking_.available = false;
+  core_->upsertCampaign(campaign("a", 1), clock_.now());
+  for (int i = 0; i < 50; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(seconds(2));
+  EXPECT_EQ(committed(), static_cast<std::int64_t>(sentOf("a")));
+  EXPECT_EQ(core_->stats().buffered_messages, 50u - sentOf("a")) << "nothing dropped";
+  parking_.available = true;
+  run(seconds(1));
+  EXPECT_EQ(parking_.size(), 40u);
+}
+
+TEST_F(WorkerCoreTest, ARateChangeAppliesOnTheNextStep) {
+  make();
+  core_->upsertCampaign(campaign("a", 10, 1), clock_.now());
+  for (int i = 0; i < 10000; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(seconds(2));
+  const std::size_t at_ten = sink_.submitted.size();
+  EXPECT_NEAR(static_cast<double>(at_ten), 21.0, 1.0);
+  core_->upsertCampaign(campaign("a", 1000, 10), clock_.now());
+  run(seconds(2));
+  EXPECT_NEAR(static_cast<double>(sink_.submitted.size() - at_ten), 2000.0, 10.0);
+}
+
+// Dispatch happens once a step: a burst below send_rate x step caps the rate
+// at burst per step (pacerd warns about such campaigns).
+TEST_F(WorkerCoreTest, ABurstBelowOneStepOfTheRateCapsTheRate) {
+  make();
+  core_->upsertCampaign(campaign("a", 1000, 1), clock_.now());
+  for (int i = 0; i < 10000; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(seconds(2));
+  EXPECT_NEAR(static_cast<double>(sink_.submitted.size()), 400.0, 2.0);  // one per 5 ms step
+}
+
+}  // namespace
+}  // namespace pacer
