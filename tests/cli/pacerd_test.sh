@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# pacerd's command line as an operator meets it: settings it cannot use are
+# refused before it connects to anything, with the setting named and exit 2.
+set -euo pipefail
+pacerd=${PACERD:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_refusal EXPECTED_TEXT ARGS...: exit 2 and EXPECTED_TEXT on stderr.
+expect_refusal() {
+  local text=$1
+  shift
+  set +e
+  "$pacerd" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  set -e
+  [ "$rc" = 2 ] || fail "pacerd $* exited $rc, expected 2 (stderr: $(cat "$tmp/err"))"
+  grep -qF -- "$text" "$tmp/err" || fail "pacerd $*: stderr does not say '$text': $(cat "$tmp/err")"
+}
+
+ok=(--brokers 127.0.0.1:1 --topic t --postgres "host=127.0.0.1 port=1")
+expect_refusal "kafka brokers: empty" --topic t --postgres x
+expect_refusal "kafka topics: none" --brokers b --postgres x
+expect_refusal "postgres: empty" --brokers b --topic t
+expect_refusal "sink: 'bogus' is not one of stdout, null, http, kafka" "${ok[@]}" --sink bogus
+expect_refusal "sink http: " "${ok[@]}" --sink http --http-url "ftp://example.com/"
+expect_refusal "kafka sink: the outbound topic is empty" "${ok[@]}" --sink kafka
+expect_refusal "--parking 'maybe': expected on or off" "${ok[@]}" --parking maybe
+expect_refusal "--kafka 'nokey': expected NAME=VALUE" "${ok[@]}" --kafka nokey
+expect_refusal "--in-flight: must be at least 1" "${ok[@]}" --in-flight 0
+expect_refusal "--tick-ms: must be at least 1" "${ok[@]}" --tick-ms 0
+
+# A PostgreSQL that is not there: a start-up failure (exit 1) with the reason.
+set +e
+"$pacerd" "${ok[@]}" --sink null >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "unreachable PostgreSQL exited $rc, expected 1"
+grep -q "PostgreSQL unreachable" "$tmp/err" || fail "unreachable PostgreSQL: $(cat "$tmp/err")"
+
+# migrate needs --postgres.
+set +e
+"$pacerd" migrate >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+[ "$rc" != 0 ] || fail "migrate without --postgres succeeded"
+grep -q -- "--postgres" "$tmp/err" || fail "migrate without --postgres: $(cat "$tmp/err")"
+echo "pacerd CLI: all checks passed"
