@@ -20,13 +20,22 @@ inline constexpr long long kMigrationLockKey = 0x7061636572;  // "pacer"
 
 // A PostgreSQL array literal of text: {"a","b\"c"}.
 inline std::string textArray(const std::vector<std::string_view>& items) {
-  std::string out = "{";
+  std::size_t size = 2;
+  for (std::string_view item : items) size += item.size() + 3;
+  std::string out;
+  out.reserve(size + size / 8);
+  out += '{';
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i) out += ',';
     out += '"';
-    for (char c : items[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
+    const std::string_view item = items[i];
+    if (item.find_first_of("\"\\") == std::string_view::npos) {
+      out += item;  // the common case: nothing to escape
+    } else {
+      for (char c : item) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+      }
     }
     out += '"';
   }

@@ -1,5 +1,6 @@
 #include "worker/daemon.h"
 
+#include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 #include <unistd.h>
 
@@ -84,12 +85,18 @@ RawMessage toRaw(RdKafka::Message& m) {
   raw.position.partition = m.partition();
   raw.position.offset = m.offset();
   if (m.key_pointer()) raw.key.emplace(static_cast<const char*>(m.key_pointer()), m.key_len());
-  if (RdKafka::Headers* h = m.headers()) {
-    for (const RdKafka::Headers::Header& hd : h->get_all()) {
-      if (hd.value())
-        raw.headers.emplace_back(hd.key(), std::string(static_cast<const char*>(hd.value()), hd.value_size()));
+  // The C API reads headers in place; the C++ wrapper copies each one.
+  rd_kafka_headers_t* headers = nullptr;
+  if (rd_kafka_message_headers(m.c_ptr(), &headers) == RD_KAFKA_RESP_ERR_NO_ERROR && headers) {
+    const char* name = nullptr;
+    const void* value = nullptr;
+    std::size_t size = 0;
+    for (std::size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
+         ++i) {
+      if (value)
+        raw.headers.emplace_back(name, std::string(static_cast<const char*>(value), size));
       else
-        raw.headers.emplace_back(hd.key(), std::nullopt);
+        raw.headers.emplace_back(name, std::nullopt);
     }
   }
   if (m.payload()) raw.value.assign(static_cast<const char*>(m.payload()), m.len());
@@ -370,7 +377,7 @@ class Daemon {
         }
         at_end_.erase(TopicPartition{m->topic_name(), m->partition()});
         RawMessage raw = toRaw(*m);
-        now = clock_->now();
+        if ((i & 63) == 0) now = clock_->now();  // one clock read per 64 records is plenty
         if (raw.key && !core_->knowsCampaign(*raw.key) && now - last_refresh_ >= milliseconds(200))
           refreshDirectory(now);  // a campaign created just before its messages
         core_->offer(std::move(raw), now);
@@ -451,6 +458,17 @@ class Daemon {
     j["ledger_rows"] = s.ledger_rows;
     j["ledger_writes"] = s.ledger_writes;
     j["ledger_errors"] = s.ledger_errors;
+    // The sending span: first to last `sent` over all campaigns, so the rate
+    // leaves out the group join and the idle wait before exit.
+    std::optional<MonoTime> first, last;
+    for (const CampaignStats& c : core_->campaignStats()) {
+      if (c.first_sent && (!first || *c.first_sent < *first)) first = c.first_sent;
+      if (c.last_sent && (!last || *c.last_sent > *last)) last = c.last_sent;
+    }
+    const double span = first && last ? std::chrono::duration<double>(*last - *first).count() : 0.0;
+    j["sending_s"] = span;
+    j["sent_per_s"] = span > 0 ? static_cast<double>(s.sent) / span : 0.0;
+    j["ledger_rows_per_s"] = span > 0 ? static_cast<double>(s.ledger_rows) / span : 0.0;
     nlohmann::json campaigns = nlohmann::json::array();
     std::map<std::string, CampaignInfo> infos;
     try {

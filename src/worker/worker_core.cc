@@ -63,10 +63,6 @@ struct WorkerCore::Impl {
     double applied_rate = 0;
     std::vector<Campaign*> campaigns;
   };
-  struct Row {
-    DeliveryRecord record;
-    bool tracked;
-  };
 
   Impl(WorkerOptions o, LedgerInterface& l, SinkInterface& s, ParkingInterface* p, MonoTime now)
       : options(std::move(o)), ledger(l), sink(s), parking(p), scheduler(options.scheduler), rng(options.seed),
@@ -95,7 +91,8 @@ struct WorkerCore::Impl {
   MonoTime next_scan;
   MonoTime next_renew;
 
-  std::vector<Row> rows;
+  std::vector<DeliveryRecord> rows;  // pending, in the order made
+  std::vector<char> rows_tracked;    // per row: its offset is in the tracker
   std::optional<MonoTime> rows_since;  // when the oldest pending row was made (set at the step that made it)
   MonoTime ledger_retry_at{};
 
@@ -139,7 +136,8 @@ struct WorkerCore::Impl {
   }
 
   void pushRow(DeliveryRecord r, bool tracked) {
-    rows.push_back(Row{std::move(r), tracked});
+    rows.push_back(std::move(r));
+    rows_tracked.push_back(tracked ? 1 : 0);
   }
 
   void count(Campaign* c, DeliveryStatus status) {
@@ -165,11 +163,8 @@ struct WorkerCore::Impl {
 
   bool writeRows(MonoTime now) {
     if (rows.empty()) return true;
-    std::vector<DeliveryRecord> batch;
-    batch.reserve(rows.size());
-    for (const Row& r : rows) batch.push_back(r.record);
     try {
-      totals.ledger_rows += ledger.record(batch);
+      totals.ledger_rows += ledger.record(rows);
     } catch (const LedgerUnavailableError&) {
       ++totals.ledger_errors;
       ledger_retry_at = now + options.ledger_retry_interval;
@@ -181,9 +176,10 @@ struct WorkerCore::Impl {
       return false;
     }
     ++totals.ledger_writes;
-    for (const Row& r : rows)
-      if (r.tracked) tracker.finish(r.record.topic, r.record.partition, r.record.offset);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      if (rows_tracked[i]) tracker.finish(rows[i].topic, rows[i].partition, rows[i].offset);
     rows.clear();
+    rows_tracked.clear();
     rows_since.reset();
     return true;
   }
