@@ -45,9 +45,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-pacer::Nanos g_horizon = milliseconds(50);  // LeaseOptions defaults unless told
-double g_refill_fraction = 0.5;
-pacer::Nanos g_ttl = milliseconds(250);
+pacer::Nanos g_horizon = pacer::LeaseOptions{}.horizon;  // LeaseOptions defaults unless told
+double g_refill_fraction = pacer::LeaseOptions{}.refill_fraction;
+pacer::Nanos g_ttl = pacer::LeaseOptions{}.ttl;
 
 // The seed design, written for this comparison: one call per message, the
 // client's clock, tokens and timestamp in two keys.
@@ -107,6 +107,7 @@ void workerMain(const Scenario& sc, int port, int workers, int seconds, Shared* 
   lo.horizon = g_horizon;
   lo.refill_fraction = g_refill_fraction;
   lo.ttl = g_ttl;
+  lo.seed = static_cast<std::uint64_t>(getpid());  // each worker process its own jitter
   pacer::Scheduler scheduler(pacer::SchedulerOptions{});
   pacer::QuotaLeaser leaser(scheduler, *backend, lo);
   const std::uint32_t p = leaser.addProvider({"bench-" + sc.name, sc.provider, pacer::DegradedMode::kStop});

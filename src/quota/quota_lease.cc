@@ -106,7 +106,7 @@ void checkName(const std::string& name, const char* what) {
 }  // namespace
 
 QuotaLeaser::QuotaLeaser(Scheduler& scheduler, QuotaBackend& backend, LeaseOptions options, QuotaObserver* observer)
-    : scheduler_(scheduler), backend_(backend), options_(options), observer_(observer) {
+    : scheduler_(scheduler), backend_(backend), options_(options), observer_(observer), rng_(options.seed) {
   if (options_.live_workers == 0) throw SchedulerError("live_workers must be >= 1");
   if (!(options_.safety_factor > 0.0 && options_.safety_factor <= 1.0))
     throw SchedulerError(fmt::format("safety_factor must be in (0, 1], got {}", options_.safety_factor));
@@ -308,19 +308,42 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
     leaveDegraded(c.provider, now);
     c.lease->grant(reply.granted, now, options_.ttl);
     metrics_.tokens_granted += reply.granted;
-    // Not all we asked for: the global bucket is dry. Let it fill for as long
-    // as a refill covers (horizon * (1 - refill_fraction)) before asking
-    // again: it keeps what accrues, up to its burst, so nothing is lost, and a
-    // dry bucket then costs as few round trips as a full one.
-    if (reply.granted < requests_[i].want) {
-      const auto pause =
-          std::max(std::chrono::duration_cast<Nanos>(options_.horizon * (1.0 - options_.refill_fraction)),
-                   std::chrono::duration_cast<Nanos>(options_.horizon / 10));
+    // Not all we asked for, or all of it but the bucket is now dry (no whole
+    // token left): let it fill for as long as a refill covers
+    // (horizon * (1 - refill_fraction)) before asking again. It keeps what
+    // accrues, up to its burst, so nothing is lost, and a dry bucket then
+    // costs as few round trips as a full one. (Without the second condition a
+    // worker that spends its lease within a tick asks again at once, gets the
+    // crumbs that accrued meanwhile, and pays two round trips per refill.)
+    if (reply.granted < requests_[i].want || reply.next_token > Nanos{0}) {
+      // How long: horizon * (1 - refill_fraction), but at most 0.85 of the
+      // time the tightest level takes to fill from empty (burst / rate): a
+      // bucket nobody asks of for longer than that overflows, and a worker
+      // alone on the quota would lose what spilt. Then jittered by +-15%
+      // (at most 0.98 of the fill time): workers that found the bucket dry
+      // at the same moment would otherwise all come back at the same moment,
+      // one would take everything, and the others would pay a round trip for
+      // nothing, in step, for ever.
+      double pause_s =
+          std::chrono::duration<double>(options_.horizon).count() * std::max(1.0 - options_.refill_fraction, 0.1);
+      for (const QuotaLevel& l : requests_[i].levels)
+        if (l.limit.rate_per_s > 0)
+          pause_s = std::min(pause_s, 0.85 * std::max(l.limit.burst, 1.0) / l.limit.rate_per_s);
+      pause_s *= 0.85 + 0.3 * unitRandom();
+      const auto pause = std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(pause_s));
       c.retry_at = reply.next_token == kNever ? now + std::chrono::seconds(1) : now + std::max(reply.next_token, pause);
     } else
       c.retry_at = MonoTime{};
   }
   return n;
+}
+
+double QuotaLeaser::unitRandom() noexcept {  // splitmix64, in [0, 1)
+  std::uint64_t z = (rng_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
 void QuotaLeaser::setLiveWorkers(std::uint32_t n) {

@@ -64,7 +64,9 @@ constexpr std::uint64_t kEndless = 1ull << 40;
 
 TEST(QuotaLeaser, OneBatchPerRefreshForEveryActiveCampaignRunningLow) {
   FlakyBackend backend;
-  Worker w(backend, LeaseOptions{});
+  LeaseOptions o;
+  o.horizon = milliseconds(50);
+  Worker w(backend, o);
   const std::uint32_t p = w.leaser.addProvider({"sms", RateLimit{1000, 100}, DegradedMode::kLocalShare});
   std::vector<CampaignId> ids;
   for (int i = 0; i < 5; ++i)
@@ -87,6 +89,7 @@ TEST(QuotaLeaser, LeaseIsSizedToBacklogAndLiveWorkerShare) {
   LeaseOptions o;
   o.live_workers = 4;
   o.horizon = milliseconds(100);
+  o.ttl = milliseconds(250);
   Worker w(backend, o);
   const CampaignId a = w.leaser.addCampaign({"a", RateLimit{4000, 4000}, 1.0, UINT32_MAX}, MonoTime{});
   const CampaignId b = w.leaser.addCampaign({"b", RateLimit{4000, 4000}, 1.0, UINT32_MAX}, MonoTime{});
@@ -110,6 +113,7 @@ std::vector<std::uint64_t> runShared(QuotaBackend& backend, int workers, int cam
   o.live_workers = static_cast<std::uint32_t>(workers);
   std::vector<std::unique_ptr<Worker>> ws;
   for (int i = 0; i < workers; ++i) {
+    o.seed = static_cast<std::uint64_t>(i) + 1;  // as separate processes would be
     ws.push_back(std::make_unique<Worker>(backend, o));
     const std::uint32_t p = ws.back()->leaser.addProvider({"gw", RateLimit{rate, burst}, DegradedMode::kLocalShare});
     for (int c = 0; c < campaigns_each; ++c) {
@@ -137,8 +141,9 @@ TEST(QuotaLeaser, WorkersSharingAProviderStayWithinRatePlusBurstAndUseIt) {
     const std::uint64_t peak = testing::maxWindowSum(per_ms, 1000);
     std::uint64_t total = 0;
     for (auto v : per_ms) total += v;
-    // Outstanding leases: per worker and campaign ceil(400/W * 50 ms).
-    const double outstanding = workers * 2 * std::ceil(rate / workers * 0.05);
+    // Outstanding leases: per worker and campaign ceil(400/W * horizon).
+    const double horizon_s = std::chrono::duration<double>(LeaseOptions{}.horizon).count();
+    const double outstanding = workers * 2 * std::ceil(rate / workers * horizon_s);
     EXPECT_LE(static_cast<double>(peak), rate + burst + outstanding) << workers << " workers";
     EXPECT_LE(static_cast<double>(total), rate * 30 + burst + outstanding) << workers << " workers";
     EXPECT_GE(static_cast<double>(total), 0.98 * rate * 30) << workers << " workers";
@@ -154,9 +159,24 @@ TEST(QuotaLeaser, FarFewerBackendCallsThanMessages) {
   EXPECT_LE(static_cast<double>(backend.calls) / static_cast<double>(total), 0.01);
 }
 
+// Issue 3's goal with four workers sharing one 5,000/s quota: at most one
+// backend call per 100 messages, the quota used, and never over.
+TEST(QuotaLeaser, FourWorkersSharing5000PerSecondMakeFewBackendCalls) {
+  FlakyBackend backend;
+  const double rate = 5000, burst = 500;
+  const auto per_ms = runShared(backend, 4, 1, rate, burst, 10, LeaseOptions{});
+  std::uint64_t total = 0;
+  for (auto v : per_ms) total += v;
+  const double ratio = static_cast<double>(backend.calls) / static_cast<double>(total);
+  EXPECT_GE(static_cast<double>(total), 0.98 * rate * 10);
+  EXPECT_LE(static_cast<double>(testing::maxWindowSum(per_ms, 1000)), rate + burst);
+  EXPECT_LE(ratio, 0.01);
+}
+
 TEST(QuotaLeaser, UnspentLeaseTokensExpire) {
   FlakyBackend backend;
   LeaseOptions o;
+  o.horizon = milliseconds(50);
   o.ttl = milliseconds(200);
   Worker w(backend, o);
   const CampaignId id = w.leaser.addCampaign({"a", RateLimit{1000, 100}, 1.0, UINT32_MAX}, MonoTime{});
@@ -200,6 +220,7 @@ TEST(QuotaLeaser, UnavailableQuotaSwitchesToLocalShareWithin100MsAndBack) {
   LeaseOptions o;
   o.live_workers = 2;
   o.safety_factor = 0.5;
+  o.horizon = milliseconds(50);  // small leases, so calendar seconds show the rate closely
   Worker w(backend, o, &observer);
   const std::uint32_t p = w.leaser.addProvider({"gw", RateLimit{1000, 100}, DegradedMode::kLocalShare});
   const CampaignId id = w.leaser.addCampaign({"a", std::nullopt, 1.0, p}, MonoTime{});
