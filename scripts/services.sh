@@ -31,7 +31,10 @@ pacer_start_postgres() {
   bin=$(pacer_pg_bin) || return 1
   port=$(pacer_free_port)
   mkdir -p "$dir"
-  [ "$(id -u)" = 0 ] && chown postgres:postgres "$dir"
+  if [ "$(id -u)" = 0 ]; then
+    chown postgres:postgres "$dir"
+    chmod a+x "$(dirname "$dir")"  # mktemp -d makes it 0700: the postgres user must pass through
+  fi
   pacer_as_pg "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 -N >"$dir/initdb.log" 2>&1 ||
     { cat "$dir/initdb.log" >&2; return 1; }
   pacer_as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/pg.log" -w -t 30 \
