@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "pacer/offset_tracker.h"
+#include "support/kafka_delivery_counter.h"
 #include "support/kafka_mock_process.h"
 
 namespace pacer {
@@ -58,12 +59,7 @@ struct Seen {
   std::string value;
 };
 
-class DeliveryCounter : public RdKafka::DeliveryReportCb {
- public:
-  void dr_cb(RdKafka::Message& m) override { (m.err() == RdKafka::ERR_NO_ERROR ? delivered : failed)++; }
-  int delivered = 0;
-  int failed = 0;
-};
+using pacer::testing::DeliveryCounter;
 
 // Produces `count` records to `topic`: record i goes to partition i % partitions
 // with key "campaign-<i % 5>", header message-id "m-<i>" and value "payload-<i>".

@@ -17,6 +17,7 @@
 
 #include "ledger/pg_ledger.h"
 #include "ledger/pg_parking.h"
+#include "support/kafka_delivery_counter.h"
 #include "support/kafka_mock_process.h"
 #include "support/postgres_server.h"
 #include "worker/daemon.h"
@@ -41,12 +42,7 @@ struct Record {
   std::string value;
 };
 
-class DeliveryCounter : public RdKafka::DeliveryReportCb {
- public:
-  void dr_cb(RdKafka::Message& m) override { (m.err() == RdKafka::ERR_NO_ERROR ? delivered : failed)++; }
-  int delivered = 0;
-  int failed = 0;
-};
+using pacer::testing::DeliveryCounter;
 
 void produce(const std::string& bootstraps, const std::string& topic, const std::vector<Record>& records) {
   DeliveryCounter reports;
