@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> http_headers;
   int http_timeout_ms = static_cast<int>(o.http.total_timeout.count());
   int max_attempts = o.worker.retry.max_attempts;
+  int redis_timeout_ms = static_cast<int>(o.redis_timeout.count());
+  int live_workers = static_cast<int>(o.worker.lease.live_workers);
+  int lease_horizon_ms =
+      static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(o.worker.lease.horizon).count());
+  std::string degraded = "local-share";
 
   app.add_option("--brokers", o.brokers, "Kafka bootstrap servers (HOST:PORT,...)");
   app.add_option("--topic", o.topics, "topic to consume (repeatable)");
@@ -62,6 +67,17 @@ int main(int argc, char** argv) {
   app.add_option("--http-timeout-ms", http_timeout_ms, "sink http: total timeout per request")->capture_default_str();
   app.add_option("--sink-topic", o.sink_topic, "sink kafka: the outbound topic");
   app.add_option("--sink-brokers", o.sink_brokers, "sink kafka: bootstrap servers (default: --brokers)");
+  app.add_option("--redis", o.redis,
+                 "global quota on Redis: HOST:PORT (repeatable; cluster seed nodes with --redis-cluster); "
+                 "without it each worker applies every rate on its own");
+  app.add_flag("--redis-cluster", o.redis_cluster, "the --redis nodes are a Redis Cluster");
+  app.add_option("--redis-timeout-ms", redis_timeout_ms, "Redis connect and command timeout")->capture_default_str();
+  app.add_option("--live-workers", live_workers, "workers sharing the global quota (lease sizes, degraded share)")
+      ->capture_default_str();
+  app.add_option("--lease-horizon-ms", lease_horizon_ms, "a full lease is this much of the worker's share")
+      ->capture_default_str();
+  app.add_option("--quota-degraded", degraded, "when Redis does not answer: local-share or stop")
+      ->capture_default_str();
   app.add_option("--max-attempts", max_attempts, "attempts per message for faults (5xx, timeouts) before `failed`")
       ->capture_default_str();
   app.add_option("--max-buffered", o.worker.max_buffered_messages, "messages held in memory, at most")
@@ -121,6 +137,19 @@ int main(int argc, char** argv) {
     if (park_keep_s <= 0) throw pacer::worker::DaemonConfigError("--park-keep-s: must be above 0");
     if (lease_s < 1) throw pacer::worker::DaemonConfigError("--parking-lease-s: must be at least 1");
     o.parking = parking == "on";
+    if (degraded != "local-share" && degraded != "stop")
+      throw pacer::worker::DaemonConfigError(
+          fmt::format("--quota-degraded '{}': expected local-share or stop", degraded));
+    if (live_workers < 1) throw pacer::worker::DaemonConfigError("--live-workers: must be at least 1");
+    if (lease_horizon_ms < 1) throw pacer::worker::DaemonConfigError("--lease-horizon-ms: must be at least 1");
+    if (redis_timeout_ms < 1) throw pacer::worker::DaemonConfigError("--redis-timeout-ms: must be at least 1");
+    if (o.redis_cluster && o.redis.empty())
+      throw pacer::worker::DaemonConfigError("--redis-cluster: give the cluster's nodes with --redis HOST:PORT");
+    o.worker.degraded = degraded == "stop" ? pacer::DegradedMode::kStop : pacer::DegradedMode::kLocalShare;
+    o.worker.lease.live_workers = static_cast<std::uint32_t>(live_workers);
+    o.worker.lease.horizon = std::chrono::milliseconds(lease_horizon_ms);
+    o.worker.lease.ttl = std::max(o.worker.lease.ttl, 4 * o.worker.lease.horizon);
+    o.redis_timeout = std::chrono::milliseconds(redis_timeout_ms);
     o.worker.decode.max_message_bytes = max_message_bytes;
     o.worker.retry.max_attempts = max_attempts;
     o.worker.ledger_flush_interval = std::chrono::milliseconds(ledger_flush_ms);

@@ -88,6 +88,9 @@ struct QuotaCampaignSpec {
   std::optional<RateLimit> limit;  // across all workers; nullopt: no campaign cap
   double weight = 1.0;
   std::uint32_t provider = UINT32_MAX;  // a QuotaLeaser provider id, or UINT32_MAX for none
+  // A scheduler provider to put the campaign under as well (local limits on
+  // top of the global ones, for example an adaptive rate), or none.
+  ProviderId local_provider = kNoProvider;
 };
 
 struct LeaseOptions {

@@ -24,6 +24,8 @@
 #include "pacer/ledger.h"
 #include "pacer/message.h"
 #include "pacer/offset_tracker.h"
+#include "pacer/quota.h"
+#include "pacer/quota_lease.h"
 #include "pacer/rate_limiter.h"
 #include "pacer/retry.h"
 #include "pacer/scheduler.h"
@@ -99,7 +101,16 @@ struct WorkerOptions {
   std::size_t park_min_keep = 10;
   Nanos unclaimed_scan_interval = std::chrono::seconds(5);         // look for parked messages nobody holds
   Nanos renew_interval = std::chrono::seconds(20);                 // keep this worker's claims
-  std::uint64_t seed = 1;  // for retry jitter
+  std::uint64_t seed = 1;  // for retry jitter and the lease pause jitter
+  // The global quota (not owned; null: local limits only). With it, every
+  // campaign's send_rate and every provider's rate are token buckets shared
+  // by all workers (include/pacer/quota_lease.h): the scheduler spends leases
+  // taken from them. Provider pauses (429/503) and the adaptive rate stay
+  // local to this worker, on top.
+  QuotaBackend* quota = nullptr;
+  LeaseOptions lease;                                   // seed is taken from `seed`
+  DegradedMode degraded = DegradedMode::kLocalShare;    // per provider, when the quota is unreachable
+  QuotaObserver* quota_observer = nullptr;              // told of degraded-mode changes (not owned)
 };
 
 // Counters since start, for logs, the demo summary and tests.
@@ -126,6 +137,7 @@ struct WorkerStats {
   std::size_t buffered_messages = 0;
   std::size_t buffered_bytes = 0;
   std::size_t unrecorded = 0;          // in the sink or awaiting the ledger
+  QuotaMetrics quota;                  // the global quota's counters (all zero without one)
 };
 
 class WorkerCore {

@@ -163,6 +163,7 @@ CampaignId QuotaLeaser::addCampaign(const QuotaCampaignSpec& spec, MonoTime now)
   }
   CampaignSpec cs;
   cs.weight = spec.weight;
+  cs.provider = spec.local_provider;
   const CampaignId id = scheduler_.addCampaign(cs, now);
   if (campaigns_.size() <= id) campaigns_.resize(id + 1);
   Campaign& c = campaigns_[id];

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ledger/pg_ledger.h"
+#include "pacer/quota_redis.h"
 #include "ledger/pg_parking.h"
 #include "sink/kafka_sink.h"
 
@@ -78,6 +79,56 @@ SinkInterfacePtr makeSink(const DaemonOptions& o) {
   }
   throw DaemonConfigError(fmt::format("sink: '{}' is not one of stdout, null, http, kafka", o.sink));
 }
+
+// The Redis quota backend, connected if Redis answers now (if not, the
+// leaser runs degraded until it does).
+QuotaBackendPtr makeQuota(const DaemonOptions& o) {
+  RedisQuotaOptions ro;
+  ro.nodes.clear();
+  for (const std::string& node : o.redis) {
+    const std::size_t colon = node.rfind(':');
+    int port = 0;
+    try {
+      std::size_t used = 0;
+      if (colon != std::string::npos) port = std::stoi(node.substr(colon + 1), &used);
+      if (colon == std::string::npos || colon == 0 || used != node.size() - colon - 1 || port <= 0 || port > 65535)
+        port = 0;
+    } catch (const std::exception&) {
+      port = 0;
+    }
+    if (port == 0) throw DaemonConfigError(fmt::format("--redis '{}': expected HOST:PORT", node));
+    ro.nodes.push_back(RedisAddress{node.substr(0, colon), port});
+  }
+  ro.cluster = o.redis_cluster;
+  ro.connect_timeout = o.redis_timeout;
+  ro.command_timeout = o.redis_timeout;
+  auto backend = makeRedisQuotaBackend(ro);
+  try {
+    backend->connect();
+    logLine(o.log, "INFO", "event=quota_connected redis={} cluster={}", fmt::join(o.redis, ","), o.redis_cluster);
+  } catch (const QuotaError& e) {
+    logLine(o.log, "WARN", "event=quota_unavailable redis={} error=\"{}\" (degraded until it answers)",
+            fmt::join(o.redis, ","), e.what());
+  }
+  return backend;
+}
+
+// Degraded-mode changes of the global quota, one log line each.
+class QuotaLog final : public QuotaObserver {
+ public:
+  explicit QuotaLog(std::FILE* log) : log_(log) {}
+  void onDegraded(std::string_view provider, DegradedMode mode, bool entered) noexcept override {
+    try {
+      logLine(log_, entered ? "WARN" : "INFO", "event={} provider={} mode={}",
+              entered ? "quota_degraded" : "quota_recovered", provider,
+              mode == DegradedMode::kStop ? "stop" : "local-share");
+    } catch (...) {
+    }
+  }
+
+ private:
+  std::FILE* log_;
+};
 
 RawMessage toRaw(RdKafka::Message& m) {
   RawMessage raw;
@@ -144,6 +195,7 @@ class Daemon {
     if (o_.postgres.empty()) throw DaemonConfigError("postgres: empty; give --postgres CONNINFO");
     ledger::PgLedgerOptions pg{o_.postgres};
     sink_ = makeSink(o_);
+    if (!o_.redis.empty()) quota_ = makeQuota(o_);
     if (o_.migrate) {
       const int applied = ledger::migrate(pg);
       logLine(o_.log, "INFO", "event=migrated applied={} schema={} postgres=\"{}\"", applied,
@@ -162,12 +214,22 @@ class Daemon {
     }
     clock_ = makeSteadyTimeSource();
     const MonoTime start = clock_->now();
-    core_ = std::make_unique<WorkerCore>(o_.worker, *ledger_, *sink_, parking_.get(), start);
+    WorkerOptions wo = o_.worker;
+    if (quota_) {
+      wo.quota = quota_.get();
+      wo.quota_observer = &quota_log_;
+      // Each process its own jitter (retries, lease pauses).
+      wo.seed ^= static_cast<std::uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ULL ^
+                 static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+    }
+    core_ = std::make_unique<WorkerCore>(wo, *ledger_, *sink_, parking_.get(), start);
     refreshDirectory(start);
     makeConsumer();
-    logLine(o_.log, "INFO", "event=started group={} topics={} sink={} in_flight={} max_buffered={} parking={}",
+    logLine(o_.log, "INFO",
+            "event=started group={} topics={} sink={} in_flight={} max_buffered={} parking={} quota={} live_workers={}",
             o_.group, fmt::join(o_.topics, ","), o_.sink, o_.sink_in_flight, o_.worker.max_buffered_messages,
-            o_.parking ? "on" : "off");
+            o_.parking ? "on" : "off", o_.redis.empty() ? "local" : fmt::format("redis:{}", fmt::join(o_.redis, ",")),
+            o_.worker.lease.live_workers);
     const int rc = loop();
     shutdown();
     writeSummary(start);
@@ -344,9 +406,9 @@ class Daemon {
     const WorkerStats s = core_->stats();
     logLine(o_.log, "INFO",
             "event=stats read={} sent={} failed={} rejected={} skipped={} parked={} unparked={} ledger_rows={} "
-            "ledger_errors={} buffered={} unrecorded={}",
+            "ledger_errors={} buffered={} unrecorded={} quota_batches={} quota_degraded_providers={}",
             s.read, s.sent, s.failed, s.rejected, s.skipped_finished, s.parked, s.unparked, s.ledger_rows,
-            s.ledger_errors, s.buffered_messages, s.unrecorded);
+            s.ledger_errors, s.buffered_messages, s.unrecorded, s.quota.batches, s.quota.degraded_providers);
     (void)now;
   }
 
@@ -458,6 +520,14 @@ class Daemon {
     j["ledger_rows"] = s.ledger_rows;
     j["ledger_writes"] = s.ledger_writes;
     j["ledger_errors"] = s.ledger_errors;
+    if (quota_) {
+      j["quota"] = {{"batches", s.quota.batches},
+                    {"requests", s.quota.requests},
+                    {"tokens_granted", s.quota.tokens_granted},
+                    {"tokens_expired", s.quota.tokens_expired},
+                    {"unavailable", s.quota.unavailable},
+                    {"degraded_entered", s.quota.degraded_entered}};
+    }
     // The sending span: first to last `sent` over all campaigns, so the rate
     // leaves out the group join and the idle wait before exit.
     std::optional<MonoTime> first, last;
@@ -507,6 +577,8 @@ class Daemon {
   LedgerInterfacePtr ledger_;
   ParkingInterfacePtr parking_;
   std::unique_ptr<ledger::PgDirectory> directory_;
+  QuotaBackendPtr quota_;
+  QuotaLog quota_log_{o_.log};
   std::unique_ptr<WorkerCore> core_;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
   std::set<TopicPartition> assigned_;

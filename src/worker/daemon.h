@@ -43,6 +43,14 @@ struct DaemonOptions {
   std::string sink_topic;               // sink = kafka: the outbound topic
   std::string sink_brokers;             // sink = kafka: empty means `brokers`
 
+  // The global quota on Redis: "HOST:PORT" nodes (empty: local limits only,
+  // so N workers send up to N x each rate). With cluster, any nodes of a
+  // Redis Cluster. The lease and degraded-mode settings are worker.lease and
+  // worker.degraded.
+  std::vector<std::string> redis;
+  bool redis_cluster = false;
+  std::chrono::milliseconds redis_timeout{50};  // connect and command timeout
+
   WorkerOptions worker;
   bool parking = true;
   std::chrono::seconds parking_lease{60};

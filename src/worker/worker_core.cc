@@ -57,6 +57,7 @@ struct WorkerCore::Impl {
   struct Provider {
     ProviderInfo info;
     ProviderId sid = kNoProvider;
+    std::uint32_t qid = UINT32_MAX;  // the leaser's provider id (with a global quota)
     MonoTime paused_until{};
     bool paused = false;
     std::optional<AdaptiveRate> adaptive;
@@ -66,13 +67,20 @@ struct WorkerCore::Impl {
 
   Impl(WorkerOptions o, LedgerInterface& l, SinkInterface& s, ParkingInterface* p, MonoTime now)
       : options(std::move(o)), ledger(l), sink(s), parking(p), scheduler(options.scheduler), rng(options.seed),
-        next_scan(now), next_renew(now + options.renew_interval) {}
+        next_scan(now), next_renew(now + options.renew_interval) {
+    if (options.quota) {
+      LeaseOptions lo = options.lease;
+      lo.seed = options.seed;
+      leaser.emplace(scheduler, *options.quota, lo, options.quota_observer);
+    }
+  }
 
   WorkerOptions options;
   LedgerInterface& ledger;
   SinkInterface& sink;
   ParkingInterface* parking;
   Scheduler scheduler;
+  std::optional<QuotaLeaser> leaser;  // with a global quota: owns the campaigns' limiters
   OffsetTracker tracker;
   std::mt19937_64 rng;
 
@@ -341,10 +349,42 @@ struct WorkerCore::Impl {
     return addProvider(info, now);
   }
 
+  // A name the quota takes as a key part and hash tag: no '{' or '}'.
+  static std::string quotaName(const std::string& id) {
+    std::string out;
+    out.reserve(id.size());
+    for (char ch : id) {
+      if (ch == '{')
+        out += "%7B";
+      else if (ch == '}')
+        out += "%7D";
+      else if (ch == '%')
+        out += "%25";
+      else
+        out += ch;
+    }
+    return out;
+  }
+
+  // Registers a campaign with the scheduler: directly, or through the leaser
+  // (its limiter then spends global leases) when there is a global quota.
+  CampaignId registerCampaign(const CampaignInfo& info, Provider* p, MonoTime now) {
+    const ProviderId local = p ? p->sid : kNoProvider;
+    if (!leaser) return scheduler.addCampaign(CampaignSpec{info.limit, info.weight, local}, now);
+    QuotaCampaignSpec spec;
+    spec.name = quotaName(info.id);
+    spec.limit = info.limit;
+    spec.weight = info.weight;
+    spec.provider = p ? p->qid : UINT32_MAX;
+    spec.local_provider = local;
+    return leaser->addCampaign(spec, now);
+  }
+
   Provider* addProvider(const ProviderInfo& info, MonoTime now) {
     auto p = std::make_unique<Provider>();
     p->info = info;
     p->sid = scheduler.addProvider(ProviderSpec{info.limit}, now);
+    if (leaser) p->qid = leaser->addProvider(QuotaProviderSpec{quotaName(info.id), info.limit, options.degraded});
     if (info.limit && info.limit->rate_per_s > 0) {
       AdaptiveRateOptions ao;
       ao.ceiling = info.limit->rate_per_s;
@@ -409,6 +449,7 @@ struct WorkerCore::Impl {
     const std::size_t capacity = std::min(sink_free, ledger_free);
     blocked = ledger_free == 0;
     if (capacity == 0 || queued == 0) return;
+    if (leaser) leaser->refresh(now);  // one batch for every active campaign running low
     const std::span<const Grant> grants = scheduler.tick(now, capacity);
     // Copy: the spans die at the next non-const scheduler call.
     std::vector<Grant> copy(grants.begin(), grants.end());
@@ -452,6 +493,7 @@ void WorkerCore::upsertProvider(const ProviderInfo& provider, MonoTime now) {
                                            p.info.limit->burst != provider.limit->burst));
   p.info = provider;
   if (!changed) return;
+  if (m.leaser && p.qid != UINT32_MAX) m.leaser->setProviderLimit(p.qid, provider.limit);  // the global ceiling
   if (provider.limit && provider.limit->rate_per_s > 0) {
     if (p.adaptive) {
       p.adaptive->setCeiling(provider.limit->rate_per_s, now);
@@ -477,8 +519,7 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
     c->info = info;
     c->stats.id = info.id;
     c->provider = m.provider(info.provider, now);
-    c->sid = m.scheduler.addCampaign(CampaignSpec{info.limit, info.weight, c->provider ? c->provider->sid : kNoProvider},
-                                     now);
+    c->sid = m.registerCampaign(info, c->provider, now);
     if (m.by_sid.size() <= c->sid) m.by_sid.resize(c->sid + 1, nullptr);
     m.by_sid[c->sid] = c.get();
     if (c->provider) c->provider->campaigns.push_back(c.get());
@@ -492,11 +533,13 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
     // The scheduler cannot move a campaign between providers: register it again.
     if (c->provider) std::erase(c->provider->campaigns, c);
     const std::uint64_t backlog = m.scheduler.backlog(c->sid);
-    m.scheduler.removeCampaign(c->sid);
+    if (m.leaser)
+      m.leaser->removeCampaign(c->sid);
+    else
+      m.scheduler.removeCampaign(c->sid);
     m.by_sid[c->sid] = nullptr;
     c->provider = m.provider(info.provider, now);
-    c->sid = m.scheduler.addCampaign(CampaignSpec{info.limit, info.weight, c->provider ? c->provider->sid : kNoProvider},
-                                     now);
+    c->sid = m.registerCampaign(info, c->provider, now);
     if (m.by_sid.size() <= c->sid) m.by_sid.resize(c->sid + 1, nullptr);
     m.by_sid[c->sid] = c;
     m.scheduler.addBacklog(c->sid, backlog);
@@ -506,7 +549,12 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
     const bool limit_changed = !c->info.limit != !info.limit ||
                                (info.limit && (c->info.limit->rate_per_s != info.limit->rate_per_s ||
                                                c->info.limit->burst != info.limit->burst));
-    if (limit_changed) m.scheduler.setLimit(c->sid, info.limit, now);
+    if (limit_changed) {
+      if (m.leaser)
+        m.leaser->setCampaignLimit(c->sid, info.limit, now);
+      else
+        m.scheduler.setLimit(c->sid, info.limit, now);
+    }
     if (c->info.weight != info.weight) m.scheduler.setWeight(c->sid, info.weight);
   }
   const bool cancelled_now = info.state == CampaignState::kCancelled && c->info.state != CampaignState::kCancelled;
@@ -712,6 +760,7 @@ WorkerStats WorkerCore::stats() const {
   s.buffered_messages = impl_->bufferedMessages();
   s.buffered_bytes = impl_->buffered_bytes;
   s.unrecorded = impl_->unrecorded();
+  if (impl_->leaser) s.quota = impl_->leaser->metrics();
   return s;
 }
 

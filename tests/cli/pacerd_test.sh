@@ -30,6 +30,11 @@ expect_refusal "--parking 'maybe': expected on or off" "${ok[@]}" --parking mayb
 expect_refusal "--kafka 'nokey': expected NAME=VALUE" "${ok[@]}" --kafka nokey
 expect_refusal "--in-flight: must be at least 1" "${ok[@]}" --in-flight 0
 expect_refusal "--tick-ms: must be at least 1" "${ok[@]}" --tick-ms 0
+expect_refusal "--redis 'localhost': expected HOST:PORT" "${ok[@]}" --sink null --redis localhost
+expect_refusal "--redis '127.0.0.1:99999': expected HOST:PORT" "${ok[@]}" --sink null --redis 127.0.0.1:99999
+expect_refusal "--quota-degraded 'maybe': expected local-share or stop" "${ok[@]}" --quota-degraded maybe
+expect_refusal "--live-workers: must be at least 1" "${ok[@]}" --live-workers 0
+expect_refusal "--redis-cluster: give the cluster's nodes" "${ok[@]}" --redis-cluster
 
 # A PostgreSQL that is not there: a start-up failure (exit 1) with the reason.
 set +e

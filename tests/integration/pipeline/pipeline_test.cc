@@ -20,6 +20,8 @@
 #include "support/kafka_delivery_counter.h"
 #include "support/kafka_mock_process.h"
 #include "support/postgres_server.h"
+#include "support/redis_server.h"
+#include "fake_provider/fake_provider.h"
 #include "worker/daemon.h"
 
 namespace pacer {
@@ -457,6 +459,48 @@ TEST_F(PipelineTest, SurvivesPostgresGoingAwayAndCommitsNothingUnwritten) {
   EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'"), 3000);
   EXPECT_EQ(committed("pacer", 1), (std::vector<std::int64_t>{3000}));
   EXPECT_GT(d.summary()["ledger_errors"].get<int>(), 0) << "the outage was seen";
+}
+
+// Two pacerd workers in one group, each reading half the partitions of one
+// campaign, share its send_rate through the Redis quota: the provider sees the
+// campaign's rate, not twice it.
+TEST_F(PipelineTest, TwoWorkersShareACampaignRateThroughRedis) {
+  startKafka(4);
+  campaign("shared", 100, 10);
+  produce(kafka_->bootstraps(), "messages", records("shared", 1000, 4));
+  testing::RedisServer redis;
+  fake::FakeProvider provider(fake::FakeProviderOptions{});
+  const int port = provider.start();
+  auto o = options();
+  o.exit_when_idle = milliseconds(0);
+  o.sink = "http";
+  o.http.url = "http://127.0.0.1:" + std::to_string(port) + "/send/{campaign}";
+  o.redis = {"127.0.0.1:" + std::to_string(redis.port())};
+  o.worker.lease.live_workers = 2;
+  Daemon a(o);
+  Daemon b(o);
+  const auto end = Clock::now() + seconds(60);
+  while (Clock::now() < end && scalar("SELECT count(*) FROM deliveries") < 1000)
+    std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(a.stop(), 0);
+  EXPECT_EQ(b.stop(), 0);
+  const nlohmann::json report = provider.report()["shared"];
+  const auto sa = a.summary(), sb = b.summary();
+  const auto batches = [](const nlohmann::json& s) {
+    return s.value("quota", nlohmann::json::object()).value("batches", 0);
+  };
+  std::printf("shared quota: busiest second %s requests (rate 100, burst 10), workers sent %s and %s, "
+              "%d quota round trips\n",
+              report["max_requests_1s"].dump().c_str(), sa["sent"].dump().c_str(), sb["sent"].dump().c_str(),
+              batches(sa) + batches(sb));
+  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'"), 1000);
+  EXPECT_EQ(report["distinct_keys"], 1000);
+  EXPECT_GT(sa["sent"].get<int>(), 0);
+  EXPECT_GT(sb["sent"].get<int>(), 0);
+  // Rate + burst + the leases two workers may hold (2 x ceil(100 / 2 x 250 ms)).
+  // Each worker alone would send 100/s, twice that together.
+  EXPECT_LE(report["max_requests_1s"].get<int>(), 100 + 10 + 26);
+  EXPECT_EQ(sa.value("quota", nlohmann::json::object()).value("degraded_entered", -1), 0);
 }
 
 }  // namespace

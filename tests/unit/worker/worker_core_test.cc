@@ -7,7 +7,10 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <set>
+
+#include "support/series.h"
 
 namespace pacer {
 namespace {
@@ -467,6 +470,74 @@ TEST_F(WorkerCoreTest, ABurstBelowOneStepOfTheRateCapsTheRate) {
   for (int i = 0; i < 10000; ++i) core_->offer(raw(i, "a"), clock_.now());
   run(seconds(2));
   EXPECT_NEAR(static_cast<double>(sink_.submitted.size()), 400.0, 2.0);  // one per 5 ms step
+}
+
+// Workers sharing a global quota (here the in-process backend, as Redis would
+// be shared): together they stay within the campaign's and the provider's
+// rate, where each alone would have sent the full rate.
+struct QuotaWorker {
+  QuotaWorker(QuotaBackend* quota, std::uint64_t seed, MonoTime now) : sink(100000) {
+    WorkerOptions o;
+    o.quota = quota;
+    o.lease.live_workers = 2;
+    o.seed = seed;
+    o.ledger_flush_interval = milliseconds(50);
+    core = std::make_unique<WorkerCore>(o, ledger, sink, nullptr, now);
+  }
+  FakeLedger ledger;
+  FakeSink sink;
+  std::unique_ptr<WorkerCore> core;
+};
+
+// Runs two workers for `secs` simulated seconds, stepping every 5 ms at
+// staggered phases; returns the sends of both per millisecond.
+std::vector<std::uint64_t> runPair(QuotaBackend* quota, const std::vector<CampaignInfo>& campaigns,
+                                   const std::optional<ProviderInfo>& provider, int per_campaign, int secs) {
+  MonoTime t0{};
+  std::vector<std::unique_ptr<QuotaWorker>> ws;
+  for (int w = 0; w < 2; ++w) {
+    ws.push_back(std::make_unique<QuotaWorker>(quota, static_cast<std::uint64_t>(w) + 1, t0));
+    if (provider) ws.back()->core->upsertProvider(*provider, t0);
+    for (const CampaignInfo& c : campaigns) ws.back()->core->upsertCampaign(c, t0);
+    std::int64_t offset = 0;
+    for (const CampaignInfo& c : campaigns)
+      for (int i = 0; i < per_campaign; ++i) ws.back()->core->offer(raw(offset++, c.id, w), t0);
+  }
+  std::vector<std::uint64_t> per_ms(static_cast<std::size_t>(secs) * 1000, 0);
+  for (int us = 0; us < secs * 1'000'000; us += 2500) {
+    QuotaWorker& w = *ws[static_cast<std::size_t>(us / 2500 % 2)];
+    const std::size_t before = w.sink.submitted.size();
+    w.core->step(t0 + std::chrono::microseconds(us));
+    per_ms[static_cast<std::size_t>(us / 1000)] += w.sink.submitted.size() - before;
+  }
+  return per_ms;
+}
+
+std::uint64_t total(const std::vector<std::uint64_t>& v) { return std::accumulate(v.begin(), v.end(), 0ull); }
+
+TEST(WorkerCoreQuota, TwoWorkersShareACampaignRate) {
+  const std::vector<CampaignInfo> campaigns{campaign("a", 100, 10)};
+  // Leases outstanding at most: per worker ceil(100 / 2 workers * 250 ms) = 13.
+  const double bound = 100 + 10 + 2 * 13;
+  QuotaBackendPtr shared = makeLocalQuotaBackend();
+  const auto per_ms = runPair(shared.get(), campaigns, std::nullopt, 3000, 10);
+  EXPECT_LE(static_cast<double>(testing::maxWindowSum(per_ms, 1000)), bound);
+  EXPECT_LE(static_cast<double>(total(per_ms)), 100.0 * 10 + bound - 100);
+  EXPECT_GE(static_cast<double>(total(per_ms)), 0.95 * 100 * 10);
+  // The same two workers without the global quota: each sends the full rate.
+  const auto alone = runPair(nullptr, campaigns, std::nullopt, 3000, 10);
+  EXPECT_GE(static_cast<double>(total(alone)), 1.9 * 100 * 10);
+}
+
+TEST(WorkerCoreQuota, TwoWorkersShareAProviderRateAcrossCampaigns) {
+  const std::vector<CampaignInfo> campaigns{campaign("a", 200, 20, "sms"), campaign("b{x}", std::nullopt, 1, "sms")};
+  ProviderInfo sms{"sms", RateLimit{150, 15}};
+  // Leases outstanding: per worker and campaign ceil(150 / 2 * 250 ms) = 19.
+  const double bound = 150 + 15 + 2 * 2 * 19;
+  QuotaBackendPtr shared = makeLocalQuotaBackend();
+  const auto per_ms = runPair(shared.get(), campaigns, sms, 3000, 10);
+  EXPECT_LE(static_cast<double>(testing::maxWindowSum(per_ms, 1000)), bound);
+  EXPECT_GE(static_cast<double>(total(per_ms)), 0.95 * 150 * 10);
 }
 
 }  // namespace
