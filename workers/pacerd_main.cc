@@ -148,6 +148,7 @@ int main(int argc, char** argv) {
     o.worker.degraded = degraded == "stop" ? pacer::DegradedMode::kStop : pacer::DegradedMode::kLocalShare;
     o.worker.lease.live_workers = static_cast<std::uint32_t>(live_workers);
     o.worker.lease.horizon = std::chrono::milliseconds(lease_horizon_ms);
+    o.worker.lease.tick = std::chrono::milliseconds(tick_ms);
     o.worker.lease.ttl = std::max(o.worker.lease.ttl, 4 * o.worker.lease.horizon);
     o.redis_timeout = std::chrono::milliseconds(redis_timeout_ms);
     o.worker.decode.max_message_bytes = max_message_bytes;

@@ -60,6 +60,10 @@ struct LeaseReply {
   // After the grant: how long until every level holds one whole token again.
   // Nanos{0} if they already do; kNever if a level has rate 0.
   Nanos next_token = kNever;
+  // After the grant: how long until the first level is full again, after
+  // which it wastes what accrues (kNever if no level refills). Asking again
+  // before then loses nothing.
+  Nanos full_in = kNever;
 };
 
 // Thread-safety: each implementation says; the shipped ones say below.

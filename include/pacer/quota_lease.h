@@ -13,16 +13,17 @@
 // When a grant leaves the global bucket dry (it fell short, or took the last
 // whole token) the campaign waits
 //
-//     pause = min(horizon * (1 - refill_fraction), 0.85 * burst / rate) * U(0.85, 1.15)
+//     pause = min(horizon * (1 - refill_fraction), full_in - tick) * U(0.8, 1)
 //
-// (burst / rate of the tightest level: its time to fill from empty) before
-// asking again. The bucket keeps what accrues meanwhile, and the pause never
-// reaches the fill time, so even a worker alone loses nothing to overflow.
-// The jitter (seeded per worker, LeaseOptions::seed) keeps workers that found
-// the bucket dry together from coming back together. While demand exceeds
-// the quota, round trips per message are then about
-// live_workers / (rate * pause): with 4 workers on 5,000/s, burst 500, about
-// 4 / (5,000 * 0.085 s) = 0.0094.
+// (full_in: the reply's time until the first level is full again) before
+// asking again. The bucket keeps what accrues meanwhile, and the pause ends
+// before it is full, so even a worker alone loses nothing to overflow. The
+// jitter (seeded per worker, LeaseOptions::seed) keeps workers that found the
+// bucket dry together from coming back together. While demand exceeds the
+// quota, round trips per message are then about live_workers / (rate * pause):
+// with 4 workers on 5,000/s, burst 500 (full_in about 100 ms), about
+// 4 / (5,000 * 0.085 s) = 0.0094. A burst below a few ticks of the rate makes
+// pauses short and round trips many.
 //
 // The granted tokens go into the campaign's LeaseLimiter, which the Scheduler
 // spends like any limiter. Unspent tokens expire `ttl` after the last grant
@@ -99,6 +100,9 @@ struct LeaseOptions {
   double refill_fraction = 0.5;                   // ask again when held < target * refill_fraction
   std::uint32_t live_workers = 1;                 // workers sharing each global rate (configured, >= 1)
   double safety_factor = 0.8;                     // degraded local share multiplier, in (0, 1]
+  // How late after a retry time the worker may act on it (its tick): a pause
+  // ends this long before a global bucket would be full.
+  Nanos tick = std::chrono::milliseconds(5);
   // Seeds the jitter of the pause after a dry grant. Give each worker process
   // its own (pacerd uses its pid and start time): workers with the same seed
   // that start in step stay in step and ask at the same instants.

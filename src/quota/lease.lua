@@ -12,8 +12,9 @@
 -- every bucket), takes g from each, and sets each key to expire once it would
 -- be full again (an expired bucket comes back full, which is what it would
 -- hold anyway). Returns {g, microseconds until every bucket holds a whole
--- token again (-1: never, a rate is 0)}: integers only, because replies turn
--- Lua fractions into truncated integers.
+-- token again (-1: never, a rate is 0), microseconds until the first bucket
+-- is full again and would start to waste what accrues (-1: none refills)}:
+-- integers only, because replies turn Lua fractions into truncated integers.
 local U = 1000000
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * U + tonumber(t[2])
@@ -52,6 +53,7 @@ for i = 1, #KEYS do
   rates[i], caps[i], held[i], stamps[i] = rate, cap, tokens, ts
 end
 local wait = 0
+local full_in = -1
 for i = 1, #KEYS do
   local left = held[i] - grant * U
   redis.call('HSET', KEYS[i], 't', string.format('%.0f', left), 'ts', string.format('%.0f', stamps[i]))
@@ -59,6 +61,10 @@ for i = 1, #KEYS do
   local ttl = 60000
   if rate > 0 then ttl = math.ceil((caps[i] - left) / rate / 1000) + 1000 end
   redis.call('PEXPIRE', KEYS[i], ttl)
+  if rate > 0 then
+    local f = math.floor((caps[i] - left) / rate)
+    if full_in < 0 or f < full_in then full_in = f end
+  end
   if rate == 0 then
     wait = -1
   elseif left < U and wait >= 0 then
@@ -66,4 +72,4 @@ for i = 1, #KEYS do
     if w > wait then wait = w end
   end
 end
-return {grant, wait}
+return {grant, wait, full_in}

@@ -1,6 +1,7 @@
 // The in-process QuotaBackend: one token bucket per (scope, level key), all
 // behind one mutex so that a batch is atomic per request across threads.
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -56,14 +57,20 @@ class LocalQuotaBackend final : public QuotaBackend {
       g = std::min(g, b->available(now, g));
     }
     Nanos next{0};
+    Nanos full = kNever;
     for (RateLimitingInterface* b : scratch_) {
       if (g > 0) b->tryAcquire(g, now);
       const Nanos w = b->timeUntil(1, now);
       next = std::max(next, w);
+      if (b->limit().rate_per_s > 0) {
+        const auto whole = static_cast<std::uint64_t>(std::max(1.0, std::floor(b->limit().burst)));
+        full = std::min(full, b->timeUntil(whole, now));
+      }
     }
     reply.status = QuotaStatus::kOk;
     reply.granted = g;
     reply.next_token = next;
+    reply.full_in = full;
     return reply;
   }
 

@@ -317,20 +317,18 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
     // worker that spends its lease within a tick asks again at once, gets the
     // crumbs that accrued meanwhile, and pays two round trips per refill.)
     if (reply.granted < requests_[i].want || reply.next_token > Nanos{0}) {
-      // How long: horizon * (1 - refill_fraction), but at most 0.85 of the
-      // time the tightest level takes to fill from empty (burst / rate): a
-      // bucket nobody asks of for longer than that overflows, and a worker
-      // alone on the quota would lose what spilt. Then jittered by +-15%
-      // (at most 0.98 of the fill time): workers that found the bucket dry
-      // at the same moment would otherwise all come back at the same moment,
-      // one would take everything, and the others would pay a round trip for
-      // nothing, in step, for ever.
+      // How long: horizon * (1 - refill_fraction), but ending one tick before
+      // the first level is full again (reply.full_in): a bucket nobody asks
+      // of after that wastes what accrues, and a worker alone on the quota
+      // would lose it. Then shortened by up to 20% at random: workers that
+      // found the bucket dry at the same moment would otherwise all come
+      // back at the same moment, one would take everything, and the others
+      // would pay a round trip for nothing, in step, for ever.
       double pause_s =
           std::chrono::duration<double>(options_.horizon).count() * std::max(1.0 - options_.refill_fraction, 0.1);
-      for (const QuotaLevel& l : requests_[i].levels)
-        if (l.limit.rate_per_s > 0)
-          pause_s = std::min(pause_s, 0.85 * std::max(l.limit.burst, 1.0) / l.limit.rate_per_s);
-      pause_s *= 0.85 + 0.3 * unitRandom();
+      if (reply.full_in != kNever)
+        pause_s = std::min(pause_s, std::chrono::duration<double>(reply.full_in - options_.tick).count());
+      pause_s = std::max(pause_s, 0.0) * (0.8 + 0.2 * unitRandom());
       const auto pause = std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(pause_s));
       c.retry_at = reply.next_token == kNever ? now + std::chrono::seconds(1) : now + std::max(reply.next_token, pause);
     } else
