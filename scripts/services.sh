@@ -1,5 +1,6 @@
 # Start and stop the loopback services scripts/demo and the bench/ scripts
-# need: a throwaway PostgreSQL cluster and pacer-kafka-mock. Sourced, not run.
+# need: a throwaway PostgreSQL cluster, redis-server and pacer-kafka-mock.
+# Sourced, not run.
 # Everything lives under one directory ($PACER_RUN_DIR) that the caller removes.
 
 pacer_free_port() {
@@ -81,4 +82,30 @@ pacer_stop_kafka_mock() {
   kill "$PACER_KAFKA_PID" 2>/dev/null || true
   wait "$PACER_KAFKA_PID" 2>/dev/null || true
   PACER_KAFKA_PID=
+}
+
+# pacer_start_redis DIR: a redis-server on a free loopback port, nothing saved.
+# Sets PACER_REDIS (HOST:PORT) and PACER_REDIS_PID.
+pacer_start_redis() {
+  local dir=$1 port
+  port=$(pacer_free_port)
+  mkdir -p "$dir"
+  redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no --dir "$dir" \
+    --logfile "$dir/redis.log" >/dev/null 2>&1 &
+  PACER_REDIS_PID=$!
+  PACER_REDIS=127.0.0.1:$port
+  for _ in $(seq 1 100); do
+    redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "pacer: redis-server did not answer on port $port" >&2
+  cat "$dir/redis.log" >&2 || true
+  return 1
+}
+
+pacer_stop_redis() {
+  [ -n "${PACER_REDIS_PID:-}" ] || return 0
+  kill "$PACER_REDIS_PID" 2>/dev/null || true
+  wait "$PACER_REDIS_PID" 2>/dev/null || true
+  PACER_REDIS_PID=
 }
