@@ -60,8 +60,11 @@ struct LeaseReply {
   // After the grant: how long until every level holds one whole token again.
   // Nanos{0} if they already do; kNever if a level has rate 0.
   Nanos next_token = kNever;
-  // After the grant: how long until the first level is full again, after
-  // which it wastes what accrues (kNever if no level refills). Asking again
+  // The binding level: the one with the fewest whole tokens before the grant
+  // (an index into the request's levels).
+  std::uint32_t binding = 0;
+  // After the grant: how long until the binding level is full again, after
+  // which it wastes what accrues (kNever if it does not refill). Asking again
   // before then loses nothing.
   Nanos full_in = kNever;
 };

@@ -156,6 +156,8 @@ class LeaseLimiter final : public RateLimitingInterface {
   void setLocalShare(std::optional<RateLimit> share, MonoTime now);
   // Lease tokens that expired unspent so far.
   std::uint64_t expired() const noexcept { return expired_; }
+  // Gives up every held token now (counted as expired).
+  void drop() noexcept;
 
  private:
   void expire(MonoTime now) noexcept;
@@ -192,6 +194,11 @@ class QuotaLeaser {
   // requests sent (0: no backend call was made). Never throws.
   std::size_t refresh(MonoTime now) noexcept;
 
+  // Gives up the lease tokens held for the provider's campaigns (when the
+  // provider throttles: tokens kept through a pause would all go out at its
+  // end, on top of what the bucket grants then). Safe: only sends less.
+  void dropLeases(std::uint32_t provider) noexcept;
+
   // Workers sharing each global rate from now on (>= 1; throws SchedulerError
   // otherwise): sizes the next leases and any local share entered later.
   void setLiveWorkers(std::uint32_t n);
@@ -222,6 +229,7 @@ class QuotaLeaser {
   std::vector<LeaseReply> replies_;
   std::vector<CampaignId> asked_;
   std::uint64_t rng_;  // splitmix64 state for the pause jitter
+  std::size_t rotate_ = 0;  // where the next refresh starts among the active campaigns
 };
 
 }  // namespace pacer

@@ -12,9 +12,11 @@
 -- every bucket), takes g from each, and sets each key to expire once it would
 -- be full again (an expired bucket comes back full, which is what it would
 -- hold anyway). Returns {g, microseconds until every bucket holds a whole
--- token again (-1: never, a rate is 0), microseconds until the first bucket
--- is full again and would start to waste what accrues (-1: none refills)}:
--- integers only, because replies turn Lua fractions into truncated integers.
+-- token again (-1: never, a rate is 0), microseconds until the binding bucket
+-- (the one with the fewest whole tokens before the grant, which set g) is
+-- full again and would start to waste what accrues (-1: it does not refill),
+-- and the binding bucket's index (0-based)}: integers only, because replies
+-- turn Lua fractions into truncated integers.
 local U = 1000000
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * U + tonumber(t[2])
@@ -25,6 +27,7 @@ end
 local fill_new = ARGV[2] == '1'
 local grant = math.floor(want)
 local rates, caps, held, stamps = {}, {}, {}, {}
+local bind, bind_whole = 1, nil
 for i = 1, #KEYS do
   local rate = tonumber(ARGV[1 + 2 * i])
   local burst = tonumber(ARGV[2 + 2 * i])
@@ -49,7 +52,9 @@ for i = 1, #KEYS do
   tokens = math.floor(tokens)
   if rate == 0 then grant = 0 end
   local whole = math.floor(tokens / U)
-  if whole < grant then grant = whole end
+  if rate == 0 then whole = -1 end
+  if bind_whole == nil or whole < bind_whole then bind, bind_whole = i, whole end
+  if whole < grant then grant = math.max(whole, 0) end
   rates[i], caps[i], held[i], stamps[i] = rate, cap, tokens, ts
 end
 local wait = 0
@@ -61,10 +66,7 @@ for i = 1, #KEYS do
   local ttl = 60000
   if rate > 0 then ttl = math.ceil((caps[i] - left) / rate / 1000) + 1000 end
   redis.call('PEXPIRE', KEYS[i], ttl)
-  if rate > 0 then
-    local f = math.floor((caps[i] - left) / rate)
-    if full_in < 0 or f < full_in then full_in = f end
-  end
+  if i == bind and rate > 0 then full_in = math.floor((caps[i] - left) / rate) end
   if rate == 0 then
     wait = -1
   elseif left < U and wait >= 0 then
@@ -72,4 +74,4 @@ for i = 1, #KEYS do
     if w > wait then wait = w end
   end
 end
-return {grant, wait, full_in}
+return {grant, wait, full_in, bind - 1}

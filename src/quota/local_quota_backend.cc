@@ -50,25 +50,35 @@ class LocalQuotaBackend final : public QuotaBackend {
     if (r.levels.empty()) return reply;
     scratch_.clear();
     std::uint64_t g = r.want;
+    std::uint64_t bind_avail = UINT64_MAX;
+    std::uint32_t bind = 0;
     for (const QuotaLevel& level : r.levels) {
       RateLimitingInterface* b = bucket(r, level, now);
       if (b == nullptr) return reply;  // kUnavailable
+      // Whole tokens it holds (capped, so the binding level is found even
+      // when every level covers the request).
+      const std::uint64_t avail = b->limit().rate_per_s > 0 ? b->available(now, UINT64_MAX / 2) : 0;
+      if (avail < bind_avail) {
+        bind_avail = avail;
+        bind = static_cast<std::uint32_t>(scratch_.size());
+      }
       scratch_.push_back(b);
-      g = std::min(g, b->available(now, g));
+      g = std::min(g, avail);
     }
     Nanos next{0};
-    Nanos full = kNever;
     for (RateLimitingInterface* b : scratch_) {
       if (g > 0) b->tryAcquire(g, now);
-      const Nanos w = b->timeUntil(1, now);
-      next = std::max(next, w);
-      if (b->limit().rate_per_s > 0) {
-        const auto whole = static_cast<std::uint64_t>(std::max(1.0, std::floor(b->limit().burst)));
-        full = std::min(full, b->timeUntil(whole, now));
-      }
+      next = std::max(next, b->timeUntil(1, now));
+    }
+    RateLimitingInterface* binding = scratch_[bind];
+    Nanos full = kNever;
+    if (binding->limit().rate_per_s > 0) {
+      const auto whole = static_cast<std::uint64_t>(std::max(1.0, std::floor(binding->limit().burst)));
+      full = binding->timeUntil(whole, now);
     }
     reply.status = QuotaStatus::kOk;
     reply.granted = g;
+    reply.binding = bind;
     reply.next_token = next;
     reply.full_in = full;
     return reply;

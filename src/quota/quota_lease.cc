@@ -17,6 +17,11 @@ void LeaseLimiter::expire(MonoTime now) noexcept {
   }
 }
 
+void LeaseLimiter::drop() noexcept {
+  expired_ += tokens_;
+  tokens_ = 0;
+}
+
 std::uint64_t LeaseLimiter::held(MonoTime now) noexcept {
   expire(now);
   return tokens_;
@@ -73,6 +78,10 @@ struct QuotaLeaser::Provider {
   DegradedMode mode = DegradedMode::kLocalShare;
   bool degraded = false;
   std::vector<CampaignId> campaigns;
+  // The provider's bucket was the one that ran dry: none of its campaigns
+  // asks before this (they come back together, in one batch).
+  MonoTime retry_at{};
+  std::size_t active = 0;  // this worker's active campaigns of it (counted per refresh)
 };
 
 struct QuotaLeaser::Campaign {
@@ -85,6 +94,7 @@ struct QuotaLeaser::Campaign {
   double min_rate = 0.0;           // the tightest level's rate
   MonoTime retry_at{};             // do not ask before this (the quota said no token sooner)
   std::uint64_t expired_seen = 0;  // lease->expired() already counted in the metrics
+  int provider_level = -1;         // index of the provider's level in request.levels, or -1
 };
 
 namespace {
@@ -140,12 +150,14 @@ void QuotaLeaser::rebuildLevels(Campaign& c) {
   const Provider& p = providers_[c.provider];
   c.request.scope = p.name;
   c.request.levels.clear();
+  c.provider_level = -1;
   c.min_rate = std::numeric_limits<double>::infinity();
   if (c.limit) {
     c.request.levels.push_back(QuotaLevel{"c:" + c.name, *c.limit});
     c.min_rate = std::min(c.min_rate, c.limit->rate_per_s);
   }
   if (p.limit) {
+    c.provider_level = static_cast<int>(c.request.levels.size());
     c.request.levels.push_back(QuotaLevel{"p", *p.limit});
     c.min_rate = std::min(c.min_rate, p.limit->rate_per_s);
   }
@@ -256,13 +268,28 @@ void QuotaLeaser::leaveDegraded(std::uint32_t provider, MonoTime now) noexcept {
 std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
   asked_.clear();
   const double horizon_s = std::chrono::duration<double>(options_.horizon).count();
-  for (CampaignId id : scheduler_.activeCampaigns()) {
+  // Requests are served in order, so the campaign asked first gets first go
+  // at a shared provider bucket: start one further on each time.
+  const std::span<const CampaignId> active = scheduler_.activeCampaigns();
+  const std::size_t first = active.empty() ? 0 : rotate_++ % active.size();
+  // A provider's rate is split among this worker's active campaigns of it
+  // when sizing their leases, so what a worker may hold for a provider stays
+  // about one horizon of its share however many campaigns it has.
+  for (Provider& p : providers_) p.active = 0;
+  for (CampaignId id : active)
+    if (id < campaigns_.size() && campaigns_[id].alive) ++providers_[campaigns_[id].provider].active;
+  for (std::size_t k = 0; k < active.size(); ++k) {
+    const CampaignId id = active[(first + k) % active.size()];
     if (id >= campaigns_.size()) continue;
     Campaign& c = campaigns_[id];
     if (!c.alive || c.lease == nullptr || c.min_rate <= 0.0) continue;
     const bool degraded = providers_[c.provider].degraded;
-    if (!degraded && now < c.retry_at) continue;
-    const double share = c.min_rate / static_cast<double>(options_.live_workers) * horizon_s;
+    if (!degraded && (now < c.retry_at || now < providers_[c.provider].retry_at)) continue;
+    double rate = c.min_rate;
+    const Provider& prov = providers_[c.provider];
+    if (c.provider_level >= 0 && prov.limit && prov.active > 1)
+      rate = std::min(rate, prov.limit->rate_per_s / static_cast<double>(prov.active));
+    const double share = rate / static_cast<double>(options_.live_workers) * horizon_s;
     const std::uint64_t target =
         std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(std::min(share, 1e15))));
     const std::uint64_t held = c.lease->held(now);
@@ -331,6 +358,10 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
       pause_s = std::max(pause_s, 0.0) * (0.8 + 0.2 * unitRandom());
       const auto pause = std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(pause_s));
       c.retry_at = reply.next_token == kNever ? now + std::chrono::seconds(1) : now + std::max(reply.next_token, pause);
+      // The provider's bucket bound: its other campaigns would find it dry
+      // too, so they wait with this one.
+      if (c.provider_level >= 0 && reply.binding == static_cast<std::uint32_t>(c.provider_level))
+        providers_[c.provider].retry_at = std::max(providers_[c.provider].retry_at, c.retry_at);
     } else
       c.retry_at = MonoTime{};
   }
@@ -343,6 +374,12 @@ double QuotaLeaser::unitRandom() noexcept {  // splitmix64, in [0, 1)
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   z ^= z >> 31;
   return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+void QuotaLeaser::dropLeases(std::uint32_t provider) noexcept {
+  if (provider >= providers_.size()) return;
+  for (CampaignId id : providers_[provider].campaigns)
+    if (campaigns_[id].lease) campaigns_[id].lease->drop();
 }
 
 void QuotaLeaser::setLiveWorkers(std::uint32_t n) {

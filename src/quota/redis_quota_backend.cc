@@ -367,15 +367,18 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
   // (needs_load_ says whether that needs a SCRIPT LOAD first).
   bool handle(const redisReply& r, const Work& w, const LeaseRequest& req, LeaseReply& out) {
     needs_load_ = false;
-    if (r.type == REDIS_REPLY_ARRAY && r.elements == 3 && r.element[0]->type == REDIS_REPLY_INTEGER &&
+    if (r.type == REDIS_REPLY_ARRAY && r.elements == 4 && r.element[0]->type == REDIS_REPLY_INTEGER &&
         r.element[1]->type == REDIS_REPLY_INTEGER && r.element[2]->type == REDIS_REPLY_INTEGER &&
-        r.element[0]->integer >= 0 && static_cast<unsigned long long>(r.element[0]->integer) <= req.want) {
+        r.element[3]->type == REDIS_REPLY_INTEGER && r.element[0]->integer >= 0 &&
+        static_cast<unsigned long long>(r.element[0]->integer) <= req.want && r.element[3]->integer >= 0 &&
+        static_cast<std::size_t>(r.element[3]->integer) < req.levels.size()) {
       out.status = QuotaStatus::kOk;
       out.granted = static_cast<std::uint64_t>(r.element[0]->integer);
       const long long us = r.element[1]->integer;
       out.next_token = us < 0 ? kNever : Nanos(std::chrono::microseconds(us));
       const long long full_us = r.element[2]->integer;
       out.full_in = full_us < 0 ? kNever : Nanos(std::chrono::microseconds(full_us));
+      out.binding = static_cast<std::uint32_t>(r.element[3]->integer);
       return false;
     }
     if (r.type == REDIS_REPLY_ERROR) {

@@ -419,6 +419,7 @@ struct WorkerCore::Impl {
       Provider* p = c->provider;
       p->paused_until = std::max(p->paused_until, now + d.delay);
       if (p->adaptive) p->adaptive->onThrottled(now, d.delay);
+      if (leaser && p->qid != UINT32_MAX) leaser->dropLeases(p->qid);
     }
     ++c->stats.retries;
     if (c->info.state == CampaignState::kCancelled) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,9 +54,13 @@ struct Worker {
   std::uint64_t tick(MonoTime now) {
     leaser.refresh(now);
     std::uint64_t sent = 0;
-    for (const Grant& g : scheduler.tick(now, kUnlimitedCapacity)) sent += g.count;
+    for (const Grant& g : scheduler.tick(now, kUnlimitedCapacity)) {
+      sent += g.count;
+      by_campaign[g.campaign] += g.count;
+    }
     return sent;
   }
+  std::map<CampaignId, std::uint64_t> by_campaign;  // sends per campaign
   Scheduler scheduler;
   QuotaLeaser leaser;
 };
@@ -109,7 +114,8 @@ TEST(QuotaLeaser, LeaseIsSizedToBacklogAndLiveWorkerShare) {
 // Simulates `workers` workers sharing one provider bucket (rate, burst) for
 // `secs` seconds with endless demand; returns sends per millisecond.
 std::vector<std::uint64_t> runShared(QuotaBackend& backend, int workers, int campaigns_each, double rate, double burst,
-                                     int secs, LeaseOptions o, Nanos tick = milliseconds(5)) {
+                                     int secs, LeaseOptions o, Nanos tick = milliseconds(5),
+                                     std::map<CampaignId, std::uint64_t>* by_campaign = nullptr) {
   o.live_workers = static_cast<std::uint32_t>(workers);
   std::vector<std::unique_ptr<Worker>> ws;
   for (int i = 0; i < workers; ++i) {
@@ -130,6 +136,9 @@ std::vector<std::uint64_t> runShared(QuotaBackend& backend, int workers, int cam
       per_ms[static_cast<std::size_t>(phase / milliseconds(1))] +=
           ws[static_cast<std::size_t>(i)]->tick(MonoTime{} + phase);
     }
+  if (by_campaign)
+    for (const auto& w : ws)
+      for (const auto& [id, n] : w->by_campaign) (*by_campaign)[id] += n;
   return per_ms;
 }
 
@@ -148,6 +157,25 @@ TEST(QuotaLeaser, WorkersSharingAProviderStayWithinRatePlusBurstAndUseIt) {
     EXPECT_LE(static_cast<double>(total), rate * 30 + burst + outstanding) << workers << " workers";
     EXPECT_GE(static_cast<double>(total), 0.98 * rate * 30) << workers << " workers";
   }
+}
+
+// Twenty campaigns per worker behind one provider bucket: when the provider's
+// bucket is the one that ran dry, all of a worker's campaigns of that provider
+// wait together and come back in one batch, so calls do not grow with the
+// number of campaigns; the batch's order rotates, so no campaign starves.
+TEST(QuotaLeaser, ManyCampaignsBehindOneProviderShareItFairlyInFewCalls) {
+  FlakyBackend backend;
+  std::map<CampaignId, std::uint64_t> by_campaign;
+  const auto per_ms = runShared(backend, 4, 20, 400, 40, 20, LeaseOptions{}, milliseconds(5), &by_campaign);
+  std::uint64_t total = 0;
+  for (auto v : per_ms) total += v;
+  ASSERT_EQ(by_campaign.size(), 20u);
+  for (const auto& [id, n] : by_campaign)
+    EXPECT_NEAR(static_cast<double>(n), static_cast<double>(total) / 20, 0.1 * static_cast<double>(total) / 20)
+        << "campaign " << id;
+  EXPECT_GE(static_cast<double>(total), 0.98 * 400 * 20);
+  EXPECT_LE(testing::maxWindowSum(per_ms, 1000), 440u);
+  EXPECT_LE(static_cast<double>(backend.calls) / static_cast<double>(total), 0.15);
 }
 
 TEST(QuotaLeaser, FarFewerBackendCallsThanMessages) {
