@@ -84,10 +84,10 @@ storm_to=
 if [ "$storm" = storm ]; then
   until [ "$(curl -fsS "http://127.0.0.1:$provider_port/report" | jq '."(all)".accepted // 0')" -gt 0 ]; do sleep 0.1; done
   sleep 20
-  curl -fsS -X POST "http://127.0.0.1:$provider_port/admin/quota?rate=100&burst=10" >/dev/null
+  curl -fsS -d "rate=100&burst=10" "http://127.0.0.1:$provider_port/admin/quota" >/dev/null
   storm_from=$((($(date +%s%N) - provider_t0) / 1000000))
   sleep 20
-  curl -fsS -X POST "http://127.0.0.1:$provider_port/admin/quota?rate=$rate&burst=$burst" >/dev/null
+  curl -fsS -d "rate=$rate&burst=$burst" "http://127.0.0.1:$provider_port/admin/quota" >/dev/null
   storm_to=$((($(date +%s%N) - provider_t0) / 1000000))
 fi
 deadline=$(($(date +%s) + messages / 100 + 120))
