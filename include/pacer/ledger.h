@@ -55,7 +55,9 @@ class LedgerInterface {
   virtual std::size_t record(std::span<const DeliveryRecord> rows) = 0;
 
   // Offsets in [from, to) of topic/partition that already have an outcome,
-  // ascending. One query per call: replay asks once per assigned range.
+  // or are parked (they will be sent from parking: reading them again would
+  // send them twice), ascending. One query per call: replay asks once per
+  // assigned range.
   virtual std::vector<std::int64_t> finishedOffsets(const std::string& topic, std::int32_t partition,
                                                     std::int64_t from, std::int64_t to) = 0;
 };

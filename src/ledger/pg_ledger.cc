@@ -53,7 +53,9 @@ class PgLedger final : public LedgerInterface {
       pqxx::read_transaction tx(c);
       const pqxx::result res = tx.exec_params(
           "SELECT kafka_offset FROM deliveries WHERE topic = $1 AND kafka_partition = $2 "
-          "AND kafka_offset >= $3 AND kafka_offset < $4 ORDER BY kafka_offset",
+          "AND kafka_offset >= $3 AND kafka_offset < $4 "
+          "UNION SELECT kafka_offset FROM parked WHERE topic = $1 AND kafka_partition = $2 "
+          "AND kafka_offset >= $3 AND kafka_offset < $4 ORDER BY 1",
           topic, partition, from, to);
       std::vector<std::int64_t> out;
       out.reserve(res.size());

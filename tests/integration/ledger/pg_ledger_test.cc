@@ -1,5 +1,6 @@
 // The PostgreSQL ledger against a real PostgreSQL server started for this test.
 #include "ledger/pg_ledger.h"
+#include "ledger/pg_parking.h"
 
 #include <gtest/gtest.h>
 
@@ -90,6 +91,23 @@ TEST_F(PgLedgerTest, FinishedOffsetsAnswersOneRangeOfOnePartition) {
   EXPECT_EQ(ledger->finishedOffsets("messages", 3, 10, 30), (std::vector<std::int64_t>{10, 12, 15}));
   EXPECT_EQ(ledger->finishedOffsets("messages", 3, 11, 12), (std::vector<std::int64_t>{}));
   EXPECT_EQ(ledger->finishedOffsets("messages", 4, 0, 100), (std::vector<std::int64_t>{11}));
+}
+
+// A parked message counts as finished for replay: it is sent from parking, so
+// reading it again from Kafka would send it twice.
+TEST_F(PgLedgerTest, FinishedOffsetsIncludeParkedMessages) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  ledger->record(std::vector<DeliveryRecord>{row("a", 10)});
+  auto parking = makePgParking(PgParkingOptions{options_, "test-worker"});
+  Message m;
+  m.id = "p";
+  m.campaign = "camp-1";
+  m.position = Position{"messages", 3, 20};
+  m.payload = "x";
+  ASSERT_EQ(parking->park(std::vector<Message>{m}), 1u);
+  EXPECT_EQ(ledger->finishedOffsets("messages", 3, 0, 100), (std::vector<std::int64_t>{10, 20}));
+  EXPECT_EQ(ledger->finishedOffsets("messages", 4, 0, 100), (std::vector<std::int64_t>{}));
 }
 
 TEST_F(PgLedgerTest, EmptyBatchIsANoOp) {
