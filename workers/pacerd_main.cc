@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -49,6 +50,9 @@ int main(int argc, char** argv) {
   int lease_horizon_ms =
       static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(o.worker.lease.horizon).count());
   std::string degraded = "local-share";
+  double adaptive_decrease = o.worker.adaptive.decrease;
+  double adaptive_floor = o.worker.adaptive.floor;
+  int latency_threshold_ms = 0;
 
   app.add_option("--brokers", o.brokers, "Kafka bootstrap servers (HOST:PORT,...)");
   app.add_option("--topic", o.topics, "topic to consume (repeatable)");
@@ -77,6 +81,14 @@ int main(int argc, char** argv) {
   app.add_option("--lease-horizon-ms", lease_horizon_ms, "a full lease is this much of the worker's share")
       ->capture_default_str();
   app.add_option("--quota-degraded", degraded, "when Redis does not answer: local-share or stop")
+      ->capture_default_str();
+  app.add_option("--adaptive-decrease", adaptive_decrease,
+                 "on 429/503 (or a slow answer) a provider's effective rate is multiplied by this, in (0, 1)")
+      ->capture_default_str();
+  app.add_option("--adaptive-floor", adaptive_floor, "a provider's effective rate never goes below this (msg/s)")
+      ->capture_default_str();
+  app.add_option("--latency-threshold-ms", latency_threshold_ms,
+                 "an answer slower than this lowers the provider's effective rate; 0: latency is not watched")
       ->capture_default_str();
   app.add_option("--max-attempts", max_attempts, "attempts per message for faults (5xx, timeouts) before `failed`")
       ->capture_default_str();
@@ -142,6 +154,16 @@ int main(int argc, char** argv) {
           fmt::format("--quota-degraded '{}': expected local-share or stop", degraded));
     if (live_workers < 1) throw pacer::worker::DaemonConfigError("--live-workers: must be at least 1");
     if (lease_horizon_ms < 1) throw pacer::worker::DaemonConfigError("--lease-horizon-ms: must be at least 1");
+    if (!(adaptive_decrease > 0.0 && adaptive_decrease < 1.0))
+      throw pacer::worker::DaemonConfigError(
+          fmt::format("--adaptive-decrease {}: expected a number above 0 and below 1", adaptive_decrease));
+    if (!(adaptive_floor >= 0.0) || !std::isfinite(adaptive_floor))
+      throw pacer::worker::DaemonConfigError(fmt::format("--adaptive-floor {}: expected a rate >= 0", adaptive_floor));
+    if (latency_threshold_ms < 0)
+      throw pacer::worker::DaemonConfigError("--latency-threshold-ms: must be 0 (off) or more");
+    o.worker.adaptive.decrease = adaptive_decrease;
+    o.worker.adaptive.floor = adaptive_floor;
+    o.worker.adaptive.latency_threshold = std::chrono::milliseconds(latency_threshold_ms);
     if (redis_timeout_ms < 1) throw pacer::worker::DaemonConfigError("--redis-timeout-ms: must be at least 1");
     if (o.redis_cluster && o.redis.empty())
       throw pacer::worker::DaemonConfigError("--redis-cluster: give the cluster's nodes with --redis HOST:PORT");

@@ -29,7 +29,7 @@ struct AdaptiveRateOptions {
   double floor = 1;                             // messages/s: never below (clipped to the ceiling)
   double decrease = 0.5;                        // multiply by this on throttling, in (0, 1)
   double fast_climb_per_s = 0.25;               // climb per second, as a fraction of the ceiling, off the plateau
-  double plateau_climb_per_s = 0.02;            // on the plateau below the last throttled rate
+  double plateau_climb_per_s = 0.05;            // on the plateau below the last throttled rate
   Nanos hold = std::chrono::milliseconds(250);  // at most one decrease per hold
   Nanos latency_threshold{0};                   // 0: latency is not watched
 };

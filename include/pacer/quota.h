@@ -20,10 +20,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "pacer/adaptive_rate.h"
 #include "pacer/rate_limiter.h"
 #include "pacer/time.h"
 
@@ -34,6 +36,23 @@ namespace pacer {
 struct QuotaLevel {
   std::string key;
   RateLimit limit;  // tokens per second (>= 0; 0 grants nothing) and burst (< 1 counts as 1)
+};
+
+// A level whose rate adapts below its configured rate (the ceiling), with its
+// state kept by the backend beside the buckets, so that every worker using
+// the bucket sees one effective rate and one pause (a provider that answered
+// 429 is slowed and paused for everyone). The algorithm is AdaptiveRate's
+// (include/pacer/adaptive_rate.h): the options' `ceiling` is ignored (the
+// level's rate is the ceiling) and `latency_threshold` is the caller's
+// business (it reports a slow answer as a throttle without a pause). The
+// level's burst shrinks with the rate: burst * effective / ceiling (>= 1).
+struct AdaptiveLevel {
+  std::uint32_t level = 0;       // index into the request's levels
+  AdaptiveRateOptions options;
+  // >= 0: the provider throttled just now; decrease (at most once per
+  // options.hold, whoever reports) and pause every worker this long.
+  // < 0: nothing to report.
+  Nanos throttled{-1};
 };
 
 struct LeaseRequest {
@@ -47,6 +66,9 @@ struct LeaseRequest {
   // Redis restarted) starts full (true) or empty (false). Workers coming back
   // from degraded mode pass false, so a restarted Redis cannot add a burst.
   bool fill_new = true;
+  // The level whose rate adapts, if any. Its state lives under the scope
+  // (key "a" in Redis), shared by every request of the scope that names it.
+  std::optional<AdaptiveLevel> adaptive;
 };
 
 enum class QuotaStatus : std::uint8_t {
@@ -67,6 +89,11 @@ struct LeaseReply {
   // which it wastes what accrues (kNever if it does not refill). Asking again
   // before then loses nothing.
   Nanos full_in = kNever;
+  // With `adaptive`: the level's effective rate now, and how much longer the
+  // scope is paused (0: not paused). While paused nothing is granted and
+  // next_token is the rest of the pause.
+  double effective_rate = 0.0;
+  Nanos paused{0};
 };
 
 // Thread-safety: each implementation says; the shipped ones say below.

@@ -82,6 +82,10 @@ struct QuotaProviderSpec {
   std::string name;                // the hash tag of its keys; no '{' or '}'
   std::optional<RateLimit> limit;  // across all workers; nullopt: no provider cap
   DegradedMode degraded = DegradedMode::kLocalShare;
+  // The provider's rate adapts below `limit` (its ceiling) with one state
+  // shared by every worker through the backend (AdaptiveLevel in quota.h):
+  // reportThrottle() slows and pauses it for all. nullopt: it does not adapt.
+  std::optional<AdaptiveRateOptions> adaptive;
 };
 
 struct QuotaCampaignSpec {
@@ -120,6 +124,8 @@ struct QuotaMetrics {
   std::uint64_t degraded_entered = 0;    // provider transitions into degraded mode
   std::uint64_t degraded_left = 0;       // ... and out of it
   std::uint32_t degraded_providers = 0;  // gauge: providers degraded now
+  std::uint64_t throttle_reports = 0;    // throttles reported to the shared adaptive rate
+  std::uint64_t shared_pauses = 0;       // pauses first heard of from the backend (another worker's 429)
 };
 
 // Told about degraded-mode transitions. Called on the leaser's thread; must
@@ -148,8 +154,10 @@ class LeaseLimiter final : public RateLimitingInterface {
   RateLimit limit() const noexcept override { return limit_; }
   Algorithm algorithm() const noexcept override { return Algorithm::kTokenBucket; }
 
-  // Adds `n` granted tokens; all held tokens now expire at now + ttl.
-  void grant(std::uint64_t n, MonoTime now, Nanos ttl) noexcept;
+  // Adds `n` granted tokens; all held tokens now expire at now + ttl. With a
+  // `spread` > 0 the tokens held become spendable evenly over that long (in
+  // steps of at most max(4 ticks, 20 ms) worth) instead of all at once.
+  void grant(std::uint64_t n, MonoTime now, Nanos ttl, Nanos spread = Nanos{0}, Nanos tick = Nanos{0}) noexcept;
   // Lease tokens held at `now` (0 once expired; expiry is counted).
   std::uint64_t held(MonoTime now) noexcept;
   // Degraded local share: a local bucket of `share` starting empty; nullopt removes it.
@@ -161,9 +169,17 @@ class LeaseLimiter final : public RateLimitingInterface {
 
  private:
   void expire(MonoTime now) noexcept;
+  // Lease tokens that may be spent now (the drip), at most `tokens_`.
+  std::uint64_t spendable(MonoTime now) noexcept;
   RateLimit limit_;
   std::uint64_t tokens_ = 0;
   MonoTime expires_at_{};
+  // The drip: spendable lease tokens accrue at drip_rate_ per second up to
+  // drip_cap_; drip_rate_ 0 means no drip (all held tokens are spendable).
+  double drip_rate_ = 0;
+  double drip_cap_ = 0;
+  double drip_ = 0;
+  MonoTime drip_at_{};
   std::uint64_t expired_ = 0;
   RateLimitingInterfacePtr local_;
 };
@@ -199,6 +215,23 @@ class QuotaLeaser {
   // end, on top of what the bucket grants then). Safe: only sends less.
   void dropLeases(std::uint32_t provider) noexcept;
 
+  // The provider answered 429/503 (or too slowly: pause 0). Drops its leases
+  // now and, when it adapts, sends the report with the next refresh (a
+  // request of its own, want 0): the shared rate decreases and every worker
+  // pauses for `pause`, learning of it at its next request for the provider,
+  // which then drops its leases as well. Several reports before the next
+  // refresh go as one, with the longest pause.
+  void reportThrottle(std::uint32_t provider, Nanos pause) noexcept;
+  // The provider answered too slowly: the shared rate decreases (once per
+  // hold), with no pause; leases held are kept.
+  void reportSlow(std::uint32_t provider) noexcept;
+
+  // The provider's shared effective rate as last heard from the backend
+  // (nullopt: it does not adapt or no answer came yet), and until when it is
+  // paused for everyone as far as this worker knows.
+  std::optional<double> effectiveRate(std::uint32_t provider) const;
+  MonoTime pausedUntil(std::uint32_t provider) const;
+
   // Workers sharing each global rate from now on (>= 1; throws SchedulerError
   // otherwise): sizes the next leases and any local share entered later.
   void setLiveWorkers(std::uint32_t n);
@@ -216,6 +249,7 @@ class QuotaLeaser {
   std::optional<RateLimit> localShare(const Campaign& c) const;
   void rebuildLevels(Campaign& c);
   double unitRandom() noexcept;
+  void heardAdaptive(std::uint32_t provider, const LeaseReply& reply, MonoTime now, bool own) noexcept;
 
   Scheduler& scheduler_;
   QuotaBackend& backend_;
@@ -228,8 +262,10 @@ class QuotaLeaser {
   std::vector<LeaseRequest> requests_;
   std::vector<LeaseReply> replies_;
   std::vector<CampaignId> asked_;
+  std::vector<std::uint32_t> reported_;  // providers whose throttle reports lead this batch
   std::uint64_t rng_;  // splitmix64 state for the pause jitter
   std::size_t rotate_ = 0;  // where the next refresh starts among the active campaigns
+  Nanos spread_{0};         // a lease is spent evenly over this long: horizon * (1 - refill_fraction)
 };
 
 }  // namespace pacer

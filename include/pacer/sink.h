@@ -27,6 +27,7 @@ struct SendResult {
   Nanos retry_after{0};  // kRetry: the provider's Retry-After, 0 if it gave none
   int status = 0;        // protocol status where there is one (HTTP), else 0
   std::string reason;    // why, when not delivered
+  Nanos latency{0};      // request to answer, where the sink measures it (HTTP); 0 otherwise
 };
 
 // Thread-safety: one owner thread.

@@ -25,6 +25,7 @@
 #include "pacer/message.h"
 #include "pacer/offset_tracker.h"
 #include "pacer/quota.h"
+#include "pacer/adaptive_rate.h"
 #include "pacer/quota_lease.h"
 #include "pacer/rate_limiter.h"
 #include "pacer/retry.h"
@@ -81,6 +82,11 @@ struct WorkerOptions {
   DecodeOptions decode;
   SchedulerOptions scheduler;
   RetryPolicy retry;
+  // How a provider's rate adapts below its configured rate (the ceiling) on
+  // 429/503: `ceiling` is taken from the provider, `floor` is clipped to it.
+  // Without a global quota each worker adapts on its own; with one the state
+  // is shared by every worker through the quota (QuotaProviderSpec::adaptive).
+  AdaptiveRateOptions adaptive;
   // Memory bound: messages and bytes held in memory (queued, waiting to be
   // parked or retried, in the sink). Above either, wantsMore() is false and
   // the consumer pauses.
@@ -105,12 +111,21 @@ struct WorkerOptions {
   // The global quota (not owned; null: local limits only). With it, every
   // campaign's send_rate and every provider's rate are token buckets shared
   // by all workers (include/pacer/quota_lease.h): the scheduler spends leases
-  // taken from them. Provider pauses (429/503) and the adaptive rate stay
-  // local to this worker, on top.
+  // taken from them, and a provider's pause (429/503) and adaptive rate are
+  // shared too: one worker's 429 slows and pauses the provider for all.
   QuotaBackend* quota = nullptr;
   LeaseOptions lease;                                   // seed is taken from `seed`
   DegradedMode degraded = DegradedMode::kLocalShare;    // per provider, when the quota is unreachable
   QuotaObserver* quota_observer = nullptr;              // told of degraded-mode changes (not owned)
+};
+
+// A provider as this worker sees it now.
+struct ProviderStats {
+  std::string id;
+  std::optional<double> ceiling;    // the configured rate (nullopt: unlimited)
+  std::optional<double> effective;  // the adaptive rate now (shared with a global quota, as last heard)
+  bool paused = false;              // paused now (its own 429, or, with a global quota, any worker's)
+  std::uint64_t throttled = 0;      // 429/503 answers this worker got
 };
 
 // Counters since start, for logs, the demo summary and tests.
@@ -196,6 +211,8 @@ class WorkerCore {
 
   WorkerStats stats() const;
   std::vector<CampaignStats> campaignStats() const;
+  // Every provider known, sorted by id; `now` for the adaptive rate.
+  std::vector<ProviderStats> providerStats(MonoTime now) const;
 
  private:
   struct Impl;

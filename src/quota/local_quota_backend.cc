@@ -45,6 +45,29 @@ class LocalQuotaBackend final : public QuotaBackend {
     }
   }
 
+  // The scope's adaptive state (created at the ceiling), or null when the
+  // request has none or names a level it does not have.
+  AdaptiveRate* adaptive(const LeaseRequest& r, MonoTime now) noexcept {
+    if (!r.adaptive || r.adaptive->level >= r.levels.size()) return nullptr;
+    const double ceiling = r.levels[r.adaptive->level].limit.rate_per_s;
+    if (!(ceiling > 0)) return nullptr;
+    try {
+      auto it = adaptive_.find(r.scope);
+      if (it == adaptive_.end()) {
+        AdaptiveRateOptions o = r.adaptive->options;
+        o.ceiling = ceiling;
+        o.latency_threshold = Nanos{0};
+        it = adaptive_.emplace(r.scope, AdaptiveState{AdaptiveRate(o, now), ceiling}).first;
+      } else if (it->second.ceiling != ceiling) {
+        it->second.rate.setCeiling(ceiling, now);
+        it->second.ceiling = ceiling;
+      }
+      return &it->second.rate;
+    } catch (...) {
+      return nullptr;
+    }
+  }
+
   LeaseReply one(const LeaseRequest& r, MonoTime now) noexcept {
     LeaseReply reply;
     if (r.levels.empty()) return reply;
@@ -52,7 +75,28 @@ class LocalQuotaBackend final : public QuotaBackend {
     std::uint64_t g = r.want;
     std::uint64_t bind_avail = UINT64_MAX;
     std::uint32_t bind = 0;
-    for (const QuotaLevel& level : r.levels) {
+    AdaptiveRate* adapt = adaptive(r, now);
+    if (adapt) {
+      if (r.adaptive->throttled >= Nanos{0}) adapt->onThrottled(now, r.adaptive->throttled);
+      reply.effective_rate = adapt->rate(now);
+      if (now < adapt->pausedUntil()) {
+        reply.status = QuotaStatus::kOk;
+        reply.paused = adapt->pausedUntil() - now;
+        reply.next_token = reply.paused;
+        reply.full_in = reply.paused;
+        reply.binding = r.adaptive->level;
+        return reply;
+      }
+    }
+    for (std::size_t i = 0; i < r.levels.size(); ++i) {
+      QuotaLevel effective;
+      const QuotaLevel* use = &r.levels[i];
+      if (adapt && i == r.adaptive->level) {
+        effective.key = use->key;
+        effective.limit = scaled(use->limit, reply.effective_rate);
+        use = &effective;
+      }
+      const QuotaLevel& level = *use;
       RateLimitingInterface* b = bucket(r, level, now);
       if (b == nullptr) return reply;  // kUnavailable
       // Whole tokens it holds (capped, so the binding level is found even
@@ -84,7 +128,19 @@ class LocalQuotaBackend final : public QuotaBackend {
     return reply;
   }
 
+  struct AdaptiveState {
+    AdaptiveRate rate;
+    double ceiling;
+  };
+
+  // The bucket of an adaptive level at `rate`: its burst shrinks in proportion.
+  static RateLimit scaled(RateLimit ceiling, double rate) noexcept {
+    const double f = ceiling.rate_per_s > 0 ? std::min(1.0, rate / ceiling.rate_per_s) : 1.0;
+    return RateLimit{rate, std::max(1.0, ceiling.burst * f)};
+  }
+
   std::mutex mutex_;
+  std::unordered_map<std::string, AdaptiveState> adaptive_;
   std::unordered_map<std::string, Bucket> buckets_;
   std::string key_;
   std::vector<RateLimitingInterface*> scratch_;

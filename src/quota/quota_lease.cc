@@ -20,6 +20,7 @@ void LeaseLimiter::expire(MonoTime now) noexcept {
 void LeaseLimiter::drop() noexcept {
   expired_ += tokens_;
   tokens_ = 0;
+  drip_ = 0;
 }
 
 std::uint64_t LeaseLimiter::held(MonoTime now) noexcept {
@@ -27,35 +28,63 @@ std::uint64_t LeaseLimiter::held(MonoTime now) noexcept {
   return tokens_;
 }
 
-void LeaseLimiter::grant(std::uint64_t n, MonoTime now, Nanos ttl) noexcept {
+void LeaseLimiter::grant(std::uint64_t n, MonoTime now, Nanos ttl, Nanos spread, Nanos tick) noexcept {
   expire(now);
   if (n == 0) return;
+  spendable(now);  // what has dripped so far stays
   tokens_ += n;
   expires_at_ = now + ttl;
+  if (spread <= Nanos{0}) {
+    drip_rate_ = 0;
+    return;
+  }
+  // Everything held, spread over `spread` from now.
+  drip_rate_ = static_cast<double>(tokens_) / std::chrono::duration<double>(spread).count();
+  // A late tick (a busy loop) may catch up a little, not a whole lease.
+  const double window = std::max(4 * std::chrono::duration<double>(tick).count(), 0.02);
+  drip_cap_ = std::max(1.0, drip_rate_ * window);
+  drip_at_ = now;
+}
+
+std::uint64_t LeaseLimiter::spendable(MonoTime now) noexcept {
+  if (drip_rate_ <= 0) return tokens_;
+  if (now > drip_at_) {
+    drip_ = std::min(drip_cap_, drip_ + drip_rate_ * std::chrono::duration<double>(now - drip_at_).count());
+    drip_at_ = now;
+  }
+  return std::min(tokens_, static_cast<std::uint64_t>(drip_));
 }
 
 std::uint64_t LeaseLimiter::available(MonoTime now, std::uint64_t max) noexcept {
   expire(now);
-  const std::uint64_t lease = std::min(tokens_, max);
+  const std::uint64_t lease = std::min(spendable(now), max);
   if (lease == max || !local_) return lease;
   return lease + local_->available(now, max - lease);
 }
 
 bool LeaseLimiter::tryAcquire(std::uint64_t n, MonoTime now) noexcept {
   expire(now);
-  if (n <= tokens_) {
+  const std::uint64_t ready = spendable(now);
+  if (n <= ready) {
     tokens_ -= n;
+    if (drip_rate_ > 0) drip_ -= static_cast<double>(n);
     return true;
   }
-  if (!local_ || !local_->tryAcquire(n - tokens_, now)) return false;
-  tokens_ = 0;
+  if (!local_ || !local_->tryAcquire(n - ready, now)) return false;
+  tokens_ -= ready;
+  if (drip_rate_ > 0) drip_ -= static_cast<double>(ready);
   return true;
 }
 
 Nanos LeaseLimiter::timeUntil(std::uint64_t n, MonoTime now) noexcept {
   expire(now);
-  if (n <= tokens_) return Nanos{0};
-  if (local_) return local_->timeUntil(n - tokens_, now);
+  const std::uint64_t ready = spendable(now);
+  if (n <= ready) return Nanos{0};
+  if (n <= tokens_ && drip_rate_ > 0 && static_cast<double>(n) <= drip_cap_) {
+    const double need = static_cast<double>(n) - drip_;
+    return std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(need / drip_rate_)) + Nanos{1};
+  }
+  if (local_) return local_->timeUntil(n - ready, now);
   return kNever;
 }
 
@@ -82,6 +111,10 @@ struct QuotaLeaser::Provider {
   // asks before this (they come back together, in one batch).
   MonoTime retry_at{};
   std::size_t active = 0;  // this worker's active campaigns of it (counted per refresh)
+  std::optional<AdaptiveRateOptions> adaptive;
+  Nanos report{-1};                     // a throttle to report with the next refresh (< 0: none)
+  std::optional<double> effective;      // the shared rate, as last heard
+  MonoTime paused_until{};              // the shared pause, as last heard
 };
 
 struct QuotaLeaser::Campaign {
@@ -124,6 +157,7 @@ QuotaLeaser::QuotaLeaser(Scheduler& scheduler, QuotaBackend& backend, LeaseOptio
     throw SchedulerError("lease horizon and ttl must be > 0");
   if (!(options_.refill_fraction > 0.0 && options_.refill_fraction <= 1.0))
     throw SchedulerError("refill_fraction must be in (0, 1]");
+  spread_ = std::chrono::duration_cast<Nanos>(options_.horizon * std::max(1.0 - options_.refill_fraction, 0.1));
 }
 
 QuotaLeaser::~QuotaLeaser() = default;
@@ -135,6 +169,7 @@ std::uint32_t QuotaLeaser::addProvider(const QuotaProviderSpec& spec) {
   p.name = spec.name;
   p.limit = spec.limit;
   p.mode = spec.degraded;
+  p.adaptive = spec.adaptive;
   providers_.push_back(std::move(p));
   return static_cast<std::uint32_t>(providers_.size() - 1);
 }
@@ -161,6 +196,9 @@ void QuotaLeaser::rebuildLevels(Campaign& c) {
     c.request.levels.push_back(QuotaLevel{"p", *p.limit});
     c.min_rate = std::min(c.min_rate, p.limit->rate_per_s);
   }
+  c.request.adaptive.reset();
+  if (c.provider_level >= 0 && p.adaptive && p.limit->rate_per_s > 0)
+    c.request.adaptive = AdaptiveLevel{static_cast<std::uint32_t>(c.provider_level), *p.adaptive, Nanos{-1}};
 }
 
 CampaignId QuotaLeaser::addCampaign(const QuotaCampaignSpec& spec, MonoTime now) {
@@ -169,7 +207,7 @@ CampaignId QuotaLeaser::addCampaign(const QuotaCampaignSpec& spec, MonoTime now)
   std::uint32_t provider = spec.provider;
   if (provider == UINT32_MAX) {
     // No provider: the campaign is its own scope (hash tag), degraded on its own.
-    provider = addProvider(QuotaProviderSpec{"c:" + spec.name, std::nullopt, DegradedMode::kLocalShare});
+    provider = addProvider(QuotaProviderSpec{"c:" + spec.name, std::nullopt, DegradedMode::kLocalShare, std::nullopt});
   } else if (provider >= providers_.size()) {
     throw SchedulerError(fmt::format("unknown quota provider {}", provider));
   }
@@ -267,6 +305,32 @@ void QuotaLeaser::leaveDegraded(std::uint32_t provider, MonoTime now) noexcept {
 
 std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
   asked_.clear();
+  reported_.clear();
+  // Throttle reports lead the batch, each a request of its own for the
+  // provider's bucket alone (want 0: it takes nothing).
+  for (std::uint32_t pid = 0; pid < providers_.size(); ++pid) {
+    Provider& p = providers_[pid];
+    if (p.report < Nanos{0}) continue;
+    const Nanos pause = p.report;
+    p.report = Nanos{-1};
+    if (!p.adaptive || !p.limit || !(p.limit->rate_per_s > 0)) continue;
+    try {
+      if (reported_.size() == requests_.size()) {
+        requests_.emplace_back();
+        replies_.emplace_back();
+      }
+      LeaseRequest& r = requests_[reported_.size()];
+      r.scope = p.name;
+      r.levels.assign(1, QuotaLevel{"p", *p.limit});
+      r.want = 0;
+      r.fill_new = !p.degraded;
+      r.adaptive = AdaptiveLevel{0, *p.adaptive, pause};
+      reported_.push_back(pid);
+    } catch (...) {  // out of memory: the local pause still holds
+      break;
+    }
+  }
+  const std::size_t lead = reported_.size();
   const double horizon_s = std::chrono::duration<double>(options_.horizon).count();
   // Requests are served in order, so the campaign asked first gets first go
   // at a shared provider bucket: start one further on each time.
@@ -305,28 +369,40 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
     const std::uint64_t goal = std::min(backlog, target);
     if (goal <= held) continue;
     try {
-      if (asked_.size() == requests_.size()) {
+      if (lead + asked_.size() == requests_.size()) {
         requests_.emplace_back();
         replies_.emplace_back();
       }
-      LeaseRequest& r = requests_[asked_.size()];
+      LeaseRequest& r = requests_[lead + asked_.size()];
       r.scope = c.request.scope;
       r.levels = c.request.levels;
       r.want = goal - held;
       r.fill_new = !degraded;
+      r.adaptive = c.request.adaptive;
       asked_.push_back(id);
     } catch (...) {  // out of memory: ask next tick
       break;
     }
   }
-  if (asked_.empty()) return 0;
-  const std::size_t n = asked_.size();
+  const std::size_t n = lead + asked_.size();
+  if (n == 0) return 0;
   for (std::size_t i = 0; i < n; ++i) replies_[i] = LeaseReply{};
   ++metrics_.batches;
   metrics_.requests += n;
+  metrics_.throttle_reports += lead;
   backend_.acquire(std::span<const LeaseRequest>(requests_.data(), n), now, std::span<LeaseReply>(replies_.data(), n));
-  for (std::size_t i = 0; i < n; ++i) {
-    Campaign& c = campaigns_[asked_[i]];
+  for (std::size_t i = 0; i < lead; ++i) {
+    const LeaseReply& reply = replies_[i];
+    if (reply.status != QuotaStatus::kOk) {
+      ++metrics_.unavailable;
+      enterDegraded(reported_[i], now);
+      continue;
+    }
+    leaveDegraded(reported_[i], now);
+    heardAdaptive(reported_[i], reply, now, true);
+  }
+  for (std::size_t i = lead; i < n; ++i) {
+    Campaign& c = campaigns_[asked_[i - lead]];
     const LeaseReply& reply = replies_[i];
     if (reply.status != QuotaStatus::kOk) {
       ++metrics_.unavailable;
@@ -334,7 +410,11 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
       continue;
     }
     leaveDegraded(c.provider, now);
-    c.lease->grant(reply.granted, now, options_.ttl);
+    if (requests_[i].adaptive) heardAdaptive(c.provider, reply, now, false);
+    // Spent evenly until about when the next lease is asked for, not all in
+    // one tick: several workers spending whole leases at once would reach
+    // the provider as bursts above its own bucket's (and be answered 429).
+    c.lease->grant(reply.granted, now, options_.ttl, spread_, options_.tick);
     metrics_.tokens_granted += reply.granted;
     // Not all we asked for, or all of it but the bucket is now dry (no whole
     // token left): let it fill for as long as a refill covers
@@ -366,6 +446,44 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
       c.retry_at = MonoTime{};
   }
   return n;
+}
+
+void QuotaLeaser::heardAdaptive(std::uint32_t provider, const LeaseReply& reply, MonoTime now, bool own) noexcept {
+  Provider& p = providers_[provider];
+  p.effective = reply.effective_rate;
+  if (reply.paused <= Nanos{0}) return;
+  const MonoTime until = now + reply.paused;
+  // A pause this worker did not know of (another worker's 429, or one longer
+  // than its own): its leases would go out into the pause, so they go now.
+  if (until > p.paused_until + options_.tick) {
+    if (!own && p.paused_until <= now) ++metrics_.shared_pauses;
+    dropLeases(provider);
+  }
+  p.paused_until = std::max(p.paused_until, until);
+  p.retry_at = std::max(p.retry_at, until);
+}
+
+void QuotaLeaser::reportThrottle(std::uint32_t provider, Nanos pause) noexcept {
+  if (provider >= providers_.size()) return;
+  dropLeases(provider);
+  Provider& p = providers_[provider];
+  p.report = std::max(p.report, std::max(pause, Nanos{0}));
+}
+
+void QuotaLeaser::reportSlow(std::uint32_t provider) noexcept {
+  if (provider >= providers_.size()) return;
+  Provider& p = providers_[provider];
+  p.report = std::max(p.report, Nanos{0});
+}
+
+std::optional<double> QuotaLeaser::effectiveRate(std::uint32_t provider) const {
+  if (provider >= providers_.size()) throw SchedulerError(fmt::format("unknown quota provider {}", provider));
+  return providers_[provider].effective;
+}
+
+MonoTime QuotaLeaser::pausedUntil(std::uint32_t provider) const {
+  if (provider >= providers_.size()) throw SchedulerError(fmt::format("unknown quota provider {}", provider));
+  return providers_[provider].paused_until;
 }
 
 double QuotaLeaser::unitRandom() noexcept {  // splitmix64, in [0, 1)

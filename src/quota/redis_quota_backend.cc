@@ -253,14 +253,27 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
     out.clear();
     out.emplace_back("EVALSHA");
     out.push_back(sha);
-    out.push_back(fmt::format("{}", r.levels.size()));
+    const bool adaptive = r.adaptive && r.adaptive->level < r.levels.size();
+    out.push_back(fmt::format("{}", r.levels.size() + (adaptive ? 1 : 0)));
     for (const QuotaLevel& l : r.levels)
       out.push_back(fmt::format("{}:{{{}}}:{}", options_.key_prefix, r.scope, l.key));
+    if (adaptive) out.push_back(fmt::format("{}:{{{}}}:a", options_.key_prefix, r.scope));
     out.push_back(fmt::format("{}", r.want));
     out.emplace_back(r.fill_new ? "1" : "0");
     for (const QuotaLevel& l : r.levels) {
       out.push_back(fmt::format("{}", l.limit.rate_per_s));
       out.push_back(fmt::format("{}", l.limit.burst));
+    }
+    if (adaptive) {
+      const AdaptiveRateOptions& o = r.adaptive->options;
+      const auto us = [](Nanos d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); };
+      out.push_back(fmt::format("{}", r.adaptive->level + 1));
+      out.push_back(fmt::format("{}", o.floor));
+      out.push_back(fmt::format("{}", o.decrease));
+      out.push_back(fmt::format("{}", o.fast_climb_per_s));
+      out.push_back(fmt::format("{}", o.plateau_climb_per_s));
+      out.push_back(fmt::format("{}", us(o.hold)));
+      out.push_back(fmt::format("{}", r.adaptive->throttled < Nanos{0} ? -1 : us(r.adaptive->throttled)));
     }
   }
 
@@ -367,9 +380,9 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
   // (needs_load_ says whether that needs a SCRIPT LOAD first).
   bool handle(const redisReply& r, const Work& w, const LeaseRequest& req, LeaseReply& out) {
     needs_load_ = false;
-    if (r.type == REDIS_REPLY_ARRAY && r.elements == 4 && r.element[0]->type == REDIS_REPLY_INTEGER &&
-        r.element[1]->type == REDIS_REPLY_INTEGER && r.element[2]->type == REDIS_REPLY_INTEGER &&
-        r.element[3]->type == REDIS_REPLY_INTEGER && r.element[0]->integer >= 0 &&
+    bool integers = r.type == REDIS_REPLY_ARRAY && r.elements == 6;
+    for (std::size_t i = 0; integers && i < r.elements; ++i) integers = r.element[i]->type == REDIS_REPLY_INTEGER;
+    if (integers && r.element[0]->integer >= 0 &&
         static_cast<unsigned long long>(r.element[0]->integer) <= req.want && r.element[3]->integer >= 0 &&
         static_cast<std::size_t>(r.element[3]->integer) < req.levels.size()) {
       out.status = QuotaStatus::kOk;
@@ -379,6 +392,8 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       const long long full_us = r.element[2]->integer;
       out.full_in = full_us < 0 ? kNever : Nanos(std::chrono::microseconds(full_us));
       out.binding = static_cast<std::uint32_t>(r.element[3]->integer);
+      out.effective_rate = r.element[4]->integer < 0 ? 0.0 : static_cast<double>(r.element[4]->integer) / 1000.0;
+      out.paused = Nanos(std::chrono::microseconds(std::max(0LL, r.element[5]->integer)));
       return false;
     }
     if (r.type == REDIS_REPLY_ERROR) {

@@ -16,6 +16,14 @@ AdaptiveRate::AdaptiveRate(AdaptiveRateOptions options, MonoTime now) noexcept
   options_.decrease = std::clamp(options_.decrease, 0.01, 0.99);
 }
 
+namespace {
+// A throttle at (or within 2% of) the ceiling says the provider's limit is
+// about the configured one, and the 429 came from a momentary excess: the
+// climb back skips the slow plateau. (Had the limit dropped, the next 429
+// comes below the ceiling, and the plateau applies from there.)
+constexpr double kAtCeiling = 0.98;
+}  // namespace
+
 void AdaptiveRate::climb(MonoTime now) noexcept {
   if (now <= updated_) return;  // time never runs backwards here
   const MonoTime from = std::max(updated_, paused_until_);
@@ -32,7 +40,7 @@ void AdaptiveRate::climb(MonoTime now) noexcept {
     double until = ceiling;
     if (rate_ < last_good_) {
       until = last_good_;
-    } else if (rate_ < throttled_at_) {
+    } else if (rate_ < throttled_at_ && throttled_at_ < kAtCeiling * ceiling) {
       speed = plateau;
       until = throttled_at_;
     }

@@ -458,6 +458,7 @@ class Daemon {
                 s.unrecorded, s.buffered_messages);
         last_errors = s.ledger_errors;
       }
+      if (now >= next_provider_log_) logProviders(now);
       if (o_.stats_interval.count() > 0 && now >= next_stats) {
         logStats(now);
         next_stats = now + o_.stats_interval;
@@ -504,6 +505,22 @@ class Daemon {
     logLine(o_.log, "INFO", "event=stopped");
   }
 
+  // A provider's adaptive rate and pause, logged when they change (checked
+  // every 250 ms): one line per change, not per message.
+  void logProviders(MonoTime now) {
+    next_provider_log_ = now + milliseconds(250);
+    for (const ProviderStats& p : core_->providerStats(now)) {
+      if (!p.effective || !p.ceiling) continue;
+      auto& [rate, paused] = provider_logged_[p.id];
+      const bool moved = std::abs(*p.effective - rate) > 0.05 * std::max(rate, 1.0);
+      if (!moved && p.paused == paused) continue;
+      rate = *p.effective;
+      paused = p.paused;
+      logLine(o_.log, "INFO", "event=provider_rate provider={} ceiling={:.1f} effective={:.1f} paused={} throttled={}",
+              p.id, *p.ceiling, *p.effective, p.paused, p.throttled);
+    }
+  }
+
   void writeSummary(MonoTime start) {
     if (o_.summary_file.empty()) return;
     const MonoTime end = clock_->now();
@@ -526,8 +543,20 @@ class Daemon {
                     {"tokens_granted", s.quota.tokens_granted},
                     {"tokens_expired", s.quota.tokens_expired},
                     {"unavailable", s.quota.unavailable},
-                    {"degraded_entered", s.quota.degraded_entered}};
+                    {"degraded_entered", s.quota.degraded_entered},
+                    {"throttle_reports", s.quota.throttle_reports},
+                    {"shared_pauses", s.quota.shared_pauses}};
     }
+    nlohmann::json providers = nlohmann::json::array();
+    for (const ProviderStats& p : core_->providerStats(end)) {
+      nlohmann::json e;
+      e["id"] = p.id;
+      e["rate"] = p.ceiling ? nlohmann::json(*p.ceiling) : nlohmann::json(nullptr);
+      e["effective_rate"] = p.effective ? nlohmann::json(*p.effective) : nlohmann::json(nullptr);
+      e["throttled"] = p.throttled;
+      providers.push_back(std::move(e));
+    }
+    j["providers"] = std::move(providers);
     // The sending span: first to last `sent` over all campaigns, so the rate
     // leaves out the group join and the idle wait before exit.
     std::optional<MonoTime> first, last;
@@ -589,6 +618,8 @@ class Daemon {
   bool ever_assigned_ = false;
   bool directory_failing_ = false;
   std::map<std::string, std::pair<double, double>> warned_burst_;
+  std::map<std::string, std::pair<double, bool>> provider_logged_;  // effective rate and pause last logged
+  MonoTime next_provider_log_{};
   CommitResults commit_results_;
 };
 

@@ -39,6 +39,14 @@ bool samePartition(const Position& p, const TopicPartition& tp) {
   return p.partition == tp.partition && p.topic == tp.topic;
 }
 
+// A provider's limit at an adaptive rate below its ceiling: the burst shrinks
+// in proportion (as the shared quota's does), so a slowed provider does not
+// get its full burst on top of the slower rate.
+RateLimit scaledLimit(RateLimit ceiling, double rate) {
+  const double f = ceiling.rate_per_s > 0 ? std::min(1.0, rate / ceiling.rate_per_s) : 1.0;
+  return RateLimit{rate, std::max(1.0, ceiling.burst * f)};
+}
+
 }  // namespace
 
 struct WorkerCore::Impl {
@@ -60,8 +68,9 @@ struct WorkerCore::Impl {
     std::uint32_t qid = UINT32_MAX;  // the leaser's provider id (with a global quota)
     MonoTime paused_until{};
     bool paused = false;
-    std::optional<AdaptiveRate> adaptive;
+    std::optional<AdaptiveRate> adaptive;  // without a global quota (with one it is shared there)
     double applied_rate = 0;
+    std::uint64_t throttled = 0;
     std::vector<Campaign*> campaigns;
   };
 
@@ -332,7 +341,7 @@ struct WorkerCore::Impl {
       if (p->adaptive && p->info.limit) {
         const double r = p->adaptive->rate(now);
         if (std::abs(r - p->applied_rate) > 0.01 * p->applied_rate) {
-          scheduler.setProviderLimit(p->sid, RateLimit{r, p->info.limit->burst}, now);
+          scheduler.setProviderLimit(p->sid, scaledLimit(*p->info.limit, r), now);
           p->applied_rate = r;
         }
       }
@@ -380,16 +389,22 @@ struct WorkerCore::Impl {
     return leaser->addCampaign(spec, now);
   }
 
+  AdaptiveRateOptions adaptiveFor(double ceiling) const {
+    AdaptiveRateOptions ao = options.adaptive;
+    ao.ceiling = ceiling;
+    ao.floor = std::min(ao.floor, ceiling);
+    return ao;
+  }
+
   Provider* addProvider(const ProviderInfo& info, MonoTime now) {
     auto p = std::make_unique<Provider>();
     p->info = info;
     p->sid = scheduler.addProvider(ProviderSpec{info.limit}, now);
-    if (leaser) p->qid = leaser->addProvider(QuotaProviderSpec{quotaName(info.id), info.limit, options.degraded});
-    if (info.limit && info.limit->rate_per_s > 0) {
-      AdaptiveRateOptions ao;
-      ao.ceiling = info.limit->rate_per_s;
-      ao.floor = std::min(1.0, info.limit->rate_per_s);
-      p->adaptive.emplace(ao, now);
+    if (leaser) {
+      QuotaProviderSpec spec{quotaName(info.id), info.limit, options.degraded, options.adaptive};
+      p->qid = leaser->addProvider(spec);
+    } else if (info.limit && info.limit->rate_per_s > 0) {
+      p->adaptive.emplace(adaptiveFor(info.limit->rate_per_s), now);
       p->applied_rate = info.limit->rate_per_s;
     }
     Provider* raw = p.get();
@@ -407,6 +422,8 @@ struct WorkerCore::Impl {
     inflight.erase(it);
     buffered_bytes -= item.bytes();
     const int attempt = item.attempts + 1;
+    if (c->provider && options.adaptive.latency_threshold > Nanos{0} && r.latency > options.adaptive.latency_threshold)
+      slowAnswer(c->provider, r.latency, now);
     std::uniform_real_distribution<double> u(0.0, 1.0);
     const RetryDecision d = decideRetry(options.retry, r, attempt, u(rng));
     switch (d.kind) {
@@ -418,8 +435,9 @@ struct WorkerCore::Impl {
     if (d.throttled && c->provider) {
       Provider* p = c->provider;
       p->paused_until = std::max(p->paused_until, now + d.delay);
+      ++p->throttled;
       if (p->adaptive) p->adaptive->onThrottled(now, d.delay);
-      if (leaser && p->qid != UINT32_MAX) leaser->dropLeases(p->qid);
+      if (leaser && p->qid != UINT32_MAX) leaser->reportThrottle(p->qid, d.delay);  // drops its leases too
     }
     ++c->stats.retries;
     if (c->info.state == CampaignState::kCancelled) {
@@ -428,6 +446,13 @@ struct WorkerCore::Impl {
     }
     buffered_bytes += item.bytes();
     retries.emplace(now + d.delay, std::make_pair(c, std::move(item)));
+  }
+
+  // An answer slower than the latency threshold counts like a throttle for
+  // the adaptive rate, without a pause.
+  void slowAnswer(Provider* p, Nanos latency, MonoTime now) {
+    if (p->adaptive) p->adaptive->onLatency(now, latency);
+    if (leaser && p->qid != UINT32_MAX) leaser->reportSlow(p->qid);
   }
 
   void releaseRetries(MonoTime now) {
@@ -494,18 +519,16 @@ void WorkerCore::upsertProvider(const ProviderInfo& provider, MonoTime now) {
                                            p.info.limit->burst != provider.limit->burst));
   p.info = provider;
   if (!changed) return;
-  if (m.leaser && p.qid != UINT32_MAX) m.leaser->setProviderLimit(p.qid, provider.limit);  // the global ceiling
-  if (provider.limit && provider.limit->rate_per_s > 0) {
-    if (p.adaptive) {
+  if (m.leaser && p.qid != UINT32_MAX) {
+    m.leaser->setProviderLimit(p.qid, provider.limit);         // the global ceiling
+    m.scheduler.setProviderLimit(p.sid, provider.limit, now);  // the shared adaptive rate is in the quota
+  } else if (provider.limit && provider.limit->rate_per_s > 0) {
+    if (p.adaptive)
       p.adaptive->setCeiling(provider.limit->rate_per_s, now);
-    } else {
-      AdaptiveRateOptions ao;
-      ao.ceiling = provider.limit->rate_per_s;
-      ao.floor = std::min(1.0, provider.limit->rate_per_s);
-      p.adaptive.emplace(ao, now);
-    }
+    else
+      p.adaptive.emplace(m.adaptiveFor(provider.limit->rate_per_s), now);
     p.applied_rate = p.adaptive->rate(now);
-    m.scheduler.setProviderLimit(p.sid, RateLimit{p.applied_rate, provider.limit->burst}, now);
+    m.scheduler.setProviderLimit(p.sid, scaledLimit(*provider.limit, p.applied_rate), now);
   } else {
     p.adaptive.reset();
     m.scheduler.setProviderLimit(p.sid, provider.limit, now);
@@ -763,6 +786,25 @@ WorkerStats WorkerCore::stats() const {
   s.unrecorded = impl_->unrecorded();
   if (impl_->leaser) s.quota = impl_->leaser->metrics();
   return s;
+}
+
+std::vector<ProviderStats> WorkerCore::providerStats(MonoTime now) const {
+  std::vector<ProviderStats> out;
+  for (const auto& [id, p] : impl_->providers) {
+    ProviderStats s;
+    s.id = id;
+    if (p->info.limit) s.ceiling = p->info.limit->rate_per_s;
+    s.paused = now < p->paused_until;
+    if (p->adaptive) s.effective = p->adaptive->rate(now);
+    if (impl_->leaser && p->qid != UINT32_MAX) {
+      s.effective = impl_->leaser->effectiveRate(p->qid);
+      s.paused = s.paused || now < impl_->leaser->pausedUntil(p->qid);
+    }
+    s.throttled = p->throttled;
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const ProviderStats& a, const ProviderStats& b) { return a.id < b.id; });
+  return out;
 }
 
 std::vector<CampaignStats> WorkerCore::campaignStats() const {

@@ -35,6 +35,9 @@ expect_refusal "--redis '127.0.0.1:99999': expected HOST:PORT" "${ok[@]}" --sink
 expect_refusal "--quota-degraded 'maybe': expected local-share or stop" "${ok[@]}" --quota-degraded maybe
 expect_refusal "--live-workers: must be at least 1" "${ok[@]}" --live-workers 0
 expect_refusal "--redis-cluster: give the cluster's nodes" "${ok[@]}" --redis-cluster
+expect_refusal "--adaptive-decrease 1: expected a number above 0 and below 1" "${ok[@]}" --adaptive-decrease 1
+expect_refusal "--adaptive-floor -1: expected a rate >= 0" "${ok[@]}" --adaptive-floor -1
+expect_refusal "--latency-threshold-ms: must be 0 (off) or more" "${ok[@]}" --latency-threshold-ms -5
 
 # A PostgreSQL that is not there: a start-up failure (exit 1) with the reason.
 set +e

@@ -193,7 +193,7 @@ TEST(RedisQuota, RedisKilledAndRestartedMidRunDegradesAndRecovers) {
   Scheduler scheduler(SchedulerOptions{});
   QuotaLeaser leaser(scheduler, *backend, lo, &log);
   const double rate = 1000, burst = 50;
-  const std::uint32_t p = leaser.addProvider({"gw", RateLimit{rate, burst}, DegradedMode::kLocalShare});
+  const std::uint32_t p = leaser.addProvider({"gw", RateLimit{rate, burst}, DegradedMode::kLocalShare, std::nullopt});
   auto clock = makeSteadyTimeSource();
   const MonoTime start = clock->now();
   const CampaignId id = leaser.addCampaign({"a", std::nullopt, 1.0, p}, start);
@@ -225,7 +225,10 @@ TEST(RedisQuota, RedisKilledAndRestartedMidRunDegradesAndRecovers) {
   EXPECT_FALSE(leaser.degraded(p));
   EXPECT_EQ(log.events, (std::vector<bool>{true, false}));
   const auto secs = [](Nanos d) { return std::chrono::duration<double>(d).count(); };
-  const double lease = std::ceil(rate / 2 * 0.05);
+  // One lease: this worker's share of the rate over the lease horizon. It may
+  // be held, not yet spent (a lease is spent over the horizon's refill part),
+  // when Redis goes away, and is spent after.
+  const double lease = std::ceil(rate / 2 * std::chrono::duration<double>(lo.horizon).count());
   // Up: within the global bucket (plus the one lease held across the switch).
   EXPECT_LE(static_cast<double>(sent_up1), rate * secs(killed_at - start) + burst + lease);
   // Down: the local share, 1000 * 0.5 / 2 = 250/s, plus leases already held.
@@ -234,6 +237,62 @@ TEST(RedisQuota, RedisKilledAndRestartedMidRunDegradesAndRecovers) {
   // After the restart the bucket came back empty: no catch-up burst.
   EXPECT_LE(static_cast<double>(sent_up2), rate * secs(clock->now() - restarted_at) + lease);
   EXPECT_GE(backend->stats().connects, 2u);
+}
+
+
+// The adaptive provider rate and its pause live in Redis beside the buckets:
+// one worker's report slows and pauses the provider for a worker on another
+// connection, and the climb after the pause follows AdaptiveRate's.
+TEST(RedisQuota, AThrottleReportPausesAndSlowsTheProviderForEveryWorker) {
+  RedisServer server;
+  auto w1 = makeRedisQuotaBackend(optionsFor(server));
+  auto w2 = makeRedisQuotaBackend(optionsFor(server));
+  w1->connect();
+  w2->connect();
+  auto req = [](std::uint64_t want, Nanos throttled) {
+    LeaseRequest r = request("sms", {{"c:a", {1e6, 1e6}}, {"p", {400, 40}}}, want);
+    r.adaptive = AdaptiveLevel{1, AdaptiveRateOptions{}, throttled};
+    return r;
+  };
+  LeaseReply r = one(*w1, req(10, Nanos{-1}));
+  ASSERT_EQ(r.status, QuotaStatus::kOk);
+  EXPECT_EQ(r.granted, 10u);
+  EXPECT_DOUBLE_EQ(r.effective_rate, 400.0);
+  EXPECT_EQ(r.paused, Nanos{0});
+
+  const std::int64_t a0 = redisMicros(server);
+  r = one(*w1, req(0, milliseconds(300)));  // a 429 with Retry-After 0.3 s
+  const std::int64_t b0 = redisMicros(server);
+  ASSERT_EQ(r.status, QuotaStatus::kOk);
+  EXPECT_DOUBLE_EQ(r.effective_rate, 200.0);
+  EXPECT_GT(r.paused, milliseconds(250));
+  EXPECT_LE(r.paused, milliseconds(300));
+  // Worker 2, on its own connection: paused, nothing granted.
+  r = one(*w2, req(10, Nanos{-1}));
+  ASSERT_EQ(r.status, QuotaStatus::kOk);
+  EXPECT_EQ(r.granted, 0u);
+  EXPECT_GT(r.paused, Nanos{0});
+  EXPECT_EQ(r.next_token, r.paused);
+  // A second report within the hold (250 ms) does not halve again.
+  r = one(*w2, req(0, milliseconds(100)));
+  EXPECT_DOUBLE_EQ(r.effective_rate, 200.0);
+  EXPECT_NE(server.command("PTTL pacer:{sms}:a"), "-2");
+
+  std::this_thread::sleep_for(milliseconds(500));
+  const std::int64_t a = redisMicros(server);
+  r = one(*w2, req(100, Nanos{-1}));
+  const std::int64_t b = redisMicros(server);
+  ASSERT_EQ(r.status, QuotaStatus::kOk);
+  EXPECT_EQ(r.paused, Nanos{0});
+  // Out of the pause since (report time + 0.3 s), climbing at a quarter of
+  // the ceiling (100/s) per second from 200 (below 283, the fast segment).
+  const double lo = 200 + 100 * (static_cast<double>(a - b0) / 1e6 - 0.3);
+  const double hi = 200 + 100 * (static_cast<double>(b - a0) / 1e6 - 0.3);
+  EXPECT_GE(r.effective_rate, lo - 0.01);
+  EXPECT_LE(r.effective_rate, hi + 0.01);
+  // The bucket's burst shrank with the rate: 40 * rate / 400, about 20-25.
+  EXPECT_GE(r.granted, 18u);
+  EXPECT_LE(r.granted, 26u);
 }
 
 }  // namespace

@@ -97,5 +97,58 @@ TEST(LocalQuotaBackend, GrantsStayWithinRateTimesTimePlusBurstOverThousandsOfTic
   EXPECT_GE(static_cast<double>(total), rate * 20.0 * 0.99);
 }
 
+
+// An adaptive provider level: requests carry the provider's AIMD settings;
+// the state is the scope's, whoever asks.
+LeaseRequest adaptiveReq(std::uint64_t want, Nanos throttled = Nanos{-1}) {
+  LeaseRequest r = req(want, {1e6, 1e6}, RateLimit{400, 40});
+  r.adaptive = AdaptiveLevel{1, AdaptiveRateOptions{}, throttled};
+  return r;
+}
+
+TEST(LocalQuotaBackend, AThrottleReportSlowsAndPausesTheScopeForEveryRequest) {
+  auto b = makeLocalQuotaBackend();
+  const MonoTime t0 = MonoTime{} + std::chrono::seconds(10);
+  LeaseReply r = one(*b, adaptiveReq(10), t0);
+  EXPECT_EQ(r.granted, 10u);
+  EXPECT_DOUBLE_EQ(r.effective_rate, 400.0);
+  EXPECT_EQ(r.paused, Nanos{0});
+  // One worker reports a 429 with Retry-After 1 s: halved, paused.
+  r = one(*b, adaptiveReq(0, std::chrono::seconds(1)), t0);
+  EXPECT_DOUBLE_EQ(r.effective_rate, 200.0);
+  EXPECT_EQ(r.paused, std::chrono::seconds(1));
+  // Another worker, half-way through: nothing, and told how long is left.
+  r = one(*b, adaptiveReq(10), t0 + milliseconds(500));
+  EXPECT_EQ(r.granted, 0u);
+  EXPECT_EQ(r.paused, milliseconds(500));
+  EXPECT_EQ(r.next_token, milliseconds(500));
+  EXPECT_DOUBLE_EQ(r.effective_rate, 200.0) << "no climb during a pause";
+  // After it: the bucket's burst shrank with the rate (40 * 200/400 = 20).
+  r = one(*b, adaptiveReq(100), t0 + milliseconds(1001));
+  EXPECT_EQ(r.paused, Nanos{0});
+  EXPECT_GE(r.granted, 19u);
+  EXPECT_LE(r.granted, 21u);
+}
+
+TEST(LocalQuotaBackend, ReportsWithinTheHoldDecreaseOnceAndTheRateClimbsBackToTheCeiling) {
+  auto b = makeLocalQuotaBackend();
+  const MonoTime t0 = MonoTime{} + std::chrono::seconds(10);
+  one(*b, adaptiveReq(0, Nanos{0}), t0);
+  LeaseReply r = one(*b, adaptiveReq(0, Nanos{0}), t0 + milliseconds(100));
+  // 200, climbing 100/s (a quarter of the ceiling) for 0.1 s; no second halving.
+  EXPECT_NEAR(r.effective_rate, 210.0, 1e-6) << "several workers' 429s of one burst count once";
+  r = one(*b, adaptiveReq(0, Nanos{0}), t0 + milliseconds(400));
+  EXPECT_NEAR(r.effective_rate, 120.0, 1e-6) << "past the hold it halves again (from 240)";
+  // Healthy from here: fast, then the plateau, then fast to the ceiling, never above.
+  double last = r.effective_rate;
+  for (int s = 1; s <= 60; ++s) {
+    r = one(*b, adaptiveReq(0), t0 + milliseconds(400) + std::chrono::seconds(s));
+    EXPECT_GE(r.effective_rate, last);
+    EXPECT_LE(r.effective_rate, 400.0);
+    last = r.effective_rate;
+  }
+  EXPECT_DOUBLE_EQ(last, 400.0);
+}
+
 }  // namespace
 }  // namespace pacer

@@ -72,7 +72,7 @@ TEST(QuotaLeaser, OneBatchPerRefreshForEveryActiveCampaignRunningLow) {
   LeaseOptions o;
   o.horizon = milliseconds(50);
   Worker w(backend, o);
-  const std::uint32_t p = w.leaser.addProvider({"sms", RateLimit{1000, 100}, DegradedMode::kLocalShare});
+  const std::uint32_t p = w.leaser.addProvider({"sms", RateLimit{1000, 100}, DegradedMode::kLocalShare, std::nullopt});
   std::vector<CampaignId> ids;
   for (int i = 0; i < 5; ++i)
     ids.push_back(w.leaser.addCampaign({"c" + std::to_string(i), RateLimit{100, 10}, 1.0, p}, MonoTime{}));
@@ -121,7 +121,7 @@ std::vector<std::uint64_t> runShared(QuotaBackend& backend, int workers, int cam
   for (int i = 0; i < workers; ++i) {
     o.seed = static_cast<std::uint64_t>(i) + 1;  // as separate processes would be
     ws.push_back(std::make_unique<Worker>(backend, o));
-    const std::uint32_t p = ws.back()->leaser.addProvider({"gw", RateLimit{rate, burst}, DegradedMode::kLocalShare});
+    const std::uint32_t p = ws.back()->leaser.addProvider({"gw", RateLimit{rate, burst}, DegradedMode::kLocalShare, std::nullopt});
     for (int c = 0; c < campaigns_each; ++c) {
       const CampaignId id = ws.back()->leaser.addCampaign({"c" + std::to_string(c), std::nullopt, 1.0, p}, MonoTime{});
       ws.back()->scheduler.addBacklog(id, kEndless);
@@ -249,7 +249,7 @@ TEST(QuotaLeaser, RateChangeMidRunTakesEffect) {
   LeaseOptions o;
   o.horizon = milliseconds(50);  // small leases, so calendar seconds show the rate closely
   Worker w(backend, o);
-  const std::uint32_t p = w.leaser.addProvider({"gw", RateLimit{400, 40}, DegradedMode::kLocalShare});
+  const std::uint32_t p = w.leaser.addProvider({"gw", RateLimit{400, 40}, DegradedMode::kLocalShare, std::nullopt});
   const CampaignId id = w.leaser.addCampaign({"a", std::nullopt, 1.0, p}, MonoTime{});
   w.scheduler.addBacklog(id, kEndless);
   std::vector<std::uint64_t> per_s(20, 0);
@@ -269,7 +269,7 @@ TEST(QuotaLeaser, UnavailableQuotaSwitchesToLocalShareWithin100MsAndBack) {
   o.safety_factor = 0.5;
   o.horizon = milliseconds(50);  // small leases, so calendar seconds show the rate closely
   Worker w(backend, o, &observer);
-  const std::uint32_t p = w.leaser.addProvider({"gw", RateLimit{1000, 100}, DegradedMode::kLocalShare});
+  const std::uint32_t p = w.leaser.addProvider({"gw", RateLimit{1000, 100}, DegradedMode::kLocalShare, std::nullopt});
   const CampaignId id = w.leaser.addCampaign({"a", std::nullopt, 1.0, p}, MonoTime{});
   w.scheduler.addBacklog(id, kEndless);
   int entered_at = -1;
@@ -301,7 +301,7 @@ TEST(QuotaLeaser, UnavailableQuotaSwitchesToLocalShareWithin100MsAndBack) {
 TEST(QuotaLeaser, StopModeSendsNothingBeyondLeasesHeld) {
   FlakyBackend backend;
   Worker w(backend, LeaseOptions{});
-  const std::uint32_t p = w.leaser.addProvider({"gw", RateLimit{1000, 100}, DegradedMode::kStop});
+  const std::uint32_t p = w.leaser.addProvider({"gw", RateLimit{1000, 100}, DegradedMode::kStop, std::nullopt});
   const CampaignId id = w.leaser.addCampaign({"a", std::nullopt, 1.0, p}, MonoTime{});
   w.scheduler.addBacklog(id, kEndless);
   for (int ms = 0; ms < 1000; ms += 5) w.tick(MonoTime{} + milliseconds(ms));
@@ -317,15 +317,109 @@ TEST(QuotaLeaser, StopModeSendsNothingBeyondLeasesHeld) {
 TEST(QuotaLeaser, RefusesBadConfiguration) {
   FlakyBackend backend;
   Worker w(backend, LeaseOptions{});
-  EXPECT_THROW(w.leaser.addProvider({"gw", RateLimit{-1, 10}, DegradedMode::kStop}), SchedulerError);
-  EXPECT_THROW(w.leaser.addProvider({"gw", RateLimit{std::nan(""), 10}, DegradedMode::kStop}), SchedulerError);
-  EXPECT_THROW(w.leaser.addProvider({"g{w}", RateLimit{1, 10}, DegradedMode::kStop}), SchedulerError);
+  EXPECT_THROW(w.leaser.addProvider({"gw", RateLimit{-1, 10}, DegradedMode::kStop, std::nullopt}), SchedulerError);
+  EXPECT_THROW(w.leaser.addProvider({"gw", RateLimit{std::nan(""), 10}, DegradedMode::kStop, std::nullopt}), SchedulerError);
+  EXPECT_THROW(w.leaser.addProvider({"g{w}", RateLimit{1, 10}, DegradedMode::kStop, std::nullopt}), SchedulerError);
   EXPECT_THROW(w.leaser.addCampaign({"a", RateLimit{-5, 1}, 1.0, UINT32_MAX}, MonoTime{}), SchedulerError);
   EXPECT_THROW(w.leaser.addCampaign({"a", std::nullopt, 1.0, 99}, MonoTime{}), SchedulerError);
   LeaseOptions bad;
   bad.live_workers = 0;
   Scheduler s(SchedulerOptions{});
   EXPECT_THROW(QuotaLeaser(s, backend, bad), SchedulerError);
+}
+
+
+// A provider that throttles one worker is slowed and paused for all: the
+// report goes to the shared state with the next refresh; the other worker
+// hears of the pause at its next request and drops the leases it holds.
+TEST(QuotaLeaser, OneWorkersThrottleReportPausesEveryWorkerAndHalvesTheSharedRate) {
+  QuotaBackendPtr backend = makeLocalQuotaBackend();
+  LeaseOptions o;
+  o.live_workers = 2;
+  std::vector<std::unique_ptr<Worker>> ws;
+  std::vector<std::uint32_t> pid;
+  for (int i = 0; i < 2; ++i) {
+    o.seed = static_cast<std::uint64_t>(i) + 1;
+    ws.push_back(std::make_unique<Worker>(*backend, o));
+    pid.push_back(
+        ws.back()->leaser.addProvider({"gw", RateLimit{400, 40}, DegradedMode::kLocalShare, AdaptiveRateOptions{}}));
+    const CampaignId id = ws.back()->leaser.addCampaign({"c", std::nullopt, 1.0, pid.back()}, MonoTime{});
+    ws.back()->scheduler.addBacklog(id, kEndless);
+  }
+  const Nanos tick = milliseconds(5);
+  std::vector<std::uint64_t> per_ms(6001, 0);
+  const MonoTime t0{};
+  const Nanos report_at = seconds(2);
+  std::optional<double> during[2];
+  for (Nanos t{0}; t < seconds(6); t += tick) {
+    if (t == report_at) ws[0]->leaser.reportThrottle(pid[0], seconds(1));  // worker 0 got a 429, Retry-After 1 s
+    if (t == report_at + milliseconds(500))
+      for (int i = 0; i < 2; ++i) during[i] = ws[static_cast<std::size_t>(i)]->leaser.effectiveRate(pid[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < 2; ++i) {
+      const Nanos phase = t + tick * i / 2;  // staggered, as two processes
+      per_ms[static_cast<std::size_t>(phase / milliseconds(1))] += ws[static_cast<std::size_t>(i)]->tick(t0 + phase);
+    }
+  }
+  auto sum = [&](int from_ms, int to_ms) {
+    std::uint64_t n = 0;
+    for (int ms = from_ms; ms < to_ms; ++ms) n += per_ms[static_cast<std::size_t>(ms)];
+    return n;
+  };
+  EXPECT_GE(sum(1000, 2000), 370u) << "both workers together use most of the provider's 400/s before";
+  // Worker 1 may spend what it holds until its next request (at most its
+  // lease, ceil(400 / 2 * 250 ms) = 50), then hears of the pause.
+  EXPECT_LE(sum(2000, 2300), 50u);
+  EXPECT_EQ(sum(2300, 3000), 0u) << "the pause holds for every worker";
+  EXPECT_EQ(ws[1]->leaser.metrics().shared_pauses, 1u);
+  EXPECT_EQ(ws[0]->leaser.metrics().throttle_reports, 1u);
+  // Half-way through the pause both workers know the shared rate is 200.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(during[i].has_value()) << i;
+    EXPECT_DOUBLE_EQ(*during[i], 200.0) << i;
+  }
+  // After it the shared rate climbs from 200 (by 100/s per second; a 429 at
+  // the ceiling has no plateau): the next second carries about 250, not 400,
+  // and the burst shrank to 20.
+  const std::uint64_t after = sum(3005, 4005);
+  EXPECT_GE(after, 200u);
+  EXPECT_LE(after, 300u);
+}
+
+TEST(QuotaLeaser, ASlowReportLowersTheSharedRateWithoutAPause) {
+  QuotaBackendPtr backend = makeLocalQuotaBackend();
+  Worker w(*backend, LeaseOptions{});
+  const std::uint32_t p = w.leaser.addProvider({"gw", RateLimit{400, 40}, DegradedMode::kLocalShare, AdaptiveRateOptions{}});
+  const CampaignId id = w.leaser.addCampaign({"c", std::nullopt, 1.0, p}, MonoTime{});
+  w.scheduler.addBacklog(id, kEndless);
+  std::uint64_t sent = 0;
+  for (int ms = 0; ms < 1000; ms += 5) sent += w.tick(MonoTime{} + milliseconds(ms));
+  EXPECT_DOUBLE_EQ(*w.leaser.effectiveRate(p), 400.0);
+  w.leaser.reportSlow(p);
+  std::uint64_t after = 0;
+  for (int ms = 1000; ms < 2000; ms += 5) after += w.tick(MonoTime{} + milliseconds(ms));
+  EXPECT_LT(*w.leaser.effectiveRate(p), 320.0);
+  EXPECT_GT(after, 150u) << "no pause: it keeps sending, slower";
+  EXPECT_LT(after, 330u);
+  EXPECT_EQ(w.leaser.pausedUntil(p), MonoTime{});
+}
+
+
+// A lease is spent evenly until the next one is due, not in one tick: whole
+// leases spent at once by several workers reach the provider as bursts.
+TEST(QuotaLeaser, ALeaseIsSpentEvenlyNotInOneTick) {
+  FlakyBackend backend;
+  Worker w(backend, LeaseOptions{});
+  const std::uint32_t p = w.leaser.addProvider({"gw", RateLimit{400, 40}, DegradedMode::kLocalShare, std::nullopt});
+  const CampaignId id = w.leaser.addCampaign({"c", std::nullopt, 1.0, p}, MonoTime{});
+  w.scheduler.addBacklog(id, kEndless);
+  std::vector<std::uint64_t> per_ms(3000, 0);
+  for (int ms = 0; ms < 3000; ms += 5) per_ms[static_cast<std::size_t>(ms)] = w.tick(MonoTime{} + milliseconds(ms));
+  // Leases of 100 (400/s * 250 ms) spread over 125 ms: 800/s, 4 per tick,
+  // at most 20 ms worth (16) after a pause. Without the spread, 40 or more.
+  EXPECT_LE(testing::maxWindowSum(std::vector<std::uint64_t>(per_ms.begin() + 1000, per_ms.end()), 5), 16u);
+  std::uint64_t total = 0;
+  for (int ms = 1000; ms < 3000; ++ms) total += per_ms[static_cast<std::size_t>(ms)];
+  EXPECT_GE(total, 780u) << "and the worker still uses the whole rate";
 }
 
 }  // namespace

@@ -472,6 +472,33 @@ TEST_F(WorkerCoreTest, ABurstBelowOneStepOfTheRateCapsTheRate) {
   EXPECT_NEAR(static_cast<double>(sink_.submitted.size()), 400.0, 2.0);  // one per 5 ms step
 }
 
+// With a latency threshold, a slow answer lowers the provider's adaptive
+// rate (once per hold) without pausing it.
+TEST_F(WorkerCoreTest, SlowAnswersLowerTheProvidersEffectiveRateWithoutAPause) {
+  WorkerOptions o;
+  o.adaptive.latency_threshold = milliseconds(500);
+  make(o);
+  core_->upsertProvider(ProviderInfo{"sms", RateLimit{1000, 100}}, clock_.now());
+  core_->upsertCampaign(campaign("a", std::nullopt, 1, "sms"), clock_.now());
+  Nanos latency = milliseconds(100);
+  sink_.answer = [&](const Message&) {
+    SendResult r;
+    r.latency = latency;
+    return r;
+  };
+  for (int i = 0; i < 100; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(milliseconds(50));
+  auto effective = [&] { return *core_->providerStats(clock_.now()).at(0).effective; };
+  EXPECT_DOUBLE_EQ(effective(), 1000.0) << "answers under the threshold change nothing";
+  latency = milliseconds(800);
+  for (int i = 100; i < 200; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(milliseconds(200));
+  EXPECT_LT(effective(), 600.0) << "halved by slow answers (once: the hold is 250 ms)";
+  EXPECT_GT(effective(), 450.0);
+  EXPECT_FALSE(core_->providerStats(clock_.now()).at(0).paused);
+  EXPECT_EQ(sink_.submitted.size(), 200u) << "slow is not a refusal: everything was sent";
+}
+
 // Workers sharing a global quota (here the in-process backend, as Redis would
 // be shared): together they stay within the campaign's and the provider's
 // rate, where each alone would have sent the full rate.
@@ -538,6 +565,71 @@ TEST(WorkerCoreQuota, TwoWorkersShareAProviderRateAcrossCampaigns) {
   const auto per_ms = runPair(shared.get(), campaigns, sms, 3000, 10);
   EXPECT_LE(static_cast<double>(testing::maxWindowSum(per_ms, 1000)), bound);
   EXPECT_GE(static_cast<double>(total(per_ms)), 0.95 * 150 * 10);
+}
+
+
+// One worker's 429 pauses the provider for the other worker too (through the
+// shared quota), and both see the provider's shared rate halved.
+TEST(WorkerCoreQuota, A429AtOneWorkerPausesTheProviderAtEveryWorker) {
+  QuotaBackendPtr shared = makeLocalQuotaBackend();
+  const MonoTime t0{};
+  std::vector<std::unique_ptr<QuotaWorker>> ws;
+  for (int w = 0; w < 2; ++w) {
+    ws.push_back(std::make_unique<QuotaWorker>(shared.get(), static_cast<std::uint64_t>(w) + 1, t0));
+    ws.back()->core->upsertProvider(ProviderInfo{"sms", RateLimit{200, 20}}, t0);
+    ws.back()->core->upsertCampaign(campaign("c" + std::to_string(w), std::nullopt, 1, "sms"), t0);
+    for (int i = 0; i < 5000; ++i) ws.back()->core->offer(raw(i, "c" + std::to_string(w), w), t0);
+  }
+  bool throttle = false;
+  int now_ms = 0, throttled_ms = -1;
+  ws[0]->sink.answer = [&](const Message&) {
+    SendResult r;
+    if (throttle) {
+      throttle = false;
+      throttled_ms = now_ms;
+      r.outcome = SendOutcome::kRetry;
+      r.status = 429;
+      r.retry_after = seconds(2);
+    }
+    return r;
+  };
+  std::vector<std::uint64_t> sent_by[2];
+  std::size_t before[2] = {0, 0};
+  std::vector<ProviderStats> during[2];
+  for (int ms = 0; ms < 6000; ms += 5) {
+    if (ms == 2000) throttle = true;  // worker 0's next send is answered 429, Retry-After 2 s
+    now_ms = ms;
+    if (ms == 3000)
+      for (int w = 0; w < 2; ++w) during[w] = ws[static_cast<std::size_t>(w)]->core->providerStats(t0 + milliseconds(ms));
+    for (int w = 0; w < 2; ++w) {
+      QuotaWorker& q = *ws[static_cast<std::size_t>(w)];
+      q.core->step(t0 + milliseconds(ms) + std::chrono::microseconds(2500 * w));
+      sent_by[w].push_back(q.sink.submitted.size() - before[w]);
+      before[w] = q.sink.submitted.size();
+    }
+  }
+  auto sum = [&](int w, int from_ms, int to_ms) {
+    std::uint64_t n = 0;
+    for (int ms = from_ms; ms < to_ms; ms += 5) n += sent_by[w][static_cast<std::size_t>(ms / 5)];
+    return n;
+  };
+  EXPECT_GT(sum(1, 1000, 2000), 50u) << "worker 1 sends its share before";
+  ASSERT_GE(throttled_ms, 2000);
+  const int t = throttled_ms;  // the rest of that step's sends went out with it
+  // Worker 1 spends what it holds (at most ceil(200 / 2 * 250 ms) = 25) until
+  // its next request tells it of the pause.
+  EXPECT_LE(sum(1, t, t + 500), 25u);
+  EXPECT_EQ(sum(1, t + 500, t + 1900), 0u) << "worker 1 honours worker 0's Retry-After";
+  EXPECT_EQ(sum(0, t + 5, t + 1900), 0u);
+  EXPECT_GT(sum(0, 4100, 6000) + sum(1, 4100, 6000), 100u) << "both resume after it";
+  for (int w = 0; w < 2; ++w) {  // in the pause: halved and paused for both
+    const std::vector<ProviderStats>& ps = during[w];
+    ASSERT_EQ(ps.size(), 1u);
+    ASSERT_TRUE(ps[0].effective.has_value());
+    EXPECT_DOUBLE_EQ(*ps[0].effective, 100.0) << "the shared rate was halved from 200 for worker " << w;
+    EXPECT_TRUE(ps[0].paused) << w;
+  }
+  EXPECT_EQ(ws[1]->core->stats().quota.shared_pauses, 1u);
 }
 
 }  // namespace
