@@ -1,13 +1,14 @@
 // pacerctl's pure half: what an operator may type (ids, rates, bursts,
 // weights), which campaign state changes are allowed, the NOTIFY payload,
-// how a connection string is shown without its password, and the error
-// kinds with the exit code each one means. No I/O; unit-tested.
+// and the error kinds with the exit code each one means. No I/O; unit-tested.
 #pragma once
 
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+
+#include "pacer/conninfo.h"  // redactConninfo, used with these
 
 namespace pacer::control {
 
@@ -101,13 +102,5 @@ Transition decideTransition(CampaignAction action, std::string_view state, std::
 
 // The NOTIFY payload: {"kind":"campaign","id":"c1","change":"set-rate"}.
 std::string notifyPayload(std::string_view kind, std::string_view id, std::string_view change);
-
-// `conninfo` (keyword=value or a postgresql:// URI) with any password
-// replaced by ***. Something it cannot parse is hidden whole.
-std::string redactConninfo(std::string_view conninfo);
-// Whether redactConninfo could parse `conninfo` (libpq's keyword syntax, or a URL).
-bool conninfoParses(std::string_view conninfo);
-// `conninfo` with connect_timeout=`seconds` added, unless it has one.
-std::string withConnectTimeout(const std::string& conninfo, int seconds);
 
 }  // namespace pacer::control
