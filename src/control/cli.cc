@@ -61,16 +61,17 @@ struct Session {
   std::ostream& out;
   std::ostream& err;
   const CliEnvironment& env;
-  std::string postgres;
+  std::optional<std::string> postgres;  // --postgres, else env.postgres
   int connect_timeout_s = 5;
   bool json = false;
   std::unique_ptr<PgControl> control;
 
   PgControl& db() {
     if (control) return *control;
-    const std::string conninfo = postgres.empty() ? env.postgres.value_or("") : postgres;
+    const std::string conninfo = postgres ? *postgres : env.postgres.value_or("");
     if (conninfo.empty())
-      throw InvalidValueError("no PostgreSQL given: pass --postgres CONNINFO or set PACER_POSTGRES");
+      throw InvalidValueError(postgres ? "--postgres: empty; give a connection string"
+                                       : "no PostgreSQL given: pass --postgres CONNINFO or set PACER_POSTGRES");
     if (connect_timeout_s < 1) throw InvalidValueError("--connect-timeout: must be at least 1 second");
     if (!conninfoParses(conninfo))
       throw InvalidValueError(
@@ -88,19 +89,22 @@ struct Session {
   void emit(const Json& j) { out << j.dump(2) << '\n'; }
 };
 
-// The values the commands take, as typed; checked by each command.
+// The values the commands take, as typed; checked by each command. Absent
+// and empty differ: `--rate "$UNSET"` is refused, not taken as the default.
 struct Values {
   std::string id;
-  std::string rate;
-  std::string burst;
-  std::string weight;
-  std::string provider;
-  std::string name;
+  std::optional<std::string> rate;
+  std::optional<std::string> burst;
+  std::optional<std::string> weight;
+  std::optional<std::string> provider;
+  std::optional<std::string> name;
 };
 
-std::optional<double> optionalBurst(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  return parseBurst(text, "--burst");
+// An option whose value lands in `to`, so that "not given" stays nullopt.
+CLI::Option* optionalText(CLI::App* cmd, const std::string& name, std::optional<std::string>& to,
+                          const std::string& help) {
+  return cmd->add_option_function<std::string>(
+      name, [&to](const std::string& text) { to = text; }, help);
 }
 
 void printCampaignList(Session& s, const std::vector<CampaignRow>& rows) {
@@ -184,7 +188,7 @@ void printProviderList(Session& s, const std::vector<ProviderRow>& rows) {
 }
 
 void printStatus(Session& s, const StatusReport& r) {
-  const std::string shown = redactConninfo(s.postgres.empty() ? s.env.postgres.value_or("") : s.postgres);
+  const std::string shown = redactConninfo(s.postgres ? *s.postgres : s.env.postgres.value_or(""));
   if (s.json) {
     Json campaigns = Json::object();
     std::int64_t total = 0;
@@ -225,9 +229,9 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
   app.footer(kExitCodes);
   app.fallthrough();  // --postgres and --json also after the command
   app.require_subcommand(1);
-  app.add_option("--postgres", s.postgres,
-                 "libpq connection string or postgresql:// URL (default: $PACER_POSTGRES); its password is never "
-                 "printed");
+  optionalText(&app, "--postgres", s.postgres,
+               "libpq connection string or postgresql:// URL (default: $PACER_POSTGRES); its password is never "
+               "printed");
   app.add_flag("--json", s.json, "JSON on stdout instead of tables, for scripts");
   app.add_option("--connect-timeout", s.connect_timeout_s, "seconds to wait for PostgreSQL")->capture_default_str();
 
@@ -238,14 +242,15 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
   };
   const auto limitArgs = [&](CLI::App* cmd, bool rate_positional) {
     if (rate_positional)
-      cmd->add_option("rate", v.rate, "messages per second, or unlimited")->required();
+      optionalText(cmd, "rate", v.rate, "messages per second, or unlimited")->required();
     else
-      cmd->add_option("--rate", v.rate, "messages per second, or unlimited (default: unlimited)");
-    cmd->add_option("--burst", v.burst,
-                    "messages that may go at once, >= 1 (default: ceil(rate / 100) + 1, 10 ms of the rate)");
+      optionalText(cmd, "--rate", v.rate, "messages per second, or unlimited (default: unlimited)");
+    optionalText(cmd, "--burst", v.burst,
+                 "messages that may go at once, >= 1 (default: ceil(rate / 100) + 1, 10 ms of the rate)");
   };
   const auto limit = [&](std::string_view rate_flag) {
-    return makeLimit(v.rate.empty() ? std::nullopt : parseRate(v.rate, rate_flag), optionalBurst(v.burst));
+    return makeLimit(v.rate ? parseRate(*v.rate, rate_flag) : std::nullopt,
+                     v.burst ? std::optional<double>(parseBurst(*v.burst, "--burst")) : std::nullopt);
   };
 
   CLI::App* campaign = app.add_subcommand("campaign", "create, list, show and change campaigns");
@@ -254,19 +259,19 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
   CLI::App* c_create = campaign->add_subcommand("create", "add a campaign (state active)");
   idArg(c_create, "campaign");
   limitArgs(c_create, false);
-  c_create->add_option("--weight", v.weight, "share of the sink against other campaigns, > 0 (default 1)");
-  c_create->add_option("--provider", v.provider, "the provider whose limit it shares (default: none)");
-  c_create->add_option("--name", v.name, "a name for people (default: empty)");
+  optionalText(c_create, "--weight", v.weight, "share of the sink against other campaigns, > 0 (default 1)");
+  optionalText(c_create, "--provider", v.provider, "the provider whose limit it shares (default: none)");
+  optionalText(c_create, "--name", v.name, "a name for people (default: empty)");
   commands[c_create] = [&] {
     NewCampaign nc;
     checkId(v.id, "campaign");
     nc.id = v.id;
-    checkName(v.name);
-    nc.name = v.name;
+    nc.name = v.name.value_or("");
+    checkName(nc.name);
     nc.limit = limit("--rate");
-    nc.weight = v.weight.empty() ? 1.0 : parseWeight(v.weight, "--weight");
-    if (!v.provider.empty()) checkId(v.provider, "provider");
-    nc.provider = v.provider;
+    nc.weight = v.weight ? parseWeight(*v.weight, "--weight") : 1.0;
+    if (v.provider) checkId(*v.provider, "provider");  // an empty one is refused, not taken as none
+    nc.provider = v.provider.value_or("");
     const CampaignRow c = s.db().createCampaign(nc);
     if (s.json) return s.emit(Json{{"change", "create"}, {"changed", true}, {"campaign", toJson(c)}});
     s.out << fmt::format("campaign '{}' created: state {}, send_rate {}, burst {}, weight {}, provider {}\n", c.id,

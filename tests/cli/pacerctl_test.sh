@@ -38,6 +38,7 @@ expect 2 "no PostgreSQL given: pass --postgres CONNINFO or set PACER_POSTGRES" c
 expect 2 "--postgres (or PACER_POSTGRES): not a libpq connection string" --postgres pacer status
 expect 2 "--rate '-1': a rate cannot be negative" --postgres "$nowhere" campaign create c1 --rate -1
 expect 2 "rate 'nan': not a finite number" --postgres "$nowhere" campaign set-rate c1 nan
+expect 2 "rate '': not a number" --postgres "$nowhere" campaign set-rate c1 "${UNSET_RATE:-}"
 expect 2 "--burst '0'" --postgres "$nowhere" provider create p --rate 5 --burst 0
 expect 2 "--weight '0'" --postgres "$nowhere" campaign create c1 --weight 0
 expect 2 "campaign id: must be UTF-8 text without control characters" --postgres "$nowhere" campaign show "$(printf 'a\tb')"

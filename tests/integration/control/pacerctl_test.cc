@@ -194,6 +194,18 @@ TEST_F(PacerctlTest, CampaignCreateRefusesInvalidValuesWithExitTwoBeforeWritingA
     EXPECT_EQ(r.code, 2) << r;
     EXPECT_THAT(r.err, HasSubstr(message)) << r;
   }
+  // Given but empty (`--rate "$UNSET"`) is refused, never taken as the default.
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"campaign", "create", "bad", "--rate", ""}, "--rate '': not a number"},
+           {{"campaign", "create", "bad", "--rate", "5", "--burst", ""}, "--burst ''"},
+           {{"campaign", "create", "bad", "--weight", ""}, "--weight ''"},
+           {{"campaign", "create", "bad", "--provider", ""}, "provider id: empty"},
+           {{"campaign", "set-rate", "bad", ""}, "rate '': not a number"},
+           {{"provider", "set-rate", "bad", ""}, "rate '': not a number"}}) {
+    const Outcome r = ctl(args);
+    EXPECT_EQ(r.code, 2) << r;
+    EXPECT_THAT(r.err, HasSubstr(message)) << r;
+  }
   const Outcome r = ctl({"campaign", "create", "tab\there"});
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_THAT(r.err, HasSubstr("campaign id: must be UTF-8 text without control characters"));
@@ -566,6 +578,10 @@ TEST_F(PacerctlTest, PostgresComesFromPacerPostgresWhenNotGiven) {
   r = ctlWith({"campaign", "list"}, CliEnvironment{});
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_THAT(r.err, HasSubstr("no PostgreSQL given: pass --postgres CONNINFO or set PACER_POSTGRES"));
+  // An empty --postgres is a mistake, not a request for the environment's.
+  r = ctlWith({"--postgres", "", "campaign", "list"}, CliEnvironment{conninfo_});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_THAT(r.err, HasSubstr("--postgres: empty"));
 }
 
 TEST_F(PacerctlTest, UsageErrorsExitTwoAndHelpExitsZero) {
