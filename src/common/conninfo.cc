@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <vector>
 
 namespace pacer {
 namespace {
@@ -20,8 +21,9 @@ constexpr std::string_view kHidden = "(connection string hidden: it could not be
 
 bool isUri(std::string_view s) { return s.starts_with("postgresql://") || s.starts_with("postgres://"); }
 
-// postgresql://user:secret@host:5432/db?password=secret -> the secrets as ***.
-std::string redactUri(std::string_view s) {
+// postgresql://user:secret@host:5432/db?password=secret -> the secrets as
+// ***; each secret as written goes to `secrets`.
+std::string redactUri(std::string_view s, std::vector<std::string_view>& secrets) {
   const std::size_t scheme_end = s.find("://") + 3;
   const std::size_t query = s.find('?', scheme_end);
   const std::string_view before_query = s.substr(0, query);
@@ -34,6 +36,7 @@ std::string redactUri(std::string_view s) {
     const std::size_t colon = user_info.find(':');
     out += s.substr(0, scheme_end);
     out += colon == std::string_view::npos ? user_info : fmt::format("{}:***", user_info.substr(0, colon));
+    if (colon != std::string_view::npos) secrets.push_back(user_info.substr(colon + 1));
     out += before_query.substr(at);
   } else {
     out += before_query;
@@ -48,9 +51,10 @@ std::string redactUri(std::string_view s) {
     if (!first) out += '&';
     first = false;
     const std::size_t eq = param.find('=');
-    if (eq != std::string_view::npos && equalsNoCase(param.substr(0, eq), "password"))
+    if (eq != std::string_view::npos && equalsNoCase(param.substr(0, eq), "password")) {
       out += fmt::format("{}=***", param.substr(0, eq));
-    else
+      secrets.push_back(param.substr(eq + 1));
+    } else
       out += param;
     if (amp == std::string_view::npos) break;
     rest = rest.substr(amp + 1);
@@ -58,8 +62,9 @@ std::string redactUri(std::string_view s) {
   return out;
 }
 
-// key=value key = 'quoted \' value' ... with password's value as ***.
-std::string redactKeywords(std::string_view s) {
+// key=value key = 'quoted \' value' ... with password's value as ***; the
+// value as written goes to `secrets`, and without its quotes.
+std::string redactKeywords(std::string_view s, std::vector<std::string_view>& secrets) {
   std::string out;
   std::size_t i = 0;
   const std::size_t n = s.size();
@@ -86,7 +91,14 @@ std::string redactKeywords(std::string_view s) {
       i = std::min(i, n);
     }
     out += s.substr(key_start, value_start - key_start);
-    out += equalsNoCase(key, "password") ? std::string_view("***") : s.substr(value_start, i - value_start);
+    const std::string_view value = s.substr(value_start, i - value_start);
+    if (equalsNoCase(key, "password")) {
+      out += "***";
+      secrets.push_back(value);
+      if (value.size() >= 2 && value.front() == '\'') secrets.push_back(value.substr(1, value.size() - 2));
+    } else {
+      out += value;
+    }
   }
   return out;
 }
@@ -94,7 +106,20 @@ std::string redactKeywords(std::string_view s) {
 }  // namespace
 
 std::string redactConninfo(std::string_view conninfo) {
-  return isUri(conninfo) ? redactUri(conninfo) : redactKeywords(conninfo);
+  std::vector<std::string_view> secrets;
+  return isUri(conninfo) ? redactUri(conninfo, secrets) : redactKeywords(conninfo, secrets);
+}
+
+std::string hidePasswords(std::string text, std::string_view conninfo) {
+  std::vector<std::string_view> secrets;
+  const std::string shown = isUri(conninfo) ? redactUri(conninfo, secrets) : redactKeywords(conninfo, secrets);
+  if (shown == kHidden) return "(message hidden: the connection string could not be parsed)";
+  for (std::string_view secret : secrets) {
+    if (secret.empty()) continue;
+    for (std::size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 3))
+      text.replace(at, secret.size(), "***");
+  }
+  return text;
 }
 
 bool conninfoParses(std::string_view conninfo) { return redactConninfo(conninfo) != kHidden; }

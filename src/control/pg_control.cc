@@ -103,6 +103,7 @@ std::string providerNotFound(const std::string& id) {
 }
 
 struct PgControl::Impl {
+  std::string conninfo;
   std::string shown;  // the conninfo without its password, for messages
   std::unique_ptr<pqxx::connection> conn;
   int schema_version = 0;
@@ -124,19 +125,22 @@ struct PgControl::Impl {
       throw UnreachableError(fmt::format(
           "the connection to PostgreSQL was lost while committing, so the change may or may not have been made; "
           "look with `pacerctl campaign show` / `pacerctl provider list` ({})",
-          oneLine(e.what())));
+          said(e)));
     } catch (const pqxx::broken_connection& e) {
-      throw unreachable(oneLine(e.what()));
+      throw unreachable(said(e));
     } catch (const pqxx::foreign_key_violation& e) {
       // A provider removed between the check and the insert.
-      throw NotFoundError(fmt::format("a provider named by the campaign does not exist ({})", oneLine(e.what())));
+      throw NotFoundError(fmt::format("a provider named by the campaign does not exist ({})", said(e)));
     } catch (const pqxx::sql_error& e) {
-      if (lostConnection(e.sqlstate())) throw unreachable(oneLine(e.what()));
-      throw DatabaseError(fmt::format("PostgreSQL refused the statement ({}): {}", e.sqlstate(), oneLine(e.what())));
+      if (lostConnection(e.sqlstate())) throw unreachable(said(e));
+      throw DatabaseError(fmt::format("PostgreSQL refused the statement ({}): {}", e.sqlstate(), said(e)));
     } catch (const pqxx::failure& e) {
-      throw unreachable(oneLine(e.what()));
+      throw unreachable(said(e));
     }
   }
+
+  // A library's message, on one line and without the connection's passwords.
+  std::string said(const std::exception& e) const { return hidePasswords(oneLine(e.what()), conninfo); }
 
   static std::string oneLine(std::string text) {
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
@@ -147,18 +151,12 @@ struct PgControl::Impl {
 };
 
 PgControl::PgControl(const ConnectOptions& options) : impl_(std::make_unique<Impl>()) {
+  impl_->conninfo = options.conninfo;
   impl_->shown = redactConninfo(options.conninfo);
-  const bool parsable = conninfoParses(options.conninfo);
   impl_->guarded([&] {
-    try {
-      impl_->conn = std::make_unique<pqxx::connection>(withConnectTimeout(options.conninfo, options.connect_timeout_s));
-    } catch (const pqxx::broken_connection& e) {
-      // libpq quotes pieces of a connection string it cannot parse, which
-      // may be a password: only its own words for one we could parse.
-      throw impl_->unreachable(parsable ? Impl::oneLine(e.what())
-                                        : "the connection string is not valid libpq syntax "
-                                          "(key=value ... or postgresql://user@host:port/db)");
-    }
+    // libpq's messages may quote pieces of the string: unreachable() hides
+    // its passwords, or the whole message when the string cannot be parsed.
+    impl_->conn = std::make_unique<pqxx::connection>(withConnectTimeout(options.conninfo, options.connect_timeout_s));
     pqxx::read_transaction tx(*impl_->conn);
     const bool has_table = tx.exec("SELECT to_regclass('pacer_schema_migrations') IS NOT NULL")[0][0].as<bool>();
     impl_->schema_version =

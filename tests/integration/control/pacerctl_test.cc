@@ -549,6 +549,13 @@ TEST_F(PacerctlTest, UnreachablePostgresExitsThreeWithoutThePassword) {
     EXPECT_THAT(r.err, HasSubstr("check --postgres (or PACER_POSTGRES)"));
     EXPECT_THAT(r.out + r.err, Not(HasSubstr("s3cret-pw"))) << r;
   }
+  // libpq quotes a badly percent-encoded token; when that is the password it is hidden.
+  {
+    const Outcome r = ctlWith({"--postgres", "postgresql://postgres:s3cret%zz@127.0.0.1/pacer", "status"}, {});
+    EXPECT_EQ(r.code, 3) << r;
+    EXPECT_THAT(r.err, HasSubstr("percent"));
+    EXPECT_THAT(r.out + r.err, Not(HasSubstr("s3cret"))) << r;
+  }
   // One libpq cannot parse is a usage error; libpq's own words would quote
   // the password's pieces.
   const Outcome r = ctlWith({"--postgres", "host=127.0.0.1 password=s3cret pw", "status"}, CliEnvironment{});

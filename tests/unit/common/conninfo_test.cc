@@ -40,6 +40,16 @@ TEST(RedactConninfo, HidesWhatItCannotParse) {
   }
 }
 
+TEST(HidePasswords, ReplacesEveryPasswordInAMessage) {
+  EXPECT_EQ(hidePasswords(R"(invalid percent-encoded token: "s3%zz")", "postgresql://u:s3%zz@db/pacer"),
+            R"(invalid percent-encoded token: "***")");
+  EXPECT_EQ(hidePasswords("bad: pw1 and pw2 and pw1", "host=db password=pw1 dbname=x"), "bad: *** and pw2 and ***");
+  EXPECT_EQ(hidePasswords("bad: a b", "password='a b'"), "bad: ***");
+  EXPECT_EQ(hidePasswords("x=pw2", "postgres://db/p?password=pw2"), "x=***");
+  EXPECT_EQ(hidePasswords("no secret here", "host=db"), "no secret here");
+  EXPECT_THAT(hidePasswords("sec ret", "password=sec ret"), Not(HasSubstr("sec")));
+}
+
 TEST(ConninfoParses, AcceptsKeywordsAndUrlsOnly) {
   EXPECT_TRUE(conninfoParses("host=db dbname=pacer"));
   EXPECT_TRUE(conninfoParses("postgresql://db/pacer"));
