@@ -66,7 +66,8 @@ auto guarded(std::unique_ptr<pqxx::connection>& conn, const PgLedgerOptions& opt
     return fn(*conn);
   } catch (const pqxx::broken_connection& e) {
     conn.reset();
-    throw LedgerUnavailableError(fmt::format("PostgreSQL unreachable: {}", e.what()));
+    // libpq may quote a piece of the connection string, a password too.
+    throw LedgerUnavailableError(fmt::format("PostgreSQL unreachable: {}", hidePasswords(e.what(), options.conninfo)));
   } catch (const pqxx::in_doubt_error& e) {
     conn.reset();
     throw LedgerUnavailableError(fmt::format("PostgreSQL commit in doubt: {}", e.what()));

@@ -46,7 +46,8 @@ set -e
 grep -q "PostgreSQL unreachable" "$tmp/err" || fail "unreachable PostgreSQL: $(cat "$tmp/err")"
 
 # PACER_POSTGRES stands in for --postgres (as for pacerctl), in both forms.
-for pg in "host=127.0.0.1 port=1" "postgresql://pacer:s3cret@127.0.0.1:1/pacer"; do
+# A badly percent-encoded password is quoted by libpq: pacerd hides it too.
+for pg in "host=127.0.0.1 port=1" "postgresql://pacer:s3cret@127.0.0.1:1/pacer" "postgresql://pacer:s3cret%zz@127.0.0.1:1/pacer"; do
   set +e
   PACER_POSTGRES="$pg" "$pacerd" --brokers 127.0.0.1:1 --topic t --sink null >"$tmp/out" 2>"$tmp/err"
   rc=$?
