@@ -5,6 +5,7 @@
 //
 //   pacerd --brokers H:P --topic T --postgres CONNINFO [--sink stdout|null|http|kafka] ...
 //   pacerd migrate --postgres CONNINFO
+// --postgres defaults to $PACER_POSTGRES, as for pacerctl.
 #include <fmt/format.h>
 #include <signal.h>
 
@@ -61,7 +62,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--session-timeout-ms", o.session_timeout_ms, "Kafka session.timeout.ms")->capture_default_str();
   app.add_option("--kafka", kafka_props, "any other consumer property, KEY=VALUE (repeatable)");
-  app.add_option("--postgres", o.postgres, "libpq connection string for campaigns, providers, ledger and parking");
+  app.add_option("--postgres", o.postgres,
+                 "libpq connection string or postgresql:// URL for campaigns, providers, ledger and parking "
+                 "(default: $PACER_POSTGRES, as pacerctl)")
+      ->envname("PACER_POSTGRES");
   app.add_option("--sink", o.sink, "where messages go: stdout, null, http, kafka")->capture_default_str();
   app.add_option("--in-flight", o.sink_in_flight, "messages in the sink at once, at most")->capture_default_str();
   app.add_option("--http-url", o.http.url, "sink http: URL template; may contain {recipient} and {campaign}");
@@ -122,7 +126,9 @@ int main(int argc, char** argv) {
 
   CLI::App* migrate = app.add_subcommand("migrate", "apply the schema migrations and exit");
   std::string migrate_pg;
-  migrate->add_option("--postgres", migrate_pg, "libpq connection string")->required();
+  migrate->add_option("--postgres", migrate_pg, "libpq connection string or URL (default: $PACER_POSTGRES)")
+      ->envname("PACER_POSTGRES")
+      ->required();
   CLI11_PARSE(app, argc, argv);
 
   try {

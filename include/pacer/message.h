@@ -54,6 +54,10 @@ struct Decoded {
 // Pure; never throws for bad input.
 Decoded decodeMessage(RawMessage raw, const DecodeOptions& options);
 
+// Well-formed UTF-8 without control characters: safe in logs, keys and SQL
+// text. Campaign ids (the Kafka key) must be this; so must pacerctl's ids.
+bool usableText(std::string_view s);
+
 // The id a message gets when it has no message-id header.
 std::string positionId(const Position& p);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ledger/pg_ledger.h"
+#include "pacer/conninfo.h"
 
 namespace pacer::ledger {
 
@@ -59,13 +60,14 @@ template <typename Fn>
 auto guarded(std::unique_ptr<pqxx::connection>& conn, const PgLedgerOptions& options, Fn&& fn) {
   try {
     if (!conn || !conn->is_open()) {
-      conn = std::make_unique<pqxx::connection>(
-          fmt::format("{} connect_timeout={}", options.conninfo, options.connect_timeout_s));
+      // In the string's own syntax: appended as " key=value", a URL would break.
+      conn = std::make_unique<pqxx::connection>(withConnectTimeout(options.conninfo, options.connect_timeout_s));
     }
     return fn(*conn);
   } catch (const pqxx::broken_connection& e) {
     conn.reset();
-    throw LedgerUnavailableError(fmt::format("PostgreSQL unreachable: {}", e.what()));
+    // libpq may quote a piece of the connection string, a password too.
+    throw LedgerUnavailableError(fmt::format("PostgreSQL unreachable: {}", hidePasswords(e.what(), options.conninfo)));
   } catch (const pqxx::in_doubt_error& e) {
     conn.reset();
     throw LedgerUnavailableError(fmt::format("PostgreSQL commit in doubt: {}", e.what()));

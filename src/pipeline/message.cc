@@ -7,7 +7,8 @@ namespace {
 
 constexpr std::size_t kMaxIdBytes = 256;
 
-// Well-formed UTF-8 without control characters: safe in logs, keys and SQL text.
+}  // namespace
+
 bool usableText(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
@@ -32,6 +33,8 @@ bool usableText(std::string_view s) {
   }
   return true;
 }
+
+namespace {
 
 Decoded reject(std::string reason) { return Decoded{std::nullopt, std::move(reason)}; }
 

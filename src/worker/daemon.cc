@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ledger/pg_ledger.h"
+#include "pacer/conninfo.h"
 #include "pacer/quota_redis.h"
 #include "ledger/pg_parking.h"
 #include "sink/kafka_sink.h"
@@ -36,22 +37,6 @@ void logLine(std::FILE* out, const char* level, fmt::format_string<Args...> f, A
   std::replace(text.begin(), text.end(), '\t', ' ');
   fmt::print(out, "{:%Y-%m-%dT%H:%M:%S}Z {} {}\n", std::chrono::floor<std::chrono::seconds>(now), level, text);
   std::fflush(out);
-}
-
-std::string conninfoForLog(const std::string& conninfo) {
-  // A password in the conninfo is never logged.
-  std::string out;
-  std::size_t i = 0;
-  while (i < conninfo.size()) {
-    std::size_t j = conninfo.find(' ', i);
-    if (j == std::string::npos) j = conninfo.size();
-    std::string part = conninfo.substr(i, j - i);
-    if (part.rfind("password=", 0) == 0) part = "password=***";
-    if (!out.empty() && !part.empty()) out += ' ';
-    out += part;
-    i = j + 1;
-  }
-  return out;
 }
 
 SinkInterfacePtr makeSink(const DaemonOptions& o) {
@@ -192,14 +177,14 @@ class Daemon {
   int run() {
     if (o_.brokers.empty()) throw DaemonConfigError("kafka brokers: empty; give --brokers HOST:PORT[,...]");
     if (o_.topics.empty()) throw DaemonConfigError("kafka topics: none; give --topic NAME");
-    if (o_.postgres.empty()) throw DaemonConfigError("postgres: empty; give --postgres CONNINFO");
+    if (o_.postgres.empty()) throw DaemonConfigError("postgres: empty; give --postgres CONNINFO or set PACER_POSTGRES");
     ledger::PgLedgerOptions pg{o_.postgres};
     sink_ = makeSink(o_);
     if (!o_.redis.empty()) quota_ = makeQuota(o_);
     if (o_.migrate) {
       const int applied = ledger::migrate(pg);
       logLine(o_.log, "INFO", "event=migrated applied={} schema={} postgres=\"{}\"", applied,
-              ledger::latestSchemaVersion(), conninfoForLog(o_.postgres));
+              ledger::latestSchemaVersion(), redactConninfo(o_.postgres));
     }
     ledger_ = ledger::makePgLedger(pg);
     directory_ = std::make_unique<ledger::PgDirectory>(pg);

@@ -19,6 +19,7 @@ expect_refusal() {
   grep -qF -- "$text" "$tmp/err" || fail "pacerd $*: stderr does not say '$text': $(cat "$tmp/err")"
 }
 
+unset PACER_POSTGRES
 ok=(--brokers 127.0.0.1:1 --topic t --postgres "host=127.0.0.1 port=1")
 expect_refusal "kafka brokers: empty" --topic t --postgres x
 expect_refusal "kafka topics: none" --brokers b --postgres x
@@ -46,6 +47,18 @@ rc=$?
 set -e
 [ "$rc" = 1 ] || fail "unreachable PostgreSQL exited $rc, expected 1"
 grep -q "PostgreSQL unreachable" "$tmp/err" || fail "unreachable PostgreSQL: $(cat "$tmp/err")"
+
+# PACER_POSTGRES stands in for --postgres (as for pacerctl), in both forms.
+# A badly percent-encoded password is quoted by libpq: pacerd hides it too.
+for pg in "host=127.0.0.1 port=1" "postgresql://pacer:s3cret@127.0.0.1:1/pacer" "postgresql://pacer:s3cret%zz@127.0.0.1:1/pacer"; do
+  set +e
+  PACER_POSTGRES="$pg" "$pacerd" --brokers 127.0.0.1:1 --topic t --sink null >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  set -e
+  [ "$rc" = 1 ] || fail "PACER_POSTGRES=$pg: exited $rc, expected 1 (stderr: $(cat "$tmp/err"))"
+  grep -q "PostgreSQL unreachable" "$tmp/err" || fail "PACER_POSTGRES=$pg: $(cat "$tmp/err")"
+  if grep -q s3cret "$tmp/out" "$tmp/err"; then fail "pacerd printed the password"; fi
+done
 
 # migrate needs --postgres.
 set +e

@@ -2,6 +2,7 @@
 #include "ledger/pg_ledger.h"
 #include "ledger/pg_parking.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -51,6 +52,16 @@ TEST_F(PgLedgerTest, MigrateAppliesEveryVersionOnceAndIsIdempotent) {
                      "('campaigns', 'providers', 'deliveries')")[0]
                 .as<int>(),
             3);
+}
+
+TEST_F(PgLedgerTest, TakesAPostgresqlUrlAsWellAsKeywords) {
+  // The connect timeout is added in the URL's own syntax (PACER_POSTGRES may be either).
+  const std::string db = "t_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const PgLedgerOptions url{fmt::format("postgresql://postgres@127.0.0.1:{}/{}", server_->port(), db), 2};
+  EXPECT_EQ(migrate(url), latestSchemaVersion());
+  auto ledger = makePgLedger(url);
+  EXPECT_EQ(ledger->record(std::vector<DeliveryRecord>{row("m-1", 1)}), 1u);
+  EXPECT_EQ(count(), 1);
 }
 
 TEST_F(PgLedgerTest, RefusesADatabaseNewerThanThisBuild) {

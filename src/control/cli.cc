@@ -1,0 +1,382 @@
+#include "control/cli.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "control/pg_control.h"
+#include "control/table.h"
+#include "control/values.h"
+#include "ledger/pg_ledger.h"
+
+namespace pacer::control {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kExitCodes =
+    "Exit codes: 0 done (also when it already was so), 1 not found / already exists / change refused, "
+    "2 bad arguments or value, 3 PostgreSQL unreachable, 4 database not ready (run `pacerd migrate`) or refused.\n";
+
+std::string number(double v) { return fmt::format("{}", v); }
+std::string rateText(const std::optional<double>& r) { return r ? fmt::format("{}/s", *r) : "unlimited"; }
+Json rateJson(const std::optional<double>& r) { return r ? Json(*r) : Json(nullptr); }
+Json textOrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
+
+Json toJson(const CampaignRow& c) {
+  return Json{{"id", c.id},
+              {"name", c.name},
+              {"state", c.state},
+              {"send_rate", rateJson(c.limit.rate)},
+              {"burst", c.limit.burst},
+              {"weight", c.weight},
+              {"provider", textOrNull(c.provider)},
+              {"updated_at", c.updated_at}};
+}
+
+Json toJson(const ProviderRow& p) {
+  return Json{{"id", p.id},
+              {"rate", rateJson(p.limit.rate)},
+              {"burst", p.limit.burst},
+              {"campaigns", p.campaigns},
+              {"updated_at", p.updated_at}};
+}
+
+Json toJson(const LedgerCounts& l) {
+  return Json{{"sent", l.sent},
+              {"failed", l.failed},
+              {"rejected", l.rejected},
+              {"last_recorded_at", textOrNull(l.last_recorded_at)}};
+}
+
+// What one run needs: the parsed arguments, the streams, and the database,
+// connected only once a command's values have been checked.
+struct Session {
+  Session(std::ostream& o, std::ostream& e, const CliEnvironment& en) : out(o), err(e), env(en) {}
+
+  std::ostream& out;
+  std::ostream& err;
+  const CliEnvironment& env;
+  std::optional<std::string> postgres;  // --postgres, else env.postgres
+  int connect_timeout_s = 5;
+  bool json = false;
+  std::unique_ptr<PgControl> control;
+
+  PgControl& db() {
+    if (control) return *control;
+    const std::string conninfo = postgres ? *postgres : env.postgres.value_or("");
+    if (conninfo.empty())
+      throw InvalidValueError(postgres ? "--postgres: empty; give a connection string"
+                                       : "no PostgreSQL given: pass --postgres CONNINFO or set PACER_POSTGRES");
+    if (connect_timeout_s < 1) throw InvalidValueError("--connect-timeout: must be at least 1 second");
+    if (!conninfoParses(conninfo))
+      throw InvalidValueError(
+          "--postgres (or PACER_POSTGRES): not a libpq connection string; give key=value pairs "
+          "(host=... port=... dbname=...) or a postgresql://user@host:port/db URL");
+    control = std::make_unique<PgControl>(ConnectOptions{conninfo, connect_timeout_s});
+    if (control->schemaVersion() > ledger::latestSchemaVersion())
+      err << fmt::format(
+          "pacerctl: warning: the database is at schema version {}, newer than this pacerctl knows ({}); "
+          "upgrade pacerctl\n",
+          control->schemaVersion(), ledger::latestSchemaVersion());
+    return *control;
+  }
+
+  void emit(const Json& j) { out << j.dump(2) << '\n'; }
+};
+
+// The values the commands take, as typed; checked by each command. Absent
+// and empty differ: `--rate "$UNSET"` is refused, not taken as the default.
+struct Values {
+  std::string id;
+  std::optional<std::string> rate;
+  std::optional<std::string> burst;
+  std::optional<std::string> weight;
+  std::optional<std::string> provider;
+  std::optional<std::string> name;
+};
+
+// An option whose value lands in `to`, so that "not given" stays nullopt.
+CLI::Option* optionalText(CLI::App* cmd, const std::string& name, std::optional<std::string>& to,
+                          const std::string& help) {
+  return cmd->add_option_function<std::string>(
+      name, [&to](const std::string& text) { to = text; }, help);
+}
+
+void printCampaignList(Session& s, const std::vector<CampaignRow>& rows) {
+  if (s.json) {
+    Json a = Json::array();
+    for (const CampaignRow& c : rows) a.push_back(toJson(c));
+    s.emit(a);
+    return;
+  }
+  if (rows.empty()) {
+    s.out << "no campaigns; `pacerctl campaign create ID --rate R` adds one\n";
+    return;
+  }
+  Table t({"ID", "NAME", "STATE", "SEND_RATE", "BURST", "WEIGHT", "PROVIDER", "UPDATED (UTC)"},
+          {false, false, false, true, true, true, false, false});
+  for (const CampaignRow& c : rows)
+    t.add({c.id, c.name.empty() ? "-" : c.name, c.state, rateText(c.limit.rate), number(c.limit.burst),
+           number(c.weight), c.provider.empty() ? "-" : c.provider, c.updated_at});
+  s.out << t.render();
+}
+
+void printCampaignDetail(Session& s, const CampaignDetail& d) {
+  const CampaignRow& c = d.campaign;
+  if (s.json) {
+    Json j = toJson(c);
+    j["ledger"] = toJson(d.ledger);
+    j["parked"] = d.parked;
+    s.emit(j);
+    return;
+  }
+  Table t({"FIELD", "VALUE"});
+  t.add({"id", c.id});
+  t.add({"name", c.name.empty() ? "-" : c.name});
+  t.add({"state", c.state});
+  t.add({"send_rate", rateText(c.limit.rate)});
+  t.add({"burst", number(c.limit.burst)});
+  t.add({"weight", number(c.weight)});
+  t.add({"provider", c.provider.empty() ? "-" : c.provider});
+  t.add({"updated_at", c.updated_at});
+  t.add({"sent", std::to_string(d.ledger.sent)});
+  t.add({"failed", std::to_string(d.ledger.failed)});
+  t.add({"rejected", std::to_string(d.ledger.rejected)});
+  t.add({"last_recorded_at", d.ledger.last_recorded_at.empty() ? "-" : d.ledger.last_recorded_at});
+  t.add({"parked", std::to_string(d.parked)});
+  s.out << t.render();
+}
+
+template <typename Row>
+void printChange(Session& s, std::string_view kind, std::string_view change, const Change<Row>& c,
+                 const std::string& human) {
+  if (s.json) {
+    Json j{{"change", change}, {"changed", c.changed}};
+    j[std::string(kind)] = toJson(c.after);
+    j["previous"] = toJson(c.before);
+    s.emit(j);
+    return;
+  }
+  s.out << human << '\n';
+}
+
+std::string limitChange(const char* rate_name, const Limit& before, const Limit& after) {
+  return fmt::format("{} {} -> {}, burst {} -> {}", rate_name, rateText(before.rate), rateText(after.rate),
+                     number(before.burst), number(after.burst));
+}
+
+void printProviderList(Session& s, const std::vector<ProviderRow>& rows) {
+  if (s.json) {
+    Json a = Json::array();
+    for (const ProviderRow& p : rows) a.push_back(toJson(p));
+    s.emit(a);
+    return;
+  }
+  if (rows.empty()) {
+    s.out << "no providers; `pacerctl provider create ID --rate R` adds one\n";
+    return;
+  }
+  Table t({"ID", "RATE", "BURST", "CAMPAIGNS", "UPDATED (UTC)"}, {false, true, true, true, false});
+  for (const ProviderRow& p : rows)
+    t.add({p.id, rateText(p.limit.rate), number(p.limit.burst), std::to_string(p.campaigns), p.updated_at});
+  s.out << t.render();
+}
+
+void printStatus(Session& s, const StatusReport& r) {
+  const std::string shown = redactConninfo(s.postgres ? *s.postgres : s.env.postgres.value_or(""));
+  if (s.json) {
+    Json campaigns = Json::object();
+    std::int64_t total = 0;
+    for (const auto& [state, n] : r.campaigns_by_state) campaigns[state] = n, total += n;
+    campaigns["total"] = total;
+    Json ledger = toJson(r.ledger);
+    ledger["total"] = r.ledger.sent + r.ledger.failed + r.ledger.rejected;
+    s.emit(Json{{"postgres", shown},
+                {"schema", {{"database", r.schema_version}, {"pacerctl", r.build_schema_version}}},
+                {"campaigns", campaigns},
+                {"providers", r.providers},
+                {"ledger", ledger},
+                {"parked", {{"total", r.parked}, {"claimed", r.parked_claimed}}}});
+    return;
+  }
+  Table t({"WHAT", "COUNT"}, {false, true});
+  std::int64_t total = 0;
+  for (const auto& [state, n] : r.campaigns_by_state) t.add({"campaigns " + state, std::to_string(n)}), total += n;
+  t.add({"campaigns (all)", std::to_string(total)});
+  t.add({"providers", std::to_string(r.providers)});
+  t.add({"ledger sent", std::to_string(r.ledger.sent)});
+  t.add({"ledger failed", std::to_string(r.ledger.failed)});
+  t.add({"ledger rejected", std::to_string(r.ledger.rejected)});
+  t.add({"parked", std::to_string(r.parked)});
+  t.add({"parked, claimed by a worker", std::to_string(r.parked_claimed)});
+  s.out << fmt::format("postgres: {}\nschema version: {} (this pacerctl: {})\nlast ledger row: {}\n", shown,
+                       r.schema_version, r.build_schema_version,
+                       r.ledger.last_recorded_at.empty() ? "-" : r.ledger.last_recorded_at)
+        << t.render();
+}
+
+}  // namespace
+
+int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const CliEnvironment& env) {
+  Session s(out, err, env);
+  Values v;
+  CLI::App app{"pacerctl: the operator's command line for Pacer's campaigns and providers (in PostgreSQL)"};
+  app.footer(kExitCodes);
+  app.fallthrough();  // --postgres and --json also after the command
+  app.require_subcommand(1);
+  optionalText(&app, "--postgres", s.postgres,
+               "libpq connection string or postgresql:// URL (default: $PACER_POSTGRES); its password is never "
+               "printed");
+  app.add_flag("--json", s.json, "JSON on stdout instead of tables, for scripts");
+  app.add_option("--connect-timeout", s.connect_timeout_s, "seconds to wait for PostgreSQL")->capture_default_str();
+
+  // Each command checks its values, then talks to the database.
+  std::map<const CLI::App*, std::function<void()>> commands;
+  const auto idArg = [&](CLI::App* cmd, const char* what) {
+    cmd->add_option("id", v.id, fmt::format("{} id", what))->required();
+  };
+  const auto limitArgs = [&](CLI::App* cmd, bool rate_positional) {
+    if (rate_positional)
+      optionalText(cmd, "rate", v.rate, "messages per second, or unlimited")->required();
+    else
+      optionalText(cmd, "--rate", v.rate, "messages per second, or unlimited (default: unlimited)");
+    optionalText(cmd, "--burst", v.burst,
+                 "messages that may go at once, >= 1 (default: ceil(rate / 100) + 1, 10 ms of the rate)");
+  };
+  const auto limit = [&](std::string_view rate_flag) {
+    return makeLimit(v.rate ? parseRate(*v.rate, rate_flag) : std::nullopt,
+                     v.burst ? std::optional<double>(parseBurst(*v.burst, "--burst")) : std::nullopt);
+  };
+
+  CLI::App* campaign = app.add_subcommand("campaign", "create, list, show and change campaigns");
+  campaign->require_subcommand(1);
+
+  CLI::App* c_create = campaign->add_subcommand("create", "add a campaign (state active)");
+  idArg(c_create, "campaign");
+  limitArgs(c_create, false);
+  optionalText(c_create, "--weight", v.weight, "share of the sink against other campaigns, > 0 (default 1)");
+  optionalText(c_create, "--provider", v.provider, "the provider whose limit it shares (default: none)");
+  optionalText(c_create, "--name", v.name, "a name for people (default: empty)");
+  commands[c_create] = [&] {
+    NewCampaign nc;
+    checkId(v.id, "campaign");
+    nc.id = v.id;
+    nc.name = v.name.value_or("");
+    checkName(nc.name);
+    nc.limit = limit("--rate");
+    nc.weight = v.weight ? parseWeight(*v.weight, "--weight") : 1.0;
+    if (v.provider) checkId(*v.provider, "provider");  // an empty one is refused, not taken as none
+    nc.provider = v.provider.value_or("");
+    const CampaignRow c = s.db().createCampaign(nc);
+    if (s.json) return s.emit(Json{{"change", "create"}, {"changed", true}, {"campaign", toJson(c)}});
+    s.out << fmt::format("campaign '{}' created: state {}, send_rate {}, burst {}, weight {}, provider {}\n", c.id,
+                         c.state, rateText(c.limit.rate), number(c.limit.burst), number(c.weight),
+                         c.provider.empty() ? "none" : c.provider);
+  };
+
+  CLI::App* c_list = campaign->add_subcommand("list", "every campaign with its state and limits");
+  commands[c_list] = [&] { printCampaignList(s, s.db().campaigns()); };
+
+  CLI::App* c_show = campaign->add_subcommand("show", "one campaign, with its ledger counts and parked messages");
+  idArg(c_show, "campaign");
+  commands[c_show] = [&] {
+    checkId(v.id, "campaign");
+    printCampaignDetail(s, s.db().campaign(v.id));
+  };
+
+  CLI::App* c_rate = campaign->add_subcommand(
+      "set-rate", "change send_rate (and burst; without --burst it becomes the default for the new rate)");
+  idArg(c_rate, "campaign");
+  limitArgs(c_rate, true);
+  commands[c_rate] = [&] {
+    checkId(v.id, "campaign");
+    const Limit l = limit("rate");
+    const auto c = s.db().setCampaignLimit(v.id, l);
+    printChange(s, "campaign", "set-rate", c,
+                fmt::format("campaign '{}': {}", v.id, limitChange("send_rate", c.before.limit, c.after.limit)));
+  };
+
+  const auto stateCommand = [&](const char* name, const char* help, CampaignAction action, const char* done,
+                                const char* note) {
+    CLI::App* cmd = campaign->add_subcommand(name, help);
+    idArg(cmd, "campaign");
+    commands[cmd] = [&, action, done, note] {
+      checkId(v.id, "campaign");
+      const auto c = s.db().changeCampaignState(v.id, action);
+      const std::string human = c.changed
+                                    ? fmt::format("campaign '{}' {} (was {}){}", v.id, done, c.before.state, note)
+                                    : fmt::format("campaign '{}' is already {}; nothing changed", v.id, c.after.state);
+      printChange(s, "campaign", actionName(action), c, human);
+    };
+  };
+  stateCommand("pause", "stop sending a campaign's messages (they wait; nothing is dropped)", CampaignAction::kPause,
+               "paused", "");
+  stateCommand("resume", "send a paused campaign's messages again", CampaignAction::kResume, "resumed", "");
+  stateCommand("cancel", "stop a campaign for good: pacerd fails its remaining messages with reason 'cancelled'",
+               CampaignAction::kCancel, "cancelled",
+               "; pacerd fails its remaining messages with reason 'cancelled' as it reads them");
+
+  CLI::App* provider = app.add_subcommand("provider", "create, list and change providers");
+  provider->require_subcommand(1);
+
+  CLI::App* p_create = provider->add_subcommand("create", "add a provider (a limit its campaigns share)");
+  idArg(p_create, "provider");
+  limitArgs(p_create, false);
+  commands[p_create] = [&] {
+    checkId(v.id, "provider");
+    const Limit l = limit("--rate");
+    const ProviderRow p = s.db().createProvider(v.id, l);
+    if (s.json) return s.emit(Json{{"change", "create"}, {"changed", true}, {"provider", toJson(p)}});
+    s.out << fmt::format("provider '{}' created: rate {}, burst {}\n", p.id, rateText(p.limit.rate),
+                         number(p.limit.burst));
+  };
+
+  CLI::App* p_list = provider->add_subcommand("list", "every provider with its limit and campaign count");
+  commands[p_list] = [&] { printProviderList(s, s.db().providers()); };
+
+  CLI::App* p_rate = provider->add_subcommand(
+      "set-rate", "change a provider's rate (and burst; without --burst it becomes the default for the new rate)");
+  idArg(p_rate, "provider");
+  limitArgs(p_rate, true);
+  commands[p_rate] = [&] {
+    checkId(v.id, "provider");
+    const Limit l = limit("rate");
+    const auto c = s.db().setProviderLimit(v.id, l);
+    printChange(s, "provider", "set-rate", c,
+                fmt::format("provider '{}': {}", v.id, limitChange("rate", c.before.limit, c.after.limit)));
+  };
+
+  CLI::App* status = app.add_subcommand("status", "schema version, campaigns by state, ledger totals, parked rows");
+  commands[status] = [&] { printStatus(s, s.db().status()); };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    return code == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
+  }
+
+  try {
+    for (const auto& [cmd, run] : commands) {
+      if (cmd->parsed()) {
+        run();
+        return static_cast<int>(ExitCode::kOk);
+      }
+    }
+    err << "pacerctl: no command given; see pacerctl --help\n";
+    return static_cast<int>(ExitCode::kUsage);
+  } catch (const ControlError& e) {
+    err << "pacerctl: " << e.what() << '\n';
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    err << "pacerctl: unexpected error: " << e.what() << '\n';
+    return static_cast<int>(ExitCode::kDatabase);
+  }
+}
+
+}  // namespace pacer::control

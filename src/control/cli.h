@@ -1,0 +1,20 @@
+// pacerctl's command line: parses the arguments (CLI11), validates every
+// value before connecting, runs one command against PostgreSQL and writes a
+// table (or JSON with --json) to `out` and errors to `err`. Returns the exit
+// code (ExitCode in control/values.h). main() passes the real streams and
+// environment; tests call it in process.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace pacer::control {
+
+struct CliEnvironment {
+  std::optional<std::string> postgres;  // PACER_POSTGRES
+};
+
+int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const CliEnvironment& env);
+
+}  // namespace pacer::control

@@ -1,0 +1,114 @@
+// pacerctl's PostgreSQL side (libpqxx 6.4): reads and changes the campaigns
+// and providers tables, and announces every change on the pacer_control
+// channel with NOTIFY in the same transaction, so a listener sees it exactly
+// when it is committed. One connection, opened by the constructor. Not
+// thread-safe: one owner. Every error is a ControlError (control/values.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "control/values.h"
+
+namespace pacer::control {
+
+struct ConnectOptions {
+  std::string conninfo;  // libpq: "host=... dbname=..." or postgresql://...
+  int connect_timeout_s = 5;
+};
+
+struct CampaignRow {
+  std::string id;
+  std::string name;
+  std::string state;  // active, paused, cancelled, completed
+  Limit limit;        // send_rate (nullopt: unlimited) and burst
+  double weight = 1;
+  std::string provider;    // empty: none
+  std::string updated_at;  // UTC, ISO 8601 (2026-11-23T09:00:00Z)
+};
+
+struct ProviderRow {
+  std::string id;
+  Limit limit;
+  std::int64_t campaigns = 0;  // campaigns that name this provider
+  std::string updated_at;
+};
+
+struct LedgerCounts {
+  std::int64_t sent = 0;
+  std::int64_t failed = 0;
+  std::int64_t rejected = 0;
+  std::string last_recorded_at;  // empty: no row
+};
+
+struct CampaignDetail {
+  CampaignRow campaign;
+  LedgerCounts ledger;
+  std::int64_t parked = 0;  // messages waiting in `parked`
+};
+
+struct StatusReport {
+  int schema_version = 0;                                                // the database's
+  int build_schema_version = 0;                                          // the newest this build knows
+  std::vector<std::pair<std::string, std::int64_t>> campaigns_by_state;  // all four states, in order
+  std::int64_t providers = 0;
+  LedgerCounts ledger;
+  std::int64_t parked = 0;
+  std::int64_t parked_claimed = 0;  // claimed back by a live worker (lease not expired)
+};
+
+template <typename Row>
+struct Change {
+  Row before;
+  Row after;
+  bool changed = false;  // false: it already was so; nothing written, nothing announced
+};
+
+struct NewCampaign {
+  std::string id;
+  std::string name;
+  Limit limit;
+  double weight = 1;
+  std::string provider;  // empty: none
+};
+
+class PgControl {
+ public:
+  // Connects and checks that the database has Pacer's schema. Throws
+  // UnreachableError, or DatabaseError when it has not been migrated.
+  explicit PgControl(const ConnectOptions& options);
+  ~PgControl();
+  PgControl(const PgControl&) = delete;
+  PgControl& operator=(const PgControl&) = delete;
+
+  int schemaVersion() const noexcept;  // as found by the constructor
+
+  // Throws RefusedError (the id exists) or NotFoundError (the provider).
+  CampaignRow createCampaign(const NewCampaign& c);
+  std::vector<CampaignRow> campaigns();            // by id
+  CampaignDetail campaign(const std::string& id);  // NotFoundError
+  // NotFoundError; RefusedError when the campaign is cancelled or completed.
+  Change<CampaignRow> setCampaignLimit(const std::string& id, const Limit& limit);
+  // pause, resume or cancel (decideTransition). NotFoundError, RefusedError.
+  Change<CampaignRow> changeCampaignState(const std::string& id, CampaignAction action);
+
+  ProviderRow createProvider(const std::string& id, const Limit& limit);            // RefusedError
+  std::vector<ProviderRow> providers();                                             // by id
+  Change<ProviderRow> setProviderLimit(const std::string& id, const Limit& limit);  // NotFoundError
+
+  StatusReport status();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The error texts for ids that do not exist, with the command that lists them.
+std::string campaignNotFound(const std::string& id);
+std::string providerNotFound(const std::string& id);
+
+}  // namespace pacer::control

@@ -1,0 +1,138 @@
+#include "control/values.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "pacer/message.h"
+#include "pacer/rate_limiter.h"
+
+namespace pacer::control {
+namespace {
+
+constexpr std::size_t kMaxIdBytes = 256;
+constexpr std::size_t kMaxNameBytes = 1024;
+constexpr double kMaxWeight = 1e6;
+
+// The whole of `text` as a number, or nullopt ("12x", "", " 1" are not numbers).
+std::optional<double> number(std::string_view text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::optional<double> parseRate(std::string_view text, std::string_view flag) {
+  if (text == "unlimited") return std::nullopt;
+  const std::optional<double> v = number(text);
+  const auto refuse = [&](std::string_view why) {
+    return InvalidValueError(
+        fmt::format("{} '{}': {}; give messages per second (0 to 10000000) or unlimited", flag, text, why));
+  };
+  if (!v) throw refuse("not a number");
+  if (!std::isfinite(*v)) throw refuse("not a finite number");
+  if (*v < 0) throw refuse("a rate cannot be negative");
+  try {
+    validateLimit(RateLimit{*v, 1.0}, LimiterOptions{});
+  } catch (const InvalidLimitError& e) {
+    throw refuse(e.what());
+  }
+  return *v;
+}
+
+double parseBurst(std::string_view text, std::string_view flag) {
+  const std::optional<double> v = number(text);
+  if (!v || !std::isfinite(*v) || *v < 1)
+    throw InvalidValueError(
+        fmt::format("{} '{}': a burst is a number of messages, at least 1 (messages that may go at once)", flag, text));
+  return *v;
+}
+
+double parseWeight(std::string_view text, std::string_view flag) {
+  const std::optional<double> v = number(text);
+  if (!v || !std::isfinite(*v) || *v <= 0 || *v > kMaxWeight)
+    throw InvalidValueError(fmt::format(
+        "{} '{}': a weight is a number above 0 and at most 1000000 (the campaign's share of the sink; 1 is even)", flag,
+        text));
+  return *v;
+}
+
+double defaultBurst(std::optional<double> rate) {
+  if (!rate) return 1;
+  return std::ceil(*rate / 100.0) + 1;
+}
+
+Limit makeLimit(std::optional<double> rate, std::optional<double> burst) {
+  if (!rate && burst)
+    throw InvalidValueError("--burst: an unlimited rate has no burst; give a rate with --burst, or leave --burst out");
+  return Limit{rate, burst.value_or(defaultBurst(rate))};
+}
+
+void checkId(std::string_view id, std::string_view what) {
+  if (id.empty()) throw InvalidValueError(fmt::format("{} id: empty; give 1 to 256 bytes of text", what));
+  if (id.size() > kMaxIdBytes)
+    throw InvalidValueError(fmt::format("{} id: {} bytes; at most {} are allowed", what, id.size(), kMaxIdBytes));
+  if (!usableText(id))
+    throw InvalidValueError(
+        fmt::format("{} id: must be UTF-8 text without control characters (the Kafka key must match it)", what));
+}
+
+void checkName(std::string_view name) {
+  if (name.size() > kMaxNameBytes)
+    throw InvalidValueError(fmt::format("--name: {} bytes; at most {} are allowed", name.size(), kMaxNameBytes));
+  if (!usableText(name)) throw InvalidValueError("--name: must be UTF-8 text without control characters");
+}
+
+std::string_view actionName(CampaignAction a) noexcept {
+  switch (a) {
+    case CampaignAction::kPause: return "pause";
+    case CampaignAction::kResume: return "resume";
+    case CampaignAction::kCancel: return "cancel";
+    case CampaignAction::kSetRate: return "set-rate";
+  }
+  return "?";
+}
+
+Transition decideTransition(CampaignAction action, std::string_view state, std::string_view id) {
+  using K = Transition::Kind;
+  const bool live = state == "active" || state == "paused";
+  if (!live && state != "cancelled" && state != "completed")
+    return {K::kRefused, "",
+            fmt::format("campaign '{}' is in state '{}', which this pacerctl does not know", id, state)};
+  switch (action) {
+    case CampaignAction::kPause:
+      if (state == "paused") return {K::kAlready, "paused", ""};
+      if (state == "active") return {K::kChange, "paused", ""};
+      return {K::kRefused, "", fmt::format("campaign '{}' is {}: there is nothing to pause", id, state)};
+    case CampaignAction::kResume:
+      if (state == "active") return {K::kAlready, "active", ""};
+      if (state == "paused") return {K::kChange, "active", ""};
+      return {K::kRefused, "",
+              fmt::format("campaign '{}' is {} and cannot be resumed; create a new campaign to send again", id, state)};
+    case CampaignAction::kCancel:
+      if (state == "cancelled") return {K::kAlready, "cancelled", ""};
+      if (live) return {K::kChange, "cancelled", ""};
+      return {K::kRefused, "", fmt::format("campaign '{}' is completed: there is nothing to cancel", id)};
+    case CampaignAction::kSetRate:
+      if (live) return {K::kChange, std::string(state), ""};
+      return {K::kRefused, "",
+              fmt::format("campaign '{}' is {}: a rate no longer applies to it; create a new campaign to send again",
+                          id, state)};
+  }
+  return {K::kRefused, "", "unknown action"};
+}
+
+std::string notifyPayload(std::string_view kind, std::string_view id, std::string_view change) {
+  nlohmann::ordered_json j;
+  j["kind"] = kind;
+  j["id"] = id;
+  j["change"] = change;
+  return j.dump();
+}
+
+}  // namespace pacer::control

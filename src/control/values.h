@@ -1,0 +1,106 @@
+// pacerctl's pure half: what an operator may type (ids, rates, bursts,
+// weights), which campaign state changes are allowed, the NOTIFY payload,
+// and the error kinds with the exit code each one means. No I/O; unit-tested.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "pacer/conninfo.h"  // redactConninfo, used with these
+
+namespace pacer::control {
+
+// Exit codes, the same for every command (README "pacerctl").
+enum class ExitCode : int {
+  kOk = 0,
+  kRefused = 1,      // not found, already exists, or a state change that is not allowed
+  kUsage = 2,        // bad arguments or an invalid value
+  kUnreachable = 3,  // PostgreSQL could not be reached (refused, timed out, lost, authentication)
+  kDatabase = 4,     // PostgreSQL answered but is not usable: no Pacer schema, or a statement refused
+};
+
+// Every error pacerctl reports is one of these; the message says what to do.
+class ControlError : public std::runtime_error {
+ public:
+  ControlError(ExitCode code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  ExitCode code() const noexcept { return code_; }
+
+ private:
+  ExitCode code_;
+};
+class NotFoundError : public ControlError {
+ public:
+  explicit NotFoundError(const std::string& what) : ControlError(ExitCode::kRefused, what) {}
+};
+class RefusedError : public ControlError {  // duplicate id, state change not allowed
+ public:
+  explicit RefusedError(const std::string& what) : ControlError(ExitCode::kRefused, what) {}
+};
+class InvalidValueError : public ControlError {
+ public:
+  explicit InvalidValueError(const std::string& what) : ControlError(ExitCode::kUsage, what) {}
+};
+class UnreachableError : public ControlError {
+ public:
+  explicit UnreachableError(const std::string& what) : ControlError(ExitCode::kUnreachable, what) {}
+};
+class DatabaseError : public ControlError {
+ public:
+  explicit DatabaseError(const std::string& what) : ControlError(ExitCode::kDatabase, what) {}
+};
+
+// The LISTEN/NOTIFY channel every change is announced on.
+inline constexpr std::string_view kControlChannel = "pacer_control";
+
+// A rate and burst as stored: rate nullopt is unlimited (NULL in the table).
+struct Limit {
+  std::optional<double> rate;  // messages per second, 0 to 10,000,000
+  double burst = 1;            // messages, >= 1
+};
+
+// "unlimited", or a number of messages per second (0 to 10,000,000, as the
+// limiters accept). `flag` names the argument in the error.
+std::optional<double> parseRate(std::string_view text, std::string_view flag);
+// A burst in messages: a finite number >= 1.
+double parseBurst(std::string_view text, std::string_view flag);
+// A scheduling weight: a finite number, 0 < weight <= 1,000,000.
+double parseWeight(std::string_view text, std::string_view flag);
+
+// The burst used when none is given: 10 ms of the rate plus one
+// (ceil(rate / 100) + 1), so pacerd's tick (5 ms by default) can reach the
+// rate; 1 for an unlimited rate, where burst does not apply.
+double defaultBurst(std::optional<double> rate);
+
+// Builds the limit from the parsed values; a burst given with an unlimited
+// rate is refused (it would have no effect).
+Limit makeLimit(std::optional<double> rate, std::optional<double> burst);
+
+// Campaign and provider ids: 1 to 256 bytes of UTF-8 without control
+// characters (a campaign id is the Kafka key, README "Message contract").
+// `what` is "campaign" or "provider".
+void checkId(std::string_view id, std::string_view what);
+// A campaign's display name: at most 1024 bytes of UTF-8 without control characters.
+void checkName(std::string_view name);
+
+// Campaign states (the CHECK constraint of migration 1) and operator actions.
+enum class CampaignAction { kPause, kResume, kCancel, kSetRate };
+std::string_view actionName(CampaignAction a) noexcept;  // "pause", "resume", "cancel", "set-rate"
+
+struct Transition {
+  enum class Kind { kChange, kAlready, kRefused } kind;
+  std::string next_state;  // kChange: the new state (set-rate keeps the state)
+  std::string reason;      // kRefused: why, and what to do instead
+};
+// What `action` does to a campaign `id` in `state`:
+//   pause:    active -> paused;    paused: already; cancelled, completed: refused
+//   resume:   paused -> active;    active: already; cancelled, completed: refused
+//   cancel:   active, paused -> cancelled; cancelled: already; completed: refused
+//   set-rate: active, paused: change (state kept); cancelled, completed: refused
+Transition decideTransition(CampaignAction action, std::string_view state, std::string_view id);
+
+// The NOTIFY payload: {"kind":"campaign","id":"c1","change":"set-rate"}.
+std::string notifyPayload(std::string_view kind, std::string_view id, std::string_view change);
+
+}  // namespace pacer::control

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# pacerctl as an operator meets it: the built binary against a throwaway
+# PostgreSQL, with PACER_POSTGRES holding a password that must never show.
+# Checks exit codes (README "pacerctl"), tables, JSON and the rows written.
+set -euo pipefail
+pacerctl=${PACERCTL:?}
+pacerd=${PACERD:?}
+source "${PACER_SOURCE:?}/scripts/services.sh"
+tmp=$(mktemp -d)
+cleanup() {
+  pacer_stop_postgres
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect CODE TEXT ARGS...: pacerctl ARGS exits CODE and TEXT is in its stdout or stderr.
+expect() {
+  local code=$1 text=$2
+  shift 2
+  set +e
+  "$pacerctl" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  set -e
+  [ "$rc" = "$code" ] || fail "pacerctl $* exited $rc, expected $code (stdout: $(cat "$tmp/out") stderr: $(cat "$tmp/err"))"
+  grep -qF -- "$text" "$tmp/out" "$tmp/err" || fail "pacerctl $*: output does not say '$text': $(cat "$tmp/out" "$tmp/err")"
+  if grep -q "s3cret" "$tmp/out" "$tmp/err"; then fail "pacerctl $* printed the password"; fi
+}
+
+# Usage, and values checked before anything is connected to (exit 2).
+unset PACER_POSTGRES
+expect 0 "Exit codes: 0 done" --help
+expect 0 "set-rate" campaign --help
+# Nothing listens on port 1: a 3 here would mean it connected before checking.
+nowhere="host=127.0.0.1 port=1"
+expect 2 "A subcommand is required" --postgres "$nowhere"
+expect 2 "no PostgreSQL given: pass --postgres CONNINFO or set PACER_POSTGRES" campaign list
+expect 2 "--postgres (or PACER_POSTGRES): not a libpq connection string" --postgres pacer status
+expect 2 "--rate '-1': a rate cannot be negative" --postgres "$nowhere" campaign create c1 --rate -1
+expect 2 "rate 'nan': not a finite number" --postgres "$nowhere" campaign set-rate c1 nan
+expect 2 "rate '': not a number" --postgres "$nowhere" campaign set-rate c1 "${UNSET_RATE:-}"
+expect 2 "--burst '0'" --postgres "$nowhere" provider create p --rate 5 --burst 0
+expect 2 "--weight '0'" --postgres "$nowhere" campaign create c1 --weight 0
+expect 2 "campaign id: must be UTF-8 text without control characters" --postgres "$nowhere" campaign show "$(printf 'a\tb')"
+
+# Nothing listening: exit 3, and neither form of password shows.
+port=$(pacer_free_port)
+expect 3 "cannot reach PostgreSQL at 'host=127.0.0.1 port=$port password=***'" \
+  --postgres "host=127.0.0.1 port=$port password=s3cret" status
+expect 3 "postgresql://u:***@127.0.0.1:$port/pacer" --postgres "postgresql://u:s3cret@127.0.0.1:$port/pacer" status
+
+pacer_start_postgres "$tmp/pg"
+export PACER_POSTGRES="$PACER_PG password=s3cret"
+
+# A database pacerd has not migrated: exit 4, and what to do.
+expect 4 "run \`pacerd migrate" status
+"$pacerd" migrate --postgres "$PACER_PG" >/dev/null
+
+# An operator's session.
+expect 0 "provider 'sms' created: rate 150/s, burst 3" provider create sms --rate 150
+expect 0 "campaign 'spring' created: state active, send_rate 100/s, burst 5, weight 2, provider sms" \
+  campaign create spring --rate 100 --burst 5 --weight 2 --provider sms --name "Spring sale"
+expect 0 "campaign 'alerts' created: state active, send_rate unlimited" campaign create alerts
+expect 1 "campaign 'spring' already exists" campaign create spring
+expect 1 "provider 'mms' not found; \`pacerctl provider list\` shows the providers" campaign create x --provider mms
+expect 0 "spring  Spring sale  active      100/s      5       2  sms" campaign list
+expect 0 '"send_rate": 100.0' --json campaign show spring
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ledger"]["sent"] == 0 and d["parked"] == 0, d' "$tmp/out" ||
+  fail "campaign show --json: $(cat "$tmp/out")"
+expect 0 "campaign 'spring': send_rate 100/s -> 250/s, burst 5 -> 4" campaign set-rate spring 250
+expect 0 "campaign 'spring' paused (was active)" campaign pause spring
+expect 0 "campaign 'spring' is already paused; nothing changed" campaign pause spring
+expect 0 "campaign 'spring' resumed (was paused)" campaign resume spring
+expect 0 "campaign 'alerts' cancelled (was active)" campaign cancel alerts
+expect 1 "campaign 'alerts' is cancelled and cannot be resumed" campaign resume alerts
+expect 1 "campaign 'nope' not found; \`pacerctl campaign list\` shows the campaigns" campaign show nope
+expect 0 "provider 'sms': rate 150/s -> 400/s, burst 3 -> 20" provider set-rate sms 400 --burst 20
+expect 0 "sms  400/s     20          1" provider list
+expect 0 "campaigns cancelled" status
+expect 0 "password=***" status
+expect 0 '"cancelled": 1' --json status
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/out" || fail "status --json is not JSON"
+
+rows=$(pacer_psql -c "SELECT id || ':' || state || ':' || coalesce(send_rate::text, 'unlimited') || ':' || burst FROM campaigns ORDER BY id" | tr '\n' ' ')
+[ "$rows" = "alerts:cancelled:unlimited:1 spring:active:250:4 " ] || fail "campaigns table: $rows"
+rows=$(pacer_psql -c "SELECT id || ':' || rate || ':' || burst FROM providers" | tr '\n' ' ')
+[ "$rows" = "sms:400:20 " ] || fail "providers table: $rows"
+echo "pacerctl CLI: all checks passed"

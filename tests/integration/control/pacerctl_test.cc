@@ -1,0 +1,616 @@
+// Every pacerctl command against a real PostgreSQL started for this test:
+// what it writes in the tables, the NOTIFY a second connection receives, what
+// it prints, and its exit code for each error case. pacerctl runs in process
+// (runPacerctl); tests/cli/pacerctl_test.sh runs the binary.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "control/cli.h"
+#include "control/values.h"
+#include "ledger/pg_ledger.h"
+#include "support/loopback.h"
+#include "support/postgres_server.h"
+
+namespace pacer::control {
+namespace {
+
+using pacer::testing::PostgresServer;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using Json = nlohmann::json;
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::ostream& operator<<(std::ostream& os, const Outcome& r) {
+  return os << "exit " << r.code << "\nstdout:\n" << r.out << "stderr:\n" << r.err;
+}
+
+// Collects what arrives on the pacer_control channel.
+class Listener : public pqxx::notification_receiver {
+ public:
+  Listener(pqxx::connection_base& c) : pqxx::notification_receiver(c, std::string(kControlChannel)) {}
+  void operator()(const std::string& payload, int) override { payloads.push_back(payload); }
+  std::vector<std::string> payloads;
+};
+
+constexpr const char* kSentinel = "sentinel";
+
+class PacerctlTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = std::make_unique<PostgresServer>(); }
+  static void TearDownTestSuite() { server_.reset(); }
+
+  void SetUp() override {
+    const std::string db = "t_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    conninfo_ = server_->createDatabase(db);
+    ledger::migrate(ledger::PgLedgerOptions{conninfo_});
+    listen_conn_ = std::make_unique<pqxx::connection>(conninfo_);
+    listener_ = std::make_unique<Listener>(*listen_conn_);
+  }
+
+  // pacerctl ARGS... with --postgres pointing at this test's database.
+  Outcome ctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--postgres", conninfo_});
+    return ctlWith(args, CliEnvironment{});
+  }
+
+  static Outcome ctlWith(const std::vector<std::string>& args, const CliEnvironment& env) {
+    std::vector<const char*> argv{"pacerctl"};
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    std::ostringstream out, err;
+    Outcome r;
+    r.code = runPacerctl(static_cast<int>(argv.size()), argv.data(), out, err, env);
+    r.out = out.str();
+    r.err = err.str();
+    return r;
+  }
+
+  // Every payload announced since the last call, in commit order. A sentinel
+  // sent after the command marks the end, so "nothing was announced" is
+  // checked without waiting for a timeout.
+  std::vector<std::string> announced() {
+    {
+      pqxx::connection c(conninfo_);
+      pqxx::nontransaction tx(c);
+      tx.exec(fmt::format("NOTIFY {}, '{}'", kControlChannel, kSentinel));
+    }
+    for (int i = 0; i < 100; ++i) {
+      if (!listener_->payloads.empty() && listener_->payloads.back() == kSentinel) break;
+      listen_conn_->await_notification(10, 0);
+    }
+    std::vector<std::string> got = std::move(listener_->payloads);
+    listener_->payloads.clear();
+    EXPECT_FALSE(got.empty());
+    if (!got.empty() && got.back() == kSentinel) got.pop_back();
+    return got;
+  }
+
+  pqxx::row row(const std::string& sql) {
+    pqxx::connection c(conninfo_);
+    pqxx::read_transaction tx(c);
+    return tx.exec1(sql);
+  }
+
+  void exec(const std::string& sql) {
+    pqxx::connection c(conninfo_);
+    pqxx::work tx(c);
+    tx.exec(sql);
+    tx.commit();
+  }
+
+  // send_rate ('null' when unlimited), burst, weight, provider, state, name of a campaign.
+  std::string campaignRow(const std::string& id) {
+    const pqxx::row r = row(
+        fmt::format("SELECT coalesce(send_rate::text, 'null'), burst, weight, coalesce(provider, 'null'), state, name "
+                    "FROM campaigns WHERE id = '{}'",
+                    id));
+    return fmt::format("{} {} {} {} {} '{}'", r[0].c_str(), r[1].as<double>(), r[2].as<double>(), r[3].c_str(),
+                       r[4].c_str(), r[5].c_str());
+  }
+
+  std::int64_t count(const std::string& table) { return row("SELECT count(*) FROM " + table)[0].as<std::int64_t>(); }
+
+  static std::string payload(const char* kind, const char* id, const char* change) {
+    return notifyPayload(kind, id, change);
+  }
+
+  static std::unique_ptr<PostgresServer> server_;
+  std::string conninfo_;
+  std::unique_ptr<pqxx::connection> listen_conn_;
+  std::unique_ptr<Listener> listener_;
+};
+std::unique_ptr<PostgresServer> PacerctlTest::server_;
+
+// --- campaign create -------------------------------------------------------
+
+TEST_F(PacerctlTest, CampaignCreateWritesTheRowAndAnnouncesIt) {
+  ASSERT_EQ(ctl({"provider", "create", "sms", "--rate", "150", "--burst", "10"}).code, 0);
+  EXPECT_THAT(announced(), ElementsAre(payload("provider", "sms", "create")));
+
+  const Outcome r = ctl(
+      {"campaign", "create", "spring", "--rate", "100", "--weight", "2", "--provider", "sms", "--name", "Spring sale"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("campaign 'spring' created: state active, send_rate 100/s, burst 2, weight 2"));
+  EXPECT_EQ(campaignRow("spring"), "100 2 2 sms active 'Spring sale'");
+  EXPECT_THAT(announced(), ElementsAre(R"({"kind":"campaign","id":"spring","change":"create"})"));
+}
+
+TEST_F(PacerctlTest, CampaignCreateDefaultsToUnlimitedWithoutProvider) {
+  const Outcome r = ctl({"--json", "campaign", "create", "alerts"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_EQ(campaignRow("alerts"), "null 1 1 null active ''");
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j.at("change"), "create");
+  EXPECT_TRUE(j.at("campaign").at("send_rate").is_null());
+  EXPECT_TRUE(j.at("campaign").at("provider").is_null());
+  EXPECT_THAT(announced(), ElementsAre(payload("campaign", "alerts", "create")));
+}
+
+TEST_F(PacerctlTest, CampaignCreateRefusesDuplicatesAndUnknownProvidersWithoutAnnouncing) {
+  ASSERT_EQ(ctl({"campaign", "create", "c1", "--rate", "5"}).code, 0);
+  EXPECT_THAT(announced(), ElementsAre(payload("campaign", "c1", "create")));
+
+  Outcome r = ctl({"campaign", "create", "c1", "--rate", "50"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_THAT(r.err, HasSubstr("campaign 'c1' already exists; `pacerctl campaign show c1` shows it"));
+  EXPECT_EQ(campaignRow("c1"), "5 2 1 null active ''");  // untouched
+
+  r = ctl({"campaign", "create", "c2", "--provider", "nope"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_THAT(r.err, HasSubstr("provider 'nope' not found; `pacerctl provider list` shows the providers"));
+  EXPECT_EQ(count("campaigns"), 1);
+  EXPECT_THAT(announced(), IsEmpty());
+}
+
+TEST_F(PacerctlTest, CampaignCreateRefusesInvalidValuesWithExitTwoBeforeWritingAnything) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--rate", "-5"}, "--rate '-5': a rate cannot be negative"},
+      {{"--rate", "nan"}, "--rate 'nan': not a finite number"},
+      {{"--rate", "lots"}, "--rate 'lots': not a number"},
+      {{"--rate", "100", "--burst", "0"}, "--burst '0': a burst is a number of messages, at least 1"},
+      {{"--burst", "5"}, "an unlimited rate has no burst"},
+      {{"--weight", "0"}, "--weight '0': a weight is a number above 0"},
+      {{"--weight", "-1"}, "--weight '-1'"},
+      {{"--name", "two\nlines"}, "--name: must be UTF-8 text without control characters"},
+  };
+  for (const auto& [extra, message] : cases) {
+    std::vector<std::string> args{"campaign", "create", "bad"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Outcome r = ctl(args);
+    EXPECT_EQ(r.code, 2) << r;
+    EXPECT_THAT(r.err, HasSubstr(message)) << r;
+  }
+  // Given but empty (`--rate "$UNSET"`) is refused, never taken as the default.
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"campaign", "create", "bad", "--rate", ""}, "--rate '': not a number"},
+           {{"campaign", "create", "bad", "--rate", "5", "--burst", ""}, "--burst ''"},
+           {{"campaign", "create", "bad", "--weight", ""}, "--weight ''"},
+           {{"campaign", "create", "bad", "--provider", ""}, "provider id: empty"},
+           {{"campaign", "set-rate", "bad", ""}, "rate '': not a number"},
+           {{"provider", "set-rate", "bad", ""}, "rate '': not a number"}}) {
+    const Outcome r = ctl(args);
+    EXPECT_EQ(r.code, 2) << r;
+    EXPECT_THAT(r.err, HasSubstr(message)) << r;
+  }
+  const Outcome r = ctl({"campaign", "create", "tab\there"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_THAT(r.err, HasSubstr("campaign id: must be UTF-8 text without control characters"));
+  EXPECT_EQ(count("campaigns"), 0);
+  EXPECT_THAT(announced(), IsEmpty());
+}
+
+// --- campaign list / show --------------------------------------------------
+
+TEST_F(PacerctlTest, CampaignListPrintsAnAlignedTableAndJson) {
+  Outcome r = ctl({"campaign", "list"});
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("no campaigns"));
+
+  ASSERT_EQ(ctl({"provider", "create", "sms", "--rate", "150"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "vip", "--rate", "5", "--provider", "sms", "--name", "VIP"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "alerts", "--name", "Security alerts"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "pause", "vip"}).code, 0);
+
+  r = ctl({"campaign", "list"});
+  ASSERT_EQ(r.code, 0) << r;
+  std::istringstream lines(r.out);
+  std::string header, first, second, extra;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  EXPECT_FALSE(std::getline(lines, extra)) << r;
+  EXPECT_EQ(header.rfind("ID      NAME             STATE   SEND_RATE  BURST  WEIGHT  PROVIDER  UPDATED (UTC)", 0), 0u)
+      << r;
+  EXPECT_EQ(first.rfind("alerts  Security alerts  active  unlimited      1       1  -", 0), 0u) << r;
+  EXPECT_EQ(second.rfind("vip     VIP              paused        5/s      2       1  sms", 0), 0u) << r;
+  // Every column starts at the same offset on every line.
+  EXPECT_EQ(header.find("UPDATED"), first.find("20"));
+
+  r = ctl({"campaign", "list", "--json"});  // --json after the command works too
+  ASSERT_EQ(r.code, 0) << r;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0].at("id"), "alerts");
+  EXPECT_EQ(j[1].at("id"), "vip");
+  EXPECT_EQ(j[1].at("state"), "paused");
+  EXPECT_EQ(j[1].at("send_rate"), 5.0);
+  EXPECT_EQ(j[1].at("provider"), "sms");
+  EXPECT_EQ(j[1].at("updated_at").get<std::string>().size(), 20u);  // 2026-11-23T09:00:00Z
+}
+
+TEST_F(PacerctlTest, CampaignShowCountsTheLedgerAndParkedForThatCampaignOnly) {
+  ASSERT_EQ(ctl({"campaign", "create", "c1", "--rate", "10"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "c2"}).code, 0);
+  exec(
+      "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, reason, "
+      "recorded_at) "
+      "VALUES ('m1', 'c1', 't', 0, 1, 'sent', '', '2026-11-23 08:00:00+00'), "
+      "('m2', 'c1', 't', 0, 2, 'sent', '', '2026-11-23 08:00:05+00'), "
+      "('m3', 'c1', 't', 0, 3, 'failed', 'HTTP 400', '2026-11-23 08:00:07+00'), "
+      "('m4', 'c1', 't', 0, 4, 'rejected', 'too big', '2026-11-23 08:00:06+00'), "
+      "('m5', 'c2', 't', 0, 5, 'sent', '', '2026-11-23 09:00:00+00')");
+  exec(
+      "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, payload) VALUES "
+      "('p1', 'c1', 't', 0, 6, 'x'), ('p2', 'c1', 't', 0, 7, 'y'), ('p3', 'c2', 't', 0, 8, 'z')");
+
+  Outcome r = ctl({"--json", "campaign", "show", "c1"});
+  ASSERT_EQ(r.code, 0) << r;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j.at("id"), "c1");
+  EXPECT_EQ(j.at("send_rate"), 10.0);
+  EXPECT_EQ(j.at("ledger"),
+            Json::parse(R"({"sent":2,"failed":1,"rejected":1,"last_recorded_at":"2026-11-23T08:00:07Z"})"));
+  EXPECT_EQ(j.at("parked"), 2);
+
+  r = ctl({"campaign", "show", "c1"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("\nsend_rate         10/s\n"));
+  EXPECT_THAT(r.out, HasSubstr("\nsent              2\n"));
+  EXPECT_THAT(r.out, HasSubstr("\nlast_recorded_at  2026-11-23T08:00:07Z\n"));
+  EXPECT_THAT(r.out, HasSubstr("\nparked            2\n"));
+
+  // A campaign with no ledger rows yet.
+  exec("DELETE FROM deliveries WHERE campaign = 'c2'");
+  r = ctl({"--json", "campaign", "show", "c2"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(Json::parse(r.out).at("ledger").at("last_recorded_at").is_null());
+}
+
+TEST_F(PacerctlTest, AnUnknownCampaignIsNotFoundWithExitOneForEveryCommand) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{{"campaign", "show", "x"},
+                                                                                    {"campaign", "set-rate", "x", "10"},
+                                                                                    {"campaign", "pause", "x"},
+                                                                                    {"campaign", "resume", "x"},
+                                                                                    {"campaign", "cancel", "x"}}) {
+    const Outcome r = ctl(args);
+    EXPECT_EQ(r.code, 1) << r;
+    EXPECT_EQ(r.err, "pacerctl: campaign 'x' not found; `pacerctl campaign list` shows the campaigns\n") << r;
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_THAT(announced(), IsEmpty());
+}
+
+// --- campaign set-rate -----------------------------------------------------
+
+TEST_F(PacerctlTest, CampaignSetRateChangesRateBurstAndUpdatedAtInOneAnnouncedTransaction) {
+  ASSERT_EQ(ctl({"campaign", "create", "c1", "--rate", "100", "--burst", "5"}).code, 0);
+  announced();
+  exec("UPDATE campaigns SET updated_at = now() - interval '1 hour'");
+
+  Outcome r = ctl({"campaign", "set-rate", "c1", "250"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_EQ(r.out, "campaign 'c1': send_rate 100/s -> 250/s, burst 5 -> 4\n");
+  EXPECT_EQ(campaignRow("c1"), "250 4 1 null active ''");  // burst: the default for 250/s
+  EXPECT_TRUE(row("SELECT updated_at > now() - interval '1 minute' FROM campaigns")[0].as<bool>());
+  // The listener is told after the commit: a worker that reads on the
+  // notification sees the new rate.
+  ASSERT_THAT(announced(), ElementsAre(payload("campaign", "c1", "set-rate")));
+  {
+    pqxx::read_transaction tx(*listen_conn_);
+    EXPECT_EQ(tx.exec1("SELECT send_rate FROM campaigns WHERE id = 'c1'")[0].as<double>(), 250.0);
+  }
+
+  r = ctl({"--json", "campaign", "set-rate", "c1", "40", "--burst", "9"});
+  ASSERT_EQ(r.code, 0) << r;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j.at("changed"), true);
+  EXPECT_EQ(j.at("campaign").at("send_rate"), 40.0);
+  EXPECT_EQ(j.at("campaign").at("burst"), 9.0);
+  EXPECT_EQ(j.at("previous").at("send_rate"), 250.0);
+  EXPECT_EQ(campaignRow("c1"), "40 9 1 null active ''");
+
+  ASSERT_EQ(ctl({"campaign", "set-rate", "c1", "unlimited"}).code, 0);
+  EXPECT_EQ(campaignRow("c1"), "null 1 1 null active ''");
+  EXPECT_THAT(announced(), ElementsAre(payload("campaign", "c1", "set-rate"), payload("campaign", "c1", "set-rate")));
+}
+
+TEST_F(PacerctlTest, CampaignSetRateRefusesBadRatesAndFinishedCampaigns) {
+  ASSERT_EQ(ctl({"campaign", "create", "c1", "--rate", "100"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "done", "--rate", "100"}).code, 0);
+  exec("UPDATE campaigns SET state = 'completed' WHERE id = 'done'");
+  announced();
+
+  for (const char* bad : {"-5", "nan", "inf", "20000000", "fast"}) {
+    const Outcome r = ctl({"campaign", "set-rate", "c1", bad});
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r;
+    EXPECT_THAT(r.err, HasSubstr(fmt::format("rate '{}'", bad))) << r;
+  }
+  Outcome r = ctl({"campaign", "set-rate", "c1", "100", "--burst", "0.5"});
+  EXPECT_EQ(r.code, 2) << r;
+
+  ASSERT_EQ(ctl({"campaign", "cancel", "c1"}).code, 0);
+  r = ctl({"campaign", "set-rate", "c1", "10"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_THAT(r.err, HasSubstr("campaign 'c1' is cancelled: a rate no longer applies to it"));
+  r = ctl({"campaign", "set-rate", "done", "10"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_THAT(r.err, HasSubstr("campaign 'done' is completed"));
+  EXPECT_EQ(campaignRow("c1"), "100 2 1 null cancelled ''");
+  EXPECT_THAT(announced(), ElementsAre(payload("campaign", "c1", "cancel")));
+}
+
+// --- pause / resume / cancel -----------------------------------------------
+
+TEST_F(PacerctlTest, PauseResumeAndCancelFollowTheStateMachine) {
+  ASSERT_EQ(ctl({"campaign", "create", "c1", "--rate", "10"}).code, 0);
+  announced();
+
+  Outcome r = ctl({"campaign", "pause", "c1"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_EQ(r.out, "campaign 'c1' paused (was active)\n");
+  EXPECT_EQ(campaignRow("c1"), "10 2 1 null paused ''");
+  EXPECT_THAT(announced(), ElementsAre(payload("campaign", "c1", "pause")));
+
+  // Already so: exit 0, nothing written, nothing announced.
+  exec("UPDATE campaigns SET updated_at = '2026-01-01 00:00:00+00'");
+  r = ctl({"--json", "campaign", "pause", "c1"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_EQ(Json::parse(r.out).at("changed"), false);
+  EXPECT_EQ(Json::parse(r.out).at("campaign").at("updated_at"), "2026-01-01T00:00:00Z");
+  EXPECT_THAT(announced(), IsEmpty());
+
+  r = ctl({"campaign", "resume", "c1"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_EQ(r.out, "campaign 'c1' resumed (was paused)\n");
+  EXPECT_EQ(campaignRow("c1"), "10 2 1 null active ''");
+  EXPECT_THAT(announced(), ElementsAre(payload("campaign", "c1", "resume")));
+
+  r = ctl({"campaign", "resume", "c1"});
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("already active"));
+
+  r = ctl({"campaign", "cancel", "c1"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("campaign 'c1' cancelled (was active); pacerd fails its remaining messages"));
+  EXPECT_EQ(campaignRow("c1"), "10 2 1 null cancelled ''");
+  EXPECT_THAT(announced(), ElementsAre(payload("campaign", "c1", "cancel")));
+
+  r = ctl({"campaign", "resume", "c1"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_THAT(r.err, HasSubstr("campaign 'c1' is cancelled and cannot be resumed; create a new campaign"));
+  r = ctl({"campaign", "pause", "c1"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_THAT(r.err, HasSubstr("is cancelled: there is nothing to pause"));
+  r = ctl({"campaign", "cancel", "c1"});
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("already cancelled"));
+  EXPECT_EQ(campaignRow("c1"), "10 2 1 null cancelled ''");
+  EXPECT_THAT(announced(), IsEmpty());
+}
+
+TEST_F(PacerctlTest, CancelWorksFromPausedAndIsRefusedForACompletedCampaign) {
+  ASSERT_EQ(ctl({"campaign", "create", "p"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "done"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "pause", "p"}).code, 0);
+  exec("UPDATE campaigns SET state = 'completed' WHERE id = 'done'");
+  announced();
+
+  Outcome r = ctl({"campaign", "cancel", "p"});
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("(was paused)"));
+  r = ctl({"campaign", "cancel", "done"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_THAT(r.err, HasSubstr("campaign 'done' is completed: there is nothing to cancel"));
+  r = ctl({"campaign", "resume", "done"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_EQ(row("SELECT string_agg(id || '=' || state, ',' ORDER BY id) FROM campaigns")[0].as<std::string>(),
+            "done=completed,p=cancelled");
+  EXPECT_THAT(announced(), ElementsAre(payload("campaign", "p", "cancel")));
+}
+
+// --- providers -------------------------------------------------------------
+
+TEST_F(PacerctlTest, ProviderCreateListAndSetRate) {
+  Outcome r = ctl({"provider", "list"});
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("no providers"));
+
+  r = ctl({"provider", "create", "sms", "--rate", "400"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_EQ(r.out, "provider 'sms' created: rate 400/s, burst 5\n");
+  ASSERT_EQ(ctl({"provider", "create", "push"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "a", "--provider", "sms"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "b", "--provider", "sms"}).code, 0);
+  EXPECT_THAT(announced(), ElementsAre(payload("provider", "sms", "create"), payload("provider", "push", "create"),
+                                       payload("campaign", "a", "create"), payload("campaign", "b", "create")));
+
+  r = ctl({"provider", "create", "sms"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_THAT(r.err, HasSubstr("provider 'sms' already exists"));
+  r = ctl({"provider", "create", "x", "--rate", "-1"});
+  EXPECT_EQ(r.code, 2) << r;
+
+  r = ctl({"provider", "list"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("ID         RATE  BURST  CAMPAIGNS  UPDATED (UTC)\n"));
+  EXPECT_THAT(r.out, HasSubstr("\npush  unlimited      1          0  20"));
+  EXPECT_THAT(r.out, HasSubstr("\nsms       400/s      5          2  20"));
+
+  exec("UPDATE providers SET updated_at = now() - interval '1 hour'");
+  r = ctl({"provider", "set-rate", "sms", "150", "--burst", "10"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_EQ(r.out, "provider 'sms': rate 400/s -> 150/s, burst 5 -> 10\n");
+  const pqxx::row p =
+      row("SELECT rate, burst, updated_at > now() - interval '1 minute' FROM providers WHERE id = 'sms'");
+  EXPECT_EQ(p[0].as<double>(), 150.0);
+  EXPECT_EQ(p[1].as<double>(), 10.0);
+  EXPECT_TRUE(p[2].as<bool>());
+
+  r = ctl({"--json", "provider", "list"});
+  ASSERT_EQ(r.code, 0) << r;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j[1].at("id"), "sms");
+  EXPECT_EQ(j[1].at("rate"), 150.0);
+  EXPECT_EQ(j[1].at("campaigns"), 2);
+  EXPECT_TRUE(j[0].at("rate").is_null());
+
+  r = ctl({"provider", "set-rate", "nope", "10"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_EQ(r.err, "pacerctl: provider 'nope' not found; `pacerctl provider list` shows the providers\n");
+  r = ctl({"provider", "set-rate", "sms", "unlimited", "--burst", "3"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_THAT(announced(), ElementsAre(payload("provider", "sms", "set-rate")));
+}
+
+// --- status ----------------------------------------------------------------
+
+TEST_F(PacerctlTest, StatusCountsCampaignsByStateLedgerAndParked) {
+  ASSERT_EQ(ctl({"provider", "create", "sms"}).code, 0);
+  for (const char* id : {"a", "b", "c", "d"}) ASSERT_EQ(ctl({"campaign", "create", id}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "pause", "b"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "cancel", "c"}).code, 0);
+  exec(
+      "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, recorded_at) "
+      "VALUES ('m1', 'a', 't', 0, 1, 'sent', '2026-11-23 08:00:00+00'), ('m2', 'b', 't', 0, 2, 'sent', "
+      "'2026-11-23 08:30:00+00'), ('m3', 'c', 't', 0, 3, 'failed', '2026-11-23 08:10:00+00'), "
+      "('m4', '', 't', 0, 4, 'rejected', '2026-11-23 08:20:00+00')");
+  exec(
+      "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, payload, owner, lease_until) "
+      "VALUES ('p1', 'a', 't', 0, 5, 'x', NULL, NULL), ('p2', 'a', 't', 0, 6, 'x', 'w1', now() + interval '1 "
+      "minute'), ('p3', 'b', 't', 0, 7, 'x', 'dead', now() - interval '1 minute')");
+
+  Outcome r = ctl({"--json", "status"});
+  ASSERT_EQ(r.code, 0) << r;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j.at("schema").at("database"), ledger::latestSchemaVersion());
+  EXPECT_EQ(j.at("schema").at("pacerctl"), ledger::latestSchemaVersion());
+  EXPECT_EQ(j.at("campaigns"), Json::parse(R"({"active":2,"paused":1,"cancelled":1,"completed":0,"total":4})"));
+  EXPECT_EQ(j.at("providers"), 1);
+  EXPECT_EQ(j.at("ledger"),
+            Json::parse(R"({"sent":2,"failed":1,"rejected":1,"last_recorded_at":"2026-11-23T08:30:00Z","total":4})"));
+  EXPECT_EQ(j.at("parked"), Json::parse(R"({"total":3,"claimed":1})"));
+
+  r = ctl({"status"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr(fmt::format("schema version: {} (this pacerctl: {})", ledger::latestSchemaVersion(),
+                                           ledger::latestSchemaVersion())));
+  EXPECT_THAT(r.out, HasSubstr("\ncampaigns active                 2\n"));
+  EXPECT_THAT(r.out, HasSubstr("\nledger rejected                  1\n"));
+  EXPECT_THAT(r.out, HasSubstr("\nparked, claimed by a worker      1\n"));
+  EXPECT_THAT(announced(), Not(IsEmpty()));  // the creates above
+}
+
+// --- connection, environment, usage ----------------------------------------
+
+TEST_F(PacerctlTest, ThePasswordOfTheConnectionStringIsNeverPrinted) {
+  // Trust authentication ignores the password, so it can be given here.
+  const std::string with_password = conninfo_ + " password=s3cret-pw";
+  const Outcome r = ctlWith({"--postgres", with_password, "status"}, CliEnvironment{});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("password=***"));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr("s3cret-pw")));
+  const Outcome j = ctlWith({"--postgres", with_password, "--json", "status"}, CliEnvironment{});
+  ASSERT_EQ(j.code, 0) << j;
+  EXPECT_THAT(j.out + j.err, Not(HasSubstr("s3cret-pw")));
+}
+
+TEST_F(PacerctlTest, UnreachablePostgresExitsThreeWithoutThePassword) {
+  const int port = pacer::testing::freeLoopbackPort();
+  for (const std::string& conninfo :
+       {fmt::format("host=127.0.0.1 port={} user=postgres password=s3cret-pw dbname=pacer", port),
+        fmt::format("postgresql://postgres:s3cret-pw@127.0.0.1:{}/pacer", port)}) {
+    const Outcome r = ctlWith({"--postgres", conninfo, "campaign", "list"}, CliEnvironment{});
+    EXPECT_EQ(r.code, 3) << r;
+    EXPECT_THAT(r.err, HasSubstr("pacerctl: cannot reach PostgreSQL at"));
+    EXPECT_THAT(r.err, HasSubstr("check --postgres (or PACER_POSTGRES)"));
+    EXPECT_THAT(r.out + r.err, Not(HasSubstr("s3cret-pw"))) << r;
+  }
+  // libpq quotes a badly percent-encoded token; when that is the password it is hidden.
+  {
+    const Outcome r = ctlWith({"--postgres", "postgresql://postgres:s3cret%zz@127.0.0.1/pacer", "status"}, {});
+    EXPECT_EQ(r.code, 3) << r;
+    EXPECT_THAT(r.err, HasSubstr("percent"));
+    EXPECT_THAT(r.out + r.err, Not(HasSubstr("s3cret"))) << r;
+  }
+  // One libpq cannot parse is a usage error; libpq's own words would quote
+  // the password's pieces.
+  const Outcome r = ctlWith({"--postgres", "host=127.0.0.1 password=s3cret pw", "status"}, CliEnvironment{});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_THAT(r.err, HasSubstr("--postgres (or PACER_POSTGRES): not a libpq connection string"));
+  EXPECT_THAT(r.err, Not(HasSubstr("s3cret")));
+  EXPECT_THAT(r.err, Not(HasSubstr(" pw")));
+}
+
+TEST_F(PacerctlTest, ADatabaseWithoutTheSchemaExitsFourAndSaysToMigrate) {
+  const std::string empty = server_->createDatabase("t_unmigrated");
+  const Outcome r = ctlWith({"--postgres", empty, "campaign", "create", "c1"}, CliEnvironment{});
+  EXPECT_EQ(r.code, 4) << r;
+  EXPECT_THAT(r.err, HasSubstr("has no Pacer schema (this pacerctl needs version"));
+  EXPECT_THAT(r.err, HasSubstr("run `pacerd migrate --postgres ...` first"));
+}
+
+TEST_F(PacerctlTest, PostgresComesFromPacerPostgresWhenNotGiven) {
+  ASSERT_EQ(ctl({"campaign", "create", "c1"}).code, 0);
+  Outcome r = ctlWith({"--json", "campaign", "list"}, CliEnvironment{conninfo_});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_EQ(Json::parse(r.out).size(), 1u);
+  // --postgres wins over the environment.
+  r = ctlWith({"--postgres", conninfo_, "campaign", "show", "c1"}, CliEnvironment{"host=127.0.0.1 port=1"});
+  EXPECT_EQ(r.code, 0) << r;
+
+  r = ctlWith({"campaign", "list"}, CliEnvironment{});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_THAT(r.err, HasSubstr("no PostgreSQL given: pass --postgres CONNINFO or set PACER_POSTGRES"));
+  // An empty --postgres is a mistake, not a request for the environment's.
+  r = ctlWith({"--postgres", "", "campaign", "list"}, CliEnvironment{conninfo_});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_THAT(r.err, HasSubstr("--postgres: empty"));
+}
+
+TEST_F(PacerctlTest, UsageErrorsExitTwoAndHelpExitsZero) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{},
+                                             {"campaign"},
+                                             {"campaign", "launch", "c1"},
+                                             {"campaign", "show"},
+                                             {"campaign", "set-rate", "c1"},
+                                             {"campaign", "create", "c1", "--colour", "red"},
+                                             {"provider", "create"},
+                                             {"status", "extra"},
+                                             {"--connect-timeout", "soon", "status"}}) {
+    const Outcome r = ctl(args);
+    EXPECT_EQ(r.code, 2) << fmt::format("{}", fmt::join(args, " ")) << "\n" << r;
+    EXPECT_FALSE(r.err.empty()) << r;
+  }
+  const Outcome help = ctl({"--help"});
+  EXPECT_EQ(help.code, 0) << help;
+  EXPECT_THAT(help.out, HasSubstr("Exit codes: 0 done"));
+  EXPECT_THAT(announced(), IsEmpty());
+}
+
+}  // namespace
+}  // namespace pacer::control
