@@ -36,7 +36,7 @@ bool usableText(std::string_view s) {
 
 namespace {
 
-Decoded reject(std::string reason) { return Decoded{std::nullopt, std::move(reason)}; }
+Decoded reject(std::string reason) { return Decoded{std::nullopt, std::move(reason), {}}; }
 
 }  // namespace
 
