@@ -503,5 +503,88 @@ TEST_F(PipelineTest, TwoWorkersShareACampaignRateThroughRedis) {
   EXPECT_EQ(sa.value("quota", nlohmann::json::object()).value("degraded_entered", -1), 0);
 }
 
+
+// A 429 answered to one worker pauses the provider for the other one too:
+// the pause lives in Redis. Each worker sends to its own fake provider, so
+// only worker A is ever refused; worker B's provider sees nothing for the
+// Retry-After (2 s) after A's first 429.
+TEST_F(PipelineTest, A429AtOneWorkerPausesTheProviderForBothThroughRedis) {
+  startKafka(4);
+  directory_->putProvider(ProviderInfo{"gw", RateLimit{100, 5}});
+  campaign("shared", std::nullopt, 1, "gw");
+  const int n = 800;
+  produce(kafka_->bootstraps(), "messages", records("shared", n, 4));
+  testing::RedisServer redis;
+  fake::FakeProviderOptions po;
+  po.retry_after_s = 2;
+  fake::FakeProvider to_a(po), to_b(po);
+  const int port_a = to_a.start(), port_b = to_b.start();
+  auto o = options();
+  o.exit_when_idle = milliseconds(0);
+  o.sink = "http";
+  o.redis = {"127.0.0.1:" + std::to_string(redis.port())};
+  o.worker.lease.live_workers = 2;
+  o.http.url = "http://127.0.0.1:" + std::to_string(port_a) + "/send/{campaign}";
+  Daemon a(o);
+  o.http.url = "http://127.0.0.1:" + std::to_string(port_b) + "/send/{campaign}";
+  Daemon b(o);
+  const auto count = [](const fake::FakeProvider& p, const char* what) {
+    const nlohmann::json r = p.report();
+    return r.contains("shared") ? r["shared"].value(what, 0) : 0;
+  };
+  const auto requests = [&](const fake::FakeProvider& p) { return count(p, "requests"); };
+  const auto accepted = [&](const fake::FakeProvider& p) { return count(p, "accepted"); };
+  // Both sending, then A's provider refuses everything until its first 429.
+  const auto until = Clock::now() + seconds(30);
+  while (Clock::now() < until && (requests(to_a) < 20 || requests(to_b) < 20))
+    std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_GE(requests(to_b), 20) << "both workers send before the 429";
+  to_a.setQuota(0.001, 1);
+  while (Clock::now() < until && requests(to_a) == accepted(to_a)) std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_GT(requests(to_a), accepted(to_a)) << "worker A got its 429";
+  const auto refused_at = Clock::now();
+  to_a.setQuota(0, 0);  // one 429 (or a few in flight), then healthy again
+  std::this_thread::sleep_until(refused_at + milliseconds(400));
+  const int b_before = requests(to_b);
+  std::this_thread::sleep_until(refused_at + milliseconds(1800));
+  const int b_after = requests(to_b);
+  EXPECT_EQ(b_after, b_before) << "worker B kept sending while the provider was paused for worker A";
+  while (Clock::now() < until && scalar("SELECT count(*) FROM deliveries") < n)
+    std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(a.stop(), 0);
+  EXPECT_EQ(b.stop(), 0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'"), n) << "the refused ones were retried";
+  const auto sa = a.summary(), sb = b.summary();
+  EXPECT_GE(sb["quota"].value("shared_pauses", 0), 1);
+  EXPECT_GE(sa["providers"][0].value("throttled", 0), 1);
+  EXPECT_EQ(sb["providers"][0].value("throttled", -1), 0);
+}
+
+
+// Faults are retried with backoff up to the attempt limit, then recorded as
+// `failed` with the last status; the provider saw every attempt under the
+// same idempotency key.
+TEST_F(PipelineTest, ServerErrorsAreRetriedUpToTheLimitThenFailedWithTheStatus) {
+  startKafka(2);
+  campaign("c", std::nullopt);
+  produce(kafka_->bootstraps(), "messages", records("c", 20, 2));
+  fake::FakeProviderOptions po;
+  po.fail_rate = 1.0;  // every request answered 500
+  fake::FakeProvider provider(po);
+  const int port = provider.start();
+  auto o = options();
+  o.sink = "http";
+  o.http.url = "http://127.0.0.1:" + std::to_string(port) + "/send/{campaign}";
+  o.worker.retry.max_attempts = 3;
+  o.worker.retry.base_delay = milliseconds(20);
+  Daemon d(o);
+  ASSERT_TRUE(d.waitExit(seconds(60)));
+  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE status = 'failed' AND attempts = 3"), 20);
+  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE reason LIKE '%HTTP 500%'"), 20);
+  const nlohmann::json r = provider.report()["c"];
+  EXPECT_EQ(r["requests"], 60) << "three attempts per message";
+  EXPECT_EQ(r["distinct_keys"], 20);
+}
+
 }  // namespace
 }  // namespace pacer
