@@ -12,8 +12,10 @@ PACER_PACKAGES=(
 PACER_PACKAGES+=(librdkafka-dev kcat)
 # The ledger: libpqxx, and a PostgreSQL server the integration tests start themselves.
 PACER_PACKAGES+=(libpqxx-dev postgresql)
-# The HTTP sink (libcurl) and pacer-fake-provider (cpp-httplib).
-PACER_PACKAGES+=(libcurl4-openssl-dev libcpp-httplib-dev)
+# The HTTP sink (libcurl) and pacer-fake-provider (libmicrohttpd: one epoll thread that answers
+# in the same turn it reads a request; cpp-httplib's thread per connection took twice the CPU of
+# the sink it was benchmarking). iproute2's ss checks the provider's listen backlog in a test.
+PACER_PACKAGES+=(libcurl4-openssl-dev libmicrohttpd-dev iproute2)
 # The global quota: hiredis, and a Redis server the integration tests start themselves.
 PACER_PACKAGES+=(libhiredis-dev libspdlog-dev redis-server redis-tools)
 

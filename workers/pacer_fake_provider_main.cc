@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   CLI::App app{"pacer-fake-provider: a provider API stand-in that records every request"};
   pacer::fake::FakeProviderOptions o;
   std::string port_file, report_file, record_file;
+  int threads = 1;
   app.add_option("--host", o.host, "address to listen on")->capture_default_str();
   app.add_option("--port", o.port, "port; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
   app.add_option("--port-file", port_file, "write the port here once listening");
@@ -25,7 +26,9 @@ int main(int argc, char** argv) {
   app.add_option("--fail-rate", o.fail_rate, "fraction of requests answered 500")->check(CLI::Range(0.0, 1.0));
   app.add_option("--close-rate", o.close_rate, "fraction of connections dropped mid-response")->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
-  app.add_option("--threads", o.threads, "worker threads, one per open connection")->capture_default_str()->check(CLI::Range(1, 4096));
+  // One event loop serves every connection now; the flag stays so that
+  // scripts written for the thread-per-connection server still run.
+  app.add_option("--threads", threads, "ignored (one event loop serves every connection)")->check(CLI::Range(1, 4096));
   app.add_option("--report", report_file, "write the per-campaign report (JSON) here on exit");
   app.add_option("--record", record_file, "write one line per request here on exit");
   CLI11_PARSE(app, argc, argv);
@@ -34,7 +37,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the server's threads start
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the server's thread starts
 
   try {
     pacer::fake::FakeProvider provider(o);

@@ -1,18 +1,24 @@
 #include "fake_provider/fake_provider.h"
 
-#include <httplib.h>
+#include <microhttpd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -21,6 +27,20 @@
 
 namespace pacer::fake {
 namespace {
+
+// A provider stand-in must take a burst of connections like a real server: a
+// sink opening 50 connections at once overflowed a backlog of 5 on a busy CI
+// machine, and each dropped SYN costs the client 1 s, then 3 s more.
+constexpr int kListenBacklog = 1024;
+// Idle keep-alive connections are closed after this long, as before.
+constexpr unsigned kIdleTimeoutS = 30;
+// pacerd keeps up to --in-flight connections open (1,000 by default); the
+// library's own default is sized for select().
+constexpr unsigned kMaxConnections = 16384;
+// A dropped connection promises this many body bytes and sends a few of them.
+constexpr std::uint64_t kPromisedBody = 64;
+constexpr std::size_t kSentBeforeClose = 8;
+constexpr std::string_view kOkBody = "{\"ok\":true}";
 
 struct Request {
   std::int64_t at_ns;  // since start
@@ -49,33 +69,138 @@ std::string httpDate(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
+const char* header(MHD_Connection* c, const char* name) {
+  return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+// State a request needs across the library's calls. Most requests need none
+// and get kNothingToKeep instead, so the common path allocates nothing.
+struct Exchange {
+  bool waited = false;          // its added latency has passed
+  MHD_PostProcessor* form = nullptr;  // /admin/quota with a form body
+  std::map<std::string, std::string> fields;
+  ~Exchange() {
+    if (form != nullptr) MHD_destroy_post_processor(form);
+  }
+};
+char kNothingToKeep;
+
+MHD_Result onFormField(void* cls, MHD_ValueKind, const char* key, const char*, const char*, const char*,
+                       const char* data, std::uint64_t, std::size_t size) {
+  static_cast<Exchange*>(cls)->fields[key].append(data, size);
+  return MHD_YES;
+}
+
+// The body of a dropped connection: a few bytes, then an error, on which the
+// library closes the connection mid-response.
+ssize_t dropMidBody(void*, std::uint64_t pos, char* buf, std::size_t max) {
+  if (pos > 0 || max < kSentBeforeClose) return MHD_CONTENT_READER_END_WITH_ERROR;
+  std::memset(buf, 'x', kSentBeforeClose);
+  return static_cast<ssize_t>(kSentBeforeClose);
+}
+
 }  // namespace
 
+// libmicrohttpd with one epoll thread serves every connection: a request costs
+// a read and a write on a ready socket, and the answer is written in the same
+// turn that read the request. (The thread-per-connection server it replaced
+// spent two thirds of its time in the kernel switching 64 threads and polling
+// each socket before every read and write.) Added latency suspends the
+// connection and a timer thread resumes it, so a slow answer never holds up
+// another request.
 struct FakeProvider::Impl {
   FakeProviderOptions options;
-  httplib::Server server;
-  std::thread thread;
-  int port = 0;
-  int listen_fd = -1;  // the listening socket, to widen its backlog after bind
   TimeSourcePtr clock = makeSteadyTimeSource();
   MonoTime started = clock->now();
+  MHD_Daemon* daemon = nullptr;
+  MHD_Response* ok = nullptr;  // every plain 200 shares it
+  int port = 0;
 
-  mutable std::mutex mu;  // guards everything below
+  // Suspended connections and when to resume them (the latency hook).
+  std::mutex timer_mu;
+  std::condition_variable timer_cv;
+  std::multimap<std::chrono::steady_clock::time_point, MHD_Connection*> due;
+  bool stopping = false;
+  std::thread timer;
+
+  mutable std::mutex mu;  // guards everything below (the server's thread, report(), setQuota())
   RateLimitingInterfacePtr quota;
   std::mt19937_64 rng;
   std::vector<Request> requests;
 
-  void handle(const httplib::Request& req, httplib::Response& res) {
-    // Test hooks: a request may ask for a given answer.
-    const int forced = req.has_header("X-Fake-Status") ? std::atoi(req.get_header_value("X-Fake-Status").c_str()) : 0;
-    const int latency = req.has_header("X-Fake-Latency-Ms")
-                            ? std::atoi(req.get_header_value("X-Fake-Latency-Ms").c_str())
-                            : options.latency_ms;
-    const bool force_close = req.has_header("X-Fake-Close");
-    if (latency > 0) std::this_thread::sleep_for(std::chrono::milliseconds(latency));
+  static MHD_Result onRequest(void* cls, MHD_Connection* c, const char* url, const char* method, const char*,
+                              const char* data, std::size_t* size, void** state) {
+    return static_cast<Impl*>(cls)->route(c, url, method, data, size, state);
+  }
 
+  static void onCompleted(void*, MHD_Connection*, void** state, MHD_RequestTerminationCode) {
+    if (*state != nullptr && *state != &kNothingToKeep) delete static_cast<Exchange*>(*state);
+    *state = nullptr;
+  }
+
+  // The library calls this once with the headers, once per piece of body,
+  // and once more at the end, where the answer is given.
+  MHD_Result route(MHD_Connection* c, const char* url, const char* method, const char* data, std::size_t* size,
+                   void** state) {
+    const bool admin = std::strcmp(method, "POST") == 0 && std::strcmp(url, "/admin/quota") == 0;
+    if (*state == nullptr) {
+      if (admin) {
+        auto* e = new Exchange;
+        e->form = MHD_create_post_processor(c, 1024, onFormField, e);  // null: not a form
+        *state = e;
+      } else {
+        *state = &kNothingToKeep;
+      }
+      return MHD_YES;
+    }
+    if (*size != 0) {
+      if (admin && static_cast<Exchange*>(*state)->form != nullptr) {
+        MHD_post_process(static_cast<Exchange*>(*state)->form, data, *size);
+      }
+      *size = 0;  // the payload itself is not kept
+      return MHD_YES;
+    }
+    if (admin) return adminQuota(c, *static_cast<Exchange*>(*state));
+    if (std::strcmp(method, "GET") == 0 && std::strcmp(url, "/report") == 0) {
+      return send(c, 200, reportJson().dump(), "application/json");
+    }
+    const char* latency_header = header(c, "X-Fake-Latency-Ms");
+    const int latency = latency_header != nullptr ? std::atoi(latency_header) : options.latency_ms;
+    if (latency > 0 && (*state == &kNothingToKeep || !static_cast<Exchange*>(*state)->waited)) {
+      if (*state == &kNothingToKeep) *state = new Exchange;
+      static_cast<Exchange*>(*state)->waited = true;
+      std::lock_guard<std::mutex> lock(timer_mu);
+      if (!stopping) {  // stop() resumes what is suspended; nothing may be suspended after it
+        MHD_suspend_connection(c);
+        due.emplace(std::chrono::steady_clock::now() + std::chrono::milliseconds(latency), c);
+        timer_cv.notify_one();
+        return MHD_YES;
+      }
+    }
+    return answer(c);
+  }
+
+  // rate and burst come from the query string or a form body (curl -d).
+  MHD_Result adminQuota(MHD_Connection* c, Exchange& e) {
+    auto field = [&](const char* name) {
+      const auto it = e.fields.find(name);
+      if (it != e.fields.end()) return std::atof(it->second.c_str());
+      const char* v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+      return v != nullptr ? std::atof(v) : 0.0;
+    };
+    setQuota(field("rate"), field("burst"));
+    return send(c, 200, "ok\n", "text/plain");
+  }
+
+  // Decides the answer (after any added latency, as the quota sees the
+  // request then), records it and sends it.
+  MHD_Result answer(MHD_Connection* c) {
+    const char* forced_header = header(c, "X-Fake-Status");
+    const int forced = forced_header != nullptr ? std::atoi(forced_header) : 0;
+    const char* campaign = header(c, "Pacer-Campaign");
+    const char* key = header(c, "Idempotency-Key");
     int status = 200;
-    bool close = force_close;
+    bool close = header(c, "X-Fake-Close") != nullptr;
     const MonoTime now = clock->now();
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -89,112 +214,181 @@ struct FakeProvider::Impl {
       } else if (quota && !quota->canDoWork(now)) {
         status = 429;
       }
-      requests.push_back(Request{(now - started).count(), req.get_header_value("Pacer-Campaign"),
-                                 req.get_header_value("Idempotency-Key"), close ? 0 : status});
+      requests.push_back(Request{(now - started).count(), campaign != nullptr ? campaign : "",
+                                 key != nullptr ? key : "", close ? 0 : status});
     }
     if (close) {
-      // Headers promise a body that never comes: the client sees the
+      // Headers promise a body that never comes whole: the client sees the
       // connection drop mid-response.
-      res.set_header("Connection", "close");
-      res.set_content_provider(
-          64, "text/plain", [](std::size_t, std::size_t, httplib::DataSink&) { return false; });
+      MHD_Response* r = MHD_create_response_from_callback(kPromisedBody, kPromisedBody, dropMidBody, nullptr, nullptr);
+      MHD_add_response_header(r, "Content-Type", "text/plain");
+      MHD_add_response_header(r, "Connection", "close");
+      const MHD_Result queued = MHD_queue_response(c, 200, r);
+      MHD_destroy_response(r);
+      return queued;
+    }
+    if (status == 200) return MHD_queue_response(c, 200, ok);
+    std::string retry_after;
+    if (status == 429 || status == 503) {
+      const char* forced_retry = header(c, "X-Fake-Retry-After");
+      retry_after = forced_retry != nullptr ? std::string(forced_retry)
+                    : options.retry_after_as_date
+                        ? httpDate(std::chrono::system_clock::now() +
+                                   std::chrono::seconds(static_cast<long>(std::ceil(options.retry_after_s))))
+                        : fmt::format("{:g}", options.retry_after_s);
+    }
+    const std::string body =
+        status / 100 == 2 ? std::string(kOkBody) : fmt::format("{{\"error\":{}}}", status);
+    return send(c, status, body, "application/json", retry_after);
+  }
+
+  static MHD_Result send(MHD_Connection* c, int status, std::string_view body, const char* type,
+                         const std::string& retry_after = {}) {
+    MHD_Response* r =
+        MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+    if (r == nullptr) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    if (!retry_after.empty()) MHD_add_response_header(r, "Retry-After", retry_after.c_str());
+    const MHD_Result queued = MHD_queue_response(c, static_cast<unsigned>(status), r);
+    MHD_destroy_response(r);
+    return queued;
+  }
+
+  // Resumes each suspended connection when its latency has passed.
+  void runTimer() {
+    std::unique_lock<std::mutex> lock(timer_mu);
+    while (!stopping) {
+      if (due.empty()) {
+        timer_cv.wait(lock);
+        continue;
+      }
+      const auto next = due.begin()->first;
+      if (std::chrono::steady_clock::now() < next) {
+        timer_cv.wait_until(lock, next);
+        continue;
+      }
+      std::vector<MHD_Connection*> ready;
+      while (!due.empty() && due.begin()->first <= std::chrono::steady_clock::now()) {
+        ready.push_back(due.begin()->second);
+        due.erase(due.begin());
+      }
+      lock.unlock();
+      for (MHD_Connection* c : ready) MHD_resume_connection(c);
+      lock.lock();
+    }
+  }
+
+  void setQuota(double per_s, double burst) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (per_s <= 0) {
+      quota.reset();
       return;
     }
-    res.status = status;
-    if (status == 429 || status == 503) {
-      const std::string value =
-          req.has_header("X-Fake-Retry-After") ? req.get_header_value("X-Fake-Retry-After")
-          : options.retry_after_as_date
-              ? httpDate(std::chrono::system_clock::now() +
-                         std::chrono::seconds(static_cast<long>(std::ceil(options.retry_after_s))))
-              : fmt::format("{:g}", options.retry_after_s);
-      res.set_header("Retry-After", value);
+    const RateLimit limit{per_s, burst > 0 ? burst : std::max(1.0, per_s)};
+    if (quota) {
+      quota->setLimit(limit, clock->now());
+    } else {
+      quota = makeLimiter(LimiterOptions{}, limit, clock->now());
     }
-    res.set_content(status / 100 == 2 ? "{\"ok\":true}" : fmt::format("{{\"error\":{}}}", status), "application/json");
   }
+
+  nlohmann::json reportJson() const;
 };
 
 FakeProvider::FakeProvider(FakeProviderOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
   impl_->rng.seed(options.seed);
   setQuota(options.quota_per_s, options.quota_burst);
-  const int threads = std::max(1, options.threads);
-  impl_->server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
-  impl_->server.set_keep_alive_max_count(1000000);
-  impl_->server.set_keep_alive_timeout(30);
-  impl_->server.set_tcp_nodelay(true);  // header and body go in two writes: no Nagle delay between them
-  Impl* impl = impl_.get();
-  // Remember the listening socket (this hook runs only for it) so start() can
-  // widen its backlog; keep the library's own options (SO_REUSEADDR...).
-  impl_->server.set_socket_options([impl](socket_t sock) {
-    httplib::default_socket_options(sock);
-    impl->listen_fd = sock;
-  });
-  impl_->server.Get("/report", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(report().dump(), "application/json");
-  });
-  impl_->server.Post("/admin/quota", [this](const httplib::Request& req, httplib::Response& res) {
-    const double rate = req.has_param("rate") ? std::atof(req.get_param_value("rate").c_str()) : 0;
-    const double burst = req.has_param("burst") ? std::atof(req.get_param_value("burst").c_str()) : 0;
-    setQuota(rate, burst);
-    res.set_content("ok\n", "text/plain");
-  });
-  auto any = [impl](const httplib::Request& req, httplib::Response& res) { impl->handle(req, res); };
-  impl_->server.Post(".*", any);
-  impl_->server.Put(".*", any);
-  impl_->server.Patch(".*", any);
-  impl_->server.Get(".*", any);
 }
 
 FakeProvider::~FakeProvider() { stop(); }
 
-int FakeProvider::start() {
-  impl_->port = impl_->options.port == 0 ? impl_->server.bind_to_any_port(impl_->options.host)
-                                         : (impl_->server.bind_to_port(impl_->options.host, impl_->options.port)
-                                                ? impl_->options.port
-                                                : -1);
-  if (impl_->port <= 0) throw std::runtime_error(fmt::format("cannot listen on {}:{}", impl_->options.host, impl_->options.port));
-  // Debian's cpp-httplib is a compiled library that listens with a backlog of
-  // 5. A sink opening 50 connections at once overflows that on a busy machine,
-  // and each dropped SYN costs the client 1 s, then 3 s more. A provider
-  // stand-in must take a burst of connections like a real server: listen()
-  // again on the same socket only widens the queue.
-  if (impl_->listen_fd >= 0 && ::listen(impl_->listen_fd, 1024) != 0)
-    throw std::runtime_error(fmt::format("cannot widen the listen backlog on port {}", impl_->port));
-  impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
-  // stop() before the accept loop runs would be lost and leave it running:
-  // return only once it is serving.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!impl_->server.is_running()) {
-    if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("the HTTP server did not start");
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+namespace {
+
+// Binds host:port (port 0: the kernel picks) with the backlog above; -1 on failure.
+int listenOn(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return -1;
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, kListenBacklog) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
   }
-  return impl_->port;
+  freeaddrinfo(found);
+  return fd;
+}
+
+int boundPort(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return -1;
+  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+}
+
+}  // namespace
+
+int FakeProvider::start() {
+  Impl& m = *impl_;
+  if (m.daemon != nullptr) throw std::logic_error("the fake provider is already started");
+  // Listening with our own backlog before the library takes the socket over.
+  const int fd = listenOn(m.options.host, m.options.port);
+  if (fd < 0) throw std::runtime_error(fmt::format("cannot listen on {}:{}", m.options.host, m.options.port));
+  m.port = boundPort(fd);
+  m.ok = MHD_create_response_from_buffer(kOkBody.size(), const_cast<char*>(kOkBody.data()), MHD_RESPMEM_PERSISTENT);
+  MHD_add_response_header(m.ok, "Content-Type", "application/json");
+  m.stopping = false;
+  m.daemon = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0, nullptr, nullptr,
+                              Impl::onRequest, &m, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT,
+                              kIdleTimeoutS, MHD_OPTION_CONNECTION_LIMIT, kMaxConnections,
+                              MHD_OPTION_NOTIFY_COMPLETED, Impl::onCompleted, &m, MHD_OPTION_END);
+  if (m.daemon == nullptr) {
+    ::close(fd);
+    MHD_destroy_response(m.ok);
+    m.ok = nullptr;
+    throw std::runtime_error(fmt::format("cannot serve HTTP on port {}", m.port));
+  }
+  m.timer = std::thread([&m] { m.runTimer(); });
+  return m.port;
 }
 
 void FakeProvider::stop() {
-  if (impl_->thread.joinable()) {
-    impl_->server.stop();
-    impl_->thread.join();
+  Impl& m = *impl_;
+  if (m.daemon == nullptr) return;
+  // The library refuses to stop with a suspended connection: resume them all
+  // (they are answered at once) and suspend no more.
+  std::vector<MHD_Connection*> suspended;
+  {
+    std::lock_guard<std::mutex> lock(m.timer_mu);
+    m.stopping = true;
+    for (const auto& [when, c] : m.due) suspended.push_back(c);
+    m.due.clear();
   }
+  m.timer_cv.notify_one();
+  m.timer.join();
+  for (MHD_Connection* c : suspended) MHD_resume_connection(c);
+  MHD_stop_daemon(m.daemon);  // closes the listening socket and every connection
+  m.daemon = nullptr;
+  MHD_destroy_response(m.ok);
+  m.ok = nullptr;
 }
 
-void FakeProvider::setQuota(double per_s, double burst) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (per_s <= 0) {
-    impl_->quota.reset();
-    return;
-  }
-  const RateLimit limit{per_s, burst > 0 ? burst : std::max(1.0, per_s)};
-  if (impl_->quota) {
-    impl_->quota->setLimit(limit, impl_->clock->now());
-  } else {
-    impl_->quota = makeLimiter(LimiterOptions{}, limit, impl_->clock->now());
-  }
-}
+void FakeProvider::setQuota(double per_s, double burst) { impl_->setQuota(per_s, burst); }
 
-nlohmann::json FakeProvider::report() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+nlohmann::json FakeProvider::report() const { return impl_->reportJson(); }
+
+nlohmann::json FakeProvider::Impl::reportJson() const {
+  std::lock_guard<std::mutex> lock(mu);
   struct Stats {
     std::uint64_t requests = 0;
     std::uint64_t accepted = 0;
@@ -204,7 +398,7 @@ nlohmann::json FakeProvider::report() const {
     std::vector<std::int64_t> accepted_times;
   };
   std::map<std::string, Stats> by_campaign;
-  for (const Request& r : impl_->requests) {
+  for (const Request& r : requests) {
     for (const std::string& c : {r.campaign.empty() ? std::string("(none)") : r.campaign, std::string("(all)")}) {
       Stats& s = by_campaign[c];
       ++s.requests;

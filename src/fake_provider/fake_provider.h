@@ -23,7 +23,6 @@ struct FakeProviderOptions {
   double fail_rate = 0;         // fraction answered 500
   double close_rate = 0;        // fraction whose connection is dropped mid-response
   std::uint64_t seed = 1;
-  int threads = 64;             // worker threads (one per open connection)
 };
 
 class FakeProvider {

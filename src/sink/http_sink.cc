@@ -14,32 +14,24 @@ namespace pacer::sink {
 namespace {
 
 constexpr std::size_t kMaxReasonBody = 200;
+constexpr std::size_t kKeepBodyBytes = 64 * 1024;
 
+// One reusable request slot: a curl easy handle configured once, and the
+// buffers and header list its requests use, kept between requests so that a
+// request in steady state allocates nothing.
 struct Transfer {
   CURL* easy = nullptr;
   std::uint64_t ticket = 0;
+  std::size_t index = 0;  // position in HttpSink::active_
   std::string body;
-  curl_slist* headers = nullptr;
-  std::string retry_after;
+  std::string url;              // only when the URL template has placeholders
+  std::string key_header;       // "Idempotency-Key: <id>"
+  std::string campaign_header;  // "Pacer-Campaign: <campaign>"
+  // The request's header list, built here rather than with curl_slist_append
+  // (one malloc per header per request). libcurl only reads the list.
+  std::vector<curl_slist> headers;
   std::string response;  // the first bytes of the answer, for the reason
 };
-
-std::size_t onHeader(char* data, std::size_t size, std::size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  const std::string_view line(data, size * n);
-  constexpr std::string_view kName = "retry-after:";
-  if (line.size() > kName.size()) {
-    std::string lower(line.substr(0, kName.size()));
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (lower == kName) {
-      std::string_view v = line.substr(kName.size());
-      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-      while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
-      t->retry_after = std::string(v);
-    }
-  }
-  return size * n;
-}
 
 std::size_t onBody(char* data, std::size_t size, std::size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
@@ -48,9 +40,8 @@ std::size_t onBody(char* data, std::size_t size, std::size_t n, void* user) {
   return size * n;
 }
 
-std::string urlEncode(const std::string& s) {
+void appendUrlEncoded(std::string& out, const std::string& s) {
   static const char* kHex = "0123456789ABCDEF";
-  std::string out;
   for (unsigned char c : s) {
     if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
       out += static_cast<char>(c);
@@ -60,13 +51,40 @@ std::string urlEncode(const std::string& s) {
       out += kHex[c & 15];
     }
   }
-  return out;
 }
 
-void replaceAll(std::string& s, const std::string& what, const std::string& with) {
-  for (std::size_t pos = s.find(what); pos != std::string::npos; pos = s.find(what, pos + with.size())) {
-    s.replace(pos, what.size(), with);
+// Writes `url_template` with {recipient} and {campaign} filled in to `out`,
+// reusing its capacity.
+void expandUrlInto(std::string& out, const std::string& url_template, const Message& m) {
+  static constexpr std::string_view kRecipient = "{recipient}";
+  static constexpr std::string_view kCampaign = "{campaign}";
+  out.clear();
+  const std::string_view t = url_template;
+  std::size_t i = 0;
+  while (i < t.size()) {
+    const std::size_t brace = t.find('{', i);
+    if (brace == std::string_view::npos) {
+      out.append(t.substr(i));
+      break;
+    }
+    out.append(t.substr(i, brace - i));
+    if (t.compare(brace, kRecipient.size(), kRecipient) == 0) {
+      appendUrlEncoded(out, m.recipient);
+      i = brace + kRecipient.size();
+    } else if (t.compare(brace, kCampaign.size(), kCampaign) == 0) {
+      appendUrlEncoded(out, m.campaign);
+      i = brace + kCampaign.size();
+    } else {
+      out += '{';
+      i = brace + 1;
+    }
   }
+}
+
+void setHeaderLine(std::string& line, std::string_view name, const std::string& value) {
+  line.assign(name);
+  line.append(": ");
+  line.append(value);
 }
 
 class HttpSink final : public SinkInterface {
@@ -74,15 +92,20 @@ class HttpSink final : public SinkInterface {
   explicit HttpSink(HttpSinkOptions options) : options_(std::move(options)) {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    url_is_template_ = options_.url.find('{') != std::string::npos;
+    for (const auto& [name, value] : options_.headers) static_headers_.push_back(fmt::format("{}: {}", name, value));
+    static_headers_.push_back(fmt::format("Content-Type: {}", options_.content_type));
+    static_headers_.push_back("Expect:");  // no 100-continue round trip
     multi_ = curl_multi_init();
     if (multi_ == nullptr) throw std::runtime_error("curl_multi_init failed");
     curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(options_.max_in_flight));
+    active_.reserve(options_.max_in_flight);
   }
 
   ~HttpSink() override {
     for (Transfer* t : active_) {
       curl_multi_remove_handle(multi_, t->easy);
-      release(t);
+      pool_.emplace_back(t);
     }
     for (auto& t : pool_) curl_easy_cleanup(t->easy);
     curl_multi_cleanup(multi_);
@@ -92,43 +115,26 @@ class HttpSink final : public SinkInterface {
     if (active_.size() >= options_.max_in_flight) return false;
     Transfer* t = acquire();
     t->ticket = ticket;
-    t->body = m.payload;
-    t->retry_after.clear();
+    t->body.assign(m.payload);
     t->response.clear();
-    curl_slist* h = nullptr;
-    for (const auto& [name, value] : options_.headers) h = curl_slist_append(h, fmt::format("{}: {}", name, value).c_str());
-    h = curl_slist_append(h, fmt::format("Idempotency-Key: {}", m.id).c_str());
-    h = curl_slist_append(h, fmt::format("Pacer-Campaign: {}", m.campaign).c_str());
-    h = curl_slist_append(h, fmt::format("Content-Type: {}", options_.content_type).c_str());
-    h = curl_slist_append(h, "Expect:");  // no 100-continue round trip
-    t->headers = h;
-
+    setHeaderLine(t->key_header, "Idempotency-Key", m.id);
+    setHeaderLine(t->campaign_header, "Pacer-Campaign", m.campaign);
+    // Their buffers may have moved: point the list at them again.
+    const std::size_t n = t->headers.size();
+    t->headers[n - 2].data = t->key_header.data();
+    t->headers[n - 1].data = t->campaign_header.data();
     CURL* e = t->easy;
-    curl_easy_reset(e);
-    curl_easy_setopt(e, CURLOPT_URL, expandUrl(options_.url, m).c_str());
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-    if (options_.method == "POST") {
-      curl_easy_setopt(e, CURLOPT_POST, 1L);
-    } else {
-      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, options_.method.c_str());
+    if (url_is_template_) {
+      expandUrlInto(t->url, options_.url, m);
+      curl_easy_setopt(e, CURLOPT_URL, t->url.c_str());
     }
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.data());
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.total_timeout.count()));
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, onHeader);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, onBody);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, options_.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);  // prefer multiplexing on an existing HTTP/2 connection
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
-    if (!options_.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, options_.ca_file.c_str());
-    curl_multi_add_handle(multi_, e);
+    if (curl_multi_add_handle(multi_, e) != CURLM_OK) {
+      pool_.emplace_back(t);
+      return false;
+    }
+    t->index = active_.size();
     active_.push_back(t);
     return true;
   }
@@ -141,9 +147,9 @@ class HttpSink final : public SinkInterface {
       if (msg->msg != CURLMSG_DONE) continue;
       Transfer* t = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
-      out.push_back(resultOf(*t, msg->data.result));
+      const CURLcode code = msg->data.result;  // msg is invalid once the handle is removed
+      out.push_back(resultOf(*t, code));
       curl_multi_remove_handle(multi_, t->easy);
-      active_.erase(std::find(active_.begin(), active_.end(), t));
       release(t);
     }
   }
@@ -174,7 +180,16 @@ class HttpSink final : public SinkInterface {
     r.status = static_cast<int>(status);
     r.outcome = classifyStatus(r.status);
     if (r.outcome == SendOutcome::kDelivered) return r;
-    if (r.status == 429 || r.status == 503) r.retry_after = parseRetryAfter(t.retry_after, std::time(nullptr));
+    if (r.status == 429 || r.status == 503) {
+      // Read from the answer's headers only when it matters, instead of
+      // inspecting every header line of every answer.
+      curl_header* h = nullptr;
+      if (curl_easy_header(t.easy, "Retry-After", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h != nullptr) {
+        std::string value(h->value);
+        while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.pop_back();
+        r.retry_after = parseRetryAfter(value, std::time(nullptr));
+      }
+    }
     r.reason = fmt::format("HTTP {}{}{}", r.status, t.response.empty() ? "" : ": ", t.response);
     return r;
   }
@@ -185,23 +200,57 @@ class HttpSink final : public SinkInterface {
       pool_.pop_back();
       return t;
     }
-    auto* t = new Transfer;
+    auto t = std::make_unique<Transfer>();
     t->easy = curl_easy_init();
-    if (t->easy == nullptr) {
-      delete t;
-      throw std::bad_alloc();
+    if (t->easy == nullptr) throw std::bad_alloc();
+    configure(*t);
+    return t.release();
+  }
+
+  // Everything that is the same for every request, set once per handle:
+  // options stay set on an easy handle from one transfer to the next.
+  void configure(Transfer& t) {
+    t.headers.resize(static_headers_.size() + 2);
+    for (std::size_t i = 0; i < t.headers.size(); ++i) {
+      t.headers[i].data = i < static_headers_.size() ? static_headers_[i].data() : nullptr;
+      t.headers[i].next = i + 1 < t.headers.size() ? &t.headers[i + 1] : nullptr;
     }
-    return t;
+    CURL* e = t.easy;
+    if (!url_is_template_) curl_easy_setopt(e, CURLOPT_URL, options_.url.c_str());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers.data());
+    if (options_.method == "POST") {
+      curl_easy_setopt(e, CURLOPT_POST, 1L);
+    } else {
+      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, options_.method.c_str());
+    }
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.total_timeout.count()));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, onBody);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, options_.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);  // prefer multiplexing on an existing HTTP/2 connection
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
+    if (!options_.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, options_.ca_file.c_str());
   }
 
   void release(Transfer* t) {
-    curl_slist_free_all(t->headers);
-    t->headers = nullptr;
-    t->body.clear();
+    // Swap-remove from active_: O(1) whatever the number in flight.
+    Transfer* last = active_.back();
+    active_[t->index] = last;
+    last->index = t->index;
+    active_.pop_back();
+    // Keep buffers for the usual small payload, not a rare large one per slot.
+    if (t->body.capacity() > kKeepBodyBytes) std::string().swap(t->body);
     pool_.emplace_back(t);
   }
 
   HttpSinkOptions options_;
+  bool url_is_template_ = false;
+  std::vector<std::string> static_headers_;  // "Name: value", shared by every request's list
   CURLM* multi_ = nullptr;
   std::vector<Transfer*> active_;
   std::vector<std::unique_ptr<Transfer>> pool_;
@@ -228,9 +277,8 @@ Nanos parseRetryAfter(const std::string& value, std::int64_t now_unix_s) noexcep
 }
 
 std::string expandUrl(const std::string& url_template, const Message& m) {
-  std::string url = url_template;
-  replaceAll(url, "{recipient}", urlEncode(m.recipient));
-  replaceAll(url, "{campaign}", urlEncode(m.campaign));
+  std::string url;
+  expandUrlInto(url, url_template, m);
   return url;
 }
 

@@ -33,6 +33,8 @@ TEST(ExpandUrl, FillsRecipientAndCampaignEncoded) {
   EXPECT_EQ(expandUrl("http://gw/send/{recipient}?c={campaign}&again={recipient}", m),
             "http://gw/send/%2B1%20555%2F0100?c=spring%20sale&again=%2B1%20555%2F0100");
   EXPECT_EQ(expandUrl("http://gw/plain", m), "http://gw/plain");
+  EXPECT_EQ(expandUrl("http://gw/{other}/{recipient}{", m), "http://gw/{other}/%2B1%20555%2F0100{");
+  EXPECT_EQ(expandUrl("{campaign}", m), "spring%20sale");
 }
 
 TEST(MakeHttpSink, RefusesUnusableSettings) {
