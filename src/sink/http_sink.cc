@@ -168,6 +168,9 @@ class HttpSink final : public SinkInterface {
   SendResult resultOf(const Transfer& t, CURLcode code) const {
     SendResult r;
     r.ticket = t.ticket;
+    curl_off_t total_us = 0;  // request to answer: watched by the adaptive rate's latency threshold
+    if (curl_easy_getinfo(t.easy, CURLINFO_TOTAL_TIME_T, &total_us) == CURLE_OK && total_us > 0)
+      r.latency = std::chrono::microseconds(total_us);
     if (code != CURLE_OK) {
       r.outcome = SendOutcome::kRetry;
       r.reason = code == CURLE_OPERATION_TIMEDOUT

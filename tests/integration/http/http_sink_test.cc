@@ -147,6 +147,18 @@ TEST_F(HttpSinkTest, ATimeoutIsARetryThatSaysSo) {
   EXPECT_THAT(r.reason, HasSubstr("timeout after 200 ms"));
 }
 
+// The answer's latency goes with the result (the adaptive rate watches it).
+TEST_F(HttpSinkTest, EachResultCarriesItsLatency) {
+  startProvider();
+  const SendResult slow = one({{"X-Fake-Latency-Ms", "150"}});
+  EXPECT_EQ(slow.outcome, SendOutcome::kDelivered);
+  EXPECT_GE(slow.latency, milliseconds(150));
+  EXPECT_LT(slow.latency, seconds(5));
+  const SendResult fast = one({});
+  EXPECT_GT(fast.latency, Nanos{0});
+  EXPECT_LT(fast.latency, milliseconds(150));
+}
+
 TEST_F(HttpSinkTest, NobodyListeningIsARetry) {
   startProvider();
   provider_->stop();
