@@ -414,7 +414,12 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
     // Spent evenly until about when the next lease is asked for, not all in
     // one tick: several workers spending whole leases at once would reach
     // the provider as bursts above its own bucket's (and be answered 429).
-    c.lease->grant(reply.granted, now, options_.ttl, spread_, options_.tick);
+    // ... and spent before the binding bucket is full again, when this
+    // campaign asks next: tokens still held then would keep it from asking,
+    // and a small bucket would overflow meanwhile.
+    Nanos spread = spread_;
+    if (reply.full_in != kNever) spread = std::min(spread, std::max(reply.full_in - options_.tick, Nanos{0}));
+    c.lease->grant(reply.granted, now, options_.ttl, spread, options_.tick);
     metrics_.tokens_granted += reply.granted;
     // Not all we asked for, or all of it but the bucket is now dry (no whole
     // token left): let it fill for as long as a refill covers
