@@ -26,7 +26,13 @@
 // pauses short and round trips many.
 //
 // The granted tokens go into the campaign's LeaseLimiter, which the Scheduler
-// spends like any limiter. Unspent tokens expire `ttl` after the last grant
+// spends like any limiter, evenly over horizon * (1 - refill_fraction) or
+// until the binding bucket is full again if sooner (whole leases spent in one
+// tick by several workers reach a provider as bursts above its own bucket).
+//
+// A provider may adapt (QuotaProviderSpec::adaptive): its rate below the
+// configured one and its 429 pause are then one state in the backend, shared
+// by every worker; reportThrottle() feeds it. Unspent tokens expire `ttl` after the last grant
 // (they are not handed back: a token granted and never spent only makes the
 // sender slower, never faster).
 //
