@@ -358,8 +358,12 @@ class Daemon {
     if (e != RdKafka::ERR_NO_ERROR) throw DaemonConfigError(fmt::format("kafka subscribe: {}", RdKafka::err2str(e)));
   }
 
-  void refreshDirectory(MonoTime now) {
+  // Re-reads every campaign and provider; false if PostgreSQL did not answer.
+  // A re-read owed to live control that fails is tried again kControlRetry
+  // later rather than only at the next --refresh-ms.
+  bool refreshDirectory(MonoTime now) {
     last_refresh_ = now;
+    const bool owed = control_retry_at_.has_value();
     control_retry_at_.reset();
     try {
       for (const ProviderInfo& p : directory_->providers()) core_->upsertProvider(p, now);
@@ -372,11 +376,14 @@ class Daemon {
         logLine(o_.log, "WARN", "event=campaign_skipped campaign={} reason=\"unknown state\"", id);
       if (directory_failing_) logLine(o_.log, "INFO", "event=directory_refresh_recovered");
       directory_failing_ = false;
+      return true;
     } catch (const std::exception& e) {
       // Keep going with what is known; the next refresh tries again. Said
       // once per outage, not once per refresh.
       if (!directory_failing_) logLine(o_.log, "WARN", "event=directory_refresh_failed error=\"{}\"", e.what());
       directory_failing_ = true;
+      if (owed) control_retry_at_ = now + kControlRetry;
+      return false;
     }
   }
 
@@ -403,7 +410,7 @@ class Daemon {
     listen_backoff_ = kListenBackoffMin;
     logLine(o_.log, "INFO", "event=control_listening channel={} backend_pid={}{}", control::kControlChannel,
             listener_->backendPid(), was_out ? " after_outage=true" : "");
-    if (was_out && core_) refreshDirectory(now);
+    if (was_out && core_ && !refreshDirectory(now)) control_retry_at_ = now + kControlRetry;
   }
 
   // Called once per loop iteration, before the tick: reads what arrived on
@@ -448,8 +455,10 @@ class Daemon {
         same->change += "," + n->change;
     }
     if (everything) {
-      refreshDirectory(clock_->now());
-      logApplied("all", "-", "refresh", "", received);
+      if (refreshDirectory(clock_->now()))
+        logApplied("all", "-", "refresh", "", received);
+      else
+        control_retry_at_ = clock_->now() + kControlRetry;
     }
     for (const control::ControlNotice& n : notices) {
       try {
