@@ -135,4 +135,24 @@ std::string notifyPayload(std::string_view kind, std::string_view id, std::strin
   return j.dump();
 }
 
+std::optional<ControlNotice> parseNotifyPayload(std::string_view payload) noexcept {
+  try {
+    const auto j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return std::nullopt;
+    const auto text = [&](const char* key) -> std::optional<std::string> {
+      const auto it = j.find(key);
+      if (it == j.end() || !it->is_string()) return std::nullopt;
+      return it->get<std::string>();
+    };
+    auto kind = text("kind");
+    auto id = text("id");
+    auto change = text("change");
+    if (!kind || !id || !change || id->empty()) return std::nullopt;
+    if (*kind != "campaign" && *kind != "provider") return std::nullopt;
+    return ControlNotice{std::move(*kind), std::move(*id), std::move(*change)};
+  } catch (const std::exception&) {  // bad_alloc; parse errors do not throw here
+    return std::nullopt;
+  }
+}
+
 }  // namespace pacer::control

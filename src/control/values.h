@@ -103,4 +103,15 @@ Transition decideTransition(CampaignAction action, std::string_view state, std::
 // The NOTIFY payload: {"kind":"campaign","id":"c1","change":"set-rate"}.
 std::string notifyPayload(std::string_view kind, std::string_view id, std::string_view change);
 
+// A NOTIFY payload as a listener (pacerd) reads it back.
+struct ControlNotice {
+  std::string kind;    // "campaign" or "provider"
+  std::string id;      // the row that changed
+  std::string change;  // "create", "set-rate", "pause", ...; kept as sent (a newer pacerctl may add some)
+};
+// The notice in `payload`, or nullopt when it is not one: not a JSON object,
+// a kind other than campaign/provider, an empty id, a missing or non-string
+// field. Extra fields are ignored. Never throws.
+std::optional<ControlNotice> parseNotifyPayload(std::string_view payload) noexcept;
+
 }  // namespace pacer::control

@@ -130,27 +130,60 @@ std::vector<ProviderInfo> PgDirectory::providers() {
   });
 }
 
+namespace {
+constexpr const char* kCampaignColumns = "id, send_rate, burst, weight, coalesce(provider, ''), state";
+
+// nullopt for a state this build does not know.
+std::optional<CampaignInfo> campaignFrom(const pqxx::row& row) {
+  CampaignInfo ci;
+  ci.id = row[0].as<std::string>();
+  ci.limit = limitFrom(row[1], row[2]);
+  ci.weight = row[3].as<double>();
+  ci.provider = row[4].as<std::string>();
+  const auto state = parseCampaignState(row[5].as<std::string>());
+  if (!state) return std::nullopt;
+  ci.state = *state;
+  return ci;
+}
+}  // namespace
+
 std::vector<CampaignInfo> PgDirectory::campaigns(std::vector<std::string>* problems) {
   return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
     pqxx::read_transaction tx(c);
-    const pqxx::result res =
-        tx.exec("SELECT id, send_rate, burst, weight, coalesce(provider, ''), state FROM campaigns ORDER BY id");
+    const pqxx::result res = tx.exec(fmt::format("SELECT {} FROM campaigns ORDER BY id", kCampaignColumns));
     std::vector<CampaignInfo> out;
     for (const auto& row : res) {
-      CampaignInfo ci;
-      ci.id = row[0].as<std::string>();
-      ci.limit = limitFrom(row[1], row[2]);
-      ci.weight = row[3].as<double>();
-      ci.provider = row[4].as<std::string>();
-      const auto state = parseCampaignState(row[5].as<std::string>());
-      if (!state) {
-        if (problems) problems->push_back(ci.id);
-        continue;
-      }
-      ci.state = *state;
-      out.push_back(std::move(ci));
+      auto ci = campaignFrom(row);
+      if (ci)
+        out.push_back(std::move(*ci));
+      else if (problems)
+        problems->push_back(row[0].as<std::string>());
     }
     return out;
+  });
+}
+
+std::optional<ProviderInfo> PgDirectory::provider(const std::string& id) {
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) -> std::optional<ProviderInfo> {
+    // One statement, so no BEGIN/COMMIT: one round trip instead of three,
+    // on the path from a NOTIFY to the change being applied.
+    pqxx::nontransaction tx(c);
+    const pqxx::result res = tx.exec_params("SELECT id, rate, burst FROM providers WHERE id = $1", id);
+    if (res.empty()) return std::nullopt;
+    return ProviderInfo{res[0][0].as<std::string>(), limitFrom(res[0][1], res[0][2])};
+  });
+}
+
+std::optional<CampaignInfo> PgDirectory::campaign(const std::string& id, bool* unknown_state) {
+  if (unknown_state) *unknown_state = false;
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) -> std::optional<CampaignInfo> {
+    pqxx::nontransaction tx(c);  // one statement, one round trip (see provider())
+    const pqxx::result res =
+        tx.exec_params(fmt::format("SELECT {} FROM campaigns WHERE id = $1", kCampaignColumns), id);
+    if (res.empty()) return std::nullopt;
+    auto ci = campaignFrom(res[0]);
+    if (!ci && unknown_state) *unknown_state = true;
+    return ci;
   });
 }
 

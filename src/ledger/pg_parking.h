@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ class PgDirectory {
 
   std::vector<ProviderInfo> providers();
   std::vector<CampaignInfo> campaigns(std::vector<std::string>* problems = nullptr);
+  // One row (a NOTIFY names what changed): nullopt when there is no such row,
+  // or for a campaign whose state is unknown (then *unknown_state is set).
+  std::optional<ProviderInfo> provider(const std::string& id);
+  std::optional<CampaignInfo> campaign(const std::string& id, bool* unknown_state = nullptr);
   // Inserts or replaces (tests, the demo, pacerctl).
   void putProvider(const ProviderInfo& p);
   void putCampaign(const CampaignInfo& c);

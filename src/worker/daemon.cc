@@ -14,7 +14,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "control/values.h"
 #include "ledger/pg_ledger.h"
+#include "ledger/pg_listener.h"
 #include "pacer/conninfo.h"
 #include "pacer/quota_redis.h"
 #include "ledger/pg_parking.h"
@@ -25,6 +27,39 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+// Reconnecting the LISTEN connection: the first attempt this long after the
+// loss, doubling up to the maximum. A refused connection on loopback fails at
+// once; an unreachable host blocks the loop for the connect timeout, so the
+// attempts are spaced out.
+constexpr milliseconds kListenBackoffMin{100};
+constexpr milliseconds kListenBackoffMax{5000};
+constexpr int kListenConnectTimeoutS = 2;  // libpq's smallest useful connect_timeout
+// A notice whose row could not be read is retried (a full re-read) this soon.
+constexpr milliseconds kControlRetry{500};
+
+std::int64_t wallMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string rateText(const std::optional<RateLimit>& limit) {
+  return limit ? fmt::format("{}", limit->rate_per_s) : std::string("unlimited");
+}
+
+std::string burstText(const std::optional<RateLimit>& limit) {
+  return limit ? fmt::format("{}", limit->burst) : std::string("-");
+}
+
+const char* stateText(CampaignState s) {
+  switch (s) {
+    case CampaignState::kActive: return "active";
+    case CampaignState::kPaused: return "paused";
+    case CampaignState::kCancelled: return "cancelled";
+    case CampaignState::kCompleted: return "completed";
+  }
+  return "unknown";
+}
 
 // One line per event: time, level, event, then key=value fields.
 template <typename... Args>
@@ -188,6 +223,9 @@ class Daemon {
     }
     ledger_ = ledger::makePgLedger(pg);
     directory_ = std::make_unique<ledger::PgDirectory>(pg);
+    ledger::PgLedgerOptions listen_pg = pg;
+    listen_pg.connect_timeout_s = kListenConnectTimeoutS;
+    listener_ = std::make_unique<ledger::PgListener>(listen_pg, std::string(control::kControlChannel));
     if (o_.parking) {
       ledger::PgParkingOptions po;
       po.connection = pg;
@@ -208,6 +246,9 @@ class Daemon {
                  static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
     }
     core_ = std::make_unique<WorkerCore>(wo, *ledger_, *sink_, parking_.get(), start);
+    // LISTEN before the first read: a change committed in between is then
+    // both read and announced, never neither.
+    connectListener(start);
     refreshDirectory(start);
     makeConsumer();
     logLine(o_.log, "INFO",
@@ -317,8 +358,13 @@ class Daemon {
     if (e != RdKafka::ERR_NO_ERROR) throw DaemonConfigError(fmt::format("kafka subscribe: {}", RdKafka::err2str(e)));
   }
 
-  void refreshDirectory(MonoTime now) {
+  // Re-reads every campaign and provider; false if PostgreSQL did not answer.
+  // A re-read owed to live control that fails is tried again kControlRetry
+  // later rather than only at the next --refresh-ms.
+  bool refreshDirectory(MonoTime now) {
     last_refresh_ = now;
+    const bool owed = control_retry_at_.has_value();
+    control_retry_at_.reset();
     try {
       for (const ProviderInfo& p : directory_->providers()) core_->upsertProvider(p, now);
       std::vector<std::string> problems;
@@ -330,12 +376,140 @@ class Daemon {
         logLine(o_.log, "WARN", "event=campaign_skipped campaign={} reason=\"unknown state\"", id);
       if (directory_failing_) logLine(o_.log, "INFO", "event=directory_refresh_recovered");
       directory_failing_ = false;
+      return true;
     } catch (const std::exception& e) {
       // Keep going with what is known; the next refresh tries again. Said
       // once per outage, not once per refresh.
       if (!directory_failing_) logLine(o_.log, "WARN", "event=directory_refresh_failed error=\"{}\"", e.what());
       directory_failing_ = true;
+      if (owed) control_retry_at_ = now + kControlRetry;
+      return false;
     }
+  }
+
+  // --- live control: LISTEN pacer_control ---------------------------------
+
+  // (Re)opens the LISTEN connection; after an outage, re-reads everything,
+  // since notifications sent meanwhile are gone. A failure is logged once per
+  // outage and retried with backoff; sending goes on regardless.
+  void connectListener(MonoTime now) {
+    try {
+      listener_->connect();
+    } catch (const std::exception& e) {
+      if (!listen_outage_) {
+        logLine(o_.log, "WARN", "event=control_listen_failed channel={} error=\"{}\" retry_ms={}",
+                control::kControlChannel, e.what(), listen_backoff_.count());
+        listen_outage_ = true;
+      }
+      listen_retry_at_ = now + listen_backoff_;
+      listen_backoff_ = std::min(listen_backoff_ * 2, kListenBackoffMax);
+      return;
+    }
+    const bool was_out = listen_outage_;
+    listen_outage_ = false;
+    listen_backoff_ = kListenBackoffMin;
+    logLine(o_.log, "INFO", "event=control_listening channel={} backend_pid={}{}", control::kControlChannel,
+            listener_->backendPid(), was_out ? " after_outage=true" : "");
+    if (was_out && core_ && !refreshDirectory(now)) control_retry_at_ = now + kControlRetry;
+  }
+
+  // Called once per loop iteration, before the tick: reads what arrived on
+  // the LISTEN socket without blocking and applies it at once.
+  void pollControl(MonoTime now) {
+    if (!listener_->connected()) {
+      if (now >= listen_retry_at_) connectListener(now);
+      return;
+    }
+    std::vector<std::string> payloads;
+    try {
+      payloads = listener_->poll();
+    } catch (const std::exception& e) {
+      logLine(o_.log, "WARN", "event=control_listen_lost channel={} error=\"{}\" retry_ms={}", control::kControlChannel,
+              e.what(), listen_backoff_.count());
+      listen_outage_ = true;
+      listen_retry_at_ = now + listen_backoff_;
+      listen_backoff_ = std::min(listen_backoff_ * 2, kListenBackoffMax);
+      return;
+    }
+    if (!payloads.empty()) applyControl(payloads, now);
+  }
+
+  // Re-reads each row a notification names (once per row, however many
+  // notifications name it) and hands it to the core. A payload that is not
+  // pacerctl's makes it re-read everything.
+  void applyControl(const std::vector<std::string>& payloads, MonoTime received) {
+    std::vector<control::ControlNotice> notices;
+    bool everything = false;
+    for (const std::string& p : payloads) {
+      auto n = control::parseNotifyPayload(p);
+      if (!n) {
+        logLine(o_.log, "WARN", "event=control_unreadable payload=\"{}\" action=full_refresh", p.substr(0, 200));
+        everything = true;
+        continue;
+      }
+      auto same = std::find_if(notices.begin(), notices.end(),
+                               [&](const control::ControlNotice& k) { return k.kind == n->kind && k.id == n->id; });
+      if (same == notices.end())
+        notices.push_back(std::move(*n));
+      else if (same->change != n->change)
+        same->change += "," + n->change;
+    }
+    if (everything) {
+      if (refreshDirectory(clock_->now()))
+        logApplied("all", "-", "refresh", "", received);
+      else
+        control_retry_at_ = clock_->now() + kControlRetry;
+    }
+    for (const control::ControlNotice& n : notices) {
+      try {
+        if (n.kind == "provider") {
+          const auto p = directory_->provider(n.id);
+          if (!p) {
+            logApplied(n.kind, n.id, n.change, "found=false", received);
+            continue;
+          }
+          core_->upsertProvider(*p, clock_->now());
+          logApplied(n.kind, n.id, n.change, fmt::format("rate={} burst={}", rateText(p->limit), burstText(p->limit)),
+                     received);
+        } else {
+          bool unknown_state = false;
+          const auto c = directory_->campaign(n.id, &unknown_state);
+          if (!c) {
+            if (unknown_state)
+              logLine(o_.log, "WARN", "event=campaign_skipped campaign={} reason=\"unknown state\"", n.id);
+            else
+              logApplied(n.kind, n.id, n.change, "found=false", received);
+            continue;
+          }
+          // A new campaign may name a provider created a moment before:
+          // load it first rather than run the campaign unlimited meanwhile.
+          if (!c->provider.empty() && n.change.find("create") != std::string::npos)
+            if (const auto p = directory_->provider(c->provider)) core_->upsertProvider(*p, clock_->now());
+          core_->upsertCampaign(*c, clock_->now());
+          warnSmallBurst(*c);
+          logApplied(n.kind, n.id, n.change,
+                     fmt::format("state={} send_rate={} burst={} weight={}", stateText(c->state), rateText(c->limit),
+                                 burstText(c->limit), c->weight),
+                     received);
+        }
+      } catch (const std::exception& e) {
+        // The row stays as it was here until a re-read succeeds: soon, not
+        // only at the next periodic refresh.
+        logLine(o_.log, "WARN", "event=control_read_failed kind={} id={} change={} error=\"{}\" retry_ms={}", n.kind,
+                n.id, n.change, e.what(), kControlRetry.count());
+        control_retry_at_ = clock_->now() + kControlRetry;
+      }
+    }
+  }
+
+  // event=control_applied: after_ms from reading the notification off the
+  // socket to the change being in the core; at_us is the wall clock
+  // (microseconds since the epoch) when it was, to compare across processes.
+  void logApplied(std::string_view kind, std::string_view id, std::string_view change, std::string_view fields,
+                  MonoTime received) {
+    const double after_ms = std::chrono::duration<double, std::milli>(clock_->now() - received).count();
+    logLine(o_.log, "INFO", "event=control_applied kind={} id={} change={}{}{} after_ms={:.3f} at_us={}", kind, id,
+            change, fields.empty() ? "" : " ", fields, after_ms, wallMicros());
   }
 
   // Dispatch happens once per tick, so a burst below send_rate x tick caps the
@@ -407,8 +581,13 @@ class Daemon {
       MonoTime now = clock_->now();
       if (paused_ ? core_->mayResume() : !core_->wantsMore()) setPaused(!paused_);
       // Read what is there (up to a batch), waiting only when nothing is to do.
+      // Idle, the wait is still one tick while LISTEN is up: the notification
+      // socket is read between waits, so a change applies within a tick
+      // whether or not messages flow. Without LISTEN an idle worker waits
+      // longer (the periodic refresh needs no quick turn).
       const bool busy = !core_->idle();
-      const Nanos wait = busy ? std::chrono::duration_cast<Nanos>(o_.tick) : Nanos(std::chrono::milliseconds(100));
+      const Nanos wait = busy || listener_->connected() ? std::chrono::duration_cast<Nanos>(o_.tick)
+                                                        : Nanos(std::chrono::milliseconds(100));
       int timeout_ms = static_cast<int>(std::chrono::duration_cast<milliseconds>(core_->nextWake(now, wait) - now).count());
       for (int i = 0; i < 2000; ++i) {
         std::unique_ptr<RdKafka::Message> m(consumer_->consume(i == 0 ? std::max(0, timeout_ms) : 0));
@@ -431,8 +610,10 @@ class Daemon {
         if (!core_->wantsMore()) break;
       }
       now = clock_->now();
+      pollControl(now);
       core_->step(now);
-      if (now - last_refresh_ >= o_.refresh_interval) refreshDirectory(now);
+      if (now - last_refresh_ >= o_.refresh_interval || (control_retry_at_ && now >= *control_retry_at_))
+        refreshDirectory(now);
       if (now >= next_commit) {
         commit(false);
         next_commit = now + o_.commit_interval;
@@ -591,6 +772,11 @@ class Daemon {
   LedgerInterfacePtr ledger_;
   ParkingInterfacePtr parking_;
   std::unique_ptr<ledger::PgDirectory> directory_;
+  std::unique_ptr<ledger::PgListener> listener_;
+  MonoTime listen_retry_at_{};
+  milliseconds listen_backoff_{kListenBackoffMin};
+  bool listen_outage_ = false;                // LISTEN is down (logged once)
+  std::optional<MonoTime> control_retry_at_;  // a notice's row could not be read: re-read all then
   QuotaBackendPtr quota_;
   QuotaLog quota_log_{o_.log};
   std::unique_ptr<WorkerCore> core_;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 namespace pacer::control {
 namespace {
@@ -146,6 +147,33 @@ TEST(NotifyPayload, IsOneSmallJsonObjectWithEscapedId) {
   const auto j = nlohmann::json::parse(notifyPayload("provider", "a\"b\\c", "create"));
   EXPECT_EQ(j.at("id"), "a\"b\\c");
   EXPECT_EQ(j.at("kind"), "provider");
+}
+
+TEST(NotifyPayload, ReadsBackWhatPacerctlSends) {
+  for (const auto& [kind, id, change] :
+       {std::tuple<std::string, std::string, std::string>{"campaign", "c1", "set-rate"},
+        {"campaign", "spring sale \"x\" \\ é", "pause"},
+        {"provider", "sms", "create"}}) {
+    const auto n = parseNotifyPayload(notifyPayload(kind, id, change));
+    ASSERT_TRUE(n.has_value()) << notifyPayload(kind, id, change);
+    EXPECT_EQ(n->kind, kind);
+    EXPECT_EQ(n->id, id);
+    EXPECT_EQ(n->change, change);
+  }
+}
+
+TEST(NotifyPayload, IgnoresExtraFieldsAndUnknownChanges) {
+  const auto n = parseNotifyPayload(R"({"change":"set-weight","id":"c1","kind":"campaign","by":"ops"})");
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->change, "set-weight");
+}
+
+TEST(NotifyPayload, RefusesWhatIsNotANotice) {
+  for (const char* bad :
+       {"", "hello", "[]", "{}", "null", R"({"kind":"campaign","id":"c1"})",
+        R"({"kind":"campaign","id":"","change":"pause"})", R"({"kind":"topic","id":"t","change":"x"})",
+        R"({"kind":"campaign","id":7,"change":"pause"})", R"({"kind":"campaign","id":"c1","change":"pause")"})
+    EXPECT_FALSE(parseNotifyPayload(bad).has_value()) << bad;
 }
 
 }  // namespace

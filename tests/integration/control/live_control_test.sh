@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Issue 6, live control: two pacerd processes in one consumer group, a real
+# PostgreSQL and pacer-kafka-mock. pacerctl changes a campaign (set-rate,
+# pause, resume) and a provider; both workers must apply each change from its
+# NOTIFY, seconds before their periodic re-read (--refresh-ms 60000) could.
+# Checked from the workers' `event=control_applied` lines (with the values
+# they read) and, for the pause, from what they send: nothing more for the
+# paused campaign. Then the LISTEN connections are killed on the server: each
+# worker must say so, reconnect, keep sending, and apply the next change.
+set -euo pipefail
+pacerd=${PACERD:?}
+pacerctl=${PACERCTL:?}
+kafka_mock=${PACER_KAFKA_MOCK:?}
+source "${PACER_SOURCE:?}/scripts/services.sh"
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  pacer_stop_kafka_mock
+  pacer_stop_postgres
+  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  for w in 1 2; do echo "--- worker $w log (last 30 lines)" >&2; tail -n 30 "$tmp/w$w.log" >&2 || true; done
+  exit 1
+}
+# Applying within this is well inside the 60 s refresh, and loose enough for a
+# loaded machine or the sanitizer build.
+limit_s=${LIVE_CONTROL_LIMIT_S:-5}
+
+# wait_for SECONDS FILE PATTERN: true once FILE has a line matching PATTERN (grep -E).
+wait_for() {
+  local until=$(($(date +%s%N) + $1 * 1000000000))
+  while [ "$(date +%s%N)" -lt "$until" ]; do
+    grep -qE -- "$3" "$2" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+# both_apply WHAT PATTERN: both workers log control_applied matching PATTERN within limit_s.
+both_apply() {
+  local what=$1 pattern="event=control_applied $2"
+  local t0 w
+  t0=$(date +%s%N)
+  for w in 1 2; do
+    wait_for "$limit_s" "$tmp/w$w.log" "$pattern" ||
+      fail "worker $w did not apply '$what' within ${limit_s}s (no line matching '$pattern')"
+  done
+  echo "$what: applied by both workers within $((($(date +%s%N) - t0) / 1000000)) ms of pacerctl's exit" \
+    "($(grep -hE -- "$pattern" "$tmp/w1.log" "$tmp/w2.log" | grep -oE 'after_ms=[0-9.]+' | tr '\n' ' '))"
+}
+sent() { grep -c '^promo ' "$tmp/w$1.out" || true; }
+
+pacer_start_postgres "$tmp/pg"
+export PACER_POSTGRES=$PACER_PG
+"$pacerd" migrate >/dev/null
+"$pacerctl" provider create sms --rate 1000 >/dev/null
+"$pacerctl" campaign create promo --rate 50 --provider sms >/dev/null
+pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:4 --die-with-parent
+# A backlog that lasts the whole test at these rates (each worker applies the
+# rate on its own here: no --redis).
+seq 1 6000 | awk '{ printf "promo:{\"n\":%d}\n", $1 }' | kcat -P -b "$PACER_KAFKA" -t messages -K:
+
+for w in 1 2; do
+  "$pacerd" --brokers "$PACER_KAFKA" --topic messages --no-migrate --sink stdout \
+    --refresh-ms 60000 --session-timeout-ms 6000 >"$tmp/w$w.out" 2>"$tmp/w$w.log" &
+  pids+=($!)
+done
+for w in 1 2; do
+  wait_for 30 "$tmp/w$w.log" "event=control_listening channel=pacer_control" || fail "worker $w is not listening"
+done
+# Both in the group and sending: each holds partitions of the backlog.
+until_s=$(($(date +%s) + 40))
+while [ "$(sent 1)" -eq 0 ] || [ "$(sent 2)" -eq 0 ]; do
+  [ "$(date +%s)" -lt "$until_s" ] || fail "both workers should be sending promo (sent: $(sent 1), $(sent 2))"
+  sleep 0.2
+done
+
+"$pacerctl" campaign set-rate promo 100 >/dev/null
+both_apply set-rate "kind=campaign id=promo change=set-rate state=active send_rate=100 burst=2 "
+
+"$pacerctl" campaign pause promo >/dev/null
+both_apply pause "kind=campaign id=promo change=pause state=paused "
+sleep 0.3
+before1=$(sent 1) before2=$(sent 2)
+sleep 1.5
+[ "$(sent 1)" -eq "$before1" ] && [ "$(sent 2)" -eq "$before2" ] ||
+  fail "a paused campaign kept sending: worker 1 $before1 -> $(sent 1), worker 2 $before2 -> $(sent 2)"
+
+"$pacerctl" provider set-rate sms 500 >/dev/null
+both_apply provider "kind=provider id=sms change=set-rate rate=500 burst=6 "
+
+# Kill both LISTEN connections on the server: each worker says so once,
+# reconnects (and re-reads everything), and goes on.
+killed=$(psql "$PACER_PG" -qAt -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                                    WHERE query = 'LISTEN \"pacer_control\"'")
+[ "$killed" = 2 ] || fail "expected two LISTEN connections on the server, found $killed"
+for w in 1 2; do
+  wait_for "$limit_s" "$tmp/w$w.log" "event=control_listen_lost" || fail "worker $w did not notice the lost LISTEN"
+  wait_for "$limit_s" "$tmp/w$w.log" "event=control_listening .*after_outage=true" || fail "worker $w did not reconnect"
+  [ "$(grep -c 'event=control_listen_lost' "$tmp/w$w.log")" = 1 ] || fail "worker $w logged the loss more than once"
+done
+
+"$pacerctl" campaign resume promo >/dev/null
+both_apply resume "kind=campaign id=promo change=resume state=active "
+before1=$(sent 1) before2=$(sent 2)
+sleep 1.5
+[ "$(sent 1)" -gt "$before1" ] && [ "$(sent 2)" -gt "$before2" ] ||
+  fail "after resume both workers should send again: worker 1 $before1 -> $(sent 1), worker 2 $before2 -> $(sent 2)"
+
+# Nothing above came from the periodic re-read, and both are still running.
+for w in 1 2; do
+  kill -0 "${pids[$((w - 1))]}" 2>/dev/null || fail "worker $w died"
+  if grep -q "event=directory_refresh_failed\|event=control_read_failed" "$tmp/w$w.log"; then
+    fail "worker $w could not read the directory"
+  fi
+done
+for p in "${pids[@]}"; do kill -TERM "$p"; done
+for p in "${pids[@]}"; do wait "$p" || fail "a worker exited with $? on SIGTERM"; done
+pids=()
+echo PASS
