@@ -20,6 +20,7 @@
 // Not thread-safe; one per provider per worker, or shared through the quota.
 #pragma once
 
+#include "pacer/rate_limiter.h"
 #include "pacer/time.h"
 
 namespace pacer {
@@ -62,5 +63,11 @@ class AdaptiveRate {
   MonoTime paused_until_;
   bool decreased_once_ = false;
 };
+
+// A provider's limit at an adaptive `rate` below its ceiling: the burst
+// shrinks in proportion (at least 1), so a slowed provider does not get its
+// full burst on top of the slower rate. (src/quota/lease.lua does the same
+// inside Redis.)
+RateLimit limitAtRate(RateLimit ceiling, double rate) noexcept;
 
 }  // namespace pacer

@@ -256,6 +256,9 @@ class QuotaLeaser {
   void rebuildLevels(Campaign& c);
   double unitRandom() noexcept;
   void heardAdaptive(std::uint32_t provider, const LeaseReply& reply, MonoTime now, bool own) noexcept;
+  void queueReport(std::uint32_t provider, Nanos pause) noexcept;
+  // requests_[i], growing requests_ and replies_ by one when i is their size (may throw).
+  LeaseRequest& requestSlot(std::size_t i);
 
   Scheduler& scheduler_;
   QuotaBackend& backend_;

@@ -93,7 +93,7 @@ class LocalQuotaBackend final : public QuotaBackend {
       const QuotaLevel* use = &r.levels[i];
       if (adapt && i == r.adaptive->level) {
         effective.key = use->key;
-        effective.limit = scaled(use->limit, reply.effective_rate);
+        effective.limit = limitAtRate(use->limit, reply.effective_rate);
         use = &effective;
       }
       const QuotaLevel& level = *use;
@@ -132,12 +132,6 @@ class LocalQuotaBackend final : public QuotaBackend {
     AdaptiveRate rate;
     double ceiling;
   };
-
-  // The bucket of an adaptive level at `rate`: its burst shrinks in proportion.
-  static RateLimit scaled(RateLimit ceiling, double rate) noexcept {
-    const double f = ceiling.rate_per_s > 0 ? std::min(1.0, rate / ceiling.rate_per_s) : 1.0;
-    return RateLimit{rate, std::max(1.0, ceiling.burst * f)};
-  }
 
   std::mutex mutex_;
   std::unordered_map<std::string, AdaptiveState> adaptive_;

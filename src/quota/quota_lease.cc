@@ -315,11 +315,7 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
     p.report = Nanos{-1};
     if (!p.adaptive || !p.limit || !(p.limit->rate_per_s > 0)) continue;
     try {
-      if (reported_.size() == requests_.size()) {
-        requests_.emplace_back();
-        replies_.emplace_back();
-      }
-      LeaseRequest& r = requests_[reported_.size()];
+      LeaseRequest& r = requestSlot(reported_.size());
       r.scope = p.name;
       r.levels.assign(1, QuotaLevel{"p", *p.limit});
       r.want = 0;
@@ -369,11 +365,7 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
     const std::uint64_t goal = std::min(backlog, target);
     if (goal <= held) continue;
     try {
-      if (lead + asked_.size() == requests_.size()) {
-        requests_.emplace_back();
-        replies_.emplace_back();
-      }
-      LeaseRequest& r = requests_[lead + asked_.size()];
+      LeaseRequest& r = requestSlot(lead + asked_.size());
       r.scope = c.request.scope;
       r.levels = c.request.levels;
       r.want = goal - held;
@@ -471,14 +463,24 @@ void QuotaLeaser::heardAdaptive(std::uint32_t provider, const LeaseReply& reply,
 void QuotaLeaser::reportThrottle(std::uint32_t provider, Nanos pause) noexcept {
   if (provider >= providers_.size()) return;
   dropLeases(provider);
-  Provider& p = providers_[provider];
-  p.report = std::max(p.report, std::max(pause, Nanos{0}));
+  queueReport(provider, pause);
 }
 
 void QuotaLeaser::reportSlow(std::uint32_t provider) noexcept {
-  if (provider >= providers_.size()) return;
-  Provider& p = providers_[provider];
-  p.report = std::max(p.report, Nanos{0});
+  if (provider < providers_.size()) queueReport(provider, Nanos{0});
+}
+
+void QuotaLeaser::queueReport(std::uint32_t provider, Nanos pause) noexcept {
+  Nanos& report = providers_[provider].report;
+  report = std::max(report, std::max(pause, Nanos{0}));  // several before a refresh go as one
+}
+
+LeaseRequest& QuotaLeaser::requestSlot(std::size_t i) {
+  if (i == requests_.size()) {
+    requests_.emplace_back();
+    replies_.emplace_back();
+  }
+  return requests_[i];
 }
 
 std::optional<double> QuotaLeaser::effectiveRate(std::uint32_t provider) const {

@@ -83,6 +83,11 @@ void AdaptiveRate::onLatency(MonoTime now, Nanos latency) noexcept {
   if (options_.latency_threshold > Nanos{0} && latency > options_.latency_threshold) decrease(now);
 }
 
+RateLimit limitAtRate(RateLimit ceiling, double rate) noexcept {
+  const double f = ceiling.rate_per_s > 0 ? std::min(1.0, rate / ceiling.rate_per_s) : 1.0;
+  return RateLimit{rate, std::max(1.0, ceiling.burst * f)};
+}
+
 void AdaptiveRate::setCeiling(double ceiling, MonoTime now) noexcept {
   climb(now);
   options_.ceiling = std::max(0.0, ceiling);

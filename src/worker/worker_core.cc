@@ -39,14 +39,6 @@ bool samePartition(const Position& p, const TopicPartition& tp) {
   return p.partition == tp.partition && p.topic == tp.topic;
 }
 
-// A provider's limit at an adaptive rate below its ceiling: the burst shrinks
-// in proportion (as the shared quota's does), so a slowed provider does not
-// get its full burst on top of the slower rate.
-RateLimit scaledLimit(RateLimit ceiling, double rate) {
-  const double f = ceiling.rate_per_s > 0 ? std::min(1.0, rate / ceiling.rate_per_s) : 1.0;
-  return RateLimit{rate, std::max(1.0, ceiling.burst * f)};
-}
-
 }  // namespace
 
 struct WorkerCore::Impl {
@@ -341,7 +333,7 @@ struct WorkerCore::Impl {
       if (p->adaptive && p->info.limit) {
         const double r = p->adaptive->rate(now);
         if (std::abs(r - p->applied_rate) > 0.01 * p->applied_rate) {
-          scheduler.setProviderLimit(p->sid, scaledLimit(*p->info.limit, r), now);
+          scheduler.setProviderLimit(p->sid, limitAtRate(*p->info.limit, r), now);
           p->applied_rate = r;
         }
       }
@@ -528,7 +520,7 @@ void WorkerCore::upsertProvider(const ProviderInfo& provider, MonoTime now) {
     else
       p.adaptive.emplace(m.adaptiveFor(provider.limit->rate_per_s), now);
     p.applied_rate = p.adaptive->rate(now);
-    m.scheduler.setProviderLimit(p.sid, scaledLimit(*provider.limit, p.applied_rate), now);
+    m.scheduler.setProviderLimit(p.sid, limitAtRate(*provider.limit, p.applied_rate), now);
   } else {
     p.adaptive.reset();
     m.scheduler.setProviderLimit(p.sid, provider.limit, now);

@@ -106,9 +106,12 @@ done
 "$pacerctl" campaign resume promo >/dev/null
 both_apply resume "kind=campaign id=promo change=resume state=active "
 before1=$(sent 1) before2=$(sent 2)
-sleep 1.5
-[ "$(sent 1)" -gt "$before1" ] && [ "$(sent 2)" -gt "$before2" ] ||
-  fail "after resume both workers should send again: worker 1 $before1 -> $(sent 1), worker 2 $before2 -> $(sent 2)"
+until_ns=$(($(date +%s%N) + 1500000000))  # within 1.5 s
+until [ "$(sent 1)" -gt "$before1" ] && [ "$(sent 2)" -gt "$before2" ]; do
+  [ "$(date +%s%N)" -lt "$until_ns" ] ||
+    fail "after resume both workers should send again: worker 1 $before1 -> $(sent 1), worker 2 $before2 -> $(sent 2)"
+  sleep 0.05
+done
 
 # Nothing above came from the periodic re-read, and both are still running.
 for w in 1 2; do
