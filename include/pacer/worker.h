@@ -75,6 +75,10 @@ class ParkingInterface {
   virtual std::vector<std::pair<std::string, std::size_t>> unclaimed() = 0;
   // Extends the lease of every claim this worker holds.
   virtual void renew() = 0;
+  // Gives back every claim this worker holds (a graceful stop): the messages
+  // stay parked and any worker may claim them at once, without waiting for
+  // the lease to run out. Returns how many were given back.
+  virtual std::size_t release() = 0;
 };
 using ParkingInterfacePtr = std::unique_ptr<ParkingInterface>;
 
@@ -196,6 +200,16 @@ class WorkerCore {
   // Writes every pending ledger row and parked message now (before a commit on
   // revoke or shutdown). False if the store was unavailable; rows are kept.
   bool flush(MonoTime now);
+
+  // A graceful stop: from now on step() starts no new send (no dispatch, no
+  // retry, no claim from parking) and only collects what is in flight and
+  // writes its rows, so that `stats().unrecorded` falls to 0. What was not
+  // sent stays uncommitted in Kafka, or parked, for the next owner.
+  void drain();
+  // After drain() and a last flush(): gives this worker's claims on parked
+  // messages back (see ParkingInterface::release). Returns how many; 0
+  // without parking or when the store is unavailable (the lease then runs out).
+  std::size_t releaseParked();
 
   // The offset to commit per partition: every message below it has a durable
   // outcome.

@@ -95,6 +95,16 @@ class PgParking final : public ParkingInterface {
     });
   }
 
+  std::size_t release() override {
+    return guarded(conn_, options_.connection, [&](pqxx::connection& c) {
+      pqxx::work tx(c);
+      const pqxx::result r =
+          tx.exec_params("UPDATE parked SET owner = NULL, lease_until = NULL WHERE owner = $1", options_.owner);
+      tx.commit();
+      return static_cast<std::size_t>(r.affected_rows());
+    });
+  }
+
  private:
   PgParkingOptions options_;
   std::unique_ptr<pqxx::connection> conn_;

@@ -649,7 +649,14 @@ class Daemon {
     // Stop reading; let what is in the sink finish (or hand it back), then
     // write the ledger and commit.
     setPaused(true);
-    const MonoTime deadline = clock_->now() + o_.shutdown_deadline;
+    core_->drain();
+    const MonoTime started = clock_->now();
+    const MonoTime deadline = started + o_.shutdown_deadline;
+    {
+      const WorkerStats s = core_->stats();
+      logLine(o_.log, "INFO", "event=shutdown_started in_flight={} unrecorded={} buffered={} deadline_ms={}",
+              sink_->inFlight(), s.unrecorded, s.buffered_messages, o_.shutdown_deadline.count());
+    }
     while (clock_->now() < deadline && core_->stats().unrecorded > 0) {
       core_->step(clock_->now());
       if (core_->stats().unrecorded > 0) sink_->wait(std::chrono::milliseconds(5));
@@ -658,6 +665,18 @@ class Daemon {
     core_->flush(clock_->now());
     commit(true);
     logStats(clock_->now());
+    {
+      const WorkerStats s = core_->stats();
+      if (s.unrecorded > 0)
+        logLine(o_.log, "WARN",
+                "event=shutdown_deadline_passed unrecorded={} hint=\"not committed: read and sent again after a "
+                "restart, under the same Idempotency-Key\"",
+                s.unrecorded);
+      const std::size_t released = core_->releaseParked();
+      logLine(o_.log, "INFO", "event=shutdown_flushed after_ms={} released_parked={} buffered_left={}",
+              std::chrono::duration_cast<milliseconds>(clock_->now() - started).count(), released,
+              s.buffered_messages);
+    }
     // librdkafka before 2.3 asserts when a cooperative-sticky consumer that
     // never received an assignment is closed (librdkafka #4312): wait for the
     // join in progress to finish first, up to two session timeouts.

@@ -106,6 +106,7 @@ struct WorkerCore::Impl {
   MonoTime ledger_retry_at{};
 
   MonoTime now{};  // of the current step or offer
+  bool draining = false;  // drain(): no new sends
   std::size_t queued = 0;
   std::size_t buffered_bytes = 0;
   WorkerStats totals;
@@ -701,6 +702,12 @@ void WorkerCore::step(MonoTime now) {
   m.results.clear();
   m.sink.poll(m.results);
   for (const SendResult& r : m.results) m.handle(r, now);
+  if (m.draining) {
+    if (m.parking && !m.to_park.empty() && now >= m.park_retry_at) m.writeParking(now);
+    if (!m.rows.empty() && !m.rows_since) m.rows_since = now;
+    if (m.ledgerDue(now, false)) m.writeRows(now);
+    return;
+  }
   m.releaseRetries(now);
   m.providerPauses(now);
   if (m.parking) {
@@ -748,6 +755,19 @@ bool WorkerCore::flush(MonoTime now) {
   if (m.parking) ok = m.writeParking(now) && ok;
   ok = m.writeRows(now) && ok;
   return ok;
+}
+
+void WorkerCore::drain() { impl_->draining = true; }
+
+std::size_t WorkerCore::releaseParked() {
+  Impl& m = *impl_;
+  if (!m.parking) return 0;
+  try {
+    return m.parking->release();
+  } catch (const std::runtime_error&) {
+    ++m.totals.ledger_errors;
+    return 0;
+  }
 }
 
 std::vector<PartitionCommit> WorkerCore::commits() const { return impl_->tracker.commits(); }

@@ -104,6 +104,11 @@ class FakeParking final : public ParkingInterface {
   }
   std::vector<std::pair<std::string, std::size_t>> unclaimed() override { return {}; }
   void renew() override {}
+  std::size_t release() override {
+    ++releases;
+    return 0;
+  }
+  int releases = 0;
   std::size_t size() const {
     std::size_t n = 0;
     for (const auto& [c, q] : parked) n += q.size();
@@ -396,6 +401,57 @@ TEST_F(WorkerCoreTest, PausedCampaignWaitsAndOthersGoOn) {
   run(milliseconds(100));
   EXPECT_EQ(sentOf("p"), 1u);
   EXPECT_EQ(committed(), 2);
+}
+
+// A graceful stop (SIGTERM): what is in flight finishes and is recorded;
+// nothing new is sent, retried or claimed; the commit stops at the first
+// unsent message, so the next owner reads exactly the rest.
+TEST_F(WorkerCoreTest, DrainFinishesWhatIsInFlightAndStartsNothingNew) {
+  make(WorkerOptions{}, true);
+  sink_.instant = false;
+  core_->upsertCampaign(campaign("a", 100, 10), clock_.now());
+  for (int i = 0; i < 200; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(milliseconds(100));  // 10 + 100/s x 0.1 s = 20 submitted, none answered
+  const std::size_t in_flight = sink_.submitted.size();
+  ASSERT_GE(in_flight, 15u);
+  ASSERT_EQ(core_->stats().unrecorded, in_flight);
+  core_->drain();
+  sink_.finishAll();
+  run(seconds(2));  // 200 more tokens would have accrued
+  EXPECT_EQ(sink_.submitted.size(), in_flight) << "no new sends after drain()";
+  EXPECT_TRUE(core_->flush(clock_.now()));
+  EXPECT_EQ(core_->stats().unrecorded, 0u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), in_flight) << "what was in flight is recorded";
+  EXPECT_EQ(committed(), static_cast<std::int64_t>(in_flight)) << "committed up to the first unsent message";
+  core_->releaseParked();
+  EXPECT_EQ(parking_.releases, 1) << "claims on parked messages are given back";
+}
+
+// A fault answered during the drain is not retried by this worker; it stays
+// uncommitted for the next owner, with nothing recorded for it.
+TEST_F(WorkerCoreTest, DrainDoesNotRetryAndLeavesTheFaultUncommitted) {
+  make();
+  sink_.instant = false;
+  sink_.answer = [](const Message& m) {
+    SendResult r;
+    if (m.position.offset == 0) {
+      r.outcome = SendOutcome::kRetry;
+      r.reason = "HTTP 503";
+    }
+    return r;
+  };
+  core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
+  for (int i = 0; i < 5; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(milliseconds(10));
+  ASSERT_EQ(sink_.submitted.size(), 5u);
+  core_->drain();
+  sink_.finishAll();
+  run(seconds(5));
+  EXPECT_EQ(sink_.submitted.size(), 5u) << "the fault is not retried while draining";
+  EXPECT_EQ(core_->stats().unrecorded, 0u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 4u);
+  EXPECT_FALSE(ledger_.byId.contains("m0-0"));
+  EXPECT_EQ(committed(), 0) << "offset 0 is read again by the next owner";
 }
 
 TEST_F(WorkerCoreTest, ASlowCampaignsExcessIsParkedSoTheOffsetAdvances) {
