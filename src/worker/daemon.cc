@@ -198,8 +198,8 @@ class Rebalance final : public RdKafka::RebalanceCb {
 
 class Daemon {
  public:
-  Daemon(const DaemonOptions& o, const std::atomic<bool>& stop)
-      : o_(o), stop_(stop), rebalance_(*this), commit_results_(*this) {}
+  Daemon(const DaemonOptions& o, const std::atomic<bool>& stop, ReloadHook reload)
+      : o_(o), stop_(stop), reload_(std::move(reload)), rebalance_(*this), commit_results_(*this) {}
 
   void commitFailed(RdKafka::ErrorCode err, const std::vector<RdKafka::TopicPartition*>& offsets) {
     for (const RdKafka::TopicPartition* p : offsets) {
@@ -579,6 +579,7 @@ class Daemon {
     std::uint64_t last_errors = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
       MonoTime now = clock_->now();
+      if (reload_.requested && reload_.requested->exchange(false)) reloadConfig(now);
       if (paused_ ? core_->mayResume() : !core_->wantsMore()) setPaused(!paused_);
       // Read what is there (up to a batch), waiting only when nothing is to do.
       // Idle, the wait is still one tick while LISTEN is up: the notification
@@ -643,6 +644,25 @@ class Daemon {
       }
     }
     return 0;
+  }
+
+  // SIGHUP: the live keys apply from this turn; the others are said and kept.
+  // Campaigns and providers are re-read at once too.
+  void reloadConfig(MonoTime now) {
+    ReloadResult r;
+    try {
+      r = reload_.reload();
+    } catch (const std::exception& e) {
+      logLine(o_.log, "WARN", "event=reload_failed error=\"{}\"", e.what());
+      return;
+    }
+    for (const std::string& key : r.needs_restart) logLine(o_.log, "WARN", "event=reload_needs_restart key={}", key);
+    std::FILE* log = o_.log;
+    o_ = std::move(r.options);
+    o_.log = log;
+    core_->setTuning(o_.worker.retry, o_.worker.adaptive, now);
+    logLine(o_.log, "INFO", "event=config_reloaded changed=[{}]", fmt::join(r.changed, ","));
+    refreshDirectory(now);
   }
 
   void shutdown() {
@@ -764,8 +784,9 @@ class Daemon {
     if (!f) logLine(o_.log, "WARN", "event=summary_write_failed file={}", o_.summary_file);
   }
 
-  const DaemonOptions& o_;
+  DaemonOptions o_;  // a copy: a reload changes its live keys
   const std::atomic<bool>& stop_;
+  ReloadHook reload_;
   Rebalance rebalance_;
   TimeSourcePtr clock_;
   SinkInterfacePtr sink_;
@@ -810,8 +831,8 @@ void Rebalance::rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCod
 
 }  // namespace
 
-int runDaemon(const DaemonOptions& options, const std::atomic<bool>& stop) {
-  Daemon d(options, stop);
+int runDaemon(const DaemonOptions& options, const std::atomic<bool>& stop, ReloadHook reload) {
+  Daemon d(options, stop, std::move(reload));
   return d.run();
 }
 
