@@ -8,13 +8,13 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
 
-#include "pacer/conninfo.h"
 
 namespace pacer::config {
 namespace {
@@ -247,13 +247,8 @@ const std::vector<Key>& keys() {
       {"postgres.url", Shape::kScalar, "--postgres", FlagForm::kValue, true, false,
        "libpq connection string or postgresql:// URL for campaigns, providers, ledger and parking "
        "(also $PACER_POSTGRES)",
-       [](const Raw& r, Ctx& c) {
-         const std::string s = asString(r);
-         if (!s.empty() && !conninfoParses(s))
-           throw ConfigError(fmt::format("{}: {}: expected a libpq connection string or postgresql:// URL", r.origin,
-                                         r.path));
-         c.o.postgres = s;
-       }},
+       // libpq itself judges the string (at connect, with any password hidden).
+       [](const Raw& r, Ctx& c) { c.o.postgres = asString(r); }},
       {"postgres.password", Shape::kScalar, nullptr, FlagForm::kNone, true, false, "",
        [](const Raw& r, Ctx& c) {
          asString(r);
