@@ -15,7 +15,6 @@
 #include <set>
 #include <sstream>
 
-
 namespace pacer::config {
 namespace {
 
@@ -47,7 +46,7 @@ struct Raw {
 struct Pending {
   std::optional<Raw> password, password_file, token, token_file;
   std::vector<std::pair<std::string, std::string>> header_files;  // header name, file
-  std::map<std::string, Rank> header_rank;                         // who gave headers[name]
+  std::map<std::string, Rank> header_rank;                        // who gave headers[name]
   Rank header_files_rank = Rank::kFile;
 };
 
@@ -546,8 +545,7 @@ void readYamlSection(const YAML::Node& node, const std::string& prefix, const st
       put(out, std::move(r));
     } else if (isSection(path)) {
       if (v.IsNull()) continue;
-      if (!v.IsMap())
-        throw ConfigError(fmt::format("{}: {}: expected a section (a map of keys)", where, path));
+      if (!v.IsMap()) throw ConfigError(fmt::format("{}: {}: expected a section (a map of keys)", where, path));
       readYamlSection(v, path, file, out);
     } else {
       const std::string hint = suggest(path);
@@ -573,7 +571,8 @@ void readYaml(const Sources& s, Merged& out) {
     throw ConfigError(fmt::format("{}: YAML syntax error: {}", position(s.file, e.mark), e.msg));
   }
   if (root.IsNull()) return;  // an empty file
-  if (!root.IsMap()) throw ConfigError(fmt::format("{}: expected a map of sections at the top", position(s.file, root.Mark())));
+  if (!root.IsMap())
+    throw ConfigError(fmt::format("{}: expected a map of sections at the top", position(s.file, root.Mark())));
   try {
     readYamlSection(root, "", s.file, out);
   } catch (const YAML::Exception& e) {
@@ -700,14 +699,16 @@ void addFlags(CLI::App& app, FlagValues& out) {
   for (const Key& k : keys()) {
     if (!k.flag) continue;
     std::vector<std::string>& dest = out[k.path];
+    const std::string help = fmt::format("{} [{}, {}]", k.help, k.path, envName(k.path));
     CLI::Option* opt = nullptr;
     if (k.form == FlagForm::kSetTrue || k.form == FlagForm::kSetFalse) {
-      opt = app.add_flag_callback(k.flag, [&dest] { dest.push_back("1"); }, k.help);
+      opt = app.add_flag_callback(
+          k.flag, [&dest] { dest.push_back("1"); }, help);
     } else if (k.form == FlagForm::kRepeat) {
-      opt = app.add_option(k.flag, dest, k.help);
+      opt = app.add_option(k.flag, dest, help);
     } else {
       opt = app.add_option_function<std::string>(
-          k.flag, [&dest](const std::string& v) { dest.push_back(v); }, k.help);
+          k.flag, [&dest](const std::string& v) { dest.push_back(v); }, help);
     }
     (void)opt;
   }
@@ -739,8 +740,8 @@ Config load(const Sources& sources) {
       auto given = pending.header_rank.find(name);
       if (given != pending.header_rank.end() && given->second > pending.header_files_rank) continue;
       if (given != pending.header_rank.end() && given->second == pending.header_files_rank)
-        throw ConfigError(fmt::format("{}: sink.http.headers and sink.http.header_files both give {}; give one",
-                                      r.origin, name));
+        throw ConfigError(
+            fmt::format("{}: sink.http.headers and sink.http.header_files both give {}; give one", r.origin, name));
       const std::string value = readSecretFile(r, file);
       auto& hs = o.http.headers;
       hs.erase(std::remove_if(hs.begin(), hs.end(), [&](const auto& h) { return h.first == name; }), hs.end());

@@ -44,8 +44,8 @@ void addFlags(CLI::App& app, FlagValues& out);
 
 // Where the configuration comes from.
 struct Sources {
-  std::string file;                // a YAML file; empty: none
-  std::optional<std::string> text; // the file's text instead of reading `file` (tests); `file` names it
+  std::string file;                 // a YAML file; empty: none
+  std::optional<std::string> text;  // the file's text instead of reading `file` (tests); `file` names it
   // The environment; unset variables return nullptr. Tests pass their own.
   std::function<const char*(const char*)> getenv;
   FlagValues flags;

@@ -2,14 +2,13 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
-
-#include <yaml-cpp/yaml.h>
 
 #include "pacer/conninfo.h"
 
@@ -53,7 +52,8 @@ std::string errorOf(const Sources& s) {
 // A file in the test's temporary directory.
 std::string writeFile(const std::string& name, const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() /
-                    (std::string("pacerd_config_test_") + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name);
+                    (std::string("pacerd_config_test_") +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name);
   std::ofstream(path) << text;
   return path.string();
 }
@@ -163,7 +163,8 @@ TEST(PacerdConfig, UnknownKeyIsAnErrorWithASuggestion) {
   EXPECT_EQ(errorOf(fromText("sheduler:\n  tick_ms: 5\n")),
             "pacerd.yaml:1:1: sheduler: unknown key (did you mean scheduler?)");
   // A key in the wrong section: pointed at where it lives.
-  EXPECT_EQ(errorOf(fromText("tick_ms: 5\n")), "pacerd.yaml:1:1: tick_ms: unknown key (did you mean scheduler.tick_ms?)");
+  EXPECT_EQ(errorOf(fromText("tick_ms: 5\n")),
+            "pacerd.yaml:1:1: tick_ms: unknown key (did you mean scheduler.tick_ms?)");
   EXPECT_EQ(errorOf(fromText("kafka:\n  zzzzzz: 1\n")), "pacerd.yaml:2:3: kafka.zzzzzz: unknown key");
 }
 
@@ -186,7 +187,8 @@ TEST(PacerdConfig, BadEnvironmentOverrideNamesTheVariable) {
             "PACER_SCHEDULER_TICK_MS: scheduler.tick_ms: expected an integer >= 1, got \"soon\"");
   Env bad_map;
   bad_map.vars["PACER_KAFKA_PROPERTIES"] = "a=1,nokey";
-  EXPECT_EQ(errorOf(fromText("", &bad_map)), "PACER_KAFKA_PROPERTIES: kafka.properties: expected NAME=VALUE, got \"nokey\"");
+  EXPECT_EQ(errorOf(fromText("", &bad_map)),
+            "PACER_KAFKA_PROPERTIES: kafka.properties: expected NAME=VALUE, got \"nokey\"");
 }
 
 TEST(PacerdConfig, BadFlagNamesTheFlag) {
@@ -207,11 +209,11 @@ TEST(PacerdConfig, FileLosesToEnvironmentWhichLosesToFlags) {
   env.vars["PACER_KAFKA_BROKERS"] = "env:1,env:2";
   FlagValues flags{{"kafka.brokers", {"flag:1"}}};
   const Config c = load(fromText(yaml, &env, flags));
-  EXPECT_EQ(c.options.tick, std::chrono::milliseconds(7));   // file only
-  EXPECT_EQ(c.options.worker.retry.max_attempts, 4);         // env over file
-  EXPECT_EQ(c.options.brokers, "flag:1");                    // flag over env and file
+  EXPECT_EQ(c.options.tick, std::chrono::milliseconds(7));  // file only
+  EXPECT_EQ(c.options.worker.retry.max_attempts, 4);        // env over file
+  EXPECT_EQ(c.options.brokers, "flag:1");                   // flag over env and file
   const Config env_only = load(fromText(yaml, &env));
-  EXPECT_EQ(env_only.options.brokers, "env:1,env:2");        // lists are comma-separated
+  EXPECT_EQ(env_only.options.brokers, "env:1,env:2");  // lists are comma-separated
 }
 
 TEST(PacerdConfig, MapsMergeByEntryAcrossSources) {
@@ -237,8 +239,8 @@ TEST(PacerdConfig, SecretsComeFromFilesWithTheTrailingNewlineTrimmed) {
   const std::string token = writeFile("token", "tok-123\n");
   const std::string auth = writeFile("auth", "Bearer abc\r\n");
   const Config c = load(fromText("postgres:\n  url: \"host=db user=pacer\"\n  password_file: " + pw +
-                                 "\nadmin:\n  token_file: " + token + "\nsink:\n  http:\n    header_files: {Authorization: " +
-                                 auth + "}\n"));
+                                 "\nadmin:\n  token_file: " + token +
+                                 "\nsink:\n  http:\n    header_files: {Authorization: " + auth + "}\n"));
   EXPECT_EQ(c.options.postgres, "host=db user=pacer password='s3cret pass\\'word'");
   EXPECT_EQ(redactConninfo(c.options.postgres).find("s3cret"), std::string::npos);
   EXPECT_EQ(c.options.admin_token, "tok-123");
@@ -285,7 +287,9 @@ TEST(PacerdConfig, SecretValuesNeverAppearInErrors) {
   EXPECT_THAT(e, HasSubstr("pacerd.yaml:2:3: postgres.url: expected a string"));
   EXPECT_THAT(e, Not(HasSubstr("TOPSECRET")));
 
-  e = errorOf(fromText("sink:\n  http:\n    headers: {Authorization: TOPSECRET}\n    header_files: {Authorization: /nonexistent/TOKENFILE}\n"));
+  e =
+      errorOf(fromText("sink:\n  http:\n    headers: {Authorization: TOPSECRET}\n    header_files: {Authorization: "
+                       "/nonexistent/TOKENFILE}\n"));
   EXPECT_THAT(e, HasSubstr("sink.http.headers and sink.http.header_files both give Authorization"));
   EXPECT_THAT(e, Not(HasSubstr("TOPSECRET")));
 }
@@ -306,10 +310,11 @@ TEST(PacerdConfig, AnEmptyValueKeepsTheDefault) {
 }
 
 TEST(PacerdConfig, ReloadAppliesLiveKeysAndKeepsTheOthers) {
-  const Config before = load(fromText("kafka:\n  brokers: [a:1]\nlimits:\n  max_attempts: 3\nscheduler:\n  tick_ms: 5\n"));
-  const Config after = load(fromText(
-      "kafka:\n  brokers: [b:1]\nlimits:\n  max_attempts: 9\n  adaptive_floor: 3\nscheduler:\n  tick_ms: 20\n"
-      "logging:\n  stats_interval_ms: 100\n"));
+  const Config before =
+      load(fromText("kafka:\n  brokers: [a:1]\nlimits:\n  max_attempts: 3\nscheduler:\n  tick_ms: 5\n"));
+  const Config after = load(
+      fromText("kafka:\n  brokers: [b:1]\nlimits:\n  max_attempts: 9\n  adaptive_floor: 3\nscheduler:\n  tick_ms: 20\n"
+               "logging:\n  stats_interval_ms: 100\n"));
   const ReloadPlan plan = planReload(before, after);
   EXPECT_EQ(plan.changed,
             (std::vector<std::string>{"limits.max_attempts", "limits.adaptive_floor", "logging.stats_interval_ms"}));
@@ -329,10 +334,10 @@ TEST(PacerdConfig, LiveKeysAreTheDocumentedOnes) {
   std::vector<std::string> live;
   for (const std::string& k : keyPaths())
     if (isLive(k)) live.push_back(k);
-  EXPECT_EQ(live, (std::vector<std::string>{"limits.max_attempts", "limits.adaptive_decrease", "limits.adaptive_floor",
-                                            "limits.latency_threshold_ms", "ledger.commit_interval_ms",
-                                            "ledger.refresh_ms", "logging.stats_interval_ms", "shutdown_deadline_ms",
-                                            "summary_file"}));
+  EXPECT_EQ(live,
+            (std::vector<std::string>{"limits.max_attempts", "limits.adaptive_decrease", "limits.adaptive_floor",
+                                      "limits.latency_threshold_ms", "ledger.commit_interval_ms", "ledger.refresh_ms",
+                                      "logging.stats_interval_ms", "shutdown_deadline_ms", "summary_file"}));
 }
 
 }  // namespace
