@@ -512,7 +512,7 @@ void readYamlSection(const YAML::Node& node, const std::string& prefix, const st
     const std::string name = it->first.as<std::string>();
     const std::string path = prefix.empty() ? name : prefix + "." + name;
     const std::string where = position(file, it->first.Mark());
-    const YAML::Node& v = it->second;
+    const YAML::Node v = it->second;  // a copy: the iterator hands out a temporary
     if (const Key* k = findKey(path)) {
       if (v.IsNull()) continue;  // `key:` with no value: the default
       Raw r;
