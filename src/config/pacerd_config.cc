@@ -514,13 +514,18 @@ void readYamlSection(const YAML::Node& node, const std::string& prefix, const st
     const std::string where = position(file, it->first.Mark());
     const YAML::Node v = it->second;  // a copy: the iterator hands out a temporary
     if (const Key* k = findKey(path)) {
-      if (v.IsNull()) continue;  // `key:` with no value: the default
+      // `key:` with no value keeps the default. YAML reads `kind: null` as
+      // no value too, but for the sink it means the null sink.
+      const bool null_sink = path == "sink.kind" && v.IsNull();
+      if (v.IsNull() && !null_sink) continue;
       Raw r;
       r.path = path;
       r.secret = k->secret;
       r.origin = where;
       r.rank = Rank::kFile;
-      if (v.IsScalar()) {
+      if (null_sink) {
+        r.scalar = "null";
+      } else if (v.IsScalar()) {
         r.shape = Shape::kScalar;
         r.scalar = v.Scalar();
       } else if (v.IsSequence()) {

@@ -653,7 +653,9 @@ class Daemon {
     try {
       r = reload_.reload();
     } catch (const std::exception& e) {
-      logLine(o_.log, "WARN", "event=reload_failed error=\"{}\"", e.what());
+      std::string error = e.what();
+      for (std::size_t i = 0; (i = error.find('"', i)) != std::string::npos; i += 2) error.insert(i, "\\");
+      logLine(o_.log, "WARN", "event=reload_failed error=\"{}\"", error);
       return;
     }
     for (const std::string& key : r.needs_restart) logLine(o_.log, "WARN", "event=reload_needs_restart key={}", key);

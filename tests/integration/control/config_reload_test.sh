@@ -56,7 +56,7 @@ limits:
   max_attempts: $1
 logging:
   stats_interval_ms: $2
-$4
+${4:-}
 YAML
   mv "$cfg.new" "$cfg"
 }

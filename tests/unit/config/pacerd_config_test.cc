@@ -309,6 +309,11 @@ TEST(PacerdConfig, AnEmptyValueKeepsTheDefault) {
   EXPECT_EQ(c.options.tick, worker::DaemonOptions{}.tick);
 }
 
+TEST(PacerdConfig, SinkKindNullIsTheNullSinkThoughYamlReadsItAsNoValue) {
+  EXPECT_EQ(load(fromText("sink:\n  kind: null\n")).options.sink, "null");
+  EXPECT_EQ(load(fromText("sink:\n  kind: \"null\"\n")).options.sink, "null");
+}
+
 TEST(PacerdConfig, ReloadAppliesLiveKeysAndKeepsTheOthers) {
   const Config before =
       load(fromText("kafka:\n  brokers: [a:1]\nlimits:\n  max_attempts: 3\nscheduler:\n  tick_ms: 5\n"));
