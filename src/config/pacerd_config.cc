@@ -303,8 +303,10 @@ const std::vector<Key>& keys() {
       {"sink.http.headers", Shape::kMap, "--http-header", FlagForm::kRepeat, true, false,
        "sink http: static header NAME=VALUE (repeatable; never logged)",
        [](const Raw& r, Ctx& c) {
+         auto& hs = c.o.http.headers;
          for (const auto& [k, v] : asMap(r)) {
-           c.o.http.headers.emplace_back(k, v);
+           hs.erase(std::remove_if(hs.begin(), hs.end(), [&](const auto& h) { return h.first == k; }), hs.end());
+           hs.emplace_back(k, v);
            c.p.header_rank[k] = r.rank;
          }
        }},
@@ -459,7 +461,7 @@ std::size_t editDistance(std::string_view a, std::string_view b) {
 // The closest known key or section to `path`, if close enough to be a typo,
 // or a key elsewhere with the same last name ("tick_ms" -> scheduler.tick_ms).
 std::string suggest(const std::string& path) {
-  std::set<std::string> candidates;
+  std::set<std::string> candidates{"providers"};
   for (const Key& k : keys()) {
     std::string p = k.path;
     candidates.insert(p);
@@ -486,8 +488,9 @@ std::string suggest(const std::string& path) {
 
 using Merged = std::map<std::string, Raw>;
 
-void put(Merged& m, Raw r) {
-  auto it = m.find(r.path);
+// Keyed by the table's path (for a provider's sink too: "sink.http.url").
+void put(Merged& m, const std::string& key, Raw r) {
+  auto it = m.find(key);
   if (it != m.end() && it->second.shape == Shape::kMap && r.shape == Shape::kMap) {
     // Maps merge by entry: a later source overrides one name, not the map.
     Raw merged = std::move(r);
@@ -499,27 +502,37 @@ void put(Merged& m, Raw r) {
     it->second = std::move(merged);
     return;
   }
-  m[r.path] = std::move(r);
+  m[key] = std::move(r);
 }
+
+using ProviderMerged = std::map<std::string, Merged>;  // provider id -> its sink keys
 
 std::string position(const std::string& file, const YAML::Mark& mark) {
   if (mark.line < 0) return file;
   return fmt::format("{}:{}:{}", file, mark.line + 1, mark.column + 1);
 }
 
-void readYamlSection(const YAML::Node& node, const std::string& prefix, const std::string& file, Merged& out) {
+void readProviders(const YAML::Node& node, const std::string& where, const std::string& file, ProviderMerged& out);
+
+// `shown` goes before a path in messages ("providers.sms."); with
+// `providers` null the section reads only the sink keys (a provider's).
+void readYamlSection(const YAML::Node& node, const std::string& prefix, const std::string& file, Merged& out,
+                     ProviderMerged* providers, const std::string& shown = "") {
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string name = it->first.as<std::string>();
     const std::string path = prefix.empty() ? name : prefix + "." + name;
     const std::string where = position(file, it->first.Mark());
     const YAML::Node v = it->second;  // a copy: the iterator hands out a temporary
-    if (const Key* k = findKey(path)) {
+    const bool allowed = providers || path == "sink" || path.rfind("sink.", 0) == 0;
+    if (path == "providers" && providers) {
+      readProviders(v, where, file, *providers);
+    } else if (const Key* k = allowed ? findKey(path) : nullptr) {
       // `key:` with no value keeps the default. YAML reads `kind: null` as
       // no value too, but for the sink it means the null sink.
       const bool null_sink = path == "sink.kind" && v.IsNull();
       if (v.IsNull() && !null_sink) continue;
       Raw r;
-      r.path = path;
+      r.path = shown + path;
       r.secret = k->secret;
       r.origin = where;
       r.rank = Rank::kFile;
@@ -547,20 +560,36 @@ void readYamlSection(const YAML::Node& node, const std::string& prefix, const st
           r.map.emplace_back(e->first.as<std::string>(), e->second.Scalar());
         }
       }
-      put(out, std::move(r));
-    } else if (isSection(path)) {
+      put(out, path, std::move(r));
+    } else if (allowed && isSection(path)) {
       if (v.IsNull()) continue;
-      if (!v.IsMap()) throw ConfigError(fmt::format("{}: {}: expected a section (a map of keys)", where, path));
-      readYamlSection(v, path, file, out);
+      if (!v.IsMap())
+        throw ConfigError(fmt::format("{}: {}{}: expected a section (a map of keys)", where, shown, path));
+      readYamlSection(v, path, file, out, providers, shown);
     } else {
-      const std::string hint = suggest(path);
-      throw ConfigError(fmt::format("{}: {}: unknown key{}", where, path,
-                                    hint.empty() ? "" : fmt::format(" (did you mean {}?)", hint)));
+      std::string hint = providers ? suggest(path) : (suggest(path).rfind("sink", 0) == 0 ? suggest(path) : "");
+      throw ConfigError(fmt::format("{}: {}{}: unknown key{}", where, shown, path,
+                                    hint.empty() ? "" : fmt::format(" (did you mean {}{}?)", shown, hint)));
     }
   }
 }
 
-void readYaml(const Sources& s, Merged& out) {
+// providers: {<id>: {sink: {...the keys of `sink`...}}}
+void readProviders(const YAML::Node& node, const std::string& where, const std::string& file, ProviderMerged& out) {
+  if (node.IsNull()) return;
+  if (!node.IsMap())
+    throw ConfigError(fmt::format("{}: providers: expected a map of provider ids, each with a sink section", where));
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string id = it->first.as<std::string>();
+    const YAML::Node v = it->second;
+    const std::string at = position(file, it->first.Mark());
+    if (id.empty() || !v.IsMap())
+      throw ConfigError(fmt::format("{}: providers.{}: expected a section with a sink section", at, id));
+    readYamlSection(v, "", file, out[id], nullptr, "providers." + id + ".");
+  }
+}
+
+void readYaml(const Sources& s, Merged& out, ProviderMerged& providers) {
   std::string text;
   if (s.text) {
     text = *s.text;
@@ -579,7 +608,7 @@ void readYaml(const Sources& s, Merged& out) {
   if (!root.IsMap())
     throw ConfigError(fmt::format("{}: expected a map of sections at the top", position(s.file, root.Mark())));
   try {
-    readYamlSection(root, "", s.file, out);
+    readYamlSection(root, "", s.file, out, &providers);
   } catch (const YAML::Exception& e) {
     throw ConfigError(fmt::format("{}: {}", position(s.file, e.mark), e.msg));
   }
@@ -625,7 +654,40 @@ void readEnv(const Sources& s, Merged& out) {
       r.shape = Shape::kScalar;  // a list: comma-separated
       r.scalar = v;
     }
-    put(out, std::move(r));
+    put(out, k.path, std::move(r));
+  }
+}
+
+// PACER_PROVIDERS_<ID>_SINK_...: the id upper-cased, other than letters and
+// digits as '_'; for the providers the file names.
+std::string providerEnvName(const std::string& id, std::string_view path) {
+  std::string s = "PACER_PROVIDERS_";
+  for (unsigned char c : id) s += std::isalnum(c) ? static_cast<char>(std::toupper(c)) : '_';
+  return s + "_" + envName(path).substr(6);
+}
+
+void readProviderEnv(const Sources& s, const std::string& id, Merged& out) {
+  if (!s.getenv) return;
+  for (const Key& k : keys()) {
+    if (std::string_view(k.path).rfind("sink.", 0) != 0) continue;
+    const std::string name = providerEnvName(id, k.path);
+    const char* v = s.getenv(name.c_str());
+    if (!v) continue;
+    Raw r;
+    r.path = "providers." + id + "." + k.path;
+    r.secret = k.secret;
+    r.origin = name;
+    r.rank = Rank::kEnv;
+    if (k.shape == Shape::kMap) {
+      r.shape = Shape::kMap;
+      std::string item;
+      std::istringstream in(v);
+      while (std::getline(in, item, ','))
+        if (!trim(item).empty()) r.map.push_back(nameValue(r, trim(item)));
+    } else {
+      r.scalar = v;
+    }
+    put(out, k.path, std::move(r));
   }
 }
 
@@ -649,7 +711,7 @@ void readFlags(const Sources& s, Merged& out) {
     } else {
       r.scalar = it->second.back();
     }
-    put(out, std::move(r));
+    put(out, k.path, std::move(r));
   }
 }
 
@@ -679,6 +741,23 @@ std::optional<std::string> secretFrom(const std::optional<Raw>& value, const std
   if (file && (!value || file->rank > value->rank)) return readSecretFile(*file, file->scalar);
   if (value) return value->scalar;
   return std::nullopt;
+}
+
+// sink.http.header_files: each file's contents become the header's value.
+void applyHeaderFiles(DaemonOptions& o, const Pending& pending, const Merged& merged, const std::string& shown) {
+  if (pending.header_files.empty()) return;
+  const Raw& r = merged.at("sink.http.header_files");
+  for (const auto& [name, file] : pending.header_files) {
+    auto given = pending.header_rank.find(name);
+    if (given != pending.header_rank.end() && given->second > pending.header_files_rank) continue;
+    if (given != pending.header_rank.end() && given->second == pending.header_files_rank)
+      throw ConfigError(fmt::format("{}: {}sink.http.headers and {}sink.http.header_files both give {}; give one",
+                                    r.origin, shown, shown, name));
+    const std::string value = readSecretFile(r, file);
+    auto& hs = o.http.headers;
+    hs.erase(std::remove_if(hs.begin(), hs.end(), [&](const auto& h) { return h.first == name; }), hs.end());
+    hs.emplace_back(name, value);
+  }
 }
 
 }  // namespace
@@ -721,9 +800,11 @@ void addFlags(CLI::App& app, FlagValues& out) {
 
 Config load(const Sources& sources) {
   Merged merged;
-  if (!sources.file.empty() || sources.text) readYaml(sources, merged);
+  ProviderMerged providers;
+  if (!sources.file.empty() || sources.text) readYaml(sources, merged, providers);
   readEnv(sources, merged);
   readFlags(sources, merged);
+  for (auto& [id, m] : providers) readProviderEnv(sources, id, m);
 
   Config config;
   DaemonOptions& o = config.options;
@@ -739,19 +820,22 @@ Config load(const Sources& sources) {
   // Secrets that may come from a file.
   if (auto pw = secretFrom(pending.password, pending.password_file)) o.postgres = withPassword(o.postgres, *pw);
   if (auto token = secretFrom(pending.token, pending.token_file)) o.admin_token = *token;
-  if (!pending.header_files.empty()) {
-    const Raw& r = merged.at("sink.http.header_files");
-    for (const auto& [name, file] : pending.header_files) {
-      auto given = pending.header_rank.find(name);
-      if (given != pending.header_rank.end() && given->second > pending.header_files_rank) continue;
-      if (given != pending.header_rank.end() && given->second == pending.header_files_rank)
-        throw ConfigError(
-            fmt::format("{}: sink.http.headers and sink.http.header_files both give {}; give one", r.origin, name));
-      const std::string value = readSecretFile(r, file);
-      auto& hs = o.http.headers;
-      hs.erase(std::remove_if(hs.begin(), hs.end(), [&](const auto& h) { return h.first == name; }), hs.end());
-      hs.emplace_back(name, value);
+  applyHeaderFiles(o, pending, merged, "");
+
+  // Each provider's sink: the default sink's settings with its own on top.
+  for (const auto& [id, m] : providers) {
+    DaemonOptions p = o;
+    Pending pp;
+    Ctx pctx{p, pp};
+    for (const Key& k : keys()) {
+      auto it = m.find(k.path);
+      if (it == m.end()) continue;
+      k.apply(it->second, pctx);
+      config.values["providers." + id + "." + k.path] = canonical(it->second);
     }
+    applyHeaderFiles(p, pp, m, "providers." + id + ".");
+    config.values["providers." + id] = "provider";  // a provider added or removed is a change too
+    o.provider_sinks[id] = worker::ProviderSinkOptions{p.sink, p.sink_in_flight, p.http, p.sink_topic, p.sink_brokers};
   }
 
   // Checks across keys, and settings derived from others.
@@ -780,6 +864,18 @@ ReloadPlan planReload(const Config& current, const Config& next) {
       plan.config.values.erase(k.path);
     else
       plan.config.values[k.path] = b->second;
+  }
+  // Keys outside the table (providers.<id>.sink...) need a restart.
+  std::set<std::string> other;
+  for (const auto& [key, v] : current.values)
+    if (!findKey(key)) other.insert(key);
+  for (const auto& [key, v] : next.values)
+    if (!findKey(key)) other.insert(key);
+  for (const std::string& key : other) {
+    auto a = current.values.find(key);
+    auto b = next.values.find(key);
+    if (a == current.values.end() || b == next.values.end() || a->second != b->second)
+      plan.needs_restart.push_back(key);
   }
   // The live keys' fields, from the new options.
   DaemonOptions& o = plan.config.options;

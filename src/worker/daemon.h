@@ -24,6 +24,16 @@ class DaemonConfigError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// A provider's own sink (providers.<id>.sink): the settings of the default
+// sink with the provider's overrides.
+struct ProviderSinkOptions {
+  std::string sink = "stdout";
+  std::size_t sink_in_flight = 1000;
+  sink::HttpSinkOptions http;
+  std::string sink_topic;
+  std::string sink_brokers;
+};
+
 struct DaemonOptions {
   // Kafka
   std::string brokers;                  // bootstrap.servers
@@ -43,6 +53,9 @@ struct DaemonOptions {
   sink::HttpSinkOptions http;           // sink = http (its max_in_flight is sink_in_flight)
   std::string sink_topic;               // sink = kafka: the outbound topic
   std::string sink_brokers;             // sink = kafka: empty means `brokers`
+  // Providers with a sink of their own: their campaigns' messages go there,
+  // every other message through the sink above.
+  std::map<std::string, ProviderSinkOptions> provider_sinks;
 
   // The global quota on Redis: "HOST:PORT" nodes (empty: local limits only,
   // so N workers send up to N x each rate). With cluster, any nodes of a

@@ -314,6 +314,66 @@ TEST(PacerdConfig, SinkKindNullIsTheNullSinkThoughYamlReadsItAsNoValue) {
   EXPECT_EQ(load(fromText("sink:\n  kind: \"null\"\n")).options.sink, "null");
 }
 
+TEST(PacerdConfig, AProvidersSinkOverridesTheDefaultSinkKeyByKey) {
+  const std::string auth = writeFile("auth", "Bearer sms\n");
+  Env env;
+  env.vars["PACER_PROVIDERS_SMS_GW_SINK_HTTP_TIMEOUT_MS"] = "750";
+  const Config c = load(fromText(R"(
+sink:
+  kind: http
+  in_flight: 100
+  http:
+    url: http://default/{recipient}
+    headers: {X-Team: growth, Authorization: Bearer default}
+providers:
+  sms-gw:
+    sink:
+      in_flight: 20
+      http:
+        url: http://sms/{recipient}
+        header_files: {Authorization: )" + auth + R"(}
+  push:
+    sink:
+      kind: kafka
+      kafka: {topic: push-out}
+)",
+                                 &env));
+  EXPECT_EQ(c.options.sink, "http");
+  EXPECT_EQ(c.options.http.url, "http://default/{recipient}");
+  ASSERT_EQ(c.options.provider_sinks.size(), 2u);
+  const worker::ProviderSinkOptions& sms = c.options.provider_sinks.at("sms-gw");
+  EXPECT_EQ(sms.sink, "http");  // from the default sink
+  EXPECT_EQ(sms.sink_in_flight, 20u);
+  EXPECT_EQ(sms.http.url, "http://sms/{recipient}");
+  EXPECT_EQ(sms.http.total_timeout, std::chrono::milliseconds(750));  // the provider's environment variable
+  const std::vector<std::pair<std::string, std::string>> headers{{"X-Team", "growth"}, {"Authorization", "Bearer sms"}};
+  EXPECT_EQ(sms.http.headers, headers);
+  const worker::ProviderSinkOptions& push = c.options.provider_sinks.at("push");
+  EXPECT_EQ(push.sink, "kafka");
+  EXPECT_EQ(push.sink_topic, "push-out");
+  EXPECT_EQ(push.sink_in_flight, 100u);
+}
+
+TEST(PacerdConfig, AProvidersSinkErrorsNameTheProviderKey) {
+  EXPECT_EQ(errorOf(fromText("providers:\n  sms:\n    sink:\n      in_flight: none\n")),
+            "pacerd.yaml:4:7: providers.sms.sink.in_flight: expected an integer >= 1, got \"none\"");
+  EXPECT_EQ(errorOf(fromText("providers:\n  sms:\n    sink:\n      kindd: http\n")),
+            "pacerd.yaml:4:7: providers.sms.sink.kindd: unknown key (did you mean providers.sms.sink.kind?)");
+  EXPECT_EQ(errorOf(fromText("providers:\n  sms:\n    tick_ms: 5\n")), "pacerd.yaml:3:5: providers.sms.tick_ms: unknown key");
+  EXPECT_EQ(errorOf(fromText("providers:\n  sms: 5\n")),
+            "pacerd.yaml:2:3: providers.sms: expected a section with a sink section");
+  EXPECT_EQ(errorOf(fromText("provider:\n  sms: {}\n")), "pacerd.yaml:1:1: provider: unknown key (did you mean providers?)");
+}
+
+TEST(PacerdConfig, AChangedProviderSinkNeedsARestart) {
+  const Config before = load(fromText("providers:\n  sms:\n    sink:\n      in_flight: 5\n"));
+  const Config after = load(fromText("providers:\n  sms:\n    sink:\n      in_flight: 6\n  push:\n    sink: {}\n"));
+  const ReloadPlan plan = planReload(before, after);
+  EXPECT_TRUE(plan.changed.empty());
+  EXPECT_EQ(plan.needs_restart, (std::vector<std::string>{"providers.push", "providers.sms.sink.in_flight"}));
+  EXPECT_EQ(plan.config.options.provider_sinks.size(), 1u);
+}
+
 TEST(PacerdConfig, ReloadAppliesLiveKeysAndKeepsTheOthers) {
   const Config before =
       load(fromText("kafka:\n  brokers: [a:1]\nlimits:\n  max_attempts: 3\nscheduler:\n  tick_ms: 5\n"));
