@@ -21,9 +21,7 @@ class RoutingSink final : public SinkInterface {
     }
   }
 
-  bool submit(const Message& message, std::uint64_t ticket) override {
-    return route(message).submit(message, ticket);
-  }
+  bool submit(const Message& message, std::uint64_t ticket) override { return route(message).submit(message, ticket); }
 
   void poll(std::vector<SendResult>& out) override {
     for (SinkInterface* s : all_) s->poll(out);
@@ -72,7 +70,8 @@ class RoutingSink final : public SinkInterface {
 
 }  // namespace
 
-SinkInterfacePtr makeRoutingSink(SinkInterfacePtr fallback, std::map<std::string, SinkInterfacePtr, std::less<>> by_provider,
+SinkInterfacePtr makeRoutingSink(SinkInterfacePtr fallback,
+                                 std::map<std::string, SinkInterfacePtr, std::less<>> by_provider,
                                  ProviderOfCampaign provider_of) {
   return std::make_unique<RoutingSink>(std::move(fallback), std::move(by_provider), std::move(provider_of));
 }

@@ -22,7 +22,8 @@ using ProviderOfCampaign = std::function<std::string_view(std::string_view campa
 // `by_provider` maps a provider id to its sink; `fallback` takes the rest.
 // maxInFlight() is the sum over all sinks; a submit() to a provider's sink
 // that is full returns false (the caller tries again after a poll()).
-SinkInterfacePtr makeRoutingSink(SinkInterfacePtr fallback, std::map<std::string, SinkInterfacePtr, std::less<>> by_provider,
+SinkInterfacePtr makeRoutingSink(SinkInterfacePtr fallback,
+                                 std::map<std::string, SinkInterfacePtr, std::less<>> by_provider,
                                  ProviderOfCampaign provider_of);
 
 }  // namespace pacer::sink

@@ -49,14 +49,21 @@ std::string errorOf(const Sources& s) {
   return {};
 }
 
-// A file in the test's temporary directory.
-std::string writeFile(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    (std::string("pacerd_config_test_") +
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name);
-  std::ofstream(path) << text;
-  return path.string();
-}
+// A file in the temporary directory, removed when the test ends.
+class TempFile {
+ public:
+  TempFile(const std::string& name, const std::string& text)
+      : path_(std::filesystem::temp_directory_path() /
+              ("pacerd_config_test_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+               "_" + name)) {
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::filesystem::remove(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
 
 TEST(PacerdConfig, EmptySourcesGiveTheBuiltInDefaults) {
   const Config c = load(Sources{});
@@ -235,9 +242,9 @@ TEST(PacerdConfig, PacerPostgresStillStandsForTheUrl) {
 }
 
 TEST(PacerdConfig, SecretsComeFromFilesWithTheTrailingNewlineTrimmed) {
-  const std::string pw = writeFile("pw", "s3cret pass'word\n");
-  const std::string token = writeFile("token", "tok-123\n");
-  const std::string auth = writeFile("auth", "Bearer abc\r\n");
+  const TempFile pw_file("pw", "s3cret pass'word\n"), token_file("token", "tok-123\n"),
+      auth_file("auth", "Bearer abc\r\n");
+  const std::string pw = pw_file.path(), token = token_file.path(), auth = auth_file.path();
   const Config c = load(fromText("postgres:\n  url: \"host=db user=pacer\"\n  password_file: " + pw +
                                  "\nadmin:\n  token_file: " + token +
                                  "\nsink:\n  http:\n    header_files: {Authorization: " + auth + "}\n"));
@@ -257,7 +264,8 @@ TEST(PacerdConfig, APasswordJoinsAUrlAsAQueryParameter) {
 }
 
 TEST(PacerdConfig, TheEnvironmentOverridesASecretFileOfTheFile) {
-  const std::string token = writeFile("token", "from-file\n");
+  const TempFile token_file("token", "from-file\n");
+  const std::string token = token_file.path();
   Env env;
   env.vars["PACER_ADMIN_TOKEN"] = "from-env";
   EXPECT_EQ(load(fromText("admin:\n  token_file: " + token + "\n", &env)).options.admin_token, "from-env");
@@ -315,7 +323,8 @@ TEST(PacerdConfig, SinkKindNullIsTheNullSinkThoughYamlReadsItAsNoValue) {
 }
 
 TEST(PacerdConfig, AProvidersSinkOverridesTheDefaultSinkKeyByKey) {
-  const std::string auth = writeFile("auth", "Bearer sms\n");
+  const TempFile auth_file("auth", "Bearer sms\n");
+  const std::string auth = auth_file.path();
   Env env;
   env.vars["PACER_PROVIDERS_SMS_GW_SINK_HTTP_TIMEOUT_MS"] = "750";
   const Config c = load(fromText(R"(
@@ -331,7 +340,8 @@ providers:
       in_flight: 20
       http:
         url: http://sms/{recipient}
-        header_files: {Authorization: )" + auth + R"(}
+        header_files: {Authorization: )" +
+                                     auth + R"(}
   push:
     sink:
       kind: kafka
@@ -359,10 +369,12 @@ TEST(PacerdConfig, AProvidersSinkErrorsNameTheProviderKey) {
             "pacerd.yaml:4:7: providers.sms.sink.in_flight: expected an integer >= 1, got \"none\"");
   EXPECT_EQ(errorOf(fromText("providers:\n  sms:\n    sink:\n      kindd: http\n")),
             "pacerd.yaml:4:7: providers.sms.sink.kindd: unknown key (did you mean providers.sms.sink.kind?)");
-  EXPECT_EQ(errorOf(fromText("providers:\n  sms:\n    tick_ms: 5\n")), "pacerd.yaml:3:5: providers.sms.tick_ms: unknown key");
+  EXPECT_EQ(errorOf(fromText("providers:\n  sms:\n    tick_ms: 5\n")),
+            "pacerd.yaml:3:5: providers.sms.tick_ms: unknown key");
   EXPECT_EQ(errorOf(fromText("providers:\n  sms: 5\n")),
             "pacerd.yaml:2:3: providers.sms: expected a section with a sink section");
-  EXPECT_EQ(errorOf(fromText("provider:\n  sms: {}\n")), "pacerd.yaml:1:1: provider: unknown key (did you mean providers?)");
+  EXPECT_EQ(errorOf(fromText("provider:\n  sms: {}\n")),
+            "pacerd.yaml:1:1: provider: unknown key (did you mean providers?)");
 }
 
 TEST(PacerdConfig, AChangedProviderSinkNeedsARestart) {
