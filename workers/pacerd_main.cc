@@ -42,16 +42,23 @@ int main(int argc, char** argv) {
       ->envname("PACER_CONFIG");
   pacer::config::addFlags(app, sources.flags);
 
+  // migrate reads postgres.* like the daemon: its own --postgres, else the
+  // environment and the --config file (given before or after `migrate`).
   CLI::App* migrate = app.add_subcommand("migrate", "apply the schema migrations and exit");
-  std::string migrate_pg;
-  migrate->add_option("--postgres", migrate_pg, "libpq connection string or URL (default: $PACER_POSTGRES)")
-      ->envname("PACER_POSTGRES")
-      ->required();
+  std::vector<std::string>& migrate_pg = sources.flags["postgres.url"];
+  migrate->add_option("--postgres", migrate_pg,
+                      "libpq connection string or URL (default: postgres.url from --config, "
+                      "$PACER_POSTGRES_URL or $PACER_POSTGRES)");
+  migrate->add_option("--config", sources.file, "YAML configuration, for its postgres section");
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (*migrate) {
-      const int applied = pacer::ledger::migrate(pacer::ledger::PgLedgerOptions{migrate_pg});
+      const std::string pg = pacer::config::load(sources).options.postgres;
+      if (pg.empty())
+        throw pacer::worker::DaemonConfigError(
+            "migrate: postgres: empty; give --postgres CONNINFO, set PACER_POSTGRES or postgres.url in --config");
+      const int applied = pacer::ledger::migrate(pacer::ledger::PgLedgerOptions{pg});
       fmt::print("applied {} migration(s); schema version {}\n", applied, pacer::ledger::latestSchemaVersion());
       return 0;
     }

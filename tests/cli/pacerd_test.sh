@@ -99,4 +99,13 @@ rc=$?
 set -e
 [ "$rc" != 0 ] || fail "migrate without --postgres succeeded"
 grep -q -- "--postgres" "$tmp/err" || fail "migrate without --postgres: $(cat "$tmp/err")"
+# migrate takes postgres.url from --config too (and a password from password_file, not printed).
+printf 'postgres:\n  url: "postgresql://pacer@127.0.0.1:1/pacer"\n  password_file: %s\n' "$tmp/pw" >"$cfg"
+set +e
+"$pacerd" migrate --config "$cfg" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "migrate --config exited $rc, expected 1 (stderr: $(cat "$tmp/err"))"
+grep -q "PostgreSQL unreachable" "$tmp/err" || fail "migrate --config: $(cat "$tmp/err")"
+if grep -q s3cret "$tmp/out" "$tmp/err"; then fail "migrate printed the password from password_file"; fi
 echo "pacerd CLI: all checks passed"
