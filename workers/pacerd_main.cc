@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     pacer::worker::ReloadHook hook;
     hook.requested = &g_reload;
     hook.reload = [&sources, &current]() {
-      // The same file, the environment as it is now, the same flags.
+      // The file and its secret files read again; the same environment and flags over them.
       const pacer::config::Config next = pacer::config::load(sources);
       pacer::config::ReloadPlan plan = pacer::config::planReload(current, next);
       current = plan.config;
