@@ -818,7 +818,9 @@ Config load(const Sources& sources) {
   }
 
   // Secrets that may come from a file.
-  if (auto pw = secretFrom(pending.password, pending.password_file)) o.postgres = withPassword(o.postgres, *pw);
+  // A password without a connection string is left out: "postgres: empty" says what is missing.
+  if (auto pw = secretFrom(pending.password, pending.password_file); pw && !o.postgres.empty())
+    o.postgres = withPassword(o.postgres, *pw);
   if (auto token = secretFrom(pending.token, pending.token_file)) o.admin_token = *token;
   applyHeaderFiles(o, pending, merged, "");
 
