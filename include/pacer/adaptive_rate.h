@@ -48,6 +48,9 @@ class AdaptiveRate {
   // A new ceiling (the operator changed the provider's rate): the rate keeps
   // its value, clipped to the new ceiling.
   void setCeiling(double ceiling, MonoTime now) noexcept;
+  // New decrease, floor and latency threshold (a configuration reload); the
+  // ceiling, the rate and the plateau are kept (the rate raised to the floor).
+  void setTuning(const AdaptiveRateOptions& tuning, MonoTime now) noexcept;
   MonoTime pausedUntil() const noexcept { return paused_until_; }
 
  private:

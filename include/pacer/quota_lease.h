@@ -204,6 +204,9 @@ class QuotaLeaser {
   // New provider rate/burst: sent with the next requests, taking effect in the
   // global bucket without resetting it.
   void setProviderLimit(std::uint32_t provider, std::optional<RateLimit> limit);
+  // A new adaptive setting for the provider (a configuration reload): sent
+  // with its next lease requests; the shared state in the backend is kept.
+  void setProviderAdaptive(std::uint32_t provider, std::optional<AdaptiveRateOptions> adaptive);
 
   // Adds the campaign to the scheduler (its limiter is a LeaseLimiter when any
   // global limit applies; unlimited otherwise) and returns the scheduler's id.

@@ -176,6 +176,9 @@ class WorkerCore {
   void upsertProvider(const ProviderInfo& provider, MonoTime now);
   void upsertCampaign(const CampaignInfo& campaign, MonoTime now);
   bool knowsCampaign(std::string_view id) const;
+  // New retry and adaptive settings (a configuration reload): from the next
+  // step on; each provider's adaptive rate keeps its state.
+  void setTuning(const RetryPolicy& retry, const AdaptiveRateOptions& adaptive, MonoTime now);
 
   // A partition was assigned. `finished` are the offsets (ascending) that the
   // ledger already holds in the range this worker will read; they are

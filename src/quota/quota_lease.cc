@@ -181,6 +181,12 @@ void QuotaLeaser::setProviderLimit(std::uint32_t provider, std::optional<RateLim
   for (CampaignId id : providers_[provider].campaigns) rebuildLevels(campaigns_[id]);
 }
 
+void QuotaLeaser::setProviderAdaptive(std::uint32_t provider, std::optional<AdaptiveRateOptions> adaptive) {
+  if (provider >= providers_.size()) throw SchedulerError(fmt::format("unknown quota provider {}", provider));
+  providers_[provider].adaptive = adaptive;
+  for (CampaignId id : providers_[provider].campaigns) rebuildLevels(campaigns_[id]);
+}
+
 void QuotaLeaser::rebuildLevels(Campaign& c) {
   const Provider& p = providers_[c.provider];
   c.request.scope = p.name;

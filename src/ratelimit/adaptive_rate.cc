@@ -96,4 +96,12 @@ void AdaptiveRate::setCeiling(double ceiling, MonoTime now) noexcept {
   throttled_at_ = std::min(throttled_at_, options_.ceiling);
 }
 
+void AdaptiveRate::setTuning(const AdaptiveRateOptions& tuning, MonoTime now) noexcept {
+  climb(now);
+  options_.decrease = std::clamp(tuning.decrease, 0.01, 0.99);
+  options_.floor = std::min(tuning.floor, options_.ceiling);
+  options_.latency_threshold = tuning.latency_threshold;
+  rate_ = std::max(rate_, options_.floor);
+}
+
 }  // namespace pacer

@@ -21,6 +21,7 @@
 #include "pacer/quota_redis.h"
 #include "ledger/pg_parking.h"
 #include "sink/kafka_sink.h"
+#include "sink/routing_sink.h"
 
 namespace pacer::worker {
 namespace {
@@ -74,7 +75,8 @@ void logLine(std::FILE* out, const char* level, fmt::format_string<Args...> f, A
   std::fflush(out);
 }
 
-SinkInterfacePtr makeSink(const DaemonOptions& o) {
+// One sink; `where` names it in errors ("sink", "providers.sms.sink").
+SinkInterfacePtr makeOneSink(const ProviderSinkOptions& o, const std::string& default_brokers, const std::string& where) {
   if (o.sink == "stdout") return makeStdoutSink(stdout, o.sink_in_flight);
   if (o.sink == "null") return makeNullSink(o.sink_in_flight);
   if (o.sink == "http") {
@@ -83,21 +85,33 @@ SinkInterfacePtr makeSink(const DaemonOptions& o) {
     try {
       return sink::makeHttpSink(h);
     } catch (const std::invalid_argument& e) {
-      throw DaemonConfigError(fmt::format("sink http: {}", e.what()));
+      throw DaemonConfigError(fmt::format("{} http: {}", where, e.what()));
     }
   }
   if (o.sink == "kafka") {
     sink::KafkaSinkOptions k;
-    k.brokers = o.sink_brokers.empty() ? o.brokers : o.sink_brokers;
+    k.brokers = o.sink_brokers.empty() ? default_brokers : o.sink_brokers;
     k.topic = o.sink_topic;
     k.max_in_flight = o.sink_in_flight;
     try {
       return sink::makeKafkaSink(k);
     } catch (const std::invalid_argument& e) {
-      throw DaemonConfigError(e.what());
+      throw DaemonConfigError(where == "sink" ? std::string(e.what()) : fmt::format("{}: {}", where, e.what()));
     }
   }
-  throw DaemonConfigError(fmt::format("sink: '{}' is not one of stdout, null, http, kafka", o.sink));
+  throw DaemonConfigError(fmt::format("{}: '{}' is not one of stdout, null, http, kafka", where, o.sink));
+}
+
+// The default sink, and with providers.<id>.sink a routing sink in front of
+// it and the providers' own sinks.
+SinkInterfacePtr makeSink(const DaemonOptions& o, sink::ProviderOfCampaign provider_of) {
+  SinkInterfacePtr main =
+      makeOneSink(ProviderSinkOptions{o.sink, o.sink_in_flight, o.http, o.sink_topic, o.sink_brokers}, o.brokers, "sink");
+  if (o.provider_sinks.empty()) return main;
+  std::map<std::string, SinkInterfacePtr, std::less<>> by_provider;
+  for (const auto& [id, ps] : o.provider_sinks)
+    by_provider[id] = makeOneSink(ps, o.brokers, fmt::format("providers.{}.sink", id));
+  return sink::makeRoutingSink(std::move(main), std::move(by_provider), std::move(provider_of));
 }
 
 // The Redis quota backend, connected if Redis answers now (if not, the
@@ -198,8 +212,8 @@ class Rebalance final : public RdKafka::RebalanceCb {
 
 class Daemon {
  public:
-  Daemon(const DaemonOptions& o, const std::atomic<bool>& stop)
-      : o_(o), stop_(stop), rebalance_(*this), commit_results_(*this) {}
+  Daemon(const DaemonOptions& o, const std::atomic<bool>& stop, ReloadHook reload)
+      : o_(o), stop_(stop), reload_(std::move(reload)), rebalance_(*this), commit_results_(*this) {}
 
   void commitFailed(RdKafka::ErrorCode err, const std::vector<RdKafka::TopicPartition*>& offsets) {
     for (const RdKafka::TopicPartition* p : offsets) {
@@ -214,7 +228,7 @@ class Daemon {
     if (o_.topics.empty()) throw DaemonConfigError("kafka topics: none; give --topic NAME");
     if (o_.postgres.empty()) throw DaemonConfigError("postgres: empty; give --postgres CONNINFO or set PACER_POSTGRES");
     ledger::PgLedgerOptions pg{o_.postgres};
-    sink_ = makeSink(o_);
+    sink_ = makeSink(o_, [this](std::string_view campaign) { return providerOf(campaign); });
     if (!o_.redis.empty()) quota_ = makeQuota(o_);
     if (o_.migrate) {
       const int applied = ledger::migrate(pg);
@@ -252,8 +266,9 @@ class Daemon {
     refreshDirectory(start);
     makeConsumer();
     logLine(o_.log, "INFO",
-            "event=started group={} topics={} sink={} in_flight={} max_buffered={} parking={} quota={} live_workers={}",
-            o_.group, fmt::join(o_.topics, ","), o_.sink, o_.sink_in_flight, o_.worker.max_buffered_messages,
+            "event=started group={} topics={} sink={}{}{} in_flight={} max_buffered={} parking={} quota={} live_workers={}",
+            o_.group, fmt::join(o_.topics, ","), o_.sink, o_.provider_sinks.empty() ? "" : " provider_sinks=",
+            providerSinkList(), o_.sink_in_flight, o_.worker.max_buffered_messages,
             o_.parking ? "on" : "off", o_.redis.empty() ? "local" : fmt::format("redis:{}", fmt::join(o_.redis, ",")),
             o_.worker.lease.live_workers);
     const int rc = loop();
@@ -358,6 +373,26 @@ class Daemon {
     if (e != RdKafka::ERR_NO_ERROR) throw DaemonConfigError(fmt::format("kafka subscribe: {}", RdKafka::err2str(e)));
   }
 
+  std::string providerSinkList() const {
+    std::string s;
+    for (const auto& [id, ps] : o_.provider_sinks) s += fmt::format("{}{}:{}", s.empty() ? "" : ",", id, ps.sink);
+    return s;
+  }
+
+  // Each campaign's provider, for the routing sink (providers.<id>.sink).
+  void noteProvider(const CampaignInfo& c) {
+    if (o_.provider_sinks.empty()) return;
+    auto it = campaign_provider_.find(c.id);
+    if (it == campaign_provider_.end())
+      campaign_provider_.emplace(c.id, c.provider);
+    else if (it->second != c.provider)
+      it->second = c.provider;
+  }
+  std::string_view providerOf(std::string_view campaign) const {
+    auto it = campaign_provider_.find(campaign);
+    return it == campaign_provider_.end() ? std::string_view() : std::string_view(it->second);
+  }
+
   // Re-reads every campaign and provider; false if PostgreSQL did not answer.
   // A re-read owed to live control that fails is tried again kControlRetry
   // later rather than only at the next --refresh-ms.
@@ -370,6 +405,7 @@ class Daemon {
       std::vector<std::string> problems;
       for (const CampaignInfo& c : directory_->campaigns(&problems)) {
         core_->upsertCampaign(c, now);
+        noteProvider(c);
         warnSmallBurst(c);
       }
       for (const std::string& id : problems)
@@ -486,6 +522,7 @@ class Daemon {
           if (!c->provider.empty() && n.change.find("create") != std::string::npos)
             if (const auto p = directory_->provider(c->provider)) core_->upsertProvider(*p, clock_->now());
           core_->upsertCampaign(*c, clock_->now());
+          noteProvider(*c);
           warnSmallBurst(*c);
           logApplied(n.kind, n.id, n.change,
                      fmt::format("state={} send_rate={} burst={} weight={}", stateText(c->state), rateText(c->limit),
@@ -579,6 +616,7 @@ class Daemon {
     std::uint64_t last_errors = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
       MonoTime now = clock_->now();
+      if (reload_.requested && reload_.requested->exchange(false)) reloadConfig(now);
       if (paused_ ? core_->mayResume() : !core_->wantsMore()) setPaused(!paused_);
       // Read what is there (up to a batch), waiting only when nothing is to do.
       // Idle, the wait is still one tick while LISTEN is up: the notification
@@ -643,6 +681,27 @@ class Daemon {
       }
     }
     return 0;
+  }
+
+  // SIGHUP: the live keys apply from this turn; the others are said and kept.
+  // Campaigns and providers are re-read at once too.
+  void reloadConfig(MonoTime now) {
+    ReloadResult r;
+    try {
+      r = reload_.reload();
+    } catch (const std::exception& e) {
+      std::string error = e.what();
+      for (std::size_t i = 0; (i = error.find('"', i)) != std::string::npos; i += 2) error.insert(i, "\\");
+      logLine(o_.log, "WARN", "event=reload_failed error=\"{}\"", error);
+      return;
+    }
+    for (const std::string& key : r.needs_restart) logLine(o_.log, "WARN", "event=reload_needs_restart key={}", key);
+    std::FILE* log = o_.log;
+    o_ = std::move(r.options);
+    o_.log = log;
+    core_->setTuning(o_.worker.retry, o_.worker.adaptive, now);
+    logLine(o_.log, "INFO", "event=config_reloaded changed=[{}]", fmt::join(r.changed, ","));
+    refreshDirectory(now);
   }
 
   void shutdown() {
@@ -783,8 +842,9 @@ class Daemon {
     if (!f) logLine(o_.log, "WARN", "event=summary_write_failed file={}", o_.summary_file);
   }
 
-  const DaemonOptions& o_;
+  DaemonOptions o_;  // a copy: a reload changes its live keys
   const std::atomic<bool>& stop_;
+  ReloadHook reload_;
   Rebalance rebalance_;
   TimeSourcePtr clock_;
   SinkInterfacePtr sink_;
@@ -808,6 +868,7 @@ class Daemon {
   bool ever_assigned_ = false;
   bool directory_failing_ = false;
   std::map<std::string, std::pair<double, double>> warned_burst_;
+  std::map<std::string, std::string, std::less<>> campaign_provider_;  // with provider sinks only
   std::map<std::string, std::pair<double, bool>> provider_logged_;  // effective rate and pause last logged
   MonoTime next_provider_log_{};
   CommitResults commit_results_;
@@ -829,8 +890,8 @@ void Rebalance::rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCod
 
 }  // namespace
 
-int runDaemon(const DaemonOptions& options, const std::atomic<bool>& stop) {
-  Daemon d(options, stop);
+int runDaemon(const DaemonOptions& options, const std::atomic<bool>& stop, ReloadHook reload) {
+  Daemon d(options, stop, std::move(reload));
   return d.run();
 }
 

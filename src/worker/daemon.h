@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,16 @@ namespace pacer::worker {
 class DaemonConfigError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
+};
+
+// A provider's own sink (providers.<id>.sink): the settings of the default
+// sink with the provider's overrides.
+struct ProviderSinkOptions {
+  std::string sink = "stdout";
+  std::size_t sink_in_flight = 1000;
+  sink::HttpSinkOptions http;
+  std::string sink_topic;
+  std::string sink_brokers;
 };
 
 struct DaemonOptions {
@@ -42,6 +53,9 @@ struct DaemonOptions {
   sink::HttpSinkOptions http;           // sink = http (its max_in_flight is sink_in_flight)
   std::string sink_topic;               // sink = kafka: the outbound topic
   std::string sink_brokers;             // sink = kafka: empty means `brokers`
+  // Providers with a sink of their own: their campaigns' messages go there,
+  // every other message through the sink above.
+  std::map<std::string, ProviderSinkOptions> provider_sinks;
 
   // The global quota on Redis: "HOST:PORT" nodes (empty: local limits only,
   // so N workers send up to N x each rate). With cluster, any nodes of a
@@ -64,11 +78,30 @@ struct DaemonOptions {
   // left to do for this long (demos and benchmarks).
   std::chrono::milliseconds exit_when_idle{0};
   std::string summary_file;                          // per-campaign JSON summary at exit; empty: none
+  // The admin HTTP listener (/metrics): HOST:PORT, "" = off; its bearer token.
+  std::string admin_listen = "127.0.0.1:9464";
+  std::string admin_token;
   std::FILE* log = stderr;
+};
+
+// A configuration reload (SIGHUP in pacerd). The signal handler only sets
+// `requested`; the loop checks it once per turn and calls `reload`, which
+// re-reads and checks the configuration and returns the options to run with
+// now: the current ones with the keys that can change live taken from the new.
+// It throws DaemonConfigError for a configuration it refuses; pacerd then
+// logs `event=reload_failed` and keeps the old one.
+struct ReloadResult {
+  DaemonOptions options;
+  std::vector<std::string> changed;        // applied keys ("limits.max_attempts")
+  std::vector<std::string> needs_restart;  // changed keys kept as they were until a restart
+};
+struct ReloadHook {
+  std::atomic<bool>* requested = nullptr;  // null: no reloads
+  std::function<ReloadResult()> reload;
 };
 
 // Runs until stopped. Returns the process exit code (0 on a clean stop).
 // Throws DaemonConfigError for bad options before anything starts.
-int runDaemon(const DaemonOptions& options, const std::atomic<bool>& stop);
+int runDaemon(const DaemonOptions& options, const std::atomic<bool>& stop, ReloadHook reload = {});
 
 }  // namespace pacer::worker

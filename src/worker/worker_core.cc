@@ -499,6 +499,16 @@ WorkerCore::WorkerCore(WorkerOptions options, LedgerInterface& ledger, SinkInter
 
 WorkerCore::~WorkerCore() = default;
 
+void WorkerCore::setTuning(const RetryPolicy& retry, const AdaptiveRateOptions& adaptive, MonoTime now) {
+  Impl& m = *impl_;
+  m.options.retry = retry;
+  m.options.adaptive = adaptive;
+  for (auto& [id, p] : m.providers) {
+    if (p->adaptive) p->adaptive->setTuning(m.options.adaptive, now);
+    if (m.leaser && p->qid != UINT32_MAX) m.leaser->setProviderAdaptive(p->qid, m.options.adaptive);
+  }
+}
+
 void WorkerCore::upsertProvider(const ProviderInfo& provider, MonoTime now) {
   Impl& m = *impl_;
   auto it = m.providers.find(provider.id);

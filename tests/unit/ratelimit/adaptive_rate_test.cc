@@ -27,6 +27,25 @@ TEST(AdaptiveRate, StartsAtTheCeilingAndNeverExceedsIt) {
   EXPECT_EQ(r.rate(at(seconds(1000))), 400);
 }
 
+TEST(AdaptiveRate, NewTuningKeepsTheRateAndAppliesFromTheNextThrottle) {
+  AdaptiveRate r(options400(), at(Nanos{0}));
+  r.onThrottled(at(seconds(1)), seconds(10));
+  ASSERT_EQ(r.rate(at(seconds(1))), 200);
+  AdaptiveRateOptions tuning = options400();
+  tuning.decrease = 0.25;
+  r.setTuning(tuning, at(seconds(2)));
+  EXPECT_EQ(r.rate(at(seconds(2))), 200);  // kept, not reset to the ceiling
+  r.onThrottled(at(seconds(3)), seconds(10));
+  EXPECT_EQ(r.rate(at(seconds(3))), 50);  // 200 x 0.25
+  // A floor above the rate lifts it; a floor above the ceiling is clipped to it.
+  tuning.floor = 120;
+  r.setTuning(tuning, at(seconds(4)));
+  EXPECT_EQ(r.rate(at(seconds(4))), 120);
+  tuning.floor = 1000;
+  r.setTuning(tuning, at(seconds(5)));
+  EXPECT_EQ(r.rate(at(seconds(5))), 400);
+}
+
 TEST(AdaptiveRate, ThrottlingDecreasesOncePerHoldAndPausesTheClimb) {
   AdaptiveRate r(options400(), at(Nanos{0}));
   r.onThrottled(at(seconds(1)), seconds(2));

@@ -276,6 +276,32 @@ TEST_F(WorkerCoreTest, FaultsAreRetriedWithBackoffThenFailWithTheLastReason) {
   EXPECT_EQ(committed(), 1);
 }
 
+TEST_F(WorkerCoreTest, ANewMaxAttemptsAppliesToMessagesAlreadyRetrying) {
+  WorkerOptions o;
+  o.retry.max_attempts = 2;
+  o.retry.base_delay = milliseconds(100);
+  o.retry.jitter = 0;
+  make(o);
+  sink_.answer = [](const Message&) {
+    SendResult r;
+    r.outcome = SendOutcome::kRetry;
+    r.status = 500;
+    r.reason = "HTTP 500";
+    return r;
+  };
+  core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
+  core_->offer(raw(0, "a"), clock_.now());
+  run(milliseconds(50));
+  ASSERT_EQ(sink_.submitted.size(), 1u);
+  RetryPolicy more = o.retry;
+  more.max_attempts = 4;
+  core_->setTuning(more, o.adaptive, clock_.now());  // a reload while the first attempt's retry waits
+  run(seconds(5));
+  EXPECT_EQ(sink_.submitted.size(), 4u) << "four attempts, not the two configured at start";
+  EXPECT_EQ(ledger_.byId.at("m0-0").attempts, 4);
+  EXPECT_EQ(ledger_.byId.at("m0-0").status, DeliveryStatus::kFailed);
+}
+
 TEST_F(WorkerCoreTest, ThrottlingPausesTheWholeProviderAndCostsNoAttempts) {
   WorkerOptions o;
   o.retry.max_attempts = 1;

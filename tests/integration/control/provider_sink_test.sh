@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# providers.<id>.sink end to end: a real pacerd on a real PostgreSQL and
+# pacer-kafka-mock. The default sink is null and provider sms has the stdout
+# sink of its own, so exactly the messages of sms's campaign appear on stdout,
+# each once, while the other campaign's are delivered (counted, not printed).
+set -euo pipefail
+pacerd=${PACERD:?}
+pacerctl=${PACERCTL:?}
+kafka_mock=${PACER_KAFKA_MOCK:?}
+source "${PACER_SOURCE:?}/scripts/services.sh"
+tmp=$(mktemp -d)
+cleanup() {
+  pacer_stop_kafka_mock
+  pacer_stop_postgres
+  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  tail -n 30 "$tmp/pacerd.log" >&2 || true
+  exit 1
+}
+
+pacer_start_postgres "$tmp/pg"
+export PACER_POSTGRES=$PACER_PG
+"$pacerd" migrate >/dev/null
+"$pacerctl" provider create sms --rate 1000 >/dev/null
+"$pacerctl" campaign create promo --rate 1000 --provider sms >/dev/null
+"$pacerctl" campaign create plain --rate 1000 >/dev/null
+pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:2 --die-with-parent
+{
+  seq 1 20 | awk '{ printf "promo:{\"n\":%d}\n", $1 }'
+  seq 1 30 | awk '{ printf "plain:{\"n\":%d}\n", $1 }'
+} | kcat -P -b "$PACER_KAFKA" -t messages -K:
+
+cat >"$tmp/pacerd.yaml" <<YAML
+kafka:
+  brokers: [$PACER_KAFKA]
+  topics: [messages]
+postgres:
+  migrate: false
+sink:
+  kind: null
+providers:
+  sms:
+    sink:
+      kind: stdout
+exit_when_idle_ms: 1000
+YAML
+timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" || fail "pacerd exited $?"
+grep -q "event=started .*sink=null provider_sinks=sms:stdout" "$tmp/pacerd.log" || fail "no provider sink in the started line"
+promo=$(grep -c '^promo ' "$tmp/pacerd.out" || true)
+others=$(grep -vc '^promo ' "$tmp/pacerd.out" || true)
+[ "$promo" = 20 ] || fail "expected the 20 promo messages on the provider's stdout sink, got $promo"
+[ "$others" = 0 ] || fail "$others lines of other campaigns on the provider's sink: $(grep -v '^promo ' "$tmp/pacerd.out" | head -3)"
+[ "$(cut -d' ' -f2 "$tmp/pacerd.out" | sort -u | wc -l)" = 20 ] || fail "a promo message went out twice"
+grep -q "event=stats read=50 sent=50 failed=0" "$tmp/pacerd.log" || fail "not every message was sent: $(grep 'event=stats' "$tmp/pacerd.log" | tail -1)"
+echo "provider sink: all checks passed"

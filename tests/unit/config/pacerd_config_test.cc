@@ -1,0 +1,421 @@
+#include "config/pacerd_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "pacer/conninfo.h"
+
+namespace pacer::config {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A fake environment for one test.
+struct Env {
+  std::map<std::string, std::string> vars;
+  std::function<const char*(const char*)> getter() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+Sources fromText(const std::string& yaml, const Env* env = nullptr, FlagValues flags = {}) {
+  Sources s;
+  s.file = "pacerd.yaml";
+  s.text = yaml;
+  if (env) s.getenv = env->getter();
+  s.flags = std::move(flags);
+  return s;
+}
+
+// The message of the ConfigError that loading `s` throws.
+std::string errorOf(const Sources& s) {
+  try {
+    load(s);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no ConfigError";
+  return {};
+}
+
+// A file in the temporary directory, removed when the test ends.
+class TempFile {
+ public:
+  TempFile(const std::string& name, const std::string& text)
+      : path_(std::filesystem::temp_directory_path() /
+              ("pacerd_config_test_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+               "_" + name)) {
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::filesystem::remove(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+TEST(PacerdConfig, EmptySourcesGiveTheBuiltInDefaults) {
+  const Config c = load(Sources{});
+  const worker::DaemonOptions d;
+  EXPECT_EQ(c.options.group, d.group);
+  EXPECT_EQ(c.options.tick, d.tick);
+  EXPECT_EQ(c.options.worker.retry.max_attempts, d.worker.retry.max_attempts);
+  EXPECT_EQ(c.options.admin_listen, "127.0.0.1:9464");
+  EXPECT_TRUE(c.values.empty());
+}
+
+TEST(PacerdConfig, TheExampleFileLoadsAndDocumentsEveryKey) {
+  Sources s;
+  s.file = PACER_EXAMPLE_CONFIG;
+  const Config c = load(s);
+  EXPECT_EQ(c.options.brokers, "127.0.0.1:9092");
+  EXPECT_EQ(c.options.topics, std::vector<std::string>{"messages"});
+  // The example sets every key to its default: the same options as none.
+  const worker::DaemonOptions d;
+  EXPECT_EQ(c.options.tick, d.tick);
+  EXPECT_EQ(c.options.worker.max_buffered_bytes, d.worker.max_buffered_bytes);
+  EXPECT_EQ(c.options.worker.adaptive.decrease, d.worker.adaptive.decrease);
+  EXPECT_EQ(c.options.parking, d.parking);
+  EXPECT_EQ(c.options.shutdown_deadline, d.shutdown_deadline);
+  // Every key of the table appears in it, so a new key cannot go undocumented.
+  const YAML::Node root = YAML::LoadFile(PACER_EXAMPLE_CONFIG);
+  for (const std::string& path : keyPaths()) {
+    YAML::Node n = YAML::Clone(root);
+    std::size_t from = 0;
+    bool found = true;
+    while (found) {
+      const std::size_t dot = path.find('.', from);
+      const std::string part = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+      found = n.IsMap() && n[part].IsDefined();
+      if (found) n = n[part];
+      if (dot == std::string::npos) break;
+      from = dot + 1;
+    }
+    EXPECT_TRUE(found) << path << " is not in config/pacerd.example.yaml";
+  }
+}
+
+TEST(PacerdConfig, FileValuesReachTheOptions) {
+  const Config c = load(fromText(R"(
+kafka:
+  brokers: [a:1, b:2]
+  topics: [t1, t2]
+  properties: {fetch.wait.max.ms: "50"}
+scheduler:
+  tick_ms: 7
+limits:
+  adaptive_decrease: 0.25
+ledger:
+  parking: off
+  park_keep_s: 2.5
+redis:
+  nodes: [127.0.0.1:6379]
+  degraded: stop
+sink:
+  kind: http
+  http:
+    headers: {Authorization: Bearer x}
+)"));
+  EXPECT_EQ(c.options.brokers, "a:1,b:2");
+  EXPECT_EQ(c.options.topics, (std::vector<std::string>{"t1", "t2"}));
+  EXPECT_EQ(c.options.kafka.at("fetch.wait.max.ms"), "50");
+  EXPECT_EQ(c.options.tick, std::chrono::milliseconds(7));
+  EXPECT_EQ(c.options.worker.lease.tick, std::chrono::milliseconds(7));
+  EXPECT_DOUBLE_EQ(c.options.worker.adaptive.decrease, 0.25);
+  EXPECT_FALSE(c.options.parking);
+  EXPECT_EQ(c.options.worker.park_keep_for, std::chrono::milliseconds(2500));
+  EXPECT_EQ(c.options.worker.degraded, DegradedMode::kStop);
+  EXPECT_EQ(c.options.sink, "http");
+  ASSERT_EQ(c.options.http.headers.size(), 1u);
+  EXPECT_EQ(c.options.http.headers[0].second, "Bearer x");
+}
+
+TEST(PacerdConfig, WrongTypeNamesFileLineColumnKeyAndExpectation) {
+  const std::string e = errorOf(fromText("kafka:\n  group: g\nscheduler:\n  tick_ms: fast\n"));
+  EXPECT_EQ(e, "pacerd.yaml:4:3: scheduler.tick_ms: expected an integer >= 1, got \"fast\"");
+}
+
+TEST(PacerdConfig, ListWhereAScalarBelongsIsRefused) {
+  const std::string e = errorOf(fromText("limits:\n  max_attempts: [1, 2]\n"));
+  EXPECT_EQ(e, "pacerd.yaml:2:3: limits.max_attempts: expected an integer >= 1, got a list");
+}
+
+TEST(PacerdConfig, OutOfRangeValuesAreRefusedWithTheRange) {
+  EXPECT_EQ(errorOf(fromText("limits:\n  adaptive_decrease: 1\n")),
+            "pacerd.yaml:2:3: limits.adaptive_decrease: expected a number above 0 and below 1, got \"1\"");
+  EXPECT_EQ(errorOf(fromText("sink:\n  in_flight: 0\n")),
+            "pacerd.yaml:2:3: sink.in_flight: expected an integer >= 1, got \"0\"");
+  EXPECT_EQ(errorOf(fromText("kafka:\n  assignment: sticky\n")),
+            "pacerd.yaml:2:3: kafka.assignment: expected one of range, roundrobin, cooperative-sticky, got \"sticky\"");
+  EXPECT_EQ(errorOf(fromText("redis:\n  nodes: [localhost]\n")),
+            "pacerd.yaml:2:3: redis.nodes: expected HOST:PORT, got \"localhost\"");
+  EXPECT_EQ(errorOf(fromText("ledger:\n  parking: maybe\n")),
+            "pacerd.yaml:2:3: ledger.parking: expected on or off, got \"maybe\"");
+}
+
+TEST(PacerdConfig, UnknownKeyIsAnErrorWithASuggestion) {
+  EXPECT_EQ(errorOf(fromText("scheduler:\n  tick_msec: 5\n")),
+            "pacerd.yaml:2:3: scheduler.tick_msec: unknown key (did you mean scheduler.tick_ms?)");
+  EXPECT_EQ(errorOf(fromText("sheduler:\n  tick_ms: 5\n")),
+            "pacerd.yaml:1:1: sheduler: unknown key (did you mean scheduler?)");
+  // A key in the wrong section: pointed at where it lives.
+  EXPECT_EQ(errorOf(fromText("tick_ms: 5\n")),
+            "pacerd.yaml:1:1: tick_ms: unknown key (did you mean scheduler.tick_ms?)");
+  EXPECT_EQ(errorOf(fromText("kafka:\n  zzzzzz: 1\n")), "pacerd.yaml:2:3: kafka.zzzzzz: unknown key");
+}
+
+TEST(PacerdConfig, SyntaxErrorGivesTheLine) {
+  const std::string e = errorOf(fromText("kafka:\n  group: [unclosed\nscheduler:\n  tick_ms: 5\n"));
+  EXPECT_THAT(e, HasSubstr("pacerd.yaml:"));
+  EXPECT_THAT(e, HasSubstr("YAML syntax error"));
+  // The line yaml-cpp reports: where the flow sequence turned out not to close.
+  EXPECT_THAT(e, ::testing::ContainsRegex("pacerd.yaml:[2-4]:[0-9]+: YAML syntax error"));
+}
+
+TEST(PacerdConfig, ASectionThatIsNotAMapIsRefused) {
+  EXPECT_EQ(errorOf(fromText("kafka: 5\n")), "pacerd.yaml:1:1: kafka: expected a section (a map of keys)");
+}
+
+TEST(PacerdConfig, BadEnvironmentOverrideNamesTheVariable) {
+  Env env;
+  env.vars["PACER_SCHEDULER_TICK_MS"] = "soon";
+  EXPECT_EQ(errorOf(fromText("", &env)),
+            "PACER_SCHEDULER_TICK_MS: scheduler.tick_ms: expected an integer >= 1, got \"soon\"");
+  Env bad_map;
+  bad_map.vars["PACER_KAFKA_PROPERTIES"] = "a=1,nokey";
+  EXPECT_EQ(errorOf(fromText("", &bad_map)),
+            "PACER_KAFKA_PROPERTIES: kafka.properties: expected NAME=VALUE, got \"nokey\"");
+}
+
+TEST(PacerdConfig, BadFlagNamesTheFlag) {
+  FlagValues flags{{"scheduler.tick_ms", {"0"}}};
+  EXPECT_EQ(errorOf(fromText("", nullptr, flags)), "--tick-ms: scheduler.tick_ms: expected an integer >= 1, got \"0\"");
+}
+
+TEST(PacerdConfig, EnvironmentNamesFollowThePath) {
+  EXPECT_EQ(envName("kafka.brokers"), "PACER_KAFKA_BROKERS");
+  EXPECT_EQ(envName("sink.http.timeout_ms"), "PACER_SINK_HTTP_TIMEOUT_MS");
+  EXPECT_EQ(envName("shutdown_deadline_ms"), "PACER_SHUTDOWN_DEADLINE_MS");
+}
+
+TEST(PacerdConfig, FileLosesToEnvironmentWhichLosesToFlags) {
+  const std::string yaml = "scheduler:\n  tick_ms: 7\nlimits:\n  max_attempts: 3\nkafka:\n  brokers: [file:1]\n";
+  Env env;
+  env.vars["PACER_LIMITS_MAX_ATTEMPTS"] = "4";
+  env.vars["PACER_KAFKA_BROKERS"] = "env:1,env:2";
+  FlagValues flags{{"kafka.brokers", {"flag:1"}}};
+  const Config c = load(fromText(yaml, &env, flags));
+  EXPECT_EQ(c.options.tick, std::chrono::milliseconds(7));  // file only
+  EXPECT_EQ(c.options.worker.retry.max_attempts, 4);        // env over file
+  EXPECT_EQ(c.options.brokers, "flag:1");                   // flag over env and file
+  const Config env_only = load(fromText(yaml, &env));
+  EXPECT_EQ(env_only.options.brokers, "env:1,env:2");  // lists are comma-separated
+}
+
+TEST(PacerdConfig, MapsMergeByEntryAcrossSources) {
+  Env env;
+  env.vars["PACER_KAFKA_PROPERTIES"] = "b=env,c=env";
+  FlagValues flags{{"kafka.properties", {"c=flag"}}};
+  const Config c = load(fromText("kafka:\n  properties: {a: file, b: file}\n", &env, flags));
+  EXPECT_EQ(c.options.kafka.at("a"), "file");
+  EXPECT_EQ(c.options.kafka.at("b"), "env");
+  EXPECT_EQ(c.options.kafka.at("c"), "flag");
+}
+
+TEST(PacerdConfig, PacerPostgresStillStandsForTheUrl) {
+  Env env;
+  env.vars["PACER_POSTGRES"] = "host=old";
+  EXPECT_EQ(load(fromText("", &env)).options.postgres, "host=old");
+  env.vars["PACER_POSTGRES_URL"] = "host=new";
+  EXPECT_EQ(load(fromText("", &env)).options.postgres, "host=new");
+}
+
+TEST(PacerdConfig, SecretsComeFromFilesWithTheTrailingNewlineTrimmed) {
+  const TempFile pw_file("pw", "s3cret pass'word\n"), token_file("token", "tok-123\n"),
+      auth_file("auth", "Bearer abc\r\n");
+  const std::string pw = pw_file.path(), token = token_file.path(), auth = auth_file.path();
+  const Config c = load(fromText("postgres:\n  url: \"host=db user=pacer\"\n  password_file: " + pw +
+                                 "\nadmin:\n  token_file: " + token +
+                                 "\nsink:\n  http:\n    header_files: {Authorization: " + auth + "}\n"));
+  EXPECT_EQ(c.options.postgres, "host=db user=pacer password='s3cret pass\\'word'");
+  EXPECT_EQ(redactConninfo(c.options.postgres).find("s3cret"), std::string::npos);
+  EXPECT_EQ(c.options.admin_token, "tok-123");
+  ASSERT_EQ(c.options.http.headers.size(), 1u);
+  EXPECT_EQ(c.options.http.headers[0], (std::pair<std::string, std::string>{"Authorization", "Bearer abc"}));
+}
+
+TEST(PacerdConfig, APasswordJoinsAUrlAsAQueryParameter) {
+  Env env;
+  env.vars["PACER_POSTGRES_PASSWORD"] = "p@ss word";
+  const Config c = load(fromText("postgres:\n  url: postgresql://pacer@db/pacer\n", &env));
+  EXPECT_EQ(c.options.postgres, "postgresql://pacer@db/pacer?password=p%40ss%20word");
+  EXPECT_EQ(redactConninfo(c.options.postgres).find("p%40ss"), std::string::npos);
+}
+
+TEST(PacerdConfig, TheEnvironmentOverridesASecretFileOfTheFile) {
+  const TempFile token_file("token", "from-file\n");
+  const std::string token = token_file.path();
+  Env env;
+  env.vars["PACER_ADMIN_TOKEN"] = "from-env";
+  EXPECT_EQ(load(fromText("admin:\n  token_file: " + token + "\n", &env)).options.admin_token, "from-env");
+  EXPECT_THAT(errorOf(fromText("admin:\n  token: a\n  token_file: " + token + "\n")),
+              HasSubstr("admin.token and admin.token_file: give one of them, not both"));
+}
+
+TEST(PacerdConfig, SecretValuesNeverAppearInErrors) {
+  // A header without '=', a token of the wrong shape, an unparsable conninfo
+  // with a password, a missing secret file: the message names the key only.
+  Env env;
+  env.vars["PACER_SINK_HTTP_HEADERS"] = "Bearer-TOPSECRET";
+  std::string e = errorOf(fromText("", &env));
+  EXPECT_THAT(e, HasSubstr("PACER_SINK_HTTP_HEADERS: sink.http.headers: expected NAME=VALUE"));
+  EXPECT_THAT(e, Not(HasSubstr("TOPSECRET")));
+
+  FlagValues flags{{"sink.http.headers", {"TOPSECRET"}}};
+  e = errorOf(fromText("", nullptr, flags));
+  EXPECT_THAT(e, HasSubstr("--http-header: sink.http.headers: expected NAME=VALUE"));
+  EXPECT_THAT(e, Not(HasSubstr("TOPSECRET")));
+
+  e = errorOf(fromText("admin:\n  token: [TOPSECRET]\n"));
+  EXPECT_THAT(e, HasSubstr("pacerd.yaml:2:3: admin.token: expected a string"));
+  EXPECT_THAT(e, Not(HasSubstr("TOPSECRET")));
+
+  e = errorOf(fromText("postgres:\n  url: {password: TOPSECRET}\n"));
+  EXPECT_THAT(e, HasSubstr("pacerd.yaml:2:3: postgres.url: expected a string"));
+  EXPECT_THAT(e, Not(HasSubstr("TOPSECRET")));
+
+  e =
+      errorOf(fromText("sink:\n  http:\n    headers: {Authorization: TOPSECRET}\n    header_files: {Authorization: "
+                       "/nonexistent/TOKENFILE}\n"));
+  EXPECT_THAT(e, HasSubstr("sink.http.headers and sink.http.header_files both give Authorization"));
+  EXPECT_THAT(e, Not(HasSubstr("TOPSECRET")));
+}
+
+TEST(PacerdConfig, AMissingSecretFileIsRefusedWithItsPath) {
+  EXPECT_THAT(errorOf(fromText("postgres:\n  password_file: /nonexistent/pw\n")),
+              HasSubstr("pacerd.yaml:2:3: postgres.password_file: cannot read \"/nonexistent/pw\""));
+}
+
+TEST(PacerdConfig, CrossKeyChecksStay) {
+  EXPECT_EQ(errorOf(fromText("redis:\n  cluster: true\n")),
+            "redis.cluster: give the cluster's nodes (redis.nodes, --redis HOST:PORT)");
+}
+
+TEST(PacerdConfig, AnEmptyValueKeepsTheDefault) {
+  const Config c = load(fromText("scheduler:\n  tick_ms:\nlogging:\n"));
+  EXPECT_EQ(c.options.tick, worker::DaemonOptions{}.tick);
+}
+
+TEST(PacerdConfig, SinkKindNullIsTheNullSinkThoughYamlReadsItAsNoValue) {
+  EXPECT_EQ(load(fromText("sink:\n  kind: null\n")).options.sink, "null");
+  EXPECT_EQ(load(fromText("sink:\n  kind: \"null\"\n")).options.sink, "null");
+}
+
+TEST(PacerdConfig, AProvidersSinkOverridesTheDefaultSinkKeyByKey) {
+  const TempFile auth_file("auth", "Bearer sms\n");
+  const std::string auth = auth_file.path();
+  Env env;
+  env.vars["PACER_PROVIDERS_SMS_GW_SINK_HTTP_TIMEOUT_MS"] = "750";
+  const Config c = load(fromText(R"(
+sink:
+  kind: http
+  in_flight: 100
+  http:
+    url: http://default/{recipient}
+    headers: {X-Team: growth, Authorization: Bearer default}
+providers:
+  sms-gw:
+    sink:
+      in_flight: 20
+      http:
+        url: http://sms/{recipient}
+        header_files: {Authorization: )" +
+                                     auth + R"(}
+  push:
+    sink:
+      kind: kafka
+      kafka: {topic: push-out}
+)",
+                                 &env));
+  EXPECT_EQ(c.options.sink, "http");
+  EXPECT_EQ(c.options.http.url, "http://default/{recipient}");
+  ASSERT_EQ(c.options.provider_sinks.size(), 2u);
+  const worker::ProviderSinkOptions& sms = c.options.provider_sinks.at("sms-gw");
+  EXPECT_EQ(sms.sink, "http");  // from the default sink
+  EXPECT_EQ(sms.sink_in_flight, 20u);
+  EXPECT_EQ(sms.http.url, "http://sms/{recipient}");
+  EXPECT_EQ(sms.http.total_timeout, std::chrono::milliseconds(750));  // the provider's environment variable
+  const std::vector<std::pair<std::string, std::string>> headers{{"X-Team", "growth"}, {"Authorization", "Bearer sms"}};
+  EXPECT_EQ(sms.http.headers, headers);
+  const worker::ProviderSinkOptions& push = c.options.provider_sinks.at("push");
+  EXPECT_EQ(push.sink, "kafka");
+  EXPECT_EQ(push.sink_topic, "push-out");
+  EXPECT_EQ(push.sink_in_flight, 100u);
+}
+
+TEST(PacerdConfig, AProvidersSinkErrorsNameTheProviderKey) {
+  EXPECT_EQ(errorOf(fromText("providers:\n  sms:\n    sink:\n      in_flight: none\n")),
+            "pacerd.yaml:4:7: providers.sms.sink.in_flight: expected an integer >= 1, got \"none\"");
+  EXPECT_EQ(errorOf(fromText("providers:\n  sms:\n    sink:\n      kindd: http\n")),
+            "pacerd.yaml:4:7: providers.sms.sink.kindd: unknown key (did you mean providers.sms.sink.kind?)");
+  EXPECT_EQ(errorOf(fromText("providers:\n  sms:\n    tick_ms: 5\n")),
+            "pacerd.yaml:3:5: providers.sms.tick_ms: unknown key");
+  EXPECT_EQ(errorOf(fromText("providers:\n  sms: 5\n")),
+            "pacerd.yaml:2:3: providers.sms: expected a section with a sink section");
+  EXPECT_EQ(errorOf(fromText("provider:\n  sms: {}\n")),
+            "pacerd.yaml:1:1: provider: unknown key (did you mean providers?)");
+}
+
+TEST(PacerdConfig, AChangedProviderSinkNeedsARestart) {
+  const Config before = load(fromText("providers:\n  sms:\n    sink:\n      in_flight: 5\n"));
+  const Config after = load(fromText("providers:\n  sms:\n    sink:\n      in_flight: 6\n  push:\n    sink: {}\n"));
+  const ReloadPlan plan = planReload(before, after);
+  EXPECT_TRUE(plan.changed.empty());
+  EXPECT_EQ(plan.needs_restart, (std::vector<std::string>{"providers.push", "providers.sms.sink.in_flight"}));
+  EXPECT_EQ(plan.config.options.provider_sinks.size(), 1u);
+}
+
+TEST(PacerdConfig, ReloadAppliesLiveKeysAndKeepsTheOthers) {
+  const Config before =
+      load(fromText("kafka:\n  brokers: [a:1]\nlimits:\n  max_attempts: 3\nscheduler:\n  tick_ms: 5\n"));
+  const Config after = load(
+      fromText("kafka:\n  brokers: [b:1]\nlimits:\n  max_attempts: 9\n  adaptive_floor: 3\nscheduler:\n  tick_ms: 20\n"
+               "logging:\n  stats_interval_ms: 100\n"));
+  const ReloadPlan plan = planReload(before, after);
+  EXPECT_EQ(plan.changed,
+            (std::vector<std::string>{"limits.max_attempts", "limits.adaptive_floor", "logging.stats_interval_ms"}));
+  EXPECT_EQ(plan.needs_restart, (std::vector<std::string>{"kafka.brokers", "scheduler.tick_ms"}));
+  EXPECT_EQ(plan.config.options.worker.retry.max_attempts, 9);
+  EXPECT_DOUBLE_EQ(plan.config.options.worker.adaptive.floor, 3);
+  EXPECT_EQ(plan.config.options.stats_interval, std::chrono::milliseconds(100));
+  EXPECT_EQ(plan.config.options.brokers, "a:1");
+  EXPECT_EQ(plan.config.options.tick, std::chrono::milliseconds(5));
+  // Reloading the same again: the live keys are now current; the restart ones are said again.
+  const ReloadPlan again = planReload(plan.config, after);
+  EXPECT_TRUE(again.changed.empty());
+  EXPECT_EQ(again.needs_restart, (std::vector<std::string>{"kafka.brokers", "scheduler.tick_ms"}));
+}
+
+TEST(PacerdConfig, LiveKeysAreTheDocumentedOnes) {
+  std::vector<std::string> live;
+  for (const std::string& k : keyPaths())
+    if (isLive(k)) live.push_back(k);
+  EXPECT_EQ(live,
+            (std::vector<std::string>{"limits.max_attempts", "limits.adaptive_decrease", "limits.adaptive_floor",
+                                      "limits.latency_threshold_ms", "ledger.commit_interval_ms", "ledger.refresh_ms",
+                                      "logging.stats_interval_ms", "shutdown_deadline_ms", "summary_file"}));
+}
+
+}  // namespace
+}  // namespace pacer::config

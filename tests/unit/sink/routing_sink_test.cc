@@ -1,0 +1,155 @@
+#include "sink/routing_sink.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace pacer::sink {
+namespace {
+
+// Takes up to `capacity` messages and answers each at the next poll().
+class FakeSink final : public SinkInterface {
+ public:
+  explicit FakeSink(std::size_t capacity) : capacity_(capacity) {}
+  bool submit(const Message& m, std::uint64_t ticket) override {
+    if (pending_.size() >= capacity_) return false;
+    pending_.push_back(ticket);
+    campaigns.push_back(m.campaign);
+    return true;
+  }
+  void poll(std::vector<SendResult>& out) override {
+    for (std::uint64_t t : pending_) {
+      SendResult r;
+      r.ticket = t;
+      out.push_back(r);
+    }
+    pending_.clear();
+  }
+  std::size_t inFlight() const override { return pending_.size(); }
+  std::size_t maxInFlight() const override { return capacity_; }
+  void wait(Nanos max) override { waits.push_back(max); }
+
+  std::vector<std::string> campaigns;  // of every message taken
+  std::vector<Nanos> waits;
+
+ private:
+  std::size_t capacity_;
+  std::vector<std::uint64_t> pending_;
+};
+
+Message msg(std::string campaign) {
+  Message m;
+  m.campaign = std::move(campaign);
+  m.id = "id";
+  return m;
+}
+
+struct Routed {
+  FakeSink* fallback;
+  FakeSink* sms;
+  FakeSink* push;
+  SinkInterfacePtr sink;
+};
+
+// Campaigns c-sms and c-sms2 belong to provider sms, c-push to push, c-other
+// to a provider without a sink of its own, c-none to none.
+Routed makeRouted(const std::map<std::string, std::string>& provider_of) {
+  auto fallback = std::make_unique<FakeSink>(4);
+  auto sms = std::make_unique<FakeSink>(2);
+  auto push = std::make_unique<FakeSink>(3);
+  Routed r{fallback.get(), sms.get(), push.get(), nullptr};
+  std::map<std::string, SinkInterfacePtr, std::less<>> by;
+  by["sms"] = std::move(sms);
+  by["push"] = std::move(push);
+  r.sink = makeRoutingSink(std::move(fallback), std::move(by), [&provider_of](std::string_view campaign) {
+    auto it = provider_of.find(std::string(campaign));
+    return it == provider_of.end() ? std::string_view() : std::string_view(it->second);
+  });
+  return r;
+}
+
+const std::map<std::string, std::string> kProviders{
+    {"c-sms", "sms"}, {"c-sms2", "sms"}, {"c-push", "push"}, {"c-other", "email"}};
+
+TEST(RoutingSink, EachMessageGoesThroughItsProvidersSinkElseTheDefault) {
+  Routed r = makeRouted(kProviders);
+  EXPECT_TRUE(r.sink->submit(msg("c-sms"), 1));
+  EXPECT_TRUE(r.sink->submit(msg("c-push"), 2));
+  EXPECT_TRUE(r.sink->submit(msg("c-other"), 3));  // provider without its own sink
+  EXPECT_TRUE(r.sink->submit(msg("c-none"), 4));   // no provider
+  EXPECT_TRUE(r.sink->submit(msg("c-sms2"), 5));
+  EXPECT_EQ(r.sms->campaigns, (std::vector<std::string>{"c-sms", "c-sms2"}));
+  EXPECT_EQ(r.push->campaigns, (std::vector<std::string>{"c-push"}));
+  EXPECT_EQ(r.fallback->campaigns, (std::vector<std::string>{"c-other", "c-none"}));
+  EXPECT_EQ(r.sink->inFlight(), 5u);
+  EXPECT_EQ(r.sink->maxInFlight(), 4u + 2u + 3u);
+}
+
+TEST(RoutingSink, AFullProviderSinkRefusesWithoutSpillingToTheDefault) {
+  Routed r = makeRouted(kProviders);
+  EXPECT_TRUE(r.sink->submit(msg("c-sms"), 1));
+  EXPECT_TRUE(r.sink->submit(msg("c-sms"), 2));
+  EXPECT_FALSE(r.sink->submit(msg("c-sms"), 3));  // sms holds 2
+  EXPECT_TRUE(r.fallback->campaigns.empty());
+  EXPECT_TRUE(r.sink->submit(msg("c-none"), 4));  // the others still take theirs
+}
+
+TEST(RoutingSink, EverySubmittedTicketComesBackExactlyOnce) {
+  Routed r = makeRouted(kProviders);
+  const std::vector<std::string> campaigns{"c-sms", "c-sms2", "c-push", "c-other", "c-none"};
+  std::mt19937 rng(7);
+  std::set<std::uint64_t> submitted;
+  std::multiset<std::uint64_t> returned;
+  std::uint64_t next = 1;
+  for (int round = 0; round < 2000; ++round) {
+    const int n = static_cast<int>(rng() % 6);
+    for (int i = 0; i < n; ++i) {
+      if (r.sink->submit(msg(campaigns[rng() % campaigns.size()]), next)) submitted.insert(next);
+      ++next;
+    }
+    if (rng() % 3 == 0) {
+      std::vector<SendResult> out;
+      r.sink->poll(out);
+      for (const SendResult& s : out) returned.insert(s.ticket);
+    }
+  }
+  std::vector<SendResult> out;
+  r.sink->poll(out);
+  for (const SendResult& s : out) returned.insert(s.ticket);
+  EXPECT_GT(submitted.size(), 1000u);
+  EXPECT_EQ(returned.size(), submitted.size());
+  EXPECT_EQ(std::set<std::uint64_t>(returned.begin(), returned.end()), submitted);
+  EXPECT_EQ(r.sink->inFlight(), 0u);
+}
+
+TEST(RoutingSink, WaitIsSharedAmongTheBusySinks) {
+  Routed r = makeRouted(kProviders);
+  r.sink->wait(std::chrono::milliseconds(10));  // nothing in flight: the default sink's wait
+  EXPECT_EQ(r.fallback->waits, (std::vector<Nanos>{std::chrono::milliseconds(10)}));
+  r.sink->submit(msg("c-sms"), 1);
+  r.sink->submit(msg("c-push"), 2);
+  r.sink->wait(std::chrono::milliseconds(10));
+  EXPECT_EQ(r.sms->waits, (std::vector<Nanos>{std::chrono::milliseconds(5)}));
+  EXPECT_EQ(r.push->waits, (std::vector<Nanos>{std::chrono::milliseconds(5)}));
+  EXPECT_EQ(r.fallback->waits.size(), 1u);
+}
+
+TEST(RoutingSink, WithoutProviderSinksEverythingGoesToTheDefault) {
+  auto fallback = std::make_unique<FakeSink>(4);
+  FakeSink* f = fallback.get();
+  int lookups = 0;
+  SinkInterfacePtr s = makeRoutingSink(std::move(fallback), {}, [&lookups](std::string_view) {
+    ++lookups;
+    return std::string_view("sms");
+  });
+  EXPECT_TRUE(s->submit(msg("c-sms"), 1));
+  EXPECT_EQ(f->campaigns.size(), 1u);
+  EXPECT_EQ(lookups, 0);
+}
+
+}  // namespace
+}  // namespace pacer::sink
