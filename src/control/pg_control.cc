@@ -13,7 +13,7 @@ namespace {
 #define PACER_UTC(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 
 constexpr const char* kCampaignColumns =
-    "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at");
+    "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at") ", total";
 constexpr const char* kProviderColumns =
     "id, rate, burst, (SELECT count(*) FROM campaigns c WHERE c.provider = p.id), " PACER_UTC("updated_at");
 
@@ -41,6 +41,7 @@ CampaignRow campaignFrom(const pqxx::row& r) {
   c.weight = r[5].as<double>();
   c.provider = r[6].as<std::string>();
   c.updated_at = r[7].as<std::string>();
+  if (!r[8].is_null()) c.total = r[8].as<std::int64_t>();
   return c;
 }
 
@@ -185,10 +186,12 @@ CampaignRow PgControl::createCampaign(const NewCampaign& nc) {
       throw NotFoundError(providerNotFound(nc.provider));
     const RateParams rate = rateParams(nc.limit);
     const pqxx::result r = tx.exec_params(
-        "INSERT INTO campaigns (id, name, send_rate, burst, weight, provider) "
-        "VALUES ($1, $2, CASE WHEN $3 THEN $4::double precision END, $5, $6, NULLIF($7, '')) "
+        "INSERT INTO campaigns (id, name, send_rate, burst, weight, provider, total) "
+        "VALUES ($1, $2, CASE WHEN $3 THEN $4::double precision END, $5, $6, NULLIF($7, ''), "
+        "CASE WHEN $8 THEN $9::bigint END) "
         "ON CONFLICT (id) DO NOTHING RETURNING id",
-        nc.id, nc.name, rate.limited, rate.value, nc.limit.burst, nc.weight, nc.provider);
+        nc.id, nc.name, rate.limited, rate.value, nc.limit.burst, nc.weight, nc.provider, nc.total.has_value(),
+        nc.total.value_or(0));
     if (r.empty())
       throw RefusedError(fmt::format(
           "campaign '{}' already exists; `pacerctl campaign show {}` shows it and `pacerctl campaign set-rate` "
@@ -259,6 +262,87 @@ Change<CampaignRow> PgControl::changeCampaignState(const std::string& id, Campai
     Change<CampaignRow> c{*before, *fetchCampaign(tx, id, false), true};
     tx.commit();
     return c;
+  });
+}
+
+CampaignRow PgControl::campaignRow(const std::string& id) {
+  return impl_->guarded([&] {
+    pqxx::read_transaction tx(*impl_->conn);
+    auto row = fetchCampaign(tx, id, false);
+    if (!row) throw NotFoundError(campaignNotFound(id));
+    return std::move(*row);
+  });
+}
+
+Change<CampaignRow> PgControl::setCampaignTotal(const std::string& id, std::optional<std::int64_t> total) {
+  return impl_->guarded([&] {
+    pqxx::work tx(*impl_->conn);
+    auto before = fetchCampaign(tx, id, true);
+    if (!before) throw NotFoundError(campaignNotFound(id));
+    if (before->total == total) return Change<CampaignRow>{*before, *before, false};
+    tx.exec_params("UPDATE campaigns SET total = CASE WHEN $2 THEN $3::bigint END, updated_at = now() WHERE id = $1",
+                   id, total.has_value(), total.value_or(0));
+    announce(tx, "campaign", id, "set-total");
+    Change<CampaignRow> c{*before, *fetchCampaign(tx, id, false), true};
+    tx.commit();
+    return c;
+  });
+}
+
+CampaignRow PgControl::addToCampaignTotal(const std::string& id, std::int64_t delta) {
+  return impl_->guarded([&] {
+    pqxx::work tx(*impl_->conn);
+    // One statement, so concurrent producers add up instead of overwriting.
+    const pqxx::result r = tx.exec_params(
+        "UPDATE campaigns SET total = greatest(0, total + $2), updated_at = now() "
+        "WHERE id = $1 AND total IS NOT NULL RETURNING id",
+        id, delta);
+    if (!r.empty() && delta != 0) announce(tx, "campaign", id, "set-total");
+    auto row = fetchCampaign(tx, id, false);
+    if (!row) throw NotFoundError(campaignNotFound(id));
+    tx.commit();
+    return std::move(*row);
+  });
+}
+
+TopSnapshot PgControl::topSnapshot(double window_s) {
+  return impl_->guarded([&] {
+    SnapshotRead tx(*impl_->conn);
+    TopSnapshot s;
+    const pqxx::row at =
+        tx.exec1("SELECT extract(epoch FROM now())::double precision, " PACER_UTC("now()"));
+    s.at_epoch_s = at[0].as<double>();
+    s.at_utc = at[1].as<std::string>();
+    // One lateral index-only scan per campaign over (campaign, recorded_at)
+    // INCLUDE (status); parked is counted only where the total is unknown.
+    const pqxx::result r = tx.exec_params(
+        "SELECT c.id, c.state, coalesce(c.provider, ''), c.send_rate, c.total, d.sent, d.failed, d.rejected, "
+        "d.recent, coalesce(p.parked, 0) "
+        "FROM campaigns c "
+        "CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE status = 'sent') AS sent, "
+        "  count(*) FILTER (WHERE status = 'failed') AS failed, "
+        "  count(*) FILTER (WHERE status = 'rejected') AS rejected, "
+        "  count(*) FILTER (WHERE status = 'sent' AND recorded_at > now() - make_interval(secs => $1)) AS recent "
+        "  FROM deliveries WHERE campaign = c.id) d "
+        "LEFT JOIN LATERAL (SELECT count(*) AS parked FROM parked WHERE campaign = c.id AND c.total IS NULL) p "
+        "ON true "
+        "WHERE c.state IN ('active', 'paused') ORDER BY c.id",
+        window_s);
+    for (const auto& row : r) {
+      TopSnapshot::Campaign c;
+      c.id = row[0].as<std::string>();
+      c.state = row[1].as<std::string>();
+      c.provider = row[2].as<std::string>();
+      if (!row[3].is_null()) c.send_rate = row[3].as<double>();
+      if (!row[4].is_null()) c.total = row[4].as<std::int64_t>();
+      c.sent = row[5].as<std::int64_t>();
+      c.failed = row[6].as<std::int64_t>();
+      c.rejected = row[7].as<std::int64_t>();
+      c.sent_in_window = row[8].as<std::int64_t>();
+      c.parked = row[9].as<std::int64_t>();
+      s.campaigns.push_back(std::move(c));
+    }
+    return s;
   });
 }
 

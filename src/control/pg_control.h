@@ -29,6 +29,7 @@ struct CampaignRow {
   double weight = 1;
   std::string provider;    // empty: none
   std::string updated_at;  // UTC, ISO 8601 (2026-11-23T09:00:00Z)
+  std::optional<std::int64_t> total;  // messages the campaign has in all; nullopt: unknown
 };
 
 struct ProviderRow {
@@ -74,6 +75,27 @@ struct NewCampaign {
   Limit limit;
   double weight = 1;
   std::string provider;  // empty: none
+  std::optional<std::int64_t> total;  // nullopt: unknown
+};
+
+// One sample of the active and paused campaigns for `pacerctl top`, read in
+// one snapshot with one statement.
+struct TopSnapshot {
+  double at_epoch_s = 0;  // the database's now(), seconds since the epoch
+  std::string at_utc;     // the same, 2026-11-23T13:40:05Z
+  struct Campaign {
+    std::string id;
+    std::string state;
+    std::string provider;  // empty: none
+    std::optional<double> send_rate;
+    std::optional<std::int64_t> total;
+    std::int64_t sent = 0;
+    std::int64_t failed = 0;
+    std::int64_t rejected = 0;
+    std::int64_t sent_in_window = 0;  // sent rows with recorded_at in (now - window, now]
+    std::int64_t parked = 0;          // counted only when the total is unknown (else 0)
+  };
+  std::vector<Campaign> campaigns;  // by id
 };
 
 class PgControl {
@@ -95,6 +117,21 @@ class PgControl {
   Change<CampaignRow> setCampaignLimit(const std::string& id, const Limit& limit);
   // pause, resume or cancel (decideTransition). NotFoundError, RefusedError.
   Change<CampaignRow> changeCampaignState(const std::string& id, CampaignAction action);
+  // The campaign row alone, without counting its ledger. NotFoundError.
+  CampaignRow campaignRow(const std::string& id);
+  // Sets the total (nullopt: unknown) in any state and announces "set-total".
+  // NotFoundError.
+  Change<CampaignRow> setCampaignTotal(const std::string& id, std::optional<std::int64_t> total);
+  // Adds `delta` (may be negative; the total never goes below 0) to a known
+  // total and announces "set-total"; an unknown total stays unknown and
+  // nothing is written. Returns the row after. NotFoundError.
+  CampaignRow addToCampaignTotal(const std::string& id, std::int64_t delta);
+
+  // Counts for `pacerctl top`: each active or paused campaign's ledger rows by
+  // status, its sent rows of the last `window_s` seconds, and (total unknown)
+  // its parked rows. Served by the index deliveries (campaign, recorded_at)
+  // INCLUDE (status) of migration 4: index-only scans of those campaigns' rows.
+  TopSnapshot topSnapshot(double window_s);
 
   ProviderRow createProvider(const std::string& id, const Limit& limit);            // RefusedError
   std::vector<ProviderRow> providers();                                             // by id
