@@ -582,8 +582,8 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
     while (!g_top_stop) {
       const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(ta.interval_ms);
       const std::string frame = renderTopText(topFrame(db.topSnapshot(ta.window_s), ta.window_s));
-      // Home, clear to the end, then the frame: no flicker of an empty screen.
-      s.out << (tty ? "\x1b[H" + frame + "\x1b[J" : frame + "\n") << std::flush;
+      // Drawn over the last frame, not after clearing: no flicker of an empty screen.
+      s.out << (tty ? terminalRedraw(frame) : frame + "\n") << std::flush;
       while (!g_top_stop && std::chrono::steady_clock::now() < next)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }

@@ -103,10 +103,9 @@ Totals totalsOf(const TopFrame& frame) {
 std::string renderTopText(const TopFrame& frame, int bar_width) {
   const Totals t = totalsOf(frame);
   std::string out = fmt::format(
-      "pacer top  {}  campaigns {} ({} active, {} paused)  achieved {:.1f}/s  sent {}  failed {}  backlog {}  "
-      "(rates over the last {:g}s)\n\n",
-      frame.at_utc, frame.rows.size(), t.active, t.paused, t.achieved, t.sent, t.failed,
-      boundText(t.backlog, t.backlog_lower_bound), frame.window_s);
+      "pacer top  {}  campaigns {}: {} active, {} paused  sent {}  failed {}  backlog {}  achieved {:.1f}/s over {:g}s\n\n",
+      frame.at_utc, frame.rows.size(), t.active, t.paused, t.sent, t.failed, boundText(t.backlog, t.backlog_lower_bound),
+      t.achieved, frame.window_s);
   if (frame.rows.empty()) return out + "no active or paused campaigns\n";
   Table table({"ID", "STATE", "PROVIDER", "RATE", "ACHIEVED", "SENT", "FAILED", "BACKLOG", "PROGRESS", "ETA"},
               {false, false, false, true, true, true, true, true, false, true});
@@ -155,6 +154,16 @@ std::string renderTopJson(const TopFrame& frame) {
                  {"backlog_lower_bound", t.backlog_lower_bound}}},
                {"campaigns", rows}};
   return j.dump(2) + "\n";
+}
+
+std::string terminalRedraw(const std::string& frame) {
+  std::string out = "\x1b[H";
+  out.reserve(frame.size() + 64);
+  for (char c : frame) {
+    if (c == '\n') out += "\x1b[K";
+    out += c;
+  }
+  return out + "\x1b[J";
 }
 
 double produceDueS(std::int64_t index, double rate) noexcept {

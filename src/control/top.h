@@ -93,6 +93,11 @@ std::string renderTopText(const TopFrame& frame, int bar_width = 20);
 // "backlog_lower_bound", "progress", "eta_s"}]}; unknown values are null.
 std::string renderTopJson(const TopFrame& frame);
 
+// `frame` redrawn over the previous one on an ANSI terminal: cursor home
+// (ESC[H), each line followed by erase-to-end-of-line (ESC[K) so a shorter
+// line leaves nothing of the longer one behind, then erase below (ESC[J).
+std::string terminalRedraw(const std::string& frame);
+
 // For `pacerctl produce --rate R`: when message `index` (from 0) is due,
 // in seconds after the first, so that any N messages take (N - 1) / R s.
 // Rate <= 0 or NaN: 0 (no pacing).

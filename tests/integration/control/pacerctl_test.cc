@@ -759,7 +759,7 @@ TEST_F(PacerctlTest, TopOncePrintsAHeaderAndOneLinePerCampaign) {
   Outcome r = ctl({"top", "--once"});
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_THAT(r.out, HasSubstr("pacer top  20"));
-  EXPECT_THAT(r.out, HasSubstr("campaigns 1 (1 active, 0 paused)"));
+  EXPECT_THAT(r.out, HasSubstr("campaigns 1: 1 active, 0 paused  sent 1  failed 0  backlog 3  achieved "));
   EXPECT_THAT(r.out, HasSubstr("ID      STATE   PROVIDER  RATE  ACHIEVED  SENT  FAILED  BACKLOG  PROGRESS"));
   EXPECT_THAT(r.out, HasSubstr("spring  active  -         40/s"));
   EXPECT_THAT(r.out, HasSubstr("[#####...............]  25%"));

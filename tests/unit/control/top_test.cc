@@ -140,8 +140,8 @@ TopFrame sampleFrame() {
 
 TEST(TopRenderTest, TheTextFrameHasAHeaderWithTotalsAndOneLinePerCampaign) {
   const std::string text = renderTopText(sampleFrame(), 10);
-  EXPECT_THAT(text, HasSubstr("pacer top  2026-11-23T13:40:05Z  campaigns 2 (1 active, 1 paused)  achieved 50.0/s  "
-                              "sent 245  failed 8  backlog >=780"));
+  EXPECT_THAT(text, HasSubstr("pacer top  2026-11-23T13:40:05Z  campaigns 2: 1 active, 1 paused  sent 245  failed 8  "
+                              "backlog >=780  achieved 50.0/s over 5s\n\n"));
   EXPECT_THAT(text, HasSubstr("\n\nID           STATE   PROVIDER       RATE  ACHIEVED  SENT  FAILED  BACKLOG  PROGRESS"
                               "           ETA\n"));
   // 750 left at 50/s: 15 s; 250 of 1000 done.
@@ -176,6 +176,11 @@ TEST(TopRenderTest, TheJsonFrameCarriesTheFiguresWithNullForUnknown) {
   EXPECT_TRUE(b.at("send_rate").is_null());
   EXPECT_TRUE(b.at("provider").is_null());
   EXPECT_EQ(b.at("backlog"), 30);
+}
+
+TEST(TopRenderTest, ATerminalRedrawErasesTheRestOfEveryLineAndBelow) {
+  EXPECT_EQ(terminalRedraw("ab\ncd\n"), "\x1b[Hab\x1b[K\ncd\x1b[K\n\x1b[J");
+  EXPECT_EQ(terminalRedraw(""), "\x1b[H\x1b[J");
 }
 
 TEST(ProducePacingTest, MessageIIsDueAtIOverRate) {
