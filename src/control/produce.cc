@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <librdkafka/rdkafkacpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
