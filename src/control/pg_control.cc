@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <pqxx/pqxx>
 
 #include "ledger/pg_ledger.h"
@@ -88,6 +90,21 @@ constexpr const char* kLedgerCounts =
 
 using SnapshotRead = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
 
+// A PostgreSQL text[] literal: {"a","b\"c"} (ids are UTF-8 without control characters).
+std::string textArrayLiteral(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ',';
+    out += '"';
+    for (char c : items[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
 bool lostConnection(const std::string& sqlstate) {
   // 08: connection exceptions; 57P: the server is shutting down or restarting.
   return sqlstate.rfind("08", 0) == 0 || sqlstate.rfind("57P", 0) == 0;
@@ -104,6 +121,18 @@ std::string providerNotFound(const std::string& id) {
 }
 
 struct PgControl::Impl {
+  // What topSnapshot() has counted for good: per campaign, its ledger rows
+  // recorded before `cutoff` (the database's own timestamp, as text, so the
+  // next refresh splits at exactly the same instant).
+  struct Tally {
+    std::int64_t sent = 0, failed = 0, rejected = 0;
+  };
+  struct TopState {
+    std::map<std::string, Tally> settled;
+    std::string cutoff;  // empty: nothing counted yet
+  };
+  TopState top;
+
   std::string conninfo;
   std::string shown;  // the conninfo without its password, for messages
   std::unique_ptr<pqxx::connection> conn;
@@ -305,29 +334,50 @@ CampaignRow PgControl::addToCampaignTotal(const std::string& id, std::int64_t de
   });
 }
 
-TopSnapshot PgControl::topSnapshot(double window_s) {
+TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
   return impl_->guarded([&] {
     SnapshotRead tx(*impl_->conn);
-    TopSnapshot s;
-    const pqxx::row at =
-        tx.exec1("SELECT extract(epoch FROM now())::double precision, " PACER_UTC("now()"));
-    s.at_epoch_s = at[0].as<double>();
-    s.at_utc = at[1].as<std::string>();
-    // One lateral index-only scan per campaign over (campaign, recorded_at)
-    // INCLUDE (status); parked is counted only where the total is unknown.
+    Impl::TopState& st = impl_->top;
+    std::vector<std::string> known;
+    known.reserve(st.settled.size());
+    for (const auto& [id, tally] : st.settled) known.push_back(id);
+    settle_s = std::max(window_s, settle_s);
+    // Per live campaign, one index range scan over (campaign, recorded_at)
+    // INCLUDE (status): from the last refresh's cutoff for a campaign counted
+    // before (all of its rows for one seen the first time), split at the new
+    // cutoff into rows that are settled from now on and rows still counted
+    // each time; parked only where the total is unknown.
     const pqxx::result r = tx.exec_params(
-        "SELECT c.id, c.state, coalesce(c.provider, ''), c.send_rate, c.total, d.sent, d.failed, d.rejected, "
-        "d.recent, coalesce(p.parked, 0) "
-        "FROM campaigns c "
-        "CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE status = 'sent') AS sent, "
-        "  count(*) FILTER (WHERE status = 'failed') AS failed, "
-        "  count(*) FILTER (WHERE status = 'rejected') AS rejected, "
-        "  count(*) FILTER (WHERE status = 'sent' AND recorded_at > now() - make_interval(secs => $1)) AS recent "
-        "  FROM deliveries WHERE campaign = c.id) d "
+        // The cutoff never moves back (a clock set back), or rows would be counted twice.
+        "WITH t AS (SELECT now() AS at, greatest(now() - make_interval(secs => $1), $4::timestamptz) AS cutoff) "
+        "SELECT c.id, c.state, coalesce(c.provider, ''), c.send_rate, c.total, "
+        "  d.settled_sent, d.settled_failed, d.settled_rejected, d.live_sent, d.live_failed, d.live_rejected, "
+        "  d.recent, coalesce(p.parked, 0), extract(epoch FROM t.at)::double precision, " PACER_UTC("t.at") ", "
+        "  t.cutoff::text "
+        "FROM campaigns c CROSS JOIN t "
+        "CROSS JOIN LATERAL (SELECT "
+        "  count(*) FILTER (WHERE status = 'sent' AND recorded_at < t.cutoff) AS settled_sent, "
+        "  count(*) FILTER (WHERE status = 'failed' AND recorded_at < t.cutoff) AS settled_failed, "
+        "  count(*) FILTER (WHERE status = 'rejected' AND recorded_at < t.cutoff) AS settled_rejected, "
+        "  count(*) FILTER (WHERE status = 'sent' AND recorded_at >= t.cutoff) AS live_sent, "
+        "  count(*) FILTER (WHERE status = 'failed' AND recorded_at >= t.cutoff) AS live_failed, "
+        "  count(*) FILTER (WHERE status = 'rejected' AND recorded_at >= t.cutoff) AS live_rejected, "
+        "  count(*) FILTER (WHERE status = 'sent' AND recorded_at > t.at - make_interval(secs => $2)) AS recent "
+        "  FROM deliveries WHERE campaign = c.id AND recorded_at >= "
+        "    CASE WHEN c.id = ANY($3::text[]) THEN $4::timestamptz ELSE '-infinity'::timestamptz END) d "
         "LEFT JOIN LATERAL (SELECT count(*) AS parked FROM parked WHERE campaign = c.id AND c.total IS NULL) p "
         "ON true "
         "WHERE c.state IN ('active', 'paused') ORDER BY c.id",
-        window_s);
+        settle_s, window_s, textArrayLiteral(known),
+        st.cutoff.empty() ? std::string("-infinity") : st.cutoff);
+    TopSnapshot s;
+    std::map<std::string, Impl::Tally> settled;
+    std::string cutoff;
+    if (r.empty()) {
+      const pqxx::row at = tx.exec1("SELECT extract(epoch FROM now())::double precision, " PACER_UTC("now()"));
+      s.at_epoch_s = at[0].as<double>();
+      s.at_utc = at[1].as<std::string>();
+    }
     for (const auto& row : r) {
       TopSnapshot::Campaign c;
       c.id = row[0].as<std::string>();
@@ -335,13 +385,25 @@ TopSnapshot PgControl::topSnapshot(double window_s) {
       c.provider = row[2].as<std::string>();
       if (!row[3].is_null()) c.send_rate = row[3].as<double>();
       if (!row[4].is_null()) c.total = row[4].as<std::int64_t>();
-      c.sent = row[5].as<std::int64_t>();
-      c.failed = row[6].as<std::int64_t>();
-      c.rejected = row[7].as<std::int64_t>();
-      c.sent_in_window = row[8].as<std::int64_t>();
-      c.parked = row[9].as<std::int64_t>();
+      Impl::Tally t = st.settled.count(c.id) ? st.settled[c.id] : Impl::Tally{};
+      t.sent += row[5].as<std::int64_t>();
+      t.failed += row[6].as<std::int64_t>();
+      t.rejected += row[7].as<std::int64_t>();
+      settled[c.id] = t;
+      c.sent = t.sent + row[8].as<std::int64_t>();
+      c.failed = t.failed + row[9].as<std::int64_t>();
+      c.rejected = t.rejected + row[10].as<std::int64_t>();
+      c.sent_in_window = row[11].as<std::int64_t>();
+      c.parked = row[12].as<std::int64_t>();
+      s.at_epoch_s = row[13].as<double>();
+      s.at_utc = row[14].as<std::string>();
+      cutoff = row[15].as<std::string>();
       s.campaigns.push_back(std::move(c));
     }
+    // Only once the read succeeded: campaigns no longer live are forgotten
+    // (counted in full again if they come back).
+    st.settled = std::move(settled);
+    st.cutoff = std::move(cutoff);
     return s;
   });
 }

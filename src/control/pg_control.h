@@ -98,6 +98,12 @@ struct TopSnapshot {
   std::vector<Campaign> campaigns;  // by id
 };
 
+// topSnapshot() counts a ledger row once and for all when it was recorded at
+// least this long before the refresh: pacerd's ledger transactions (one
+// INSERT batch, or unpark-and-record) take milliseconds, so no row with an
+// older recorded_at commits later.
+inline constexpr double kTopSettleS = 60;
+
 class PgControl {
  public:
   // Connects and checks that the database has Pacer's schema. Throws
@@ -130,8 +136,13 @@ class PgControl {
   // Counts for `pacerctl top`: each active or paused campaign's ledger rows by
   // status, its sent rows of the last `window_s` seconds, and (total unknown)
   // its parked rows. Served by the index deliveries (campaign, recorded_at)
-  // INCLUDE (status) of migration 4: index-only scans of those campaigns' rows.
-  TopSnapshot topSnapshot(double window_s);
+  // INCLUDE (status) of migration 4. Incremental: the first call (and the
+  // first for a campaign) counts all of a campaign's rows; later calls read
+  // only the rows recorded since max(window_s, 60) s before the previous call
+  // and add them to what this object has kept. A row whose recorded_at is
+  // over 60 s older than its commit would be missed (pacerd's ledger
+  // transactions take milliseconds). `settle_s` is that 60 s; tests shorten it.
+  TopSnapshot topSnapshot(double window_s, double settle_s = kTopSettleS);
 
   ProviderRow createProvider(const std::string& id, const Limit& limit);            // RefusedError
   std::vector<ProviderRow> providers();                                             // by id

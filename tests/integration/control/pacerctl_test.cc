@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "control/cli.h"
+#include "control/pg_control.h"
 #include "control/values.h"
 #include "ledger/pg_ledger.h"
 #include "support/kafka_mock_process.h"
@@ -770,6 +771,68 @@ TEST_F(PacerctlTest, TopOncePrintsAHeaderAndOneLinePerCampaign) {
   EXPECT_THAT(r.err, HasSubstr("--json with top needs --once"));
   EXPECT_EQ(ctl({"top", "--once", "--interval-ms", "5"}).code, 2);
   EXPECT_EQ(ctl({"top", "--once", "--window-s", "0"}).code, 2);
+}
+
+// Each refresh after the first reads only the rows recorded since the last
+// cutoff: counts must grow by exactly the rows added, never count a row twice
+// as it moves from "recent" to "settled", and a campaign seen for the first
+// time is counted in full.
+TEST_F(PacerctlTest, TopSnapshotsAddOnlyNewRowsAndCountACampaignSeenLateInFull) {
+  ASSERT_EQ(ctl({"campaign", "create", "a", "--total", "1000"}).code, 0);
+  const auto insert = [&](const std::string& campaign, const std::string& prefix, int n, const std::string& status,
+                          const std::string& age) {
+    exec(fmt::format(
+        "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, recorded_at) "
+        "SELECT '{0}-' || i, '{1}', 't', 0, i, '{2}', now() - interval '{3}' FROM generate_series(1, {4}) i",
+        prefix, campaign, status, age, n));
+  };
+  insert("a", "old", 30, "sent", "2 hours");
+  insert("a", "mid", 20, "sent", "30 seconds");  // recent at a 60 s cutoff, settled at a 10 s one
+  insert("a", "midf", 4, "failed", "30 seconds");
+  insert("a", "new", 10, "sent", "0 seconds");
+
+  PgControl db(ConnectOptions{conninfo_});
+  const auto a_of = [](const TopSnapshot& s, const std::string& id) {
+    for (const auto& c : s.campaigns)
+      if (c.id == id) return c;
+    ADD_FAILURE() << "no campaign " << id;
+    return TopSnapshot::Campaign{};
+  };
+  TopSnapshot s = db.topSnapshot(5, 60);
+  EXPECT_EQ(a_of(s, "a").sent, 60);
+  EXPECT_EQ(a_of(s, "a").failed, 4);
+
+  // The 30-second-old rows become settled at a 10 s cutoff: still counted once.
+  s = db.topSnapshot(5, 10);
+  EXPECT_EQ(a_of(s, "a").sent, 60);
+  EXPECT_EQ(a_of(s, "a").failed, 4);
+  s = db.topSnapshot(5, 10);
+  EXPECT_EQ(a_of(s, "a").sent, 60);
+
+  // New rows are added; a campaign that appears now is counted in full,
+  // its two-hour-old rows included; a longer settle time does not move the
+  // cutoff back (which would count rows twice).
+  insert("a", "later", 5, "sent", "0 seconds");
+  insert("a", "laterr", 3, "rejected", "0 seconds");
+  ASSERT_EQ(ctl({"campaign", "create", "z"}).code, 0);
+  insert("z", "zold", 7, "sent", "2 hours");
+  s = db.topSnapshot(5, 60);
+  EXPECT_EQ(a_of(s, "a").sent, 65);
+  EXPECT_EQ(a_of(s, "a").rejected, 3);
+  EXPECT_EQ(a_of(s, "z").sent, 7);
+  s = db.topSnapshot(5, 10);
+  EXPECT_EQ(a_of(s, "a").sent, 65);
+  EXPECT_EQ(a_of(s, "a").failed, 4);
+  EXPECT_EQ(a_of(s, "z").sent, 7);
+
+  // A campaign that leaves the view and comes back is counted in full again.
+  ASSERT_EQ(ctl({"campaign", "pause", "z"}).code, 0);
+  exec("UPDATE campaigns SET state = 'completed' WHERE id = 'z'");
+  s = db.topSnapshot(5, 10);
+  EXPECT_EQ(s.campaigns.size(), 1u);
+  exec("UPDATE campaigns SET state = 'active' WHERE id = 'z'");
+  s = db.topSnapshot(5, 10);
+  EXPECT_EQ(a_of(s, "z").sent, 7);
 }
 
 // --- produce ---------------------------------------------------------------
