@@ -93,8 +93,8 @@ ProduceResult produceMessages(const ProduceOptions& o) {
   try {
     for (std::int64_t i = 0; i < o.count && !hopeless(); ++i) {
       if (o.rate) {
-        const auto due = start + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(produceDueS(i, *o.rate)));
+        const auto due =
+            start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(produceDueS(i, *o.rate)));
         for (auto now = Clock::now(); now < due && !hopeless(); now = Clock::now())
           producer->poll(static_cast<int>(std::clamp<std::int64_t>(
               std::chrono::duration_cast<std::chrono::milliseconds>(due - now).count(), 0, 100)));
@@ -105,9 +105,9 @@ ProduceResult produceMessages(const ProduceOptions& o) {
         RdKafka::Headers* headers = RdKafka::Headers::create();
         headers->add("message-id", id);
         if (!recipient.empty()) headers->add("recipient", recipient);
-        const RdKafka::ErrorCode e = producer->produce(
-            o.topic, partition, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(o.payload.data()), o.payload.size(),
-            o.campaign.data(), o.campaign.size(), 0, headers, nullptr);
+        const RdKafka::ErrorCode e =
+            producer->produce(o.topic, partition, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(o.payload.data()),
+                              o.payload.size(), o.campaign.data(), o.campaign.size(), 0, headers, nullptr);
         if (e == RdKafka::ERR_NO_ERROR) break;
         delete headers;  // librdkafka keeps them only on success
         if (e != RdKafka::ERR__QUEUE_FULL) {

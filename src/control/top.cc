@@ -103,9 +103,10 @@ Totals totalsOf(const TopFrame& frame) {
 std::string renderTopText(const TopFrame& frame, int bar_width) {
   const Totals t = totalsOf(frame);
   std::string out = fmt::format(
-      "pacer top  {}  campaigns {}: {} active, {} paused  sent {}  failed {}  backlog {}  achieved {:.1f}/s over {:g}s\n\n",
-      frame.at_utc, frame.rows.size(), t.active, t.paused, t.sent, t.failed, boundText(t.backlog, t.backlog_lower_bound),
-      t.achieved, frame.window_s);
+      "pacer top  {}  campaigns {}: {} active, {} paused  sent {}  failed {}  backlog {}  achieved {:.1f}/s over "
+      "{:g}s\n\n",
+      frame.at_utc, frame.rows.size(), t.active, t.paused, t.sent, t.failed,
+      boundText(t.backlog, t.backlog_lower_bound), t.achieved, frame.window_s);
   if (frame.rows.empty()) return out + "no active or paused campaigns\n";
   Table table({"ID", "STATE", "PROVIDER", "RATE", "ACHIEVED", "SENT", "FAILED", "BACKLOG", "PROGRESS", "ETA"},
               {false, false, false, true, true, true, true, true, false, true});

@@ -77,7 +77,7 @@ struct TopFigures {
 TopFigures figuresOf(const TopRow& row) noexcept;
 
 struct TopFrame {
-  std::string at_utc;  // when the sample was taken, "2026-11-23T13:40:05Z"
+  std::string at_utc;   // when the sample was taken, "2026-11-23T13:40:05Z"
   double window_s = 5;  // the achieved rate's window
   std::vector<TopRow> rows;
 };

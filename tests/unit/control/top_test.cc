@@ -64,7 +64,7 @@ TEST(TopProgressTest, ProgressIsDoneOverTotalClampedToOne) {
 
 TEST(TopEtaTest, EtaIsBacklogOverRate) {
   EXPECT_DOUBLE_EQ(*etaSeconds({750, false}, 50.0), 15.0);
-  EXPECT_DOUBLE_EQ(*etaSeconds({40, true}, 8.0), 5.0);  // a lower bound, shown as such
+  EXPECT_DOUBLE_EQ(*etaSeconds({40, true}, 8.0), 5.0);           // a lower bound, shown as such
   EXPECT_DOUBLE_EQ(*etaSeconds({0, false}, std::nullopt), 0.0);  // done needs no rate
 }
 
