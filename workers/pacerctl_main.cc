@@ -18,7 +18,11 @@
 int main(int argc, char** argv) {
   pacer::control::CliEnvironment env;
   if (const char* pg = std::getenv("PACER_POSTGRES")) env.postgres = pg;
-  if (const char* brokers = std::getenv("PACER_BROKERS")) env.brokers = brokers;
+  // PACER_KAFKA_BROKERS is the name pacerd's configuration reads (README "Configuration").
+  for (const char* name : {"PACER_BROKERS", "PACER_KAFKA_BROKERS"}) {
+    const char* brokers = std::getenv(name);
+    if (brokers && *brokers && !env.brokers) env.brokers = brokers;
+  }
   env.stdout_is_tty = ::isatty(STDOUT_FILENO) == 1;
   return pacer::control::runPacerctl(argc, argv, std::cout, std::cerr, env);
 }

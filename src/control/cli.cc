@@ -469,7 +469,8 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
   CLI::App* produce = app.add_subcommand(
       "produce", "send test messages for a campaign into Kafka (README \"Message contract\"); adds the delivered ones "
                  "to the campaign's total when it is known");
-  optionalText(produce, "--brokers", pa.brokers, "Kafka bootstrap servers HOST:PORT,... (default: $PACER_BROKERS)");
+  optionalText(produce, "--brokers", pa.brokers,
+               "Kafka bootstrap servers HOST:PORT,... (default: $PACER_BROKERS, else $PACER_KAFKA_BROKERS)");
   produce->add_option("--topic", pa.topic, "the topic pacerd reads")->required();
   produce->add_option("--campaign", pa.campaign, "campaign id: the Kafka key of every message")->required();
   produce->add_option("--count", pa.count, "messages to send")->capture_default_str();

@@ -14,7 +14,7 @@ namespace pacer::control {
 
 struct CliEnvironment {
   std::optional<std::string> postgres;  // PACER_POSTGRES
-  std::optional<std::string> brokers{};  // PACER_BROKERS (produce)
+  std::optional<std::string> brokers{};  // PACER_BROKERS, else PACER_KAFKA_BROKERS (produce)
   bool stdout_is_tty = false;           // top redraws the screen in place (ANSI) only on a terminal
 };
 
