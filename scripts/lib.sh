@@ -18,6 +18,9 @@ PACER_PACKAGES+=(libpqxx-dev postgresql)
 PACER_PACKAGES+=(libcurl4-openssl-dev libmicrohttpd-dev iproute2)
 # The global quota: hiredis, and a Redis server the integration tests start themselves.
 PACER_PACKAGES+=(libhiredis-dev libspdlog-dev redis-server redis-tools)
+# scripts/demo runs `pacerctl top` in a detached tmux session and prints
+# `tmux capture-pane -p` frames of it (it falls back to `top --once` without tmux).
+PACER_PACKAGES+=(tmux)
 
 pacer_install_packages() {
   local missing=()

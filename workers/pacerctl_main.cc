@@ -1,10 +1,15 @@
 // pacerctl: the operator's command line. Creates, lists and changes campaigns
 // and providers in PostgreSQL and announces each change on the
-// pacer_control channel (NOTIFY). See README "pacerctl".
+// pacer_control channel (NOTIFY); produces test messages into Kafka; shows
+// the campaigns live. See README "pacerctl".
 //
-//   pacerctl [--postgres CONNINFO] [--json] campaign create|list|show|set-rate|pause|resume|cancel ...
+//   pacerctl [--postgres CONNINFO] [--json] campaign create|list|show|set-rate|set-total|pause|resume|cancel ...
 //   pacerctl [--postgres CONNINFO] [--json] provider create|list|set-rate ...
 //   pacerctl [--postgres CONNINFO] [--json] status
+//   pacerctl [--postgres CONNINFO] produce --brokers B --topic T --campaign C --count N [--rate R]
+//   pacerctl [--postgres CONNINFO] top [--once [--json]] [--interval-ms MS]
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 
@@ -13,5 +18,11 @@
 int main(int argc, char** argv) {
   pacer::control::CliEnvironment env;
   if (const char* pg = std::getenv("PACER_POSTGRES")) env.postgres = pg;
+  // PACER_KAFKA_BROKERS is the name pacerd's configuration reads (README "Configuration").
+  for (const char* name : {"PACER_BROKERS", "PACER_KAFKA_BROKERS"}) {
+    const char* brokers = std::getenv(name);
+    if (brokers && *brokers && !env.brokers) env.brokers = brokers;
+  }
+  env.stdout_is_tty = ::isatty(STDOUT_FILENO) == 1;
   return pacer::control::runPacerctl(argc, argv, std::cout, std::cerr, env);
 }

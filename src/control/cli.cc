@@ -2,14 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <csignal>
 #include <functional>
+#include <thread>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "control/pg_control.h"
+#include "control/produce.h"
 #include "control/table.h"
+#include "control/top.h"
 #include "control/values.h"
 #include "ledger/pg_ledger.h"
 
@@ -20,7 +27,8 @@ using Json = nlohmann::ordered_json;
 
 constexpr const char* kExitCodes =
     "Exit codes: 0 done (also when it already was so), 1 not found / already exists / change refused, "
-    "2 bad arguments or value, 3 PostgreSQL unreachable, 4 database not ready (run `pacerd migrate`) or refused.\n";
+    "2 bad arguments or value, 3 PostgreSQL (or for produce, Kafka) unreachable or a message not delivered in time, "
+    "4 database not ready (run `pacerd migrate`) or refused, or Kafka refused a message.\n";
 
 std::string number(double v) { return fmt::format("{}", v); }
 std::string rateText(const std::optional<double>& r) { return r ? fmt::format("{}/s", *r) : "unlimited"; }
@@ -35,7 +43,8 @@ Json toJson(const CampaignRow& c) {
               {"burst", c.limit.burst},
               {"weight", c.weight},
               {"provider", textOrNull(c.provider)},
-              {"updated_at", c.updated_at}};
+              {"updated_at", c.updated_at},
+              {"total", c.total ? Json(*c.total) : Json(nullptr)}};
 }
 
 Json toJson(const ProviderRow& p) {
@@ -98,7 +107,92 @@ struct Values {
   std::optional<std::string> weight;
   std::optional<std::string> provider;
   std::optional<std::string> name;
+  std::optional<std::string> total;
 };
+
+// `pacerctl produce`'s arguments, as typed.
+struct ProduceArgs {
+  std::optional<std::string> brokers;
+  std::string topic;
+  std::string campaign;
+  std::string count = "1";
+  std::optional<std::string> rate;
+  std::string recipient_prefix;
+  std::string payload = R"({"text":"test message from pacerctl produce"})";
+  std::optional<std::string> id_prefix;
+  std::optional<int> partition;
+  int timeout_ms = 30000;
+};
+
+// `pacerctl top`'s arguments.
+struct TopArgs {
+  int interval_ms = 1000;
+  double window_s = 5;
+  bool once = false;
+};
+
+// Set by SIGINT/SIGTERM while `top` runs its loop.
+volatile std::sig_atomic_t g_top_stop = 0;
+extern "C" void onTopStopSignal(int) { g_top_stop = 1; }
+
+// SIGINT and SIGTERM set g_top_stop for this object's lifetime; the previous
+// handlers come back afterwards.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_top_stop = 0;
+    struct sigaction sa {};
+    sa.sa_handler = onTopStopSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+TopFrame topFrame(const TopSnapshot& snap, double window_s) {
+  TopFrame f;
+  f.at_utc = snap.at_utc;
+  f.window_s = window_s;
+  for (const TopSnapshot::Campaign& c : snap.campaigns) {
+    TopRow r;
+    r.id = c.id;
+    r.state = c.state;
+    r.provider = c.provider;
+    r.send_rate = c.send_rate;
+    r.total = c.total;
+    r.sent = c.sent;
+    r.failed = c.failed;
+    r.rejected = c.rejected;
+    r.parked = c.parked;
+    // Two samples of the sent count: at the window's start and now.
+    r.achieved = achievedRate(RateSample{snap.at_epoch_s - window_s, c.sent - c.sent_in_window},
+                              RateSample{snap.at_epoch_s, c.sent});
+    f.rows.push_back(std::move(r));
+  }
+  return f;
+}
+
+// Kafka topic names: 1 to 249 of [a-zA-Z0-9._-].
+void checkTopic(const std::string& topic) {
+  const bool ok = !topic.empty() && topic.size() <= 249 &&
+                  topic.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                      std::string::npos;
+  if (!ok)
+    throw InvalidValueError(fmt::format("--topic '{}': a Kafka topic is 1 to 249 characters of a-z A-Z 0-9 . _ -",
+                                        topic));
+}
+
+std::string totalText(const std::optional<std::int64_t>& t) { return t ? std::to_string(*t) : "unknown"; }
 
 // An option whose value lands in `to`, so that "not given" stays nullopt.
 CLI::Option* optionalText(CLI::App* cmd, const std::string& name, std::optional<std::string>& to,
@@ -144,6 +238,7 @@ void printCampaignDetail(Session& s, const CampaignDetail& d) {
   t.add({"weight", number(c.weight)});
   t.add({"provider", c.provider.empty() ? "-" : c.provider});
   t.add({"updated_at", c.updated_at});
+  t.add({"total", totalText(c.total)});
   t.add({"sent", std::to_string(d.ledger.sent)});
   t.add({"failed", std::to_string(d.ledger.failed)});
   t.add({"rejected", std::to_string(d.ledger.rejected)});
@@ -262,6 +357,8 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
   optionalText(c_create, "--weight", v.weight, "share of the sink against other campaigns, > 0 (default 1)");
   optionalText(c_create, "--provider", v.provider, "the provider whose limit it shares (default: none)");
   optionalText(c_create, "--name", v.name, "a name for people (default: empty)");
+  optionalText(c_create, "--total", v.total,
+               "messages the campaign has in all, for the backlog in `pacerctl top` (default: unknown)");
   commands[c_create] = [&] {
     NewCampaign nc;
     checkId(v.id, "campaign");
@@ -272,11 +369,12 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
     nc.weight = v.weight ? parseWeight(*v.weight, "--weight") : 1.0;
     if (v.provider) checkId(*v.provider, "provider");  // an empty one is refused, not taken as none
     nc.provider = v.provider.value_or("");
+    if (v.total) nc.total = parseCount(*v.total, "--total", 0, "a total");
     const CampaignRow c = s.db().createCampaign(nc);
     if (s.json) return s.emit(Json{{"change", "create"}, {"changed", true}, {"campaign", toJson(c)}});
-    s.out << fmt::format("campaign '{}' created: state {}, send_rate {}, burst {}, weight {}, provider {}\n", c.id,
-                         c.state, rateText(c.limit.rate), number(c.limit.burst), number(c.weight),
-                         c.provider.empty() ? "none" : c.provider);
+    s.out << fmt::format("campaign '{}' created: state {}, send_rate {}, burst {}, weight {}, provider {}, total {}\n",
+                         c.id, c.state, rateText(c.limit.rate), number(c.limit.burst), number(c.weight),
+                         c.provider.empty() ? "none" : c.provider, totalText(c.total));
   };
 
   CLI::App* c_list = campaign->add_subcommand("list", "every campaign with its state and limits");
@@ -299,6 +397,22 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
     const auto c = s.db().setCampaignLimit(v.id, l);
     printChange(s, "campaign", "set-rate", c,
                 fmt::format("campaign '{}': {}", v.id, limitChange("send_rate", c.before.limit, c.after.limit)));
+  };
+
+  CLI::App* c_total = campaign->add_subcommand(
+      "set-total", "set how many messages the campaign has in all (a number, or unknown), for the backlog in top");
+  idArg(c_total, "campaign");
+  optionalText(c_total, "total", v.total, "messages in all, or unknown")->required();
+  commands[c_total] = [&] {
+    checkId(v.id, "campaign");
+    const std::optional<std::int64_t> total =
+        *v.total == "unknown" ? std::nullopt : std::optional<std::int64_t>(parseCount(*v.total, "total", 0, "a total"));
+    const auto c = s.db().setCampaignTotal(v.id, total);
+    printChange(s, "campaign", "set-total", c,
+                c.changed ? fmt::format("campaign '{}': total {} -> {}", v.id, totalText(c.before.total),
+                                        totalText(c.after.total))
+                          : fmt::format("campaign '{}': total is already {}; nothing changed", v.id,
+                                        totalText(c.after.total)));
   };
 
   const auto stateCommand = [&](const char* name, const char* help, CampaignAction action, const char* done,
@@ -349,6 +463,131 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
     const auto c = s.db().setProviderLimit(v.id, l);
     printChange(s, "provider", "set-rate", c,
                 fmt::format("provider '{}': {}", v.id, limitChange("rate", c.before.limit, c.after.limit)));
+  };
+
+  ProduceArgs pa;
+  CLI::App* produce = app.add_subcommand(
+      "produce", "send test messages for a campaign into Kafka (README \"Message contract\"); adds the delivered ones "
+                 "to the campaign's total when it is known");
+  optionalText(produce, "--brokers", pa.brokers,
+               "Kafka bootstrap servers HOST:PORT,... (default: $PACER_BROKERS, else $PACER_KAFKA_BROKERS)");
+  produce->add_option("--topic", pa.topic, "the topic pacerd reads")->required();
+  produce->add_option("--campaign", pa.campaign, "campaign id: the Kafka key of every message")->required();
+  produce->add_option("--count", pa.count, "messages to send")->capture_default_str();
+  optionalText(produce, "--rate", pa.rate, "messages per second, paced on a steady clock (default: unlimited)");
+  produce->add_option("--recipient-prefix", pa.recipient_prefix,
+                      "header recipient = PREFIX + index (default: no recipient header)");
+  produce->add_option("--payload", pa.payload, "the value of every message")->capture_default_str();
+  optionalText(produce, "--id-prefix", pa.id_prefix,
+               "header message-id = PREFIX + index (default: CAMPAIGN:RUN: with RUN unique per run)");
+  produce->add_option("--partition", pa.partition, "this partition (default: by key, one partition per campaign)");
+  produce->add_option("--timeout-ms", pa.timeout_ms, "a message not acknowledged by then fails")->capture_default_str();
+  commands[produce] = [&] {
+    ProduceOptions o;
+    o.brokers = pa.brokers ? *pa.brokers : s.env.brokers.value_or("");
+    if (o.brokers.empty())
+      throw InvalidValueError(pa.brokers ? "--brokers: empty; give HOST:PORT,..."
+                                         : "no Kafka brokers given: pass --brokers HOST:PORT,... or set PACER_BROKERS");
+    checkTopic(pa.topic);
+    o.topic = pa.topic;
+    checkId(pa.campaign, "campaign");
+    o.campaign = pa.campaign;
+    o.count = parseCount(pa.count, "--count", 1, "a count");
+    if (pa.rate) {
+      o.rate = parseRate(*pa.rate, "--rate");
+      if (o.rate && *o.rate <= 0) throw InvalidValueError("--rate '0': nothing would ever be sent; give a rate above 0");
+    }
+    if (pa.partition && *pa.partition < 0) throw InvalidValueError("--partition: must be 0 or more");
+    if (pa.timeout_ms < 1) throw InvalidValueError("--timeout-ms: must be at least 1");
+    o.timeout_ms = pa.timeout_ms;
+    o.recipient_prefix = pa.recipient_prefix;
+    o.payload = pa.payload;
+    o.partition = pa.partition;
+    if (pa.id_prefix) {
+      if (pa.id_prefix->size() > 200) throw InvalidValueError("--id-prefix: at most 200 bytes");
+      o.id_prefix = *pa.id_prefix;
+    } else {
+      // Unique per run, so a second run's messages are new to the ledger
+      // (message-id is its idempotency key) instead of skipped as replays.
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+      o.id_prefix = fmt::format("{}:{:x}{:x}:", o.campaign, us, static_cast<unsigned>(::getpid()));
+    }
+    // The campaign's total, when a database is given: it must exist, and
+    // what is delivered is added to a known total as it is acknowledged.
+    const bool with_db = s.postgres.has_value() || s.env.postgres.has_value();
+    std::optional<CampaignRow> before;
+    std::optional<CampaignRow> after;
+    if (with_db) {
+      before = s.db().campaignRow(o.campaign);
+      after = before;
+      o.on_delivered = [&](std::int64_t n) { after = s.db().addToCampaignTotal(o.campaign, n); };
+    }
+    const ProduceResult r = produceMessages(o);
+    const std::string total_note =
+        !with_db        ? "total not updated (no --postgres or PACER_POSTGRES)"
+        : !after->total ? "total unknown, not changed (`pacerctl campaign set-total` sets one)"
+                        : fmt::format("total {} -> {}", totalText(before->total), totalText(after->total));
+    if (s.json) {
+      Json j{{"campaign", o.campaign},  {"topic", o.topic},         {"requested", o.count},
+             {"delivered", r.delivered}, {"failed", r.failed},      {"seconds", r.seconds},
+             {"total", with_db && after->total ? Json(*after->total) : Json(nullptr)}};
+      if (!r.error.empty()) j["error"] = r.error;
+      s.emit(j);
+    } else {
+      s.out << fmt::format("campaign '{}': {} of {} messages delivered to topic '{}' in {:.1f} s; {}\n", o.campaign,
+                           r.delivered, o.count, o.topic, r.seconds, total_note);
+    }
+    if (r.unreachable)
+      throw UnreachableError(fmt::format(
+          "cannot reach Kafka at '{}': {}; check --brokers (or PACER_BROKERS) and that the brokers are running",
+          o.brokers, r.error.empty() ? "no broker answered" : r.error));
+    if (r.failed > 0) {
+      const std::string what = fmt::format("{} of {} messages were not delivered to topic '{}' (first error: {})",
+                                           r.failed, o.count, o.topic, r.error);
+      if (r.transient) throw UnreachableError(what + "; check that the brokers are up, then produce the rest");
+      throw ControlError(ExitCode::kDatabase, what + "; the broker refused them");
+    }
+  };
+
+  TopArgs ta;
+  CLI::App* top = app.add_subcommand(
+      "top", "live view of the active and paused campaigns: achieved rate, backlog, progress, ETA (Ctrl-C ends it)");
+  top->add_option("--interval-ms", ta.interval_ms, "refresh period")->capture_default_str();
+  top->add_option("--window-s", ta.window_s, "the achieved rate counts the sent rows of this many last seconds")
+      ->capture_default_str();
+  top->add_flag("--once", ta.once, "print one frame and exit (with --json: the frame as JSON)");
+  commands[top] = [&] {
+    if (ta.interval_ms < 100 || ta.interval_ms > 3'600'000)
+      throw InvalidValueError(fmt::format("--interval-ms {}: give 100 to 3600000", ta.interval_ms));
+    if (!(ta.window_s >= 1 && ta.window_s <= 3600))
+      throw InvalidValueError(fmt::format("--window-s {}: give 1 to 3600 seconds", ta.window_s));
+    if (s.json && !ta.once) throw InvalidValueError("--json with top needs --once (one frame as JSON)");
+    PgControl& db = s.db();
+    if (ta.once) {
+      const TopFrame f = topFrame(db.topSnapshot(ta.window_s), ta.window_s);
+      s.out << (s.json ? renderTopJson(f) : renderTopText(f));
+      return;
+    }
+    StopSignals signals;
+    const bool tty = s.env.stdout_is_tty;
+    if (tty) s.out << "\x1b[?25l";  // hide the cursor while redrawing
+    struct ShowCursor {
+      std::ostream& out;
+      bool on;
+      ~ShowCursor() {
+        if (on) out << "\x1b[?25h" << std::flush;
+      }
+    } show_cursor{s.out, tty};
+    while (!g_top_stop) {
+      const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(ta.interval_ms);
+      const std::string frame = renderTopText(topFrame(db.topSnapshot(ta.window_s), ta.window_s));
+      // Drawn over the last frame, not after clearing: no flicker of an empty screen.
+      s.out << (tty ? terminalRedraw(frame) : frame + "\n") << std::flush;
+      while (!g_top_stop && std::chrono::steady_clock::now() < next)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   };
 
   CLI::App* status = app.add_subcommand("status", "schema version, campaigns by state, ledger totals, parked rows");

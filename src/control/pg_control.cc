@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <pqxx/pqxx>
 
 #include "ledger/pg_ledger.h"
@@ -13,7 +15,7 @@ namespace {
 #define PACER_UTC(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 
 constexpr const char* kCampaignColumns =
-    "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at");
+    "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at") ", total";
 constexpr const char* kProviderColumns =
     "id, rate, burst, (SELECT count(*) FROM campaigns c WHERE c.provider = p.id), " PACER_UTC("updated_at");
 
@@ -41,6 +43,7 @@ CampaignRow campaignFrom(const pqxx::row& r) {
   c.weight = r[5].as<double>();
   c.provider = r[6].as<std::string>();
   c.updated_at = r[7].as<std::string>();
+  if (!r[8].is_null()) c.total = r[8].as<std::int64_t>();
   return c;
 }
 
@@ -87,6 +90,21 @@ constexpr const char* kLedgerCounts =
 
 using SnapshotRead = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
 
+// A PostgreSQL text[] literal: {"a","b\"c"} (ids are UTF-8 without control characters).
+std::string textArrayLiteral(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ',';
+    out += '"';
+    for (char c : items[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
 bool lostConnection(const std::string& sqlstate) {
   // 08: connection exceptions; 57P: the server is shutting down or restarting.
   return sqlstate.rfind("08", 0) == 0 || sqlstate.rfind("57P", 0) == 0;
@@ -103,6 +121,18 @@ std::string providerNotFound(const std::string& id) {
 }
 
 struct PgControl::Impl {
+  // What topSnapshot() has counted for good: per campaign, its ledger rows
+  // recorded before `cutoff` (the database's own timestamp, as text, so the
+  // next refresh splits at exactly the same instant).
+  struct Tally {
+    std::int64_t sent = 0, failed = 0, rejected = 0;
+  };
+  struct TopState {
+    std::map<std::string, Tally> settled;
+    std::string cutoff;  // empty: nothing counted yet
+  };
+  TopState top;
+
   std::string conninfo;
   std::string shown;  // the conninfo without its password, for messages
   std::unique_ptr<pqxx::connection> conn;
@@ -185,10 +215,12 @@ CampaignRow PgControl::createCampaign(const NewCampaign& nc) {
       throw NotFoundError(providerNotFound(nc.provider));
     const RateParams rate = rateParams(nc.limit);
     const pqxx::result r = tx.exec_params(
-        "INSERT INTO campaigns (id, name, send_rate, burst, weight, provider) "
-        "VALUES ($1, $2, CASE WHEN $3 THEN $4::double precision END, $5, $6, NULLIF($7, '')) "
+        "INSERT INTO campaigns (id, name, send_rate, burst, weight, provider, total) "
+        "VALUES ($1, $2, CASE WHEN $3 THEN $4::double precision END, $5, $6, NULLIF($7, ''), "
+        "CASE WHEN $8 THEN $9::bigint END) "
         "ON CONFLICT (id) DO NOTHING RETURNING id",
-        nc.id, nc.name, rate.limited, rate.value, nc.limit.burst, nc.weight, nc.provider);
+        nc.id, nc.name, rate.limited, rate.value, nc.limit.burst, nc.weight, nc.provider, nc.total.has_value(),
+        nc.total.value_or(0));
     if (r.empty())
       throw RefusedError(fmt::format(
           "campaign '{}' already exists; `pacerctl campaign show {}` shows it and `pacerctl campaign set-rate` "
@@ -259,6 +291,120 @@ Change<CampaignRow> PgControl::changeCampaignState(const std::string& id, Campai
     Change<CampaignRow> c{*before, *fetchCampaign(tx, id, false), true};
     tx.commit();
     return c;
+  });
+}
+
+CampaignRow PgControl::campaignRow(const std::string& id) {
+  return impl_->guarded([&] {
+    pqxx::read_transaction tx(*impl_->conn);
+    auto row = fetchCampaign(tx, id, false);
+    if (!row) throw NotFoundError(campaignNotFound(id));
+    return std::move(*row);
+  });
+}
+
+Change<CampaignRow> PgControl::setCampaignTotal(const std::string& id, std::optional<std::int64_t> total) {
+  return impl_->guarded([&] {
+    pqxx::work tx(*impl_->conn);
+    auto before = fetchCampaign(tx, id, true);
+    if (!before) throw NotFoundError(campaignNotFound(id));
+    if (before->total == total) return Change<CampaignRow>{*before, *before, false};
+    tx.exec_params("UPDATE campaigns SET total = CASE WHEN $2 THEN $3::bigint END, updated_at = now() WHERE id = $1",
+                   id, total.has_value(), total.value_or(0));
+    announce(tx, "campaign", id, "set-total");
+    Change<CampaignRow> c{*before, *fetchCampaign(tx, id, false), true};
+    tx.commit();
+    return c;
+  });
+}
+
+CampaignRow PgControl::addToCampaignTotal(const std::string& id, std::int64_t delta) {
+  return impl_->guarded([&] {
+    pqxx::work tx(*impl_->conn);
+    // One statement, so concurrent producers add up instead of overwriting.
+    const pqxx::result r = tx.exec_params(
+        "UPDATE campaigns SET total = greatest(0, total + $2), updated_at = now() "
+        "WHERE id = $1 AND total IS NOT NULL RETURNING id",
+        id, delta);
+    if (!r.empty() && delta != 0) announce(tx, "campaign", id, "set-total");
+    auto row = fetchCampaign(tx, id, false);
+    if (!row) throw NotFoundError(campaignNotFound(id));
+    tx.commit();
+    return std::move(*row);
+  });
+}
+
+TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
+  return impl_->guarded([&] {
+    SnapshotRead tx(*impl_->conn);
+    Impl::TopState& st = impl_->top;
+    std::vector<std::string> known;
+    known.reserve(st.settled.size());
+    for (const auto& [id, tally] : st.settled) known.push_back(id);
+    settle_s = std::max(window_s, settle_s);
+    // Per live campaign, one index range scan over (campaign, recorded_at)
+    // INCLUDE (status): from the last refresh's cutoff for a campaign counted
+    // before (all of its rows for one seen the first time), split at the new
+    // cutoff into rows that are settled from now on and rows still counted
+    // each time; parked only where the total is unknown.
+    const pqxx::result r = tx.exec_params(
+        // The cutoff never moves back (a clock set back), or rows would be counted twice.
+        "WITH t AS (SELECT now() AS at, greatest(now() - make_interval(secs => $1), $4::timestamptz) AS cutoff) "
+        "SELECT c.id, c.state, coalesce(c.provider, ''), c.send_rate, c.total, "
+        "  d.settled_sent, d.settled_failed, d.settled_rejected, d.live_sent, d.live_failed, d.live_rejected, "
+        "  d.recent, coalesce(p.parked, 0), extract(epoch FROM t.at)::double precision, " PACER_UTC("t.at") ", "
+        "  t.cutoff::text "
+        "FROM campaigns c CROSS JOIN t "
+        "CROSS JOIN LATERAL (SELECT "
+        "  count(*) FILTER (WHERE status = 'sent' AND recorded_at < t.cutoff) AS settled_sent, "
+        "  count(*) FILTER (WHERE status = 'failed' AND recorded_at < t.cutoff) AS settled_failed, "
+        "  count(*) FILTER (WHERE status = 'rejected' AND recorded_at < t.cutoff) AS settled_rejected, "
+        "  count(*) FILTER (WHERE status = 'sent' AND recorded_at >= t.cutoff) AS live_sent, "
+        "  count(*) FILTER (WHERE status = 'failed' AND recorded_at >= t.cutoff) AS live_failed, "
+        "  count(*) FILTER (WHERE status = 'rejected' AND recorded_at >= t.cutoff) AS live_rejected, "
+        "  count(*) FILTER (WHERE status = 'sent' AND recorded_at > t.at - make_interval(secs => $2)) AS recent "
+        "  FROM deliveries WHERE campaign = c.id AND recorded_at >= "
+        "    CASE WHEN c.id = ANY($3::text[]) THEN $4::timestamptz ELSE '-infinity'::timestamptz END) d "
+        "LEFT JOIN LATERAL (SELECT count(*) AS parked FROM parked WHERE campaign = c.id AND c.total IS NULL) p "
+        "ON true "
+        "WHERE c.state IN ('active', 'paused') ORDER BY c.id",
+        settle_s, window_s, textArrayLiteral(known),
+        st.cutoff.empty() ? std::string("-infinity") : st.cutoff);
+    TopSnapshot s;
+    std::map<std::string, Impl::Tally> settled;
+    std::string cutoff;
+    if (r.empty()) {
+      const pqxx::row at = tx.exec1("SELECT extract(epoch FROM now())::double precision, " PACER_UTC("now()"));
+      s.at_epoch_s = at[0].as<double>();
+      s.at_utc = at[1].as<std::string>();
+    }
+    for (const auto& row : r) {
+      TopSnapshot::Campaign c;
+      c.id = row[0].as<std::string>();
+      c.state = row[1].as<std::string>();
+      c.provider = row[2].as<std::string>();
+      if (!row[3].is_null()) c.send_rate = row[3].as<double>();
+      if (!row[4].is_null()) c.total = row[4].as<std::int64_t>();
+      Impl::Tally t = st.settled.count(c.id) ? st.settled[c.id] : Impl::Tally{};
+      t.sent += row[5].as<std::int64_t>();
+      t.failed += row[6].as<std::int64_t>();
+      t.rejected += row[7].as<std::int64_t>();
+      settled[c.id] = t;
+      c.sent = t.sent + row[8].as<std::int64_t>();
+      c.failed = t.failed + row[9].as<std::int64_t>();
+      c.rejected = t.rejected + row[10].as<std::int64_t>();
+      c.sent_in_window = row[11].as<std::int64_t>();
+      c.parked = row[12].as<std::int64_t>();
+      s.at_epoch_s = row[13].as<double>();
+      s.at_utc = row[14].as<std::string>();
+      cutoff = row[15].as<std::string>();
+      s.campaigns.push_back(std::move(c));
+    }
+    // Only once the read succeeded: campaigns no longer live are forgotten
+    // (counted in full again if they come back).
+    st.settled = std::move(settled);
+    st.cutoff = std::move(cutoff);
+    return s;
   });
 }
 

@@ -29,6 +29,7 @@ struct CampaignRow {
   double weight = 1;
   std::string provider;    // empty: none
   std::string updated_at;  // UTC, ISO 8601 (2026-11-23T09:00:00Z)
+  std::optional<std::int64_t> total;  // messages the campaign has in all; nullopt: unknown
 };
 
 struct ProviderRow {
@@ -74,7 +75,34 @@ struct NewCampaign {
   Limit limit;
   double weight = 1;
   std::string provider;  // empty: none
+  std::optional<std::int64_t> total;  // nullopt: unknown
 };
+
+// One sample of the active and paused campaigns for `pacerctl top`, read in
+// one snapshot with one statement.
+struct TopSnapshot {
+  double at_epoch_s = 0;  // the database's now(), seconds since the epoch
+  std::string at_utc;     // the same, 2026-11-23T13:40:05Z
+  struct Campaign {
+    std::string id;
+    std::string state;
+    std::string provider;  // empty: none
+    std::optional<double> send_rate;
+    std::optional<std::int64_t> total;
+    std::int64_t sent = 0;
+    std::int64_t failed = 0;
+    std::int64_t rejected = 0;
+    std::int64_t sent_in_window = 0;  // sent rows with recorded_at in (now - window, now]
+    std::int64_t parked = 0;          // counted only when the total is unknown (else 0)
+  };
+  std::vector<Campaign> campaigns;  // by id
+};
+
+// topSnapshot() counts a ledger row once and for all when it was recorded at
+// least this long before the refresh: pacerd's ledger transactions (one
+// INSERT batch, or unpark-and-record) take milliseconds, so no row with an
+// older recorded_at commits later.
+inline constexpr double kTopSettleS = 60;
 
 class PgControl {
  public:
@@ -95,6 +123,26 @@ class PgControl {
   Change<CampaignRow> setCampaignLimit(const std::string& id, const Limit& limit);
   // pause, resume or cancel (decideTransition). NotFoundError, RefusedError.
   Change<CampaignRow> changeCampaignState(const std::string& id, CampaignAction action);
+  // The campaign row alone, without counting its ledger. NotFoundError.
+  CampaignRow campaignRow(const std::string& id);
+  // Sets the total (nullopt: unknown) in any state and announces "set-total".
+  // NotFoundError.
+  Change<CampaignRow> setCampaignTotal(const std::string& id, std::optional<std::int64_t> total);
+  // Adds `delta` (may be negative; the total never goes below 0) to a known
+  // total and announces "set-total"; an unknown total stays unknown and
+  // nothing is written. Returns the row after. NotFoundError.
+  CampaignRow addToCampaignTotal(const std::string& id, std::int64_t delta);
+
+  // Counts for `pacerctl top`: each active or paused campaign's ledger rows by
+  // status, its sent rows of the last `window_s` seconds, and (total unknown)
+  // its parked rows. Served by the index deliveries (campaign, recorded_at)
+  // INCLUDE (status) of migration 4. Incremental: the first call (and the
+  // first for a campaign) counts all of a campaign's rows; later calls read
+  // only the rows recorded since max(window_s, 60) s before the previous call
+  // and add them to what this object has kept. A row whose recorded_at is
+  // over 60 s older than its commit would be missed (pacerd's ledger
+  // transactions take milliseconds). `settle_s` is that 60 s; tests shorten it.
+  TopSnapshot topSnapshot(double window_s, double settle_s = kTopSettleS);
 
   ProviderRow createProvider(const std::string& id, const Limit& limit);            // RefusedError
   std::vector<ProviderRow> providers();                                             // by id

@@ -45,6 +45,17 @@ std::optional<double> parseRate(std::string_view text, std::string_view flag) {
   return *v;
 }
 
+std::int64_t parseCount(std::string_view text, std::string_view flag, std::int64_t min, std::string_view what) {
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+  if (!digits || ec != std::errc() || ptr != end || v < min || v > kMaxCount)
+    throw InvalidValueError(fmt::format("{} '{}': {} is a whole number of messages, {} to {}", flag, text, what, min,
+                                        kMaxCount));
+  return v;
+}
+
 double parseBurst(std::string_view text, std::string_view flag) {
   const std::optional<double> v = number(text);
   if (!v || !std::isfinite(*v) || *v < 1)

@@ -3,6 +3,7 @@
 // and the error kinds with the exit code each one means. No I/O; unit-tested.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -67,6 +68,12 @@ std::optional<double> parseRate(std::string_view text, std::string_view flag);
 double parseBurst(std::string_view text, std::string_view flag);
 // A scheduling weight: a finite number, 0 < weight <= 1,000,000.
 double parseWeight(std::string_view text, std::string_view flag);
+
+// A count of messages (a campaign's total, --count): a whole number from
+// `min` to 1,000,000,000,000 written in digits only ("1e3", "-1", "5.0" and
+// "" are refused). `what` says what the number is for in the error.
+std::int64_t parseCount(std::string_view text, std::string_view flag, std::int64_t min, std::string_view what);
+inline constexpr std::int64_t kMaxCount = 1'000'000'000'000;
 
 // The burst used when none is given: 10 ms of the rate plus one
 // (ceil(rate / 100) + 1), so pacerd's tick (5 ms by default) can reach the

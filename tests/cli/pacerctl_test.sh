@@ -85,4 +85,25 @@ rows=$(pacer_psql -c "SELECT id || ':' || state || ':' || coalesce(send_rate::te
 [ "$rows" = "alerts:cancelled:unlimited:1 spring:active:250:4 " ] || fail "campaigns table: $rows"
 rows=$(pacer_psql -c "SELECT id || ':' || rate || ':' || burst FROM providers" | tr '\n' ' ')
 [ "$rows" = "sms:400:20 " ] || fail "providers table: $rows"
+# top as a process: frames while it runs (no escape codes when stdout is a file),
+# then SIGTERM and SIGINT each end it with exit 0.
+expect 0 "campaign 'spring': total unknown -> 40" campaign set-total spring 40
+for sig in TERM INT; do
+  "$pacerctl" top --interval-ms 100 >"$tmp/top.out" 2>"$tmp/top.err" &
+  top_pid=$!
+  for _ in $(seq 1 100); do
+    [ "$(grep -c '^pacer top ' "$tmp/top.out")" -ge 2 ] && break
+    sleep 0.1
+  done
+  [ "$(grep -c '^pacer top ' "$tmp/top.out")" -ge 2 ] || fail "top printed fewer than 2 frames: $(cat "$tmp/top.out" "$tmp/top.err")"
+  kill -s "$sig" "$top_pid"
+  set +e
+  wait "$top_pid"
+  rc=$?
+  set -e
+  [ "$rc" = 0 ] || fail "top after SIG$sig exited $rc: $(cat "$tmp/top.err")"
+  grep -q "^spring  active  sms  " "$tmp/top.out" || fail "top frame: $(cat "$tmp/top.out")"
+  if grep -q $'\x1b' "$tmp/top.out"; then fail "top wrote escape codes to a file"; fi
+done
+
 echo "pacerctl CLI: all checks passed"

@@ -5,8 +5,11 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <librdkafka/rdkafkacpp.h>
 
+#include <chrono>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <sstream>
@@ -14,8 +17,10 @@
 #include <vector>
 
 #include "control/cli.h"
+#include "control/pg_control.h"
 #include "control/values.h"
 #include "ledger/pg_ledger.h"
+#include "support/kafka_mock_process.h"
 #include "support/loopback.h"
 #include "support/postgres_server.h"
 
@@ -23,6 +28,7 @@ namespace pacer::control {
 namespace {
 
 using pacer::testing::PostgresServer;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -52,7 +58,20 @@ constexpr const char* kSentinel = "sentinel";
 class PacerctlTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { server_ = std::make_unique<PostgresServer>(); }
-  static void TearDownTestSuite() { server_.reset(); }
+  static void TearDownTestSuite() {
+    kafka_.reset();
+    server_.reset();
+  }
+
+  // One pacer-kafka-mock for the produce tests, started by the first of them.
+  static const std::string& kafka() {
+    if (!kafka_) {
+      pacer::testing::KafkaMockOptions o;
+      o.topics = {"messages:2"};
+      kafka_ = std::make_unique<pacer::testing::KafkaMockProcess>(o);
+    }
+    return kafka_->bootstraps();
+  }
 
   void SetUp() override {
     const std::string db = "t_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -129,11 +148,13 @@ class PacerctlTest : public ::testing::Test {
   }
 
   static std::unique_ptr<PostgresServer> server_;
+  static std::unique_ptr<pacer::testing::KafkaMockProcess> kafka_;
   std::string conninfo_;
   std::unique_ptr<pqxx::connection> listen_conn_;
   std::unique_ptr<Listener> listener_;
 };
 std::unique_ptr<PostgresServer> PacerctlTest::server_;
+std::unique_ptr<pacer::testing::KafkaMockProcess> PacerctlTest::kafka_;
 
 // --- campaign create -------------------------------------------------------
 
@@ -610,6 +631,335 @@ TEST_F(PacerctlTest, UsageErrorsExitTwoAndHelpExitsZero) {
   EXPECT_EQ(help.code, 0) << help;
   EXPECT_THAT(help.out, HasSubstr("Exit codes: 0 done"));
   EXPECT_THAT(announced(), IsEmpty());
+}
+
+// --- campaign totals -------------------------------------------------------
+
+TEST_F(PacerctlTest, CampaignCreateTakesATotalAndSetTotalChangesItAndAnnounces) {
+  Outcome r = ctl({"campaign", "create", "c1", "--rate", "40", "--total", "600"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("total 600"));
+  EXPECT_EQ(row("SELECT total FROM campaigns WHERE id = 'c1'")[0].as<std::int64_t>(), 600);
+  ASSERT_EQ(ctl({"campaign", "create", "c2"}).code, 0);
+  EXPECT_TRUE(row("SELECT total FROM campaigns WHERE id = 'c2'")[0].is_null());
+  announced();
+
+  r = ctl({"--json", "campaign", "set-total", "c1", "700"});
+  ASSERT_EQ(r.code, 0) << r;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j.at("change"), "set-total");
+  EXPECT_EQ(j.at("previous").at("total"), 600);
+  EXPECT_EQ(j.at("campaign").at("total"), 700);
+  EXPECT_THAT(announced(), ElementsAre(payload("campaign", "c1", "set-total")));
+
+  r = ctl({"campaign", "set-total", "c1", "700"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("total is already 700; nothing changed"));
+  EXPECT_THAT(announced(), IsEmpty());
+
+  r = ctl({"campaign", "set-total", "c1", "unknown"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("campaign 'c1': total 700 -> unknown"));
+  EXPECT_TRUE(row("SELECT total FROM campaigns WHERE id = 'c1'")[0].is_null());
+
+  r = ctl({"campaign", "show", "c2"});
+  EXPECT_THAT(r.out, HasSubstr("\ntotal             unknown\n"));
+
+  for (const char* bad : {"-1", "1.5", "", "lots"}) {
+    r = ctl({"campaign", "set-total", "c1", bad});
+    EXPECT_EQ(r.code, 2) << r;
+    EXPECT_THAT(r.err, HasSubstr("a total is a whole number of messages")) << r;
+  }
+  r = ctl({"campaign", "create", "c3", "--total", "-5"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_EQ(count("campaigns"), 2);
+  EXPECT_EQ(ctl({"campaign", "set-total", "nope", "5"}).code, 1);
+}
+
+// --- top -------------------------------------------------------------------
+
+TEST_F(PacerctlTest, TopOnceJsonCountsEachLiveCampaignsLedgerBacklogAndProgress) {
+  ASSERT_EQ(ctl({"provider", "create", "sms", "--rate", "150"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "a", "--rate", "40", "--provider", "sms", "--total", "100"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "b", "--rate", "5"}).code, 0);  // no total
+  ASSERT_EQ(ctl({"campaign", "create", "gone", "--total", "10"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "p", "--total", "20"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "cancel", "gone"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "pause", "p"}).code, 0);
+  // a: 30 sent two hours ago, 10 sent now, 5 failed, 2 rejected; b: 3 sent
+  // and 4 parked; p: 20 sent two hours ago (done); gone: not shown.
+  exec(
+      "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, recorded_at) "
+      "SELECT 'a-old-' || i, 'a', 't', 0, i, 'sent', now() - interval '2 hours' FROM generate_series(1, 30) i "
+      "UNION ALL SELECT 'a-new-' || i, 'a', 't', 0, 100 + i, 'sent', now() FROM generate_series(1, 10) i "
+      "UNION ALL SELECT 'a-failed-' || i, 'a', 't', 0, 200 + i, 'failed', now() FROM generate_series(1, 5) i "
+      "UNION ALL SELECT 'a-rejected-' || i, 'a', 't', 0, 300 + i, 'rejected', now() FROM generate_series(1, 2) i "
+      "UNION ALL SELECT 'b-' || i, 'b', 't', 0, 400 + i, 'sent', now() - interval '2 hours' "
+      "FROM generate_series(1, 3) i "
+      "UNION ALL SELECT 'p-' || i, 'p', 't', 0, 500 + i, 'sent', now() - interval '2 hours' "
+      "FROM generate_series(1, 20) i "
+      "UNION ALL SELECT 'gone-' || i, 'gone', 't', 0, 600 + i, 'failed', now() FROM generate_series(1, 3) i");
+  exec(
+      "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, payload) "
+      "SELECT 'bp-' || i, 'b', 't', 1, i, 'x' FROM generate_series(1, 4) i");
+
+  // A ten-minute window: the rows of two hours ago are outside it, those of now inside.
+  const Outcome r = ctl({"--json", "top", "--once", "--window-s", "600"});
+  ASSERT_EQ(r.code, 0) << r;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j.at("window_s"), 600.0);
+  const Json& rows = j.at("campaigns");
+  ASSERT_EQ(rows.size(), 3u) << j.dump(2);  // a, b, p: not the cancelled one
+
+  const Json& a = rows.at(0);
+  EXPECT_EQ(a.at("id"), "a");
+  EXPECT_EQ(a.at("state"), "active");
+  EXPECT_EQ(a.at("provider"), "sms");
+  EXPECT_EQ(a.at("send_rate"), 40.0);
+  EXPECT_EQ(a.at("total"), 100);
+  EXPECT_EQ(a.at("sent"), 40);
+  EXPECT_EQ(a.at("failed"), 5);
+  EXPECT_EQ(a.at("rejected"), 2);
+  EXPECT_EQ(a.at("backlog"), 100 - 47);
+  EXPECT_EQ(a.at("backlog_lower_bound"), false);
+  EXPECT_DOUBLE_EQ(a.at("progress").get<double>(), 0.47);
+  // 10 sent rows in the 600 s window; 53 left at that rate.
+  EXPECT_DOUBLE_EQ(a.at("achieved_rate").get<double>(), 10.0 / 600);
+  EXPECT_NEAR(a.at("eta_s").get<double>(), 53 / (10.0 / 600), 1e-6);
+
+  const Json& b = rows.at(1);
+  EXPECT_EQ(b.at("id"), "b");
+  EXPECT_TRUE(b.at("total").is_null());
+  EXPECT_EQ(b.at("sent"), 3);
+  EXPECT_EQ(b.at("parked"), 4);
+  EXPECT_EQ(b.at("backlog"), 4);
+  EXPECT_EQ(b.at("backlog_lower_bound"), true);
+  EXPECT_TRUE(b.at("progress").is_null());
+  EXPECT_EQ(b.at("achieved_rate"), 0.0);
+  EXPECT_TRUE(b.at("eta_s").is_null());
+
+  const Json& p = rows.at(2);
+  EXPECT_EQ(p.at("id"), "p");
+  EXPECT_EQ(p.at("state"), "paused");
+  EXPECT_EQ(p.at("backlog"), 0);
+  EXPECT_DOUBLE_EQ(p.at("progress").get<double>(), 1.0);
+  EXPECT_EQ(p.at("eta_s"), 0.0);
+
+  EXPECT_EQ(j.at("totals").at("sent"), 63);
+  EXPECT_EQ(j.at("totals").at("backlog"), 57);
+  EXPECT_EQ(j.at("totals").at("backlog_lower_bound"), true);
+  EXPECT_EQ(j.at("totals").at("active"), 2);
+  EXPECT_EQ(j.at("totals").at("paused"), 1);
+}
+
+TEST_F(PacerctlTest, TopOncePrintsAHeaderAndOneLinePerCampaign) {
+  ASSERT_EQ(ctl({"campaign", "create", "spring", "--rate", "40", "--total", "4"}).code, 0);
+  exec(
+      "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status) "
+      "VALUES ('m1', 'spring', 't', 0, 1, 'sent')");
+  Outcome r = ctl({"top", "--once"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("pacer top  20"));
+  EXPECT_THAT(r.out, HasSubstr("campaigns 1: 1 active, 0 paused  sent 1  failed 0  backlog 3  achieved "));
+  EXPECT_THAT(r.out, HasSubstr("ID      STATE   PROVIDER  RATE  ACHIEVED  SENT  FAILED  BACKLOG  PROGRESS"));
+  EXPECT_THAT(r.out, HasSubstr("spring  active  -         40/s"));
+  EXPECT_THAT(r.out, HasSubstr("[#####...............]  25%"));
+  EXPECT_THAT(r.out, Not(HasSubstr("\x1b[")));  // not a terminal: no escape codes
+
+  r = ctl({"--json", "top"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_THAT(r.err, HasSubstr("--json with top needs --once"));
+  EXPECT_EQ(ctl({"top", "--once", "--interval-ms", "5"}).code, 2);
+  EXPECT_EQ(ctl({"top", "--once", "--window-s", "0"}).code, 2);
+}
+
+// Each refresh after the first reads only the rows recorded since the last
+// cutoff: counts must grow by exactly the rows added, never count a row twice
+// as it moves from "recent" to "settled", and a campaign seen for the first
+// time is counted in full.
+TEST_F(PacerctlTest, TopSnapshotsAddOnlyNewRowsAndCountACampaignSeenLateInFull) {
+  ASSERT_EQ(ctl({"campaign", "create", "a", "--total", "1000"}).code, 0);
+  const auto insert = [&](const std::string& campaign, const std::string& prefix, int n, const std::string& status,
+                          const std::string& age) {
+    exec(fmt::format(
+        "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, recorded_at) "
+        "SELECT '{0}-' || i, '{1}', 't', 0, i, '{2}', now() - interval '{3}' FROM generate_series(1, {4}) i",
+        prefix, campaign, status, age, n));
+  };
+  insert("a", "old", 30, "sent", "2 hours");
+  insert("a", "mid", 20, "sent", "30 seconds");  // recent at a 60 s cutoff, settled at a 10 s one
+  insert("a", "midf", 4, "failed", "30 seconds");
+  insert("a", "new", 10, "sent", "0 seconds");
+
+  PgControl db(ConnectOptions{conninfo_});
+  const auto a_of = [](const TopSnapshot& s, const std::string& id) {
+    for (const auto& c : s.campaigns)
+      if (c.id == id) return c;
+    ADD_FAILURE() << "no campaign " << id;
+    return TopSnapshot::Campaign{};
+  };
+  TopSnapshot s = db.topSnapshot(5, 60);
+  EXPECT_EQ(a_of(s, "a").sent, 60);
+  EXPECT_EQ(a_of(s, "a").failed, 4);
+
+  // The 30-second-old rows become settled at a 10 s cutoff: still counted once.
+  s = db.topSnapshot(5, 10);
+  EXPECT_EQ(a_of(s, "a").sent, 60);
+  EXPECT_EQ(a_of(s, "a").failed, 4);
+  s = db.topSnapshot(5, 10);
+  EXPECT_EQ(a_of(s, "a").sent, 60);
+
+  // New rows are added; a campaign that appears now is counted in full,
+  // its two-hour-old rows included; a longer settle time does not move the
+  // cutoff back (which would count rows twice).
+  insert("a", "later", 5, "sent", "0 seconds");
+  insert("a", "laterr", 3, "rejected", "0 seconds");
+  ASSERT_EQ(ctl({"campaign", "create", "z"}).code, 0);
+  insert("z", "zold", 7, "sent", "2 hours");
+  s = db.topSnapshot(5, 60);
+  EXPECT_EQ(a_of(s, "a").sent, 65);
+  EXPECT_EQ(a_of(s, "a").rejected, 3);
+  EXPECT_EQ(a_of(s, "z").sent, 7);
+  s = db.topSnapshot(5, 10);
+  EXPECT_EQ(a_of(s, "a").sent, 65);
+  EXPECT_EQ(a_of(s, "a").failed, 4);
+  EXPECT_EQ(a_of(s, "z").sent, 7);
+
+  // A campaign that leaves the view and comes back is counted in full again.
+  ASSERT_EQ(ctl({"campaign", "pause", "z"}).code, 0);
+  exec("UPDATE campaigns SET state = 'completed' WHERE id = 'z'");
+  s = db.topSnapshot(5, 10);
+  EXPECT_EQ(s.campaigns.size(), 1u);
+  exec("UPDATE campaigns SET state = 'active' WHERE id = 'z'");
+  s = db.topSnapshot(5, 10);
+  EXPECT_EQ(a_of(s, "z").sent, 7);
+}
+
+// --- produce ---------------------------------------------------------------
+
+// The records on `topic`, read from the start of every partition (no group).
+struct Record {
+  std::string key, id, recipient, value;
+};
+std::vector<Record> readTopic(const std::string& bootstraps, const std::string& topic, int partitions) {
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::string err;
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"bootstrap.servers", bootstraps}, {"group.id", "pacerctl-test-reader"}, {"enable.partition.eof", "true"},
+           {"enable.auto.commit", "false"}})
+    EXPECT_EQ(conf->set(k, v, err), RdKafka::Conf::CONF_OK) << err;
+  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+  EXPECT_NE(c, nullptr) << err;
+  if (!c) return {};
+  std::vector<RdKafka::TopicPartition*> parts;
+  for (int p = 0; p < partitions; ++p)
+    parts.push_back(RdKafka::TopicPartition::create(topic, p, RdKafka::Topic::OFFSET_BEGINNING));
+  EXPECT_EQ(c->assign(parts), RdKafka::ERR_NO_ERROR);
+  RdKafka::TopicPartition::destroy(parts);
+  std::vector<Record> out;
+  std::set<int> at_end;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (static_cast<int>(at_end.size()) < partitions && std::chrono::steady_clock::now() < deadline) {
+    std::unique_ptr<RdKafka::Message> m(c->consume(100));
+    if (m->err() == RdKafka::ERR__PARTITION_EOF) {
+      at_end.insert(m->partition());
+    } else if (m->err() == RdKafka::ERR_NO_ERROR) {
+      Record r{m->key() ? *m->key() : "", "", "", std::string(static_cast<const char*>(m->payload()), m->len())};
+      if (RdKafka::Headers* h = m->headers()) {
+        for (auto [name, to] : {std::pair{"message-id", &r.id}, std::pair{"recipient", &r.recipient}}) {
+          const RdKafka::Headers::Header v = h->get_last(name);
+          if (v.err() == RdKafka::ERR_NO_ERROR) to->assign(static_cast<const char*>(v.value()), v.value_size());
+        }
+      }
+      out.push_back(std::move(r));
+    }
+  }
+  EXPECT_EQ(static_cast<int>(at_end.size()), partitions) << "the topic was not read to its end in time";
+  c->close();
+  return out;
+}
+
+TEST_F(PacerctlTest, ProduceDeliversCountMessagesInTheContractsShapeAndAddsThemToTheTotal) {
+  const std::string brokers = kafka();
+  ASSERT_EQ(ctl({"campaign", "create", "spring", "--rate", "40", "--total", "100"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "loose"}).code, 0);  // no total
+  const std::size_t before = readTopic(brokers, "messages", 2).size();
+
+  Outcome r = ctl({"produce", "--brokers", brokers, "--topic", "messages", "--campaign", "spring", "--count", "25",
+                   "--recipient-prefix", "+1555", "--payload", "hello", "--id-prefix", "run1-", "--rate", "500"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("campaign 'spring': 25 of 25 messages delivered to topic 'messages'"));
+  EXPECT_THAT(r.out, HasSubstr("total 100 -> 125"));
+  EXPECT_EQ(row("SELECT total FROM campaigns WHERE id = 'spring'")[0].as<std::int64_t>(), 125);
+  EXPECT_THAT(announced(), Contains(payload("campaign", "spring", "set-total")));
+
+  // Through an environment variable, for a campaign without a total: JSON, total untouched.
+  CliEnvironment env;
+  env.brokers = brokers;
+  r = ctlWith({"--postgres", conninfo_, "--json", "produce", "--topic", "messages", "--campaign", "loose", "--count",
+               "7"},
+              env);
+  ASSERT_EQ(r.code, 0) << r;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j.at("delivered"), 7);
+  EXPECT_EQ(j.at("failed"), 0);
+  EXPECT_TRUE(j.at("total").is_null());
+  EXPECT_TRUE(row("SELECT total FROM campaigns WHERE id = 'loose'")[0].is_null());
+
+  const std::vector<Record> all = readTopic(brokers, "messages", 2);
+  std::vector<Record> mine(all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
+  ASSERT_EQ(mine.size(), 32u);
+  std::set<std::string> spring_ids, loose_ids;
+  for (const Record& rec : mine) {
+    if (rec.key == "spring") {
+      EXPECT_EQ(rec.value, "hello");
+      EXPECT_EQ(rec.recipient.rfind("+1555", 0), 0u) << rec.recipient;
+      spring_ids.insert(rec.id);
+    } else {
+      EXPECT_EQ(rec.key, "loose");
+      EXPECT_TRUE(rec.recipient.empty());
+      EXPECT_EQ(rec.id.rfind("loose:", 0), 0u) << rec.id;  // the default prefix names the campaign
+      loose_ids.insert(rec.id);
+    }
+  }
+  EXPECT_EQ(spring_ids.size(), 25u);  // every message-id distinct
+  EXPECT_TRUE(spring_ids.count("run1-0") && spring_ids.count("run1-24"));
+  EXPECT_EQ(loose_ids.size(), 7u);
+}
+
+TEST_F(PacerctlTest, ProduceToAnUnreachableBrokerExitsThreeAndLeavesTheTotal) {
+  ASSERT_EQ(ctl({"campaign", "create", "spring", "--total", "100"}).code, 0);
+  const std::string nowhere = fmt::format("127.0.0.1:{}", pacer::testing::freeLoopbackPort());
+  const Outcome r = ctl({"produce", "--brokers", nowhere, "--topic", "messages", "--campaign", "spring", "--count",
+                         "5", "--timeout-ms", "60000"});
+  EXPECT_EQ(r.code, 3) << r;
+  EXPECT_THAT(r.err, HasSubstr(fmt::format("pacerctl: cannot reach Kafka at '{}'", nowhere))) << r;
+  EXPECT_THAT(r.err, HasSubstr("check --brokers (or PACER_BROKERS)")) << r;
+  EXPECT_THAT(r.out, HasSubstr("0 of 5 messages delivered")) << r;
+  EXPECT_EQ(row("SELECT total FROM campaigns WHERE id = 'spring'")[0].as<std::int64_t>(), 100);
+}
+
+TEST_F(PacerctlTest, ProduceChecksItsValuesAndTheCampaignBeforeSending) {
+  ASSERT_EQ(ctl({"campaign", "create", "spring"}).code, 0);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--topic", "messages", "--campaign", "spring"}, "no Kafka brokers given"},
+      {{"--brokers", "127.0.0.1:1", "--topic", "bad topic", "--campaign", "spring"}, "--topic 'bad topic'"},
+      {{"--brokers", "127.0.0.1:1", "--topic", "messages", "--campaign", "spring", "--count", "0"}, "--count '0'"},
+      {{"--brokers", "127.0.0.1:1", "--topic", "messages", "--campaign", "spring", "--rate", "0"}, "--rate '0'"},
+      {{"--brokers", "127.0.0.1:1", "--topic", "messages", "--campaign", "spring", "--rate", "-3"}, "--rate '-3'"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> full{"produce"};
+    full.insert(full.end(), args.begin(), args.end());
+    const Outcome r = ctl(full);
+    EXPECT_EQ(r.code, 2) << r;
+    EXPECT_THAT(r.err, HasSubstr(message)) << r;
+  }
+  // An unknown campaign is refused before anything is produced.
+  const Outcome r =
+      ctl({"produce", "--brokers", "127.0.0.1:1", "--topic", "messages", "--campaign", "nope", "--count", "3"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_THAT(r.err, HasSubstr("campaign 'nope' not found"));
 }
 
 }  // namespace

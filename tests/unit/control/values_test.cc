@@ -48,6 +48,24 @@ TEST(ParseRate, RefusesNegativeNaNInfiniteTooLargeAndNonNumbersNamingTheFlag) {
   EXPECT_THAT(refusal([] { parseRate("Unlimited", "--rate"); }), HasSubstr("or unlimited"));
 }
 
+TEST(ParseCount, AcceptsWholeNumbersFromTheMinimumToATrillion) {
+  EXPECT_EQ(parseCount("0", "--total", 0, "a total"), 0);
+  EXPECT_EQ(parseCount("600", "--total", 0, "a total"), 600);
+  EXPECT_EQ(parseCount("1000000000000", "--count", 1, "a count"), kMaxCount);
+}
+
+TEST(ParseCount, RefusesSignsFractionsExponentsEmptyAndOutOfRangeNamingTheFlag) {
+  for (const char* bad : {"", "-1", "+5", "1.5", "1e3", " 7", "7 ", "x", "1000000000001", "99999999999999999999"}) {
+    try {
+      parseCount(bad, "--total", 0, "a total");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const InvalidValueError& e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string("--total '") + bad + "': a total is a whole number of messages"));
+    }
+  }
+  EXPECT_THROW(parseCount("0", "--count", 1, "a count"), InvalidValueError);
+}
+
 TEST(ParseBurst, NeedsAFiniteNumberOfAtLeastOne) {
   EXPECT_EQ(parseBurst("1", "--burst"), 1.0);
   EXPECT_EQ(parseBurst("12.5", "--burst"), 12.5);

@@ -1,0 +1,106 @@
+// `pacerctl top`'s arithmetic and rendering, kept pure so it is tested
+// without a database, a clock or a terminal: the achieved rate from two
+// samples, the backlog, progress and ETA, the progress bar, and one frame
+// as text or JSON. pg_control.cc supplies the numbers, cli.cc the loop.
+// Every function here is thread-safe (no shared state) and reads no clock.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pacer::control {
+
+// A campaign's count of `sent` ledger rows as of `at_s` (seconds on any clock
+// that does not go backwards; top uses the database's).
+struct RateSample {
+  double at_s = 0;
+  std::int64_t sent = 0;
+};
+
+// Messages per second between two samples: (newer.sent - older.sent) /
+// (newer.at_s - older.at_s). nullopt when the span is not positive (time
+// stood still or went back) or the count went down (not one series).
+std::optional<double> achievedRate(const RateSample& older, const RateSample& newer) noexcept;
+
+// What is left of a campaign.
+struct Backlog {
+  std::int64_t messages = 0;
+  bool lower_bound = false;  // true: the total is unknown, `messages` counts only the parked ones
+};
+
+// With a known total: total - done, never below 0 (more rows than the total
+// says were produced means the total is stale, not that work is owed).
+// Without one: the parked messages, as a lower bound (queued in a worker's
+// memory or still in Kafka is not visible from the database).
+Backlog backlogOf(std::optional<std::int64_t> total, std::int64_t done, std::int64_t parked) noexcept;
+
+// done / total in [0, 1]; 1 for a total of 0; nullopt when the total is unknown.
+std::optional<double> progressOf(std::optional<std::int64_t> total, std::int64_t done) noexcept;
+
+// Seconds until the backlog is gone at `rate` msg/s: backlog / rate. 0 for a
+// known backlog of 0; nullopt when the rate is unknown or not above 0, or the
+// backlog is an unknown total with nothing parked. A lower-bound backlog gives
+// a lower-bound ETA (the caller shows it with the backlog's mark).
+std::optional<double> etaSeconds(const Backlog& backlog, std::optional<double> rate) noexcept;
+
+// "[#####...........] 31%": `width` cells, filled = floor(fraction * width),
+// percent rounded down, so a full bar and 100% mean done. Fractions outside
+// [0, 1] are clamped; nullopt or NaN gives "-".
+std::string progressBar(std::optional<double> fraction, int width);
+
+// "0s", "42s", "3m07s", "2h05m", ">99h"; seconds rounded up; nullopt, NaN or
+// negative gives "-".
+std::string formatDuration(std::optional<double> seconds);
+
+// One campaign as top shows it: what the database says...
+struct TopRow {
+  std::string id;
+  std::string state;                  // active or paused
+  std::string provider;               // empty: none
+  std::optional<double> send_rate;    // configured, msg/s; nullopt: unlimited
+  std::optional<std::int64_t> total;  // nullopt: unknown
+  std::int64_t sent = 0;
+  std::int64_t failed = 0;
+  std::int64_t rejected = 0;
+  std::int64_t parked = 0;
+  std::optional<double> achieved;  // sent msg/s over the window; nullopt: unknown
+};
+
+// ...and what top works out from it.
+struct TopFigures {
+  Backlog backlog;
+  std::optional<double> progress;
+  std::optional<double> eta_s;
+};
+TopFigures figuresOf(const TopRow& row) noexcept;
+
+struct TopFrame {
+  std::string at_utc;   // when the sample was taken, "2026-11-23T13:40:05Z"
+  double window_s = 5;  // the achieved rate's window
+  std::vector<TopRow> rows;
+};
+
+// The frame as text: a header line with the time and totals, a blank line,
+// then a table (ID STATE PROVIDER RATE ACHIEVED SENT FAILED BACKLOG PROGRESS
+// ETA). A backlog or ETA that is a lower bound is shown with ">=".
+std::string renderTopText(const TopFrame& frame, int bar_width = 20);
+
+// The frame as JSON (pretty-printed): {"at", "window_s", "totals": {...},
+// "campaigns": [{"id", "state", "provider", "send_rate", "achieved_rate",
+// "total", "sent", "failed", "rejected", "parked", "backlog",
+// "backlog_lower_bound", "progress", "eta_s"}]}; unknown values are null.
+std::string renderTopJson(const TopFrame& frame);
+
+// `frame` redrawn over the previous one on an ANSI terminal: cursor home
+// (ESC[H), each line followed by erase-to-end-of-line (ESC[K) so a shorter
+// line leaves nothing of the longer one behind, then erase below (ESC[J).
+std::string terminalRedraw(const std::string& frame);
+
+// For `pacerctl produce --rate R`: when message `index` (from 0) is due,
+// in seconds after the first, so that any N messages take (N - 1) / R s.
+// Rate <= 0 or NaN: 0 (no pacing).
+double produceDueS(std::int64_t index, double rate) noexcept;
+
+}  // namespace pacer::control

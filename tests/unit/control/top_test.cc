@@ -1,0 +1,209 @@
+// pacerctl top's arithmetic and rendering, and produce's pacing: pure, no
+// clock, no database.
+#include "control/top.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace pacer::control {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(TopRateTest, AchievedRateIsTheCountDifferenceOverTheTimeDifference) {
+  EXPECT_DOUBLE_EQ(*achievedRate({100.0, 1000}, {105.0, 1200}), 40.0);
+  EXPECT_DOUBLE_EQ(*achievedRate({0.0, 7}, {0.5, 7}), 0.0);
+}
+
+TEST(TopRateTest, AchievedRateIsUnknownWhenTimeStandsStillGoesBackOrTheCountFalls) {
+  EXPECT_FALSE(achievedRate({5.0, 10}, {5.0, 20}));
+  EXPECT_FALSE(achievedRate({6.0, 10}, {5.0, 20}));
+  EXPECT_FALSE(achievedRate({5.0, 20}, {6.0, 10}));
+}
+
+// Over many random sample pairs: the rate times the span gives back the count
+// difference, and is never negative.
+TEST(TopRateTest, AchievedRateTimesSpanIsTheCountDifference) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> t(0, 1e6), dt(1e-3, 600);
+  std::uniform_int_distribution<std::int64_t> n(0, 1'000'000'000), dn(0, 1'000'000);
+  for (int i = 0; i < 10000; ++i) {
+    const RateSample older{t(rng), n(rng)};
+    const RateSample newer{older.at_s + dt(rng), older.sent + dn(rng)};
+    const auto r = achievedRate(older, newer);
+    ASSERT_TRUE(r);
+    EXPECT_GE(*r, 0);
+    EXPECT_NEAR(*r * (newer.at_s - older.at_s), static_cast<double>(newer.sent - older.sent),
+                1e-6 * static_cast<double>(newer.sent - older.sent) + 1e-6);
+  }
+}
+
+TEST(TopBacklogTest, AKnownTotalGivesTotalMinusDoneNeverBelowZero) {
+  EXPECT_EQ(backlogOf(1000, 250, 99).messages, 750);
+  EXPECT_FALSE(backlogOf(1000, 250, 99).lower_bound);
+  EXPECT_EQ(backlogOf(1000, 1200, 0).messages, 0);  // a stale total owes nothing
+  EXPECT_EQ(backlogOf(0, 0, 5).messages, 0);
+}
+
+TEST(TopBacklogTest, AnUnknownTotalGivesTheParkedCountAsALowerBound) {
+  const Backlog b = backlogOf(std::nullopt, 250, 40);
+  EXPECT_EQ(b.messages, 40);
+  EXPECT_TRUE(b.lower_bound);
+}
+
+TEST(TopProgressTest, ProgressIsDoneOverTotalClampedToOne) {
+  EXPECT_DOUBLE_EQ(*progressOf(200, 50), 0.25);
+  EXPECT_DOUBLE_EQ(*progressOf(200, 300), 1.0);
+  EXPECT_DOUBLE_EQ(*progressOf(0, 0), 1.0);
+  EXPECT_FALSE(progressOf(std::nullopt, 50));
+}
+
+TEST(TopEtaTest, EtaIsBacklogOverRate) {
+  EXPECT_DOUBLE_EQ(*etaSeconds({750, false}, 50.0), 15.0);
+  EXPECT_DOUBLE_EQ(*etaSeconds({40, true}, 8.0), 5.0);           // a lower bound, shown as such
+  EXPECT_DOUBLE_EQ(*etaSeconds({0, false}, std::nullopt), 0.0);  // done needs no rate
+}
+
+TEST(TopEtaTest, EtaIsUnknownWithoutAPositiveRateOrWithNothingKnown) {
+  EXPECT_FALSE(etaSeconds({750, false}, std::nullopt));
+  EXPECT_FALSE(etaSeconds({750, false}, 0.0));
+  EXPECT_FALSE(etaSeconds({750, false}, -1.0));
+  EXPECT_FALSE(etaSeconds({750, false}, std::nan("")));
+  EXPECT_FALSE(etaSeconds({0, true}, 10.0));  // unknown total, nothing parked: not "done"
+}
+
+TEST(TopBarTest, TheBarFillsFloorOfFractionTimesWidth) {
+  EXPECT_EQ(progressBar(0.0, 10), "[..........]   0%");
+  EXPECT_EQ(progressBar(0.25, 10), "[##........]  25%");
+  EXPECT_EQ(progressBar(0.999, 10), "[#########.]  99%");  // full only when done
+  EXPECT_EQ(progressBar(1.0, 10), "[##########] 100%");
+  EXPECT_EQ(progressBar(1.7, 4), "[####] 100%");
+  EXPECT_EQ(progressBar(-0.5, 4), "[....]   0%");
+  EXPECT_EQ(progressBar(std::nullopt, 10), "-");
+  EXPECT_EQ(progressBar(std::nan(""), 10), "-");
+}
+
+// Every fraction in [0, 1] at every width: the bar has `width` cells and the
+// filled ones never say more than the fraction.
+TEST(TopBarTest, TheBarNeverOverstatesProgress) {
+  for (int width = 1; width <= 40; ++width) {
+    for (int k = 0; k <= 1000; ++k) {
+      const double f = k / 1000.0;
+      const std::string bar = progressBar(f, width);
+      const auto open = bar.find('['), close = bar.find(']');
+      ASSERT_EQ(close - open - 1, static_cast<std::size_t>(width)) << bar;
+      const auto filled = std::count(bar.begin(), bar.end(), '#');
+      EXPECT_LE(static_cast<double>(filled), f * width + 1e-9) << bar;
+      EXPECT_GT(static_cast<double>(filled + 1), f * width - 1e-9) << bar;
+    }
+  }
+}
+
+TEST(TopDurationTest, DurationsAreRoundedUpAndShortened) {
+  EXPECT_EQ(formatDuration(0.0), "0s");
+  EXPECT_EQ(formatDuration(0.2), "1s");
+  EXPECT_EQ(formatDuration(42.0), "42s");
+  EXPECT_EQ(formatDuration(187.0), "3m07s");
+  EXPECT_EQ(formatDuration(7500.0), "2h05m");
+  EXPECT_EQ(formatDuration(400000.0), ">99h");
+  EXPECT_EQ(formatDuration(std::nullopt), "-");
+  EXPECT_EQ(formatDuration(-1.0), "-");
+}
+
+TopFrame sampleFrame() {
+  TopFrame f;
+  f.at_utc = "2026-11-23T13:40:05Z";
+  f.window_s = 5;
+  TopRow a;
+  a.id = "spring-sale";
+  a.state = "active";
+  a.provider = "sms";
+  a.send_rate = 40;
+  a.total = 1000;
+  a.sent = 240;
+  a.failed = 8;
+  a.rejected = 2;
+  a.achieved = 50;
+  TopRow b;
+  b.id = "vip";
+  b.state = "paused";
+  b.parked = 30;
+  b.sent = 5;
+  b.achieved = 0;
+  f.rows = {a, b};
+  return f;
+}
+
+TEST(TopRenderTest, TheTextFrameHasAHeaderWithTotalsAndOneLinePerCampaign) {
+  const std::string text = renderTopText(sampleFrame(), 10);
+  EXPECT_THAT(text, HasSubstr("pacer top  2026-11-23T13:40:05Z  campaigns 2: 1 active, 1 paused  sent 245  failed 8  "
+                              "backlog >=780  achieved 50.0/s over 5s\n\n"));
+  EXPECT_THAT(text, HasSubstr("\n\nID           STATE   PROVIDER       RATE  ACHIEVED  SENT  FAILED  BACKLOG  PROGRESS"
+                              "           ETA\n"));
+  // 750 left at 50/s: 15 s; 250 of 1000 done.
+  EXPECT_THAT(text, HasSubstr("\nspring-sale  active  sms            40/s    50.0/s   240       8      750  "
+                              "[##........]  25%  15s\n"));
+  // Unknown total: the parked count as a lower bound, no bar, no ETA at rate 0.
+  EXPECT_THAT(text, HasSubstr("\nvip          paused  -         unlimited     0.0/s     5       0     >=30  -"
+                              "                    -\n"));
+}
+
+TEST(TopRenderTest, AnEmptyFrameSaysSo) {
+  TopFrame f;
+  f.at_utc = "2026-11-23T13:40:05Z";
+  EXPECT_THAT(renderTopText(f), HasSubstr("no active or paused campaigns"));
+}
+
+TEST(TopRenderTest, TheJsonFrameCarriesTheFiguresWithNullForUnknown) {
+  const auto j = nlohmann::json::parse(renderTopJson(sampleFrame()));
+  EXPECT_EQ(j.at("at"), "2026-11-23T13:40:05Z");
+  EXPECT_EQ(j.at("totals").at("backlog"), 780);
+  EXPECT_EQ(j.at("totals").at("backlog_lower_bound"), true);
+  const auto& a = j.at("campaigns").at(0);
+  EXPECT_EQ(a.at("id"), "spring-sale");
+  EXPECT_EQ(a.at("backlog"), 750);
+  EXPECT_EQ(a.at("backlog_lower_bound"), false);
+  EXPECT_DOUBLE_EQ(a.at("progress").get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(a.at("eta_s").get<double>(), 15.0);
+  const auto& b = j.at("campaigns").at(1);
+  EXPECT_TRUE(b.at("total").is_null());
+  EXPECT_TRUE(b.at("progress").is_null());
+  EXPECT_TRUE(b.at("eta_s").is_null());
+  EXPECT_TRUE(b.at("send_rate").is_null());
+  EXPECT_TRUE(b.at("provider").is_null());
+  EXPECT_EQ(b.at("backlog"), 30);
+}
+
+TEST(TopRenderTest, ATerminalRedrawErasesTheRestOfEveryLineAndBelow) {
+  EXPECT_EQ(terminalRedraw("ab\ncd\n"), "\x1b[Hab\x1b[K\ncd\x1b[K\n\x1b[J");
+  EXPECT_EQ(terminalRedraw(""), "\x1b[H\x1b[J");
+}
+
+TEST(ProducePacingTest, MessageIIsDueAtIOverRate) {
+  EXPECT_DOUBLE_EQ(produceDueS(0, 40), 0.0);
+  EXPECT_DOUBLE_EQ(produceDueS(1, 40), 0.025);
+  EXPECT_DOUBLE_EQ(produceDueS(400, 40), 10.0);
+  EXPECT_DOUBLE_EQ(produceDueS(5, 0), 0.0);
+  EXPECT_DOUBLE_EQ(produceDueS(5, std::nan("")), 0.0);
+}
+
+// Over a long run the pacing holds the rate: N messages span (N - 1) / R and
+// no two are due closer than 1 / R (within rounding).
+TEST(ProducePacingTest, DueTimesAreEvenlySpacedAtTheRate) {
+  for (double rate : {0.5, 1.0, 40.0, 80.0, 12345.0}) {
+    double prev = produceDueS(0, rate);
+    for (std::int64_t i = 1; i < 5000; ++i) {
+      const double due = produceDueS(i, rate);
+      EXPECT_NEAR(due - prev, 1.0 / rate, 1e-9 * due + 1e-12);
+      prev = due;
+    }
+    EXPECT_NEAR(produceDueS(4999, rate), 4999 / rate, 1e-9);
+  }
+}
+
+}  // namespace
+}  // namespace pacer::control
