@@ -130,6 +130,7 @@ struct ProviderStats {
   std::optional<double> effective;  // the adaptive rate now (shared with a global quota, as last heard)
   bool paused = false;              // paused now (its own 429, or, with a global quota, any worker's)
   std::uint64_t throttled = 0;      // 429/503 answers this worker got
+  bool degraded = false;            // with a global quota: the quota does not answer for it (degraded mode)
 };
 
 // Counters since start, for logs, the demo summary and tests.
@@ -143,6 +144,13 @@ struct CampaignStats {
   std::uint64_t unparked = 0;   // messages claimed back
   std::size_t queued = 0;       // in memory now
   std::optional<MonoTime> first_sent, last_sent;  // steps that recorded the first and the last `sent`
+  // As configured now, and where its messages are now (gauges, for metrics).
+  std::string provider;                  // empty: none
+  std::optional<RateLimit> limit;        // send_rate and burst; nullopt = unlimited
+  std::size_t in_flight = 0;             // in the sink
+  std::size_t retrying = 0;              // waiting for a retry (backoff or a provider's pause)
+  std::size_t to_park = 0;               // waiting to be written to parking
+  std::size_t parked_waiting = 0;        // parked by this worker or found unclaimed, not yet claimed back (an estimate)
 };
 
 struct WorkerStats {
@@ -156,6 +164,9 @@ struct WorkerStats {
   std::size_t buffered_messages = 0;
   std::size_t buffered_bytes = 0;
   std::size_t unrecorded = 0;          // in the sink or awaiting the ledger
+  std::size_t pending_rows = 0;        // outcomes known, not yet written to the ledger
+  std::optional<MonoTime> oldest_pending_row;  // the step that made the oldest of them
+  bool store_failing = false;          // the last ledger or parking write failed; retried (rows are kept)
   QuotaMetrics quota;                  // the global quota's counters (all zero without one)
 };
 

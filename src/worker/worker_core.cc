@@ -52,6 +52,8 @@ struct WorkerCore::Impl {
     std::size_t parked_waiting = 0;  // parked, not yet claimed back (an estimate)
     MonoTime next_claim{};
     bool sched_paused = false;
+    std::size_t in_flight = 0;  // in the sink
+    std::size_t retrying = 0;   // in `retries`
     CampaignStats stats;
   };
   struct Provider {
@@ -104,6 +106,8 @@ struct WorkerCore::Impl {
   std::vector<char> rows_tracked;    // per row: its offset is in the tracker
   std::optional<MonoTime> rows_since;  // when the oldest pending row was made (set at the step that made it)
   MonoTime ledger_retry_at{};
+  bool ledger_failing = false;   // the last ledger write failed
+  bool parking_failing = false;  // the last park() failed
 
   MonoTime now{};  // of the current step or offer
   bool draining = false;  // drain(): no new sends
@@ -177,14 +181,17 @@ struct WorkerCore::Impl {
       totals.ledger_rows += ledger.record(rows);
     } catch (const LedgerUnavailableError&) {
       ++totals.ledger_errors;
+      ledger_failing = true;
       ledger_retry_at = now + options.ledger_retry_interval;
       return false;
     } catch (const LedgerRejectedError&) {
       // Never dropped: the rows stay and the write is tried again.
       ++totals.ledger_errors;
+      ledger_failing = true;
       ledger_retry_at = now + options.ledger_retry_interval;
       return false;
     }
+    ledger_failing = false;
     ++totals.ledger_writes;
     for (std::size_t i = 0; i < rows.size(); ++i)
       if (rows_tracked[i]) tracker.finish(rows[i].topic, rows[i].partition, rows[i].offset);
@@ -209,13 +216,16 @@ struct WorkerCore::Impl {
       parking->park(scratch);
     } catch (const LedgerUnavailableError&) {
       ++totals.ledger_errors;
+      parking_failing = true;
       park_retry_at = now + options.ledger_retry_interval;
       return false;
     } catch (const LedgerRejectedError&) {
       ++totals.ledger_errors;
+      parking_failing = true;
       park_retry_at = now + options.ledger_retry_interval;
       return false;
     }
+    parking_failing = false;
     for (auto& [c, item] : to_park) {
       if (item.tracked) tracker.finish(item.msg.position.topic, item.msg.position.partition, item.msg.position.offset);
       buffered_bytes -= item.bytes();
@@ -413,6 +423,7 @@ struct WorkerCore::Impl {
     Campaign* c = it->second.first;
     Item item = std::move(it->second.second);
     inflight.erase(it);
+    --c->in_flight;
     buffered_bytes -= item.bytes();
     const int attempt = item.attempts + 1;
     if (c->provider && options.adaptive.latency_threshold > Nanos{0} && r.latency > options.adaptive.latency_threshold)
@@ -438,6 +449,7 @@ struct WorkerCore::Impl {
       return;
     }
     buffered_bytes += item.bytes();
+    ++c->retrying;
     retries.emplace(now + d.delay, std::make_pair(c, std::move(item)));
   }
 
@@ -452,6 +464,7 @@ struct WorkerCore::Impl {
     while (!retries.empty() && retries.begin()->first <= now) {
       auto node = retries.extract(retries.begin());
       Campaign* c = node.mapped().first;
+      --c->retrying;
       buffered_bytes -= node.mapped().second.bytes();
       if (c->info.state == CampaignState::kCancelled) {
         addRow(c, node.mapped().second, DeliveryStatus::kFailed, node.mapped().second.attempts, "cancelled");
@@ -488,6 +501,7 @@ struct WorkerCore::Impl {
           enqueue(c, std::move(back), true);
           return;
         }
+        ++c->in_flight;
       }
     }
   }
@@ -624,6 +638,7 @@ void WorkerCore::revoke(const TopicPartition& tp) {
   for (auto it = m.retries.begin(); it != m.retries.end();) {
     if (it->second.second.tracked && samePartition(it->second.second.msg.position, tp)) {
       m.buffered_bytes -= it->second.second.bytes();
+      --it->second.first->retrying;
       it = m.retries.erase(it);
     } else {
       ++it;
@@ -806,6 +821,9 @@ WorkerStats WorkerCore::stats() const {
   s.buffered_messages = impl_->bufferedMessages();
   s.buffered_bytes = impl_->buffered_bytes;
   s.unrecorded = impl_->unrecorded();
+  s.pending_rows = impl_->rows.size();
+  if (!impl_->rows.empty()) s.oldest_pending_row = impl_->rows_since.value_or(impl_->now);
+  s.store_failing = impl_->ledger_failing || impl_->parking_failing;
   if (impl_->leaser) s.quota = impl_->leaser->metrics();
   return s;
 }
@@ -823,6 +841,7 @@ std::vector<ProviderStats> WorkerCore::providerStats(MonoTime now) const {
       s.paused = s.paused || now < impl_->leaser->pausedUntil(p->qid);
     }
     s.throttled = p->throttled;
+    if (impl_->leaser && p->qid != UINT32_MAX) s.degraded = impl_->leaser->degraded(p->qid);
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const ProviderStats& a, const ProviderStats& b) { return a.id < b.id; });
@@ -834,6 +853,12 @@ std::vector<CampaignStats> WorkerCore::campaignStats() const {
   for (const auto& [id, c] : impl_->campaigns) {
     CampaignStats s = c->stats;
     s.queued = c->queue.size();
+    s.provider = c->info.provider;
+    s.limit = c->info.limit;
+    s.in_flight = c->in_flight;
+    s.retrying = c->retrying;
+    s.to_park = c->to_park;
+    s.parked_waiting = c->parked_waiting;
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const CampaignStats& a, const CampaignStats& b) { return a.id < b.id; });
