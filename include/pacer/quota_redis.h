@@ -17,6 +17,7 @@
 // Thread-safety: none; one backend (its connections) per worker thread.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -63,6 +64,11 @@ struct RedisQuotaOptions {
   std::string key_prefix = "pacer";
 };
 
+// Upper bounds (seconds) of the round-trip latency histogram's buckets; one
+// more bucket holds everything slower.
+inline constexpr std::array<double, 12> kRedisRoundTripBounds{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                              0.01,   0.025,   0.05,   0.1,   0.25,   0.5};
+
 // Counters since construction.
 struct RedisQuotaStats {
   std::uint64_t round_trips = 0;  // pipelined flushes + replies read, per node
@@ -76,6 +82,14 @@ struct RedisQuotaStats {
   std::uint64_t timeouts = 0;
   std::uint64_t reply_errors = 0;  // error replies and wrong-type replies
   std::uint64_t connects = 0;      // successful (re)connections
+  // The lease batches' round trips as acquire() waited for them: from the
+  // first command appended to the last reply read, per attempt that sent
+  // anything (one pipelined round trip per node; a NOSCRIPT or MOVED retry is
+  // an attempt of its own). Per bucket of kRedisRoundTripBounds, not
+  // cumulative; the last bucket is above the last bound.
+  std::array<std::uint64_t, kRedisRoundTripBounds.size() + 1> round_trip_buckets{};
+  std::uint64_t round_trip_count = 0;
+  double round_trip_seconds = 0.0;  // their sum
 };
 
 class RedisQuotaBackend : public QuotaBackend {

@@ -313,6 +313,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       work_.push_back(Work{i, node, false});
     }
     for (int attempt = 0; attempt < kMaxAttempts && !work_.empty(); ++attempt) {
+      const Clock::time_point started = Clock::now();
       retry_.clear();
       reload_.assign(nodes_.size(), 0);
       // 1. Append everything, node by node; 2. read node by node. One round
@@ -354,6 +355,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
           if (handle(*reply, w, requests[w.request], replies[w.request])) reload = reload || needs_load_;
         }
       }
+      if (std::find(sent_.begin(), sent_.end(), 1) != sent_.end()) observeRoundTrip(Clock::now() - started);
       if (reload) {
         for (std::size_t k = 0; k < reload_.size() && k < nodes_.size(); ++k) {
           if (!reload_[k] || nodes_[k]->context() == nullptr) continue;
@@ -363,6 +365,15 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       }
       work_.swap(retry_);
     }
+  }
+
+  void observeRoundTrip(Clock::duration d) noexcept {
+    const double s = std::chrono::duration<double>(d).count();
+    std::size_t b = 0;
+    while (b < kRedisRoundTripBounds.size() && s > kRedisRoundTripBounds[b]) ++b;
+    ++stats_.round_trip_buckets[b];
+    ++stats_.round_trip_count;
+    stats_.round_trip_seconds += s;
   }
 
   // Reads and drops the reply to ASKING.
