@@ -154,13 +154,13 @@ const std::vector<std::pair<std::string, std::string>>& asMap(const Raw& r) {
 }
 
 // HOST:PORT with a port in 1..65535.
-void checkHostPort(const Raw& r, const std::string& node) {
+void checkHostPort(const Raw& r, const std::string& node, int min_port = 1) {
   const std::size_t colon = node.rfind(':');
   bool ok = colon != std::string::npos && colon > 0 && colon + 1 < node.size();
   if (ok) {
     const std::string port = node.substr(colon + 1);
     ok = port.size() <= 5 && std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); });
-    if (ok) ok = std::stoi(port) >= 1 && std::stoi(port) <= 65535;
+    if (ok) ok = std::stoi(port) >= min_port && std::stoi(port) <= 65535;
   }
   if (!ok) {
     Raw one = r;
@@ -396,13 +396,14 @@ const std::vector<Key>& keys() {
        [](const Raw& r, Ctx& c) { c.o.refresh_interval = ms(asInt(r, 1)); }},
       // admin
       {"admin.listen", Shape::kScalar, "--admin-listen", FlagForm::kValue, false, false,
-       "admin HTTP listener (/metrics), HOST:PORT; empty: off (default 127.0.0.1:9464)",
+       "admin listener for /metrics, /healthz, /readyz, POST /admin/drain: HOST:PORT (port 0: any free port); "
+       "empty or off: none (default 127.0.0.1:9464)",
        [](const Raw& r, Ctx& c) {
          c.o.admin_listen = asString(r);
-         if (!c.o.admin_listen.empty()) checkHostPort(r, c.o.admin_listen);
+         if (!c.o.admin_listen.empty() && c.o.admin_listen != "off") checkHostPort(r, c.o.admin_listen, 0);
        }},
       {"admin.token", Shape::kScalar, "--admin-token", FlagForm::kValue, true, false,
-       "bearer token the admin listener requires (never logged)",
+       "bearer token POST /admin/drain requires; none: state changes answer 403 (never logged)",
        [](const Raw& r, Ctx& c) {
          asString(r);
          c.p.token = r;

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "admin/admin_server.h"
 #include "control/values.h"
 #include "ledger/pg_ledger.h"
 #include "ledger/pg_listener.h"
@@ -227,6 +228,7 @@ class Daemon {
     if (o_.brokers.empty()) throw DaemonConfigError("kafka brokers: empty; give --brokers HOST:PORT[,...]");
     if (o_.topics.empty()) throw DaemonConfigError("kafka topics: none; give --topic NAME");
     if (o_.postgres.empty()) throw DaemonConfigError("postgres: empty; give --postgres CONNINFO or set PACER_POSTGRES");
+    const std::optional<admin::ListenAddress> admin_at = adminAddress();
     ledger::PgLedgerOptions pg{o_.postgres};
     sink_ = makeSink(o_, [this](std::string_view campaign) { return providerOf(campaign); });
     if (!o_.redis.empty()) quota_ = makeQuota(o_);
@@ -264,6 +266,7 @@ class Daemon {
     // both read and announced, never neither.
     connectListener(start);
     refreshDirectory(start);
+    if (admin_at) startAdmin(*admin_at);
     makeConsumer();
     logLine(o_.log, "INFO",
             "event=started group={} topics={} sink={}{}{} in_flight={} max_buffered={} parking={} quota={} live_workers={}",
@@ -306,6 +309,7 @@ class Daemon {
       logLine(o_.log, "INFO", "event=assigned topic={} partition={} from={} end={} already_finished={}", p->topic(),
               p->partition(), from, high, finished.size());
       core_->assign(TopicPartition{p->topic(), p->partition()}, std::move(finished));
+      assigned_from_[TopicPartition{p->topic(), p->partition()}] = from;
       assigned_.insert(TopicPartition{p->topic(), p->partition()});
       at_end_.erase(TopicPartition{p->topic(), p->partition()});
     }
@@ -663,6 +667,7 @@ class Daemon {
         last_errors = s.ledger_errors;
       }
       if (now >= next_provider_log_) logProviders(now);
+      if (admin_state_ && adminTurn(now)) break;
       if (o_.stats_interval.count() > 0 && now >= next_stats) {
         logStats(now);
         next_stats = now + o_.stats_interval;
@@ -842,6 +847,76 @@ class Daemon {
     if (!f) logLine(o_.log, "WARN", "event=summary_write_failed file={}", o_.summary_file);
   }
 
+  // --- admin listener: /metrics, /healthz, /readyz, POST /admin/drain -----
+  // The listener's thread reads only admin_state_; the loop publishes a
+  // snapshot into it at most every kMetricsInterval (nothing per message).
+
+  static constexpr milliseconds kMetricsInterval{250};
+
+  // The --admin-listen address; nullopt when off. Checked before anything starts.
+  std::optional<admin::ListenAddress> adminAddress() const {
+    if (o_.admin_listen.empty() || o_.admin_listen == "off") return std::nullopt;
+    try {
+      return admin::parseListenAddress(o_.admin_listen);
+    } catch (const admin::AdminAddressError& e) {
+      throw DaemonConfigError(e.what());
+    }
+  }
+
+  void startAdmin(const admin::ListenAddress& at) {
+    admin_state_ = std::make_unique<admin::AdminState>();
+    const double started = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    snapshots_.emplace(PACER_VERSION, o_.sink, o_.redis.empty() ? "local" : "redis", started);
+    admin::AdminServerOptions ao;
+    ao.address = at;
+    ao.token = o_.admin_token;
+    std::FILE* log = o_.log;
+    ao.log = [log](const char* level, const std::string& text) { logLine(log, level, "{}", text); };
+    admin_ = std::make_unique<admin::AdminServer>(std::move(ao), *admin_state_, *clock_);
+    logLine(o_.log, "INFO", "event=admin_listening address={} state_changes={}", admin_->boundAddress(),
+            o_.admin_token.empty() ? "off" : "token");
+    if (!admin_->loopback())
+      logLine(o_.log, "WARN",
+              "event=admin_not_loopback address={} hint=\"anyone who can reach it reads /metrics; keep it behind a "
+              "firewall\"",
+              admin_->boundAddress());
+  }
+
+  // Once per loop turn: the heartbeat, a snapshot when due. True when a drain
+  // was asked for (the loop then stops as on SIGTERM).
+  bool adminTurn(MonoTime now) {
+    admin_state_->heartbeat(now);
+    if (now >= next_metrics_) {
+      next_metrics_ = now + kMetricsInterval;
+      publishMetrics(now);
+    }
+    if (!admin_state_->drainRequested()) return false;
+    logLine(o_.log, "INFO", "event=drain_requested source=admin");
+    return true;
+  }
+
+  void publishMetrics(MonoTime now) {
+    std::vector<admin::PartitionMetrics> parts;
+    parts.reserve(assigned_.size());
+    for (const TopicPartition& tp : assigned_) {
+      admin::PartitionMetrics pm;
+      pm.topic = tp.topic;
+      pm.partition = tp.partition;
+      if (auto it = last_committed_.find(tp); it != last_committed_.end())
+        pm.committed = it->second;
+      else if (auto from = assigned_from_.find(tp); from != assigned_from_.end())
+        pm.committed = from->second;
+      std::int64_t low = -1, high = -1;  // cached from fetches: no broker call
+      if (consumer_ && consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) == RdKafka::ERR_NO_ERROR)
+        pm.high_watermark = high;
+      parts.push_back(std::move(pm));
+    }
+    const auto* redis = dynamic_cast<const RedisQuotaBackend*>(quota_.get());
+    admin_state_->publish(std::make_shared<const admin::MetricsSnapshot>(
+        snapshots_->build(now, core_->stats(), core_->campaignStats(), core_->providerStats(now),
+                          redis ? &redis->stats() : nullptr, std::move(parts), ever_assigned_, paused_)));
+  }
+
   DaemonOptions o_;  // a copy: a reload changes its live keys
   const std::atomic<bool>& stop_;
   ReloadHook reload_;
@@ -872,6 +947,11 @@ class Daemon {
   std::map<std::string, std::pair<double, bool>> provider_logged_;  // effective rate and pause last logged
   MonoTime next_provider_log_{};
   CommitResults commit_results_;
+  std::map<TopicPartition, std::int64_t> assigned_from_;  // where reading started, for the offset lag
+  std::optional<admin::SnapshotBuilder> snapshots_;
+  MonoTime next_metrics_{};
+  std::unique_ptr<admin::AdminState> admin_state_;
+  std::unique_ptr<admin::AdminServer> admin_;  // after admin_state_: stopped before it goes
 };
 
 void CommitResults::offset_commit_cb(RdKafka::ErrorCode err, std::vector<RdKafka::TopicPartition*>& offsets) {

@@ -78,7 +78,10 @@ struct DaemonOptions {
   // left to do for this long (demos and benchmarks).
   std::chrono::milliseconds exit_when_idle{0};
   std::string summary_file;                          // per-campaign JSON summary at exit; empty: none
-  // The admin HTTP listener (/metrics): HOST:PORT, "" = off; its bearer token.
+  // The admin listener (README "Metrics and health"): /metrics, /healthz,
+  // /readyz, POST /admin/drain. "HOST:PORT" (port 0: any free port, logged
+  // as event=admin_listening); "" or "off": none. admin_token guards state
+  // changes (empty: they answer 403); it is never logged.
   std::string admin_listen = "127.0.0.1:9464";
   std::string admin_token;
   std::FILE* log = stderr;

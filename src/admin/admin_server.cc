@@ -1,0 +1,306 @@
+#include "admin/admin_server.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace pacer::admin {
+
+// --- AdminState ---------------------------------------------------------------
+
+void AdminState::publish(std::shared_ptr<const MetricsSnapshot> snapshot) {
+  std::shared_ptr<const MetricsSnapshot> old;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    old = std::move(snapshot_);
+    snapshot_ = std::move(snapshot);
+  }
+  // `old` is freed here, outside the lock (a scrape may still hold it).
+}
+
+std::shared_ptr<const MetricsSnapshot> AdminState::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return snapshot_;
+}
+
+std::optional<MonoTime> AdminState::lastTurn() const noexcept {
+  const Nanos::rep t = last_turn_.load(std::memory_order_relaxed);
+  if (t == kNoTurn) return std::nullopt;
+  return MonoTime{Nanos{t}};
+}
+
+// --- tokens -------------------------------------------------------------------
+
+bool constantTimeEquals(std::string_view given, std::string_view expected) noexcept {
+  if (expected.empty()) return given.empty();
+  // Every byte of `given` is compared with a byte of `expected` (wrapping), so
+  // the time depends on given.size() only, never on where a difference is.
+  volatile unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (std::size_t i = 0; i < given.size(); ++i)
+    diff = diff | static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
+  return diff == 0;
+}
+
+TokenCheck checkBearer(std::optional<std::string_view> authorization, std::string_view token) noexcept {
+  if (token.empty()) return TokenCheck::kDisabled;
+  if (!authorization) return TokenCheck::kMissing;
+  std::string_view v = *authorization;
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  constexpr std::string_view kScheme = "bearer ";
+  if (v.size() < kScheme.size()) return TokenCheck::kMissing;
+  for (std::size_t i = 0; i < kScheme.size(); ++i) {
+    const char ch = v[i] >= 'A' && v[i] <= 'Z' ? static_cast<char>(v[i] - 'A' + 'a') : v[i];
+    if (ch != kScheme[i]) return TokenCheck::kMissing;  // another scheme (Basic ...)
+  }
+  v.remove_prefix(kScheme.size());
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  if (v.empty()) return TokenCheck::kMissing;
+  return constantTimeEquals(v, token) ? TokenCheck::kOk : TokenCheck::kWrong;
+}
+
+// --- decisions ----------------------------------------------------------------
+
+std::optional<std::string> notReadyReason(const Readiness& r) {
+  std::string why;
+  const auto add = [&](std::string_view s) {
+    if (!why.empty()) why += "; ";
+    why += s;
+  };
+  if (!r.joined) add("not in the consumer group yet (no partition assignment)");
+  if (r.store_failing) add("ledger not writable (the last write failed; retrying)");
+  if (r.quota && r.providers > 0 && r.degraded_providers == r.providers)
+    add("global quota degraded for every provider (Redis not answering)");
+  if (why.empty()) return std::nullopt;
+  return why;
+}
+
+AdminHandler::AdminHandler(AdminState& state, const TimeSource& clock, std::string token, Nanos max_turn_age)
+    : state_(state), clock_(clock), token_(std::move(token)), max_turn_age_(max_turn_age) {}
+
+AdminResponse AdminHandler::handle(const AdminRequest& r) const {
+  const bool read = r.method == "GET" || r.method == "HEAD";
+  const auto notAllowed = [](const char* allow) {
+    AdminResponse a{405, "text/plain; charset=utf-8", fmt::format("method not allowed; use {}\n", allow), allow};
+    return a;
+  };
+  if (r.path == "/metrics" || r.path == "/healthz" || r.path == "/readyz") {
+    if (!read) return notAllowed("GET, HEAD");
+    if (r.path == "/metrics") return metrics();
+    return r.path == "/healthz" ? healthz() : readyz();
+  }
+  if (r.path == "/admin/drain") {
+    if (r.method != "POST") return notAllowed("POST");
+    return drain(r);
+  }
+  return AdminResponse{404, "text/plain; charset=utf-8",
+                       "not found; try /metrics, /healthz, /readyz or POST /admin/drain\n", {}};
+}
+
+AdminResponse AdminHandler::healthz() const {
+  const std::optional<MonoTime> last = state_.lastTurn();
+  if (!last) return AdminResponse{503, "text/plain; charset=utf-8", "starting: the loop has not turned yet\n", {}};
+  const Nanos age = clock_.now() - *last;
+  if (age > max_turn_age_)
+    return AdminResponse{503, "text/plain; charset=utf-8",
+                         fmt::format("loop stalled: last turn {:.1f} s ago\n", std::chrono::duration<double>(age).count()),
+                         {}};
+  return AdminResponse{200, "text/plain; charset=utf-8", "ok\n", {}};
+}
+
+AdminResponse AdminHandler::readyz() const {
+  const auto snapshot = state_.snapshot();
+  if (!snapshot) return AdminResponse{503, "text/plain; charset=utf-8", "starting\n", {}};
+  if (auto why = notReadyReason(snapshot->readiness))
+    return AdminResponse{503, "text/plain; charset=utf-8", *why + "\n", {}};
+  return AdminResponse{200, "text/plain; charset=utf-8", "ready\n", {}};
+}
+
+AdminResponse AdminHandler::metrics() const {
+  const auto snapshot = state_.snapshot();
+  if (!snapshot) return AdminResponse{503, "text/plain; charset=utf-8", "starting: no metrics yet\n", {}};
+  return AdminResponse{200, "text/plain; version=0.0.4; charset=utf-8", renderMetrics(*snapshot), {}};
+}
+
+AdminResponse AdminHandler::drain(const AdminRequest& r) const {
+  switch (checkBearer(r.authorization, token_)) {
+    case TokenCheck::kDisabled:
+      return AdminResponse{403, "text/plain; charset=utf-8",
+                           "state changes are disabled: start pacerd with --admin-token (or PACER_ADMIN_TOKEN)\n", {}};
+    case TokenCheck::kMissing:
+    case TokenCheck::kWrong: {
+      AdminResponse a{401, "text/plain; charset=utf-8", "unauthorized: send Authorization: Bearer <token>\n", {}};
+      a.www_authenticate = true;
+      return a;
+    }
+    case TokenCheck::kOk: break;
+  }
+  state_.requestDrain();
+  return AdminResponse{200, "text/plain; charset=utf-8", "draining: pacerd stops as on SIGTERM\n", {}};
+}
+
+// --- addresses ----------------------------------------------------------------
+
+ListenAddress parseListenAddress(std::string_view text) {
+  const auto bad = [&](std::string_view why) {
+    return AdminAddressError(fmt::format("--admin-listen '{}': {}; expected HOST:PORT (e.g. 127.0.0.1:9464), "
+                                         "[::1]:PORT, or off",
+                                         text, why));
+  };
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) throw bad("no port");
+  std::string_view host = text.substr(0, colon);
+  const std::string_view port = text.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string_view::npos) {
+    throw bad("an IPv6 address goes in brackets");
+  }
+  if (host.empty()) throw bad("no host");
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos)
+    throw bad("the port is not a number");
+  const int p = std::stoi(std::string(port));
+  if (p > 65535) throw bad("the port is above 65535");
+  return ListenAddress{std::string(host), p};
+}
+
+namespace {
+
+bool isLoopback(const sockaddr* sa) {
+  if (sa->sa_family == AF_INET)
+    return (ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr) >> 24) == 127;
+  if (sa->sa_family == AF_INET6) {
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
+    if (IN6_IS_ADDR_V4MAPPED(&a)) return a.s6_addr[12] == 127;
+  }
+  return false;
+}
+
+std::string formatAddress(const sockaddr* sa) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  if (sa->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    return fmt::format("{}:{}", host, ntohs(in->sin_port));
+  }
+  const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+  ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+  return fmt::format("[{}]:{}", host, ntohs(in6->sin6_port));
+}
+
+struct Exchange {
+  bool started = false;
+};
+
+void respond(MHD_Connection* c, const AdminResponse& a) {
+  MHD_Response* r =
+      MHD_create_response_from_buffer(a.body.size(), const_cast<char*>(a.body.data()), MHD_RESPMEM_MUST_COPY);
+  if (r == nullptr) return;
+  MHD_add_response_header(r, "Content-Type", a.content_type.c_str());
+  MHD_add_response_header(r, "Cache-Control", "no-store");
+  if (!a.allow.empty()) MHD_add_response_header(r, "Allow", a.allow.c_str());
+  if (a.www_authenticate) MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"pacerd\"");
+  MHD_queue_response(c, static_cast<unsigned>(a.status), r);
+  MHD_destroy_response(r);
+}
+
+}  // namespace
+
+// --- AdminServer ----------------------------------------------------------------
+
+struct AdminServerCallbacks {
+  static MHD_Result onRequest(void* cls, MHD_Connection* c, const char* url, const char* method, const char*,
+                              const char*, std::size_t* upload_size, void** state) {
+    const auto* server = static_cast<const AdminServer*>(cls);
+    if (*state == nullptr) {  // headers read; the body (if any) comes next
+      *state = new Exchange{true};
+      return MHD_YES;
+    }
+    if (*upload_size != 0) {  // no endpoint takes a body: read and drop it
+      *upload_size = 0;
+      return MHD_YES;
+    }
+    AdminRequest req;
+    req.method = method;
+    req.path = url;
+    if (const char* auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")) req.authorization = auth;
+    const AdminResponse a = server->handler_.handle(req);
+    const AdminServerOptions& o = server->options_;
+    if (o.log && req.path.starts_with("/admin/") && req.method == "POST") {
+      std::string remote = "?";
+      if (const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS))
+        remote = formatAddress(info->client_addr);
+      try {
+        o.log(a.status == 200 ? "INFO" : "WARN",
+              fmt::format("event=admin_request method={} path={} status={} remote={}", req.method, req.path,
+                          a.status, remote));
+      } catch (...) {
+      }
+    }
+    respond(c, a);
+    return MHD_YES;
+  }
+  static void onCompleted(void*, MHD_Connection*, void** state, MHD_RequestTerminationCode) {
+    delete static_cast<Exchange*>(*state);
+    *state = nullptr;
+  }
+};
+
+AdminServer::AdminServer(AdminServerOptions options, AdminState& state, const TimeSource& clock)
+    : options_(std::move(options)), handler_(state, clock, options_.token, options_.max_turn_age) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(options_.address.port);
+  const int gai = ::getaddrinfo(options_.address.host.c_str(), port.c_str(), &hints, &found);
+  if (gai != 0 || found == nullptr)
+    throw AdminListenError(fmt::format("admin listener {}:{}: cannot resolve the host: {}", options_.address.host,
+                                       options_.address.port, ::gai_strerror(gai)));
+  const int family = found->ai_family;
+  const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, found->ai_addr, found->ai_addrlen) != 0 || ::listen(fd, 64) != 0) err = errno;
+  }
+  ::freeaddrinfo(found);
+  if (err != 0) {
+    if (fd >= 0) ::close(fd);
+    throw AdminListenError(fmt::format("admin listener {}:{}: {}; give each pacerd its own --admin-listen "
+                                       "(HOST:0 picks a free port) or --admin-listen off",
+                                       options_.address.host, options_.address.port, std::strerror(err)));
+  }
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  bound_ = formatAddress(reinterpret_cast<const sockaddr*>(&bound));
+  loopback_ = isLoopback(reinterpret_cast<const sockaddr*>(&bound));
+
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+  if (family == AF_INET6) flags |= MHD_USE_IPv6;
+  daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr, &AdminServerCallbacks::onRequest, this,
+                             MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, &AdminServerCallbacks::onCompleted,
+                             nullptr, MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+                             MHD_OPTION_END);
+  if (daemon_ == nullptr) {
+    ::close(fd);
+    throw AdminListenError(fmt::format("admin listener {}: libmicrohttpd did not start", bound_));
+  }
+}
+
+AdminServer::~AdminServer() {
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);  // also closes the listen socket
+}
+
+}  // namespace pacer::admin

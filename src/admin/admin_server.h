@@ -1,0 +1,151 @@
+// pacerd's admin listener: GET /metrics (Prometheus text), GET /healthz,
+// GET /readyz, and POST /admin/drain behind a bearer token.
+//
+// Threads: the daemon loop publishes into AdminState (a snapshot at most every
+// ~250 ms, a heartbeat each turn); libmicrohttpd's one thread answers requests
+// from AdminState alone and never touches the worker core. A drain request
+// only sets a flag the loop reads.
+//
+// AdminHandler decides every answer without sockets (unit-tested on a
+// simulated clock); AdminServer puts it on libmicrohttpd.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "admin/metrics.h"
+#include "pacer/time.h"
+
+struct MHD_Daemon;
+
+namespace pacer::admin {
+
+// What the loop shares with the listener. Thread-safe.
+class AdminState {
+ public:
+  void publish(std::shared_ptr<const MetricsSnapshot> snapshot);
+  // The last snapshot published; null before the first.
+  std::shared_ptr<const MetricsSnapshot> snapshot() const;
+  // The loop turned at `now` (the steady clock's time).
+  void heartbeat(MonoTime now) noexcept { last_turn_.store(now.time_since_epoch().count(), std::memory_order_relaxed); }
+  std::optional<MonoTime> lastTurn() const noexcept;
+  void requestDrain() noexcept { drain_.store(true, std::memory_order_relaxed); }
+  bool drainRequested() const noexcept { return drain_.load(std::memory_order_relaxed); }
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<const MetricsSnapshot> snapshot_;
+  std::atomic<Nanos::rep> last_turn_{kNoTurn};
+  std::atomic<bool> drain_{false};
+  static constexpr Nanos::rep kNoTurn = Nanos::min().count();
+};
+
+enum class TokenCheck {
+  kOk,
+  kDisabled,  // no token configured: state changes are off (403)
+  kMissing,   // no "Authorization: Bearer ..." header (401)
+  kWrong,     // a token that is not the configured one (401)
+};
+
+// Checks an Authorization header value (nullopt: no header) against the
+// configured token. The comparison takes the same time wherever the first
+// difference is.
+TokenCheck checkBearer(std::optional<std::string_view> authorization, std::string_view token) noexcept;
+
+// Equal in content and length; the time taken depends only on `given`'s length.
+bool constantTimeEquals(std::string_view given, std::string_view expected) noexcept;
+
+struct AdminRequest {
+  std::string_view method;
+  std::string_view path;  // without the query string
+  std::optional<std::string_view> authorization;
+};
+
+struct AdminResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  std::string allow;             // for 405: the methods allowed
+  bool www_authenticate = false;  // for 401
+};
+
+// Why /readyz answers 503 ("; "-joined), or nullopt when ready.
+std::optional<std::string> notReadyReason(const Readiness& r);
+
+class AdminHandler {
+ public:
+  // `max_turn_age`: /healthz answers 503 once the loop's last turn is older.
+  AdminHandler(AdminState& state, const TimeSource& clock, std::string token, Nanos max_turn_age);
+  // Thread-safe (reads AdminState only).
+  AdminResponse handle(const AdminRequest& request) const;
+
+ private:
+  AdminResponse healthz() const;
+  AdminResponse readyz() const;
+  AdminResponse metrics() const;
+  AdminResponse drain(const AdminRequest& request) const;
+  AdminState& state_;
+  const TimeSource& clock_;
+  std::string token_;
+  Nanos max_turn_age_;
+};
+
+// A listen address pacerd cannot use ("HOST:PORT" malformed).
+class AdminAddressError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+// The address could not be bound.
+class AdminListenError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ListenAddress {
+  std::string host;  // an IPv4 or IPv6 literal (no brackets) or a name
+  int port = 0;      // 0: any free port
+};
+
+// "HOST:PORT", "[V6]:PORT". Throws AdminAddressError.
+ListenAddress parseListenAddress(std::string_view text);
+
+struct AdminServerOptions {
+  ListenAddress address;
+  std::string token;  // empty: POST /admin/* answers 403
+  Nanos max_turn_age = std::chrono::seconds(5);
+  // Told of refused state changes and drains (level, text); may be empty.
+  std::function<void(const char*, const std::string&)> log;
+};
+
+struct AdminServerCallbacks;
+
+class AdminServer {
+ public:
+  // Binds and starts serving on libmicrohttpd's own thread. Throws
+  // AdminListenError if the address cannot be bound.
+  AdminServer(AdminServerOptions options, AdminState& state, const TimeSource& clock);
+  ~AdminServer();  // stops serving; in-flight requests finish first
+  AdminServer(const AdminServer&) = delete;
+  AdminServer& operator=(const AdminServer&) = delete;
+
+  // "HOST:PORT" as bound (the port the kernel chose for port 0).
+  const std::string& boundAddress() const { return bound_; }
+  // Whether the bound address is a loopback one.
+  bool loopback() const { return loopback_; }
+
+ private:
+  friend struct AdminServerCallbacks;
+  AdminServerOptions options_;
+  AdminHandler handler_;
+  MHD_Daemon* daemon_ = nullptr;
+  std::string bound_;
+  bool loopback_ = true;
+};
+
+}  // namespace pacer::admin

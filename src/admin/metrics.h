@@ -1,0 +1,134 @@
+// pacerd's metrics as plain data, and their Prometheus text rendering.
+//
+// The daemon loop builds a MetricsSnapshot from the worker core's stats at
+// most every ~250 ms (SnapshotBuilder) and publishes it to AdminState
+// (admin_server.h); the admin listener's thread renders the last published
+// snapshot with renderMetrics() and never touches the core. Nothing here runs
+// per message.
+//
+// Every metric name, type and label is listed in README "Metrics and health".
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "pacer/quota_lease.h"
+#include "pacer/quota_redis.h"
+#include "pacer/time.h"
+#include "pacer/worker.h"
+
+namespace pacer::admin {
+
+struct CampaignMetrics {
+  std::string id;
+  std::string provider;              // empty: none
+  std::uint64_t sent = 0, failed = 0, rejected = 0, retries = 0;
+  std::optional<double> send_rate;   // configured; nullopt: unlimited (the series is left out)
+  double achieved_rate = 0;          // sent per second over the last AchievedRateWindow::kSpan
+  std::uint64_t backlog = 0;         // queued + waiting to retry + waiting to park + parked by/for this worker
+  std::uint64_t in_flight = 0;       // in the sink
+};
+
+struct ProviderMetrics {
+  std::string id;
+  std::optional<double> send_rate;       // configured (the ceiling); nullopt: unlimited
+  std::optional<double> effective_rate;  // the adaptive rate now; nullopt: it does not adapt
+  bool paused = false;
+  std::uint64_t throttled = 0;           // 429/503 answers this worker got
+  bool degraded = false;                 // the global quota does not answer for it
+};
+
+struct PartitionMetrics {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t committed = -1;       // the offset committed (or read from at assignment); < 0: unknown
+  std::int64_t high_watermark = -1;  // librdkafka's cached high watermark; < 0: unknown
+};
+
+// What /readyz decides on.
+struct Readiness {
+  bool joined = false;           // the consumer got its first assignment (joined the group)
+  bool store_failing = false;    // the last ledger/parking write failed
+  bool quota = false;            // a global quota is configured
+  std::size_t providers = 0;     // providers known
+  std::size_t degraded_providers = 0;
+};
+
+struct MetricsSnapshot {
+  // Process
+  std::string version;
+  std::string sink;
+  std::string quota_mode;  // "local" or "redis"
+  double start_time_seconds = 0;  // Unix time
+
+  // Intake
+  std::uint64_t read = 0, skipped_finished = 0, rejected_without_campaign = 0;
+  std::uint64_t buffered_messages = 0, buffered_bytes = 0;
+  bool intake_paused = false;
+
+  // Ledger
+  std::uint64_t ledger_rows = 0, ledger_writes = 0, ledger_errors = 0;
+  std::uint64_t ledger_pending_rows = 0;        // outcomes not yet in the ledger
+  double ledger_oldest_pending_seconds = 0;     // age of the oldest of them (0: none)
+  std::uint64_t unrecorded = 0;                 // in the sink or awaiting the ledger
+  bool store_failing = false;
+  std::uint64_t parked = 0, unparked = 0;
+
+  std::vector<CampaignMetrics> campaigns;
+  std::vector<ProviderMetrics> providers;
+  std::vector<PartitionMetrics> partitions;
+
+  // The global quota (quota_mode "redis")
+  bool has_quota = false;
+  QuotaMetrics quota;
+  bool has_redis = false;
+  RedisQuotaStats redis;
+
+  Readiness readiness;
+};
+
+// The Prometheus text exposition format (version 0.0.4) of `s`, serialized
+// by prometheus-cpp's TextSerializer. Pure.
+std::string renderMetrics(const MetricsSnapshot& s);
+
+// A count's rate over the last kSpan from samples taken by the caller (a
+// ring of at most kSamples). Pure: time is an argument.
+class RateWindow {
+ public:
+  static constexpr Nanos kSpan = std::chrono::seconds(10);
+  static constexpr std::size_t kSamples = 64;
+  // Records `count` (monotonic) at `now` (not earlier than the last sample).
+  void add(MonoTime now, std::uint64_t count) noexcept;
+  // Per second between the oldest sample within kSpan of the newest (or the
+  // newest older one, so a slow caller still gets a rate) and the newest; 0
+  // with fewer than two samples.
+  double rate() const noexcept;
+
+ private:
+  std::array<std::pair<MonoTime, std::uint64_t>, kSamples> ring_{};
+  std::size_t size_ = 0, next_ = 0;
+};
+
+// Builds snapshots from what the worker core reports; keeps the rate windows
+// between calls. Not thread-safe: the daemon loop owns it.
+class SnapshotBuilder {
+ public:
+  SnapshotBuilder(std::string version, std::string sink, std::string quota_mode, double start_time_seconds);
+
+  // `redis` may be null (no Redis backend). `partitions` as the daemon knows
+  // them. `now` is the loop's time of the stats.
+  MetricsSnapshot build(MonoTime now, const WorkerStats& w, const std::vector<CampaignStats>& campaigns,
+                        const std::vector<ProviderStats>& providers, const RedisQuotaStats* redis,
+                        std::vector<PartitionMetrics> partitions, bool joined, bool intake_paused);
+
+ private:
+  std::string version_, sink_, quota_mode_;
+  double start_time_seconds_;
+  std::unordered_map<std::string, RateWindow> windows_;
+};
+
+}  // namespace pacer::admin
