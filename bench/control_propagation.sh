@@ -53,7 +53,7 @@ if [ "$mode" = busy ]; then
 fi
 for w in $(seq 1 "$workers"); do
   "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --no-migrate --sink null \
-    --refresh-ms 60000 --session-timeout-ms 6000 >/dev/null 2>"$PACER_RUN_DIR/pacerd$w.log" &
+    --refresh-ms 60000 --session-timeout-ms 6000 --admin-listen 127.0.0.1:0 >/dev/null 2>"$PACER_RUN_DIR/pacerd$w.log" &
   pids+=($!)
 done
 for w in $(seq 1 "$workers"); do

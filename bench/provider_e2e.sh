@@ -78,7 +78,7 @@ for w in $(seq 1 "$workers"); do
   "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --postgres "$PACER_PG" --no-migrate \
     --redis "$PACER_REDIS" --live-workers "$workers" \
     --sink http --http-url "http://127.0.0.1:$provider_port/send/{campaign}" --in-flight 100 \
-    --session-timeout-ms 6000 --summary "$PACER_RUN_DIR/summary$w.json" \
+    --session-timeout-ms 6000 --summary "$PACER_RUN_DIR/summary$w.json" --admin-listen 127.0.0.1:0 \
     >"$PACER_RUN_DIR/pacerd$w.log" 2>&1 &
   pids+=($!)
 done

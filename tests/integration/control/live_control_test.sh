@@ -65,7 +65,7 @@ seq 1 6000 | awk '{ printf "promo:{\"n\":%d}\n", $1 }' | kcat -P -b "$PACER_KAFK
 
 for w in 1 2; do
   "$pacerd" --brokers "$PACER_KAFKA" --topic messages --no-migrate --sink stdout \
-    --refresh-ms 60000 --session-timeout-ms 6000 >"$tmp/w$w.out" 2>"$tmp/w$w.log" &
+    --refresh-ms 60000 --session-timeout-ms 6000 --admin-listen 127.0.0.1:0 >"$tmp/w$w.out" 2>"$tmp/w$w.log" &
   pids+=($!)
 done
 for w in 1 2; do

@@ -85,6 +85,9 @@ std::vector<Record> records(const std::string& campaign, int count, int partitio
 class Daemon {
  public:
   explicit Daemon(worker::DaemonOptions o) : options_(std::move(o)) {
+    // Several daemons at once (and other tests' pacerd): each its own free
+    // port for the admin listener, which then runs in every pipeline test.
+    if (options_.admin_listen == worker::DaemonOptions{}.admin_listen) options_.admin_listen = "127.0.0.1:0";
     static std::atomic<int> n{0};
     options_.summary_file = (std::filesystem::temp_directory_path() /
                              ("pacer-pipeline-summary-" + std::to_string(::getpid()) + "-" + std::to_string(n++)))
