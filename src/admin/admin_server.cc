@@ -106,6 +106,7 @@ AdminResponse AdminHandler::handle(const AdminRequest& r) const {
 }
 
 AdminResponse AdminHandler::healthz() const {
+  if (state_.isStopping()) return AdminResponse{200, "text/plain; charset=utf-8", "stopping\n", {}};
   const std::optional<MonoTime> last = state_.lastTurn();
   if (!last) return AdminResponse{503, "text/plain; charset=utf-8", "starting: the loop has not turned yet\n", {}};
   const Nanos age = clock_.now() - *last;
@@ -117,6 +118,8 @@ AdminResponse AdminHandler::healthz() const {
 }
 
 AdminResponse AdminHandler::readyz() const {
+  if (state_.isStopping())
+    return AdminResponse{503, "text/plain; charset=utf-8", "stopping: finishing in-flight work\n", {}};
   const auto snapshot = state_.snapshot();
   if (!snapshot) return AdminResponse{503, "text/plain; charset=utf-8", "starting\n", {}};
   if (auto why = notReadyReason(snapshot->readiness))

@@ -37,12 +37,17 @@ class AdminState {
   std::optional<MonoTime> lastTurn() const noexcept;
   void requestDrain() noexcept { drain_.store(true, std::memory_order_relaxed); }
   bool drainRequested() const noexcept { return drain_.load(std::memory_order_relaxed); }
+  // The loop has stopped and pacerd is shutting down (bounded by its shutdown
+  // deadline): not ready any more, and no longer expected to turn.
+  void stopping() noexcept { stopping_.store(true, std::memory_order_relaxed); }
+  bool isStopping() const noexcept { return stopping_.load(std::memory_order_relaxed); }
 
  private:
   mutable std::mutex mutex_;
   std::shared_ptr<const MetricsSnapshot> snapshot_;
   std::atomic<Nanos::rep> last_turn_{kNoTurn};
   std::atomic<bool> drain_{false};
+  std::atomic<bool> stopping_{false};
   static constexpr Nanos::rep kNoTurn = Nanos::min().count();
 };
 

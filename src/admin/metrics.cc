@@ -231,6 +231,14 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
   std::uint64_t attributed_rejections = 0;
   s.campaigns.reserve(campaigns.size());
   for (const CampaignStats& c : campaigns) {
+    attributed_rejections += c.rejected;
+    // Only campaigns this worker has handled a message of: every worker knows
+    // every campaign, and idle ones would multiply the series by the workers.
+    // Once in, a campaign stays (its counters must not vanish).
+    const bool touched = c.sent + c.failed + c.rejected + c.retries + c.queued + c.retrying + c.to_park +
+                             c.parked_waiting + c.in_flight >
+                         0;
+    if (!touched && !windows_.contains(c.id)) continue;
     CampaignMetrics m;
     m.id = c.id;
     m.provider = c.provider;
@@ -244,7 +252,6 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
     m.achieved_rate = window.rate();
     m.backlog = c.queued + c.retrying + c.to_park + c.parked_waiting;
     m.in_flight = c.in_flight;
-    attributed_rejections += c.rejected;
     s.campaigns.push_back(std::move(m));
   }
   s.rejected_without_campaign = w.rejected > attributed_rejections ? w.rejected - attributed_rejections : 0;

@@ -120,7 +120,9 @@ class SnapshotBuilder {
   SnapshotBuilder(std::string version, std::string sink, std::string quota_mode, double start_time_seconds);
 
   // `redis` may be null (no Redis backend). `partitions` as the daemon knows
-  // them. `now` is the loop's time of the stats.
+  // them. `now` is the loop's time of the stats. A campaign is in the
+  // snapshot from the first build that sees it with a message (counted,
+  // held or in flight) on.
   MetricsSnapshot build(MonoTime now, const WorkerStats& w, const std::vector<CampaignStats>& campaigns,
                         const std::vector<ProviderStats>& providers, const RedisQuotaStats* redis,
                         std::vector<PartitionMetrics> partitions, bool joined, bool intake_paused);

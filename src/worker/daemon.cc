@@ -275,6 +275,7 @@ class Daemon {
             o_.parking ? "on" : "off", o_.redis.empty() ? "local" : fmt::format("redis:{}", fmt::join(o_.redis, ",")),
             o_.worker.lease.live_workers);
     const int rc = loop();
+    if (admin_state_) admin_state_->stopping();
     shutdown();
     writeSummary(start);
     return rc;

@@ -118,7 +118,9 @@ void produce(const std::string& bootstraps, const std::string& campaign, int cou
 class PacerdProcess {
  public:
   PacerdProcess(const std::vector<std::string>& args, const std::vector<std::string>& env_extra) {
-    log_ = (std::filesystem::temp_directory_path() / ("pacer-admin-test-" + std::to_string(::getpid()) + ".log"))
+    static int n = 0;
+    log_ = (std::filesystem::temp_directory_path() /
+            ("pacer-admin-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + ".log"))
                .string();
     std::vector<std::string> argv_s{PACERD_BIN};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -332,6 +334,24 @@ TEST_F(AdminTest, WithoutATokenDrainIsForbiddenAndABusyPortIsAStartUpFailure) {
 
   ::kill(first.pid(), SIGTERM);
   EXPECT_EQ(first.wait(seconds(30)), 0) << first.log();
+}
+
+}  // namespace
+}  // namespace pacer
+
+namespace pacer {
+namespace {
+
+// A listen address pacerd cannot use is refused before it connects to
+// anything: exit 2 with the flag named.
+TEST(AdminCommandLineTest, AMalformedListenAddressExitsTwoNamingTheFlag) {
+  for (const std::string bad : {"9464", "127.0.0.1:http", "::1:9464", "127.0.0.1:70000"}) {
+    PacerdProcess p({"--brokers", "127.0.0.1:1", "--topic", "t", "--postgres", "host=127.0.0.1 port=1",
+                     "--admin-listen", bad},
+                    {});
+    EXPECT_EQ(p.wait(seconds(30)), 2) << p.log();
+    EXPECT_THAT(p.log(), HasSubstr("--admin-listen '" + bad + "'"));
+  }
 }
 
 }  // namespace

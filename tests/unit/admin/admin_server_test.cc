@@ -67,6 +67,11 @@ TEST_F(AdminHandlerTest, HealthzFollowsTheLoopsLastTurn) {
   EXPECT_THAT(stalled.body, HasSubstr("loop stalled: last turn 5.0 s ago"));
   state_.heartbeat(clock_.now());
   EXPECT_EQ(get("/healthz").status, 200);
+  // Shutting down: the loop no longer turns, within the shutdown deadline.
+  state_.stopping();
+  clock_.advance(seconds(8));
+  EXPECT_EQ(get("/healthz").status, 200);
+  EXPECT_EQ(get("/healthz").body, "stopping\n");
 }
 
 TEST_F(AdminHandlerTest, ReadyzNeedsTheGroupAWritableLedgerAndSomeQuota) {
@@ -85,6 +90,10 @@ TEST_F(AdminHandlerTest, ReadyzNeedsTheGroupAWritableLedgerAndSomeQuota) {
   EXPECT_THAT(get("/readyz").body, HasSubstr("degraded for every provider"));
   publish(Readiness{.joined = false, .store_failing = true});
   EXPECT_THAT(get("/readyz").body, HasSubstr("; ")) << "every reason is given";
+  publish(Readiness{.joined = true});
+  state_.stopping();
+  EXPECT_EQ(get("/readyz").status, 503);
+  EXPECT_THAT(get("/readyz").body, HasSubstr("stopping"));
 }
 
 TEST_F(AdminHandlerTest, MetricsRendersTheLastSnapshot) {

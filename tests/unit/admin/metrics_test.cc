@@ -48,6 +48,10 @@ MetricsSnapshot full() {
   promo.in_flight = 8;
   CampaignStats odd;
   odd.id = "we\"ird\\id";
+  odd.in_flight = 1;
+  CampaignStats idle;  // known, never had a message here: left out
+  idle.id = "idle";
+  idle.limit = RateLimit{5, 1};
   ProviderStats sms;
   sms.id = "sms";
   sms.ceiling = 400;
@@ -63,7 +67,7 @@ MetricsSnapshot full() {
   redis.round_trip_count = 33;
   redis.round_trip_seconds = 1.6;
   std::vector<PartitionMetrics> parts{{"messages", 0, 100, 130}, {"messages", 1, -1, 50}};
-  return b.build(at(10), w, {promo, odd}, {sms}, &redis, parts, true, false);
+  return b.build(at(10), w, {promo, odd, idle}, {sms}, &redis, parts, true, false);
 }
 
 // The value of the line "<series> <value>", or NaN when absent.
@@ -93,6 +97,18 @@ TEST(RenderMetricsTest, AnUnlimitedRateIsLeftOutNotZero) {
   EXPECT_EQ(sample(text, R"(pacer_campaign_sent_total{campaign="we\"ird\\id",provider=""})"), 0)
       << "ids are escaped in label values:\n"
       << text;
+}
+
+TEST(SnapshotBuilderTest, OnlyCampaignsWithMessagesHereAreInAndThenStay) {
+  EXPECT_THAT(renderMetrics(full()), Not(HasSubstr("campaign=\"idle\"")));
+  SnapshotBuilder b("1", "null", "local", 0);
+  CampaignStats c;
+  c.id = "c";
+  EXPECT_TRUE(b.build(at(1), WorkerStats{}, {c}, {}, nullptr, {}, true, false).campaigns.empty());
+  c.queued = 3;
+  EXPECT_EQ(b.build(at(2), WorkerStats{}, {c}, {}, nullptr, {}, true, false).campaigns.size(), 1u);
+  c.queued = 0;
+  EXPECT_EQ(b.build(at(3), WorkerStats{}, {c}, {}, nullptr, {}, true, false).campaigns.size(), 1u);
 }
 
 TEST(RenderMetricsTest, ProvidersLedgerOffsetsAndProcess) {
@@ -139,6 +155,7 @@ TEST(SnapshotBuilderTest, AchievedRateIsTheSendRateOverTheLastTenSeconds) {
   SnapshotBuilder b("1", "null", "local", 0);
   CampaignStats c;
   c.id = "c";
+  c.queued = 1;
   double last = 0;
   // 100 msg/s for 20 s, then nothing: a quarter-second apart, like the loop.
   for (int i = 0; i <= 160; ++i) {

@@ -716,3 +716,63 @@ TEST(WorkerCoreQuota, A429AtOneWorkerPausesTheProviderAtEveryWorker) {
 
 }  // namespace
 }  // namespace pacer
+
+namespace pacer {
+namespace {
+
+// The gauges metrics read: where each campaign's messages are, and how far
+// the ledger lags (as of the step the core was given, never the clock).
+TEST_F(WorkerCoreTest, StatsSayWhereEachCampaignsMessagesAreAndHowFarTheLedgerLags) {
+  make();
+  sink_.instant = false;
+  core_->upsertCampaign(campaign("a", std::nullopt, 1, "sms"), clock_.now());
+  for (int i = 0; i < 10; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(milliseconds(5));
+  auto stats = core_->campaignStats();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].provider, "sms");
+  EXPECT_FALSE(stats[0].limit) << "unlimited";
+  EXPECT_EQ(stats[0].in_flight, 10u);
+  EXPECT_EQ(core_->stats().pending_rows, 0u);
+  EXPECT_FALSE(core_->stats().oldest_pending_row);
+
+  // Three answered with a retry, the rest delivered; the ledger is down.
+  int n = 0;
+  sink_.answer = [&](const Message&) {
+    SendResult r;
+    if (n++ < 3) {
+      r.outcome = SendOutcome::kRetry;
+      r.reason = "HTTP 500";
+    }
+    return r;
+  };
+  ledger_.available = false;
+  const MonoTime answered = clock_.now() + milliseconds(5);
+  sink_.finishAll();
+  run(milliseconds(5));
+  stats = core_->campaignStats();
+  EXPECT_EQ(stats[0].in_flight, 0u);
+  EXPECT_EQ(stats[0].retrying, 3u);
+  WorkerStats w = core_->stats();
+  EXPECT_EQ(w.pending_rows, 7u);
+  ASSERT_TRUE(w.oldest_pending_row);
+  EXPECT_EQ(*w.oldest_pending_row, answered);
+  run(milliseconds(100));
+  EXPECT_TRUE(core_->stats().store_failing) << "the write failed and is retried";
+
+  ledger_.available = true;
+  sink_.instant = true;
+  sink_.finishAll();  // a retry already sent again meanwhile
+  run(seconds(5));    // the retries go out after their backoff and are delivered
+  stats = core_->campaignStats();
+  EXPECT_EQ(stats[0].retrying, 0u);
+  EXPECT_EQ(stats[0].in_flight, 0u);
+  EXPECT_EQ(stats[0].sent, 10u);
+  w = core_->stats();
+  EXPECT_FALSE(w.store_failing);
+  EXPECT_EQ(w.pending_rows, 0u);
+  EXPECT_FALSE(w.oldest_pending_row);
+}
+
+}  // namespace
+}  // namespace pacer
