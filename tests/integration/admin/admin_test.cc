@@ -350,7 +350,8 @@ TEST(AdminCommandLineTest, AMalformedListenAddressExitsTwoNamingTheFlag) {
                      "--admin-listen", bad},
                     {});
     EXPECT_EQ(p.wait(seconds(30)), 2) << p.log();
-    EXPECT_THAT(p.log(), HasSubstr("--admin-listen '" + bad + "'"));
+    EXPECT_THAT(p.log(), HasSubstr("--admin-listen"));
+    EXPECT_THAT(p.log(), HasSubstr(bad));
   }
 }
 

@@ -61,7 +61,7 @@ YAML
   mv "$cfg.new" "$cfg"
 }
 write_config 5 0 pacer
-"$pacerd" --config "$cfg" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" &
+"$pacerd" --config "$cfg" --admin-listen 127.0.0.1:0 >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" &
 pid=$!
 wait_for 30 "event=control_listening" || fail "pacerd did not start"
 [ "$(count 'event=stats')" = 0 ] || fail "stats lines before they were turned on"

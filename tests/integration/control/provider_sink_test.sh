@@ -47,7 +47,7 @@ providers:
       kind: stdout
 exit_when_idle_ms: 1000
 YAML
-timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" || fail "pacerd exited $?"
+timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" --admin-listen 127.0.0.1:0 >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" || fail "pacerd exited $?"
 grep -q "event=started .*sink=null provider_sinks=sms:stdout" "$tmp/pacerd.log" || fail "no provider sink in the started line"
 promo=$(grep -c '^promo ' "$tmp/pacerd.out" || true)
 others=$(grep -vc '^promo ' "$tmp/pacerd.out" || true)

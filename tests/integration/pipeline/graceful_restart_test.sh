@@ -72,7 +72,7 @@ run_daemon() {
   "$pacerd" --brokers "$PACER_KAFKA" --topic messages --no-migrate \
     --sink http --http-url "http://127.0.0.1:$provider_port/send/{campaign}" --in-flight 200 \
     --session-timeout-ms 6000 --commit-interval-ms 500 --shutdown-deadline-ms "$deadline_ms" \
-    --park-keep-s 1 --parking-lease-s "$lease_s" "$@" >>"$tmp/pacerd.log" 2>&1 &
+    --park-keep-s 1 --parking-lease-s "$lease_s" --admin-listen 127.0.0.1:0 "$@" >>"$tmp/pacerd.log" 2>&1 &
   daemon_pid=$!
 }
 

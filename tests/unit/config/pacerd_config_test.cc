@@ -419,3 +419,19 @@ TEST(PacerdConfig, LiveKeysAreTheDocumentedOnes) {
 
 }  // namespace
 }  // namespace pacer::config
+
+namespace pacer::config {
+namespace {
+
+// The admin listener takes port 0 (any free port: tests, several workers on a
+// host) and "off"; a port that is not one is still refused.
+TEST(PacerdConfig, AdminListenTakesPortZeroAndOff) {
+  EXPECT_EQ(load(fromText("admin:\n  listen: 127.0.0.1:0\n")).options.admin_listen, "127.0.0.1:0");
+  EXPECT_EQ(load(fromText("admin:\n  listen: \"[::1]:9464\"\n")).options.admin_listen, "[::1]:9464");
+  EXPECT_EQ(load(fromText("admin:\n  listen: \"off\"\n")).options.admin_listen, "off");
+  EXPECT_THAT(errorOf(fromText("admin:\n  listen: 127.0.0.1:70000\n")), HasSubstr("admin.listen"));
+  EXPECT_THAT(errorOf(fromText("admin:\n  listen: 9464\n")), HasSubstr("admin.listen"));
+}
+
+}  // namespace
+}  // namespace pacer::config
