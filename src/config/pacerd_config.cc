@@ -627,6 +627,28 @@ std::pair<std::string, std::string> nameValue(const Raw& r, const std::string& i
   return {item.substr(0, eq), item.substr(eq + 1)};
 }
 
+// One environment variable's value for key `k` at `path`: a map's entries
+// are split at commas (a value with a comma goes in the file); a list stays
+// one comma-separated scalar, split later like a flag's.
+Raw envRaw(const Key& k, std::string path, const std::string& name, const char* v) {
+  Raw r;
+  r.path = std::move(path);
+  r.secret = k.secret;
+  r.origin = name;
+  r.rank = Rank::kEnv;
+  if (k.shape == Shape::kMap) {
+    r.shape = Shape::kMap;
+    std::string item;
+    std::istringstream in(v);
+    while (std::getline(in, item, ','))
+      if (!trim(item).empty()) r.map.push_back(nameValue(r, trim(item)));
+  } else {
+    r.shape = Shape::kScalar;
+    r.scalar = v;
+  }
+  return r;
+}
+
 void readEnv(const Sources& s, Merged& out) {
   if (!s.getenv) return;
   for (const Key& k : keys()) {
@@ -639,23 +661,7 @@ void readEnv(const Sources& s, Merged& out) {
       v = s.getenv(name.c_str());
     }
     if (!v) continue;
-    Raw r;
-    r.path = k.path;
-    r.secret = k.secret;
-    r.origin = name;
-    r.rank = Rank::kEnv;
-    if (k.shape == Shape::kMap) {
-      r.shape = Shape::kMap;
-      // Entries are split at commas: a value with a comma goes in the file.
-      std::string item;
-      std::istringstream in(v);
-      while (std::getline(in, item, ','))
-        if (!trim(item).empty()) r.map.push_back(nameValue(r, trim(item)));
-    } else {
-      r.shape = Shape::kScalar;  // a list: comma-separated
-      r.scalar = v;
-    }
-    put(out, k.path, std::move(r));
+    put(out, k.path, envRaw(k, k.path, name, v));
   }
 }
 
@@ -674,21 +680,7 @@ void readProviderEnv(const Sources& s, const std::string& id, Merged& out) {
     const std::string name = providerEnvName(id, k.path);
     const char* v = s.getenv(name.c_str());
     if (!v) continue;
-    Raw r;
-    r.path = "providers." + id + "." + k.path;
-    r.secret = k.secret;
-    r.origin = name;
-    r.rank = Rank::kEnv;
-    if (k.shape == Shape::kMap) {
-      r.shape = Shape::kMap;
-      std::string item;
-      std::istringstream in(v);
-      while (std::getline(in, item, ','))
-        if (!trim(item).empty()) r.map.push_back(nameValue(r, trim(item)));
-    } else {
-      r.scalar = v;
-    }
-    put(out, k.path, std::move(r));
+    put(out, k.path, envRaw(k, "providers." + id + "." + k.path, name, v));
   }
 }
 
