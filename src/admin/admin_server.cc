@@ -97,12 +97,19 @@ AdminResponse AdminHandler::handle(const AdminRequest& r) const {
     if (r.path == "/metrics") return metrics();
     return r.path == "/healthz" ? healthz() : readyz();
   }
-  if (r.path == "/admin/drain") {
+  if (r.path == "/admin/drain" || r.path == "/admin/reload") {
     if (r.method != "POST") return notAllowed("POST");
-    return drain(r);
+    if (auto no = refuse(r)) return *no;
+    if (r.path == "/admin/drain") {
+      state_.requestDrain();
+      return AdminResponse{200, "text/plain; charset=utf-8", "draining: pacerd stops as on SIGTERM\n", {}};
+    }
+    state_.requestReload();
+    return AdminResponse{200, "text/plain; charset=utf-8",
+                         "reload requested: pacerd re-reads its configuration as on SIGHUP (see its log)\n", {}};
   }
   return AdminResponse{404, "text/plain; charset=utf-8",
-                       "not found; try /metrics, /healthz, /readyz or POST /admin/drain\n", {}};
+                       "not found; try /metrics, /healthz, /readyz, POST /admin/drain or POST /admin/reload\n", {}};
 }
 
 AdminResponse AdminHandler::healthz() const {
@@ -133,7 +140,7 @@ AdminResponse AdminHandler::metrics() const {
   return AdminResponse{200, "text/plain; version=0.0.4; charset=utf-8", renderMetrics(*snapshot), {}};
 }
 
-AdminResponse AdminHandler::drain(const AdminRequest& r) const {
+std::optional<AdminResponse> AdminHandler::refuse(const AdminRequest& r) const {
   switch (checkBearer(r.authorization, token_)) {
     case TokenCheck::kDisabled:
       return AdminResponse{403, "text/plain; charset=utf-8",
@@ -146,8 +153,7 @@ AdminResponse AdminHandler::drain(const AdminRequest& r) const {
     }
     case TokenCheck::kOk: break;
   }
-  state_.requestDrain();
-  return AdminResponse{200, "text/plain; charset=utf-8", "draining: pacerd stops as on SIGTERM\n", {}};
+  return std::nullopt;
 }
 
 // --- addresses ----------------------------------------------------------------

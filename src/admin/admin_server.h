@@ -37,6 +37,9 @@ class AdminState {
   std::optional<MonoTime> lastTurn() const noexcept;
   void requestDrain() noexcept { drain_.store(true, std::memory_order_relaxed); }
   bool drainRequested() const noexcept { return drain_.load(std::memory_order_relaxed); }
+  // POST /admin/reload, as SIGHUP: the loop takes the request once.
+  void requestReload() noexcept { reload_.store(true, std::memory_order_relaxed); }
+  bool takeReloadRequest() noexcept { return reload_.exchange(false, std::memory_order_relaxed); }
   // The loop has stopped and pacerd is shutting down (bounded by its shutdown
   // deadline): not ready any more, and no longer expected to turn.
   void stopping() noexcept { stopping_.store(true, std::memory_order_relaxed); }
@@ -47,6 +50,7 @@ class AdminState {
   std::shared_ptr<const MetricsSnapshot> snapshot_;
   std::atomic<Nanos::rep> last_turn_{kNoTurn};
   std::atomic<bool> drain_{false};
+  std::atomic<bool> reload_{false};
   std::atomic<bool> stopping_{false};
   static constexpr Nanos::rep kNoTurn = Nanos::min().count();
 };
@@ -94,7 +98,8 @@ class AdminHandler {
   AdminResponse healthz() const;
   AdminResponse readyz() const;
   AdminResponse metrics() const;
-  AdminResponse drain(const AdminRequest& request) const;
+  // A state change (drain, reload): the token first; null when it passes.
+  std::optional<AdminResponse> refuse(const AdminRequest& request) const;
   AdminState& state_;
   const TimeSource& clock_;
   std::string token_;

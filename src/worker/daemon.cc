@@ -621,7 +621,8 @@ class Daemon {
     std::uint64_t last_errors = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
       MonoTime now = clock_->now();
-      if (reload_.requested && reload_.requested->exchange(false)) reloadConfig(now);
+      const bool hup = reload_.requested && reload_.requested->exchange(false);
+      if (hup || (admin_state_ && admin_state_->takeReloadRequest())) reloadConfig(now);
       if (paused_ ? core_->mayResume() : !core_->wantsMore()) setPaused(!paused_);
       // Read what is there (up to a batch), waiting only when nothing is to do.
       // Idle, the wait is still one tick while LISTEN is up: the notification
@@ -692,6 +693,10 @@ class Daemon {
   // SIGHUP: the live keys apply from this turn; the others are said and kept.
   // Campaigns and providers are re-read at once too.
   void reloadConfig(MonoTime now) {
+    if (!reload_.reload) {
+      logLine(o_.log, "WARN", "event=reload_failed error=\"this daemon was started without a configuration to re-read\"");
+      return;
+    }
     ReloadResult r;
     try {
       r = reload_.reload();

@@ -61,7 +61,7 @@ YAML
   mv "$cfg.new" "$cfg"
 }
 write_config 5 0 pacer
-"$pacerd" --config "$cfg" --admin-listen 127.0.0.1:0 >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" &
+PACER_ADMIN_TOKEN=reload-token "$pacerd" --config "$cfg" --admin-listen 127.0.0.1:0 >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" &
 pid=$!
 wait_for 30 "event=control_listening" || fail "pacerd did not start"
 [ "$(count 'event=stats')" = 0 ] || fail "stats lines before they were turned on"
@@ -95,6 +95,27 @@ write_config 7 0 pacer
 kill -HUP "$pid"
 wait_for 10 'event=config_reloaded changed=\[logging.stats_interval_ms\]' || fail "a good file after a bad one did not apply"
 kill -0 "$pid" 2>/dev/null || fail "pacerd died"
+
+# POST /admin/reload does what SIGHUP does, with the admin token only.
+admin=$(grep -oE 'event=admin_listening address=[^ ]+' "$tmp/pacerd.log" | head -n 1 | cut -d= -f3)
+[ -n "$admin" ] || fail "no admin_listening line"
+post_reload() {  # post_reload TOKEN: prints the HTTP status
+  python3 - "http://$admin/admin/reload" "$1" <<'EOF2'
+import sys, urllib.error, urllib.request
+req = urllib.request.Request(sys.argv[1], data=b"", method="POST", headers={"Authorization": "Bearer " + sys.argv[2]})
+try:
+    print(urllib.request.urlopen(req).status)
+except urllib.error.HTTPError as e:
+    print(e.code)
+EOF2
+}
+write_config 9 0 pacer
+[ "$(post_reload wrong)" = 401 ] || fail "a reload with a wrong token was not refused with 401"
+sleep 0.3
+[ "$(count 'changed=\[limits.max_attempts\]')" = 0 ] || fail "a refused reload request reloaded"
+[ "$(post_reload reload-token)" = 200 ] || fail "POST /admin/reload with the token did not answer 200"
+wait_for 10 'event=config_reloaded changed=\[limits.max_attempts\]' || fail "POST /admin/reload did not reload"
+grep -q reload-token "$tmp/pacerd.log" && fail "the admin token appears in the log"
 
 kill -TERM "$pid"
 wait "$pid" || fail "pacerd exited $? on SIGTERM"

@@ -106,6 +106,17 @@ TEST_F(AdminHandlerTest, MetricsRendersTheLastSnapshot) {
   EXPECT_EQ(handler_.handle(AdminRequest{"HEAD", "/metrics", std::nullopt}).status, 200);
 }
 
+TEST_F(AdminHandlerTest, ReloadNeedsTheTokenAndIsTakenOnce) {
+  EXPECT_EQ(post("/admin/reload", std::nullopt).status, 401);
+  EXPECT_EQ(post("/admin/reload", "Bearer nope").status, 401);
+  EXPECT_FALSE(state_.takeReloadRequest());
+  EXPECT_EQ(post("/admin/reload", "Bearer tok").status, 200);
+  EXPECT_FALSE(state_.drainRequested()) << "a reload is not a drain";
+  EXPECT_TRUE(state_.takeReloadRequest());
+  EXPECT_FALSE(state_.takeReloadRequest()) << "one request, one reload";
+  EXPECT_EQ(handler_.handle(AdminRequest{"GET", "/admin/reload", "Bearer tok"}).status, 405);
+}
+
 TEST_F(AdminHandlerTest, DrainNeedsTheTokenAndOnlySetsTheFlag) {
   EXPECT_EQ(post("/admin/drain", std::nullopt).status, 401);
   EXPECT_TRUE(post("/admin/drain", std::nullopt).www_authenticate);
