@@ -485,21 +485,33 @@ struct WorkerCore::Impl {
     const std::span<const Grant> grants = scheduler.tick(now, capacity);
     // Copy: the spans die at the next non-const scheduler call.
     std::vector<Grant> copy(grants.begin(), grants.end());
+    // Campaigns whose sink refused a message this tick (a provider's own sink
+    // behind a routing sink can be full while the others have room).
+    std::vector<Campaign*> refused;
     for (const Grant& g : copy) {
       Campaign* c = by_sid[g.campaign];
+      if (std::find(refused.begin(), refused.end(), c) != refused.end()) {
+        scheduler.addBacklog(c->sid, g.count);  // still queued: the scheduler must keep counting them
+        continue;
+      }
       for (std::uint64_t k = 0; k < g.count && !c->queue.empty(); ++k) {
         Item item = popFront(c);
         const std::uint64_t ticket = next_ticket++;
         auto [it, inserted] = inflight.emplace(ticket, std::make_pair(c, std::move(item)));
         buffered_bytes += it->second.second.bytes();
         if (!sink.submit(it->second.second.msg, ticket)) {
-          // The sink is full after all: back to the front, tokens already spent
-          // are lost (never over, at worst a little under).
+          // The sink is full for this campaign after all: back to the front,
+          // and the rest of the grant back into the scheduler's count (the
+          // messages stay queued); tokens already spent are lost (never over,
+          // at worst a little under). Other campaigns' grants go on: their
+          // sink may have room.
           buffered_bytes -= it->second.second.bytes();
           Item back = std::move(it->second.second);
           inflight.erase(it);
           enqueue(c, std::move(back), true);
-          return;
+          if (g.count > k + 1) scheduler.addBacklog(c->sid, g.count - k - 1);
+          refused.push_back(c);
+          break;
         }
         ++c->in_flight;
       }

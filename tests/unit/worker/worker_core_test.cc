@@ -51,6 +51,7 @@ class FakeSink final : public SinkInterface {
   explicit FakeSink(std::size_t max) : max_(max) {}
   bool submit(const Message& m, std::uint64_t ticket) override {
     if (pending_.size() >= max_) return false;
+    if (refuse && refuse(m)) return false;
     submitted.push_back(m);
     pending_.push_back({m, ticket});
     if (instant) finishAll();
@@ -71,6 +72,7 @@ class FakeSink final : public SinkInterface {
     pending_.clear();
   }
   std::function<SendResult(const Message&)> answer;  // default: delivered
+  std::function<bool(const Message&)> refuse;         // true: full for this message (a provider's own sink)
   bool instant = true;
   std::vector<Message> submitted;
 
@@ -478,6 +480,26 @@ TEST_F(WorkerCoreTest, DrainDoesNotRetryAndLeavesTheFaultUncommitted) {
   EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 4u);
   EXPECT_FALSE(ledger_.byId.contains("m0-0"));
   EXPECT_EQ(committed(), 0) << "offset 0 is read again by the next owner";
+}
+
+// A routing sink can refuse one provider's messages (its own sink is full)
+// while it has room for others: the refused campaign must not lose its
+// place in the scheduler, and the others must not lose their tick.
+TEST_F(WorkerCoreTest, ASinkFullForOneCampaignStallsNeitherItNorTheOthers) {
+  make();
+  bool b_full = true;
+  sink_.refuse = [&](const Message& m) { return b_full && m.campaign == "b"; };
+  core_->upsertCampaign(campaign("a", 200, 10), clock_.now());
+  core_->upsertCampaign(campaign("b", 200, 10), clock_.now());
+  for (int i = 0; i < 600; ++i) core_->offer(raw(i, i % 2 ? "b" : "a"), clock_.now());
+  run(seconds(1));
+  EXPECT_GE(sentOf("a"), 200u) << "a's grants are not lost to b's full sink";
+  EXPECT_EQ(sentOf("b"), 0u);
+  b_full = false;
+  run(seconds(3));
+  EXPECT_EQ(sentOf("a"), 300u);
+  EXPECT_EQ(sentOf("b"), 300u) << "b sends its whole queue once its sink has room";
+  EXPECT_EQ(committed(), 600);
 }
 
 TEST_F(WorkerCoreTest, ASlowCampaignsExcessIsParkedSoTheOffsetAdvances) {
