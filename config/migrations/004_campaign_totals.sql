@@ -7,6 +7,8 @@
 -- The index lets top count one campaign's rows, and its rows of the last few
 -- seconds, without reading the whole ledger; `status` is included so those
 -- counts are index-only scans. It costs each ledger write one more index entry.
+-- The build holds ledger writes for its duration (it runs inside the migration's
+-- transaction): on a large ledger, migrate with the workers stopped (README).
 
 ALTER TABLE campaigns ADD COLUMN total bigint CHECK (total IS NULL OR total >= 0);
 

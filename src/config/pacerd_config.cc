@@ -816,10 +816,23 @@ Config load(const Sources& sources) {
     o.postgres = withPassword(o.postgres, *pw);
   if (auto token = secretFrom(pending.token, pending.token_file)) o.admin_token = *token;
   applyHeaderFiles(o, pending, merged, "");
+  // What the secret files held, as fingerprints (never the secrets): a reload
+  // that reads a rotated file says it needs a restart instead of saying nothing.
+  const auto fingerprint = [](const std::string& s) { return fmt::format("{:016x}", std::hash<std::string>{}(s)); };
+  if (pending.password_file) config.values["postgres.password_file (contents)"] = fingerprint(o.postgres);
+  if (pending.token_file) config.values["admin.token_file (contents)"] = fingerprint(o.admin_token);
+  if (!pending.header_files.empty()) {
+    std::string all;
+    for (const auto& [name, value] : o.http.headers) all += name + '\n' + value + '\n';
+    config.values["sink.http.header_files (contents)"] = fingerprint(all);
+  }
 
-  // Each provider's sink: the default sink's settings with its own on top.
+  // Each provider's sink: the default sink's settings with its own on top,
+  // except the headers: they carry one host's credentials, and a provider's
+  // sink usually talks to another host.
   for (const auto& [id, m] : providers) {
     DaemonOptions p = o;
+    p.http.headers.clear();
     Pending pp;
     Ctx pctx{p, pp};
     for (const Key& k : keys()) {

@@ -742,7 +742,10 @@ class Daemon {
                 "event=shutdown_deadline_passed unrecorded={} hint=\"not committed: read and sent again after a "
                 "restart, under the same Idempotency-Key\"",
                 s.unrecorded);
-      const std::size_t released = core_->releaseParked();
+      // Claims are given back only when nothing is in flight: a claimed message
+      // still in a request past the deadline keeps its lease, so no other
+      // worker sends it while that request may still be answered.
+      const std::size_t released = s.unrecorded == 0 ? core_->releaseParked() : 0;
       logLine(o_.log, "INFO", "event=shutdown_flushed after_ms={} released_parked={} buffered_left={}",
               std::chrono::duration_cast<milliseconds>(clock_->now() - started).count(), released,
               s.buffered_messages);

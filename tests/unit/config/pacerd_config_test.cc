@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "pacer/conninfo.h"
@@ -356,8 +357,8 @@ providers:
   EXPECT_EQ(sms.sink_in_flight, 20u);
   EXPECT_EQ(sms.http.url, "http://sms/{recipient}");
   EXPECT_EQ(sms.http.total_timeout, std::chrono::milliseconds(750));  // the provider's environment variable
-  const std::vector<std::pair<std::string, std::string>> headers{{"X-Team", "growth"}, {"Authorization", "Bearer sms"}};
-  EXPECT_EQ(sms.http.headers, headers);
+  const std::vector<std::pair<std::string, std::string>> headers{{"Authorization", "Bearer sms"}};
+  EXPECT_EQ(sms.http.headers, headers) << "only its own headers: the default's carry another host's credentials";
   const worker::ProviderSinkOptions& push = c.options.provider_sinks.at("push");
   EXPECT_EQ(push.sink, "kafka");
   EXPECT_EQ(push.sink_topic, "push-out");
@@ -405,6 +406,22 @@ TEST(PacerdConfig, ReloadAppliesLiveKeysAndKeepsTheOthers) {
   const ReloadPlan again = planReload(plan.config, after);
   EXPECT_TRUE(again.changed.empty());
   EXPECT_EQ(again.needs_restart, (std::vector<std::string>{"kafka.brokers", "scheduler.tick_ms"}));
+}
+
+// A secret file rotated under the same path: the reload says it needs a
+// restart (its contents are compared by fingerprint, never kept in clear).
+TEST(PacerdConfig, ARotatedSecretFileNeedsARestartAndIsNotKeptInClear) {
+  const std::string yaml = "admin:\n  token_file: ";
+  std::optional<TempFile> token_file;
+  token_file.emplace("token", "first-token\n");
+  const Config before = load(fromText(yaml + token_file->path() + "\n"));
+  token_file.emplace("token", "second-token\n");
+  const Config after = load(fromText(yaml + token_file->path() + "\n"));
+  EXPECT_EQ(after.options.admin_token, "second-token");
+  const ReloadPlan plan = planReload(before, after);
+  EXPECT_EQ(plan.needs_restart, (std::vector<std::string>{"admin.token_file (contents)"}));
+  for (const auto& [key, value] : after.values) EXPECT_EQ(value.find("second-token"), std::string::npos) << key;
+  EXPECT_TRUE(planReload(after, after).needs_restart.empty()) << "the same contents: nothing to say";
 }
 
 TEST(PacerdConfig, LiveKeysAreTheDocumentedOnes) {
