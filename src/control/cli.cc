@@ -519,14 +519,32 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
     const bool with_db = s.postgres.has_value() || s.env.postgres.has_value();
     std::optional<CampaignRow> before;
     std::optional<CampaignRow> after;
+    // Delivered but not yet added to the total: a database error mid-run does
+    // not stop producing (the messages are in Kafka already); the addition is
+    // tried again with the next acknowledgements and reported at the end.
+    std::int64_t unadded = 0;
+    std::string total_error;
+    ExitCode total_code = ExitCode::kDatabase;
     if (with_db) {
       before = s.db().campaignRow(o.campaign);
       after = before;
-      o.on_delivered = [&](std::int64_t n) { after = s.db().addToCampaignTotal(o.campaign, n); };
+      o.on_delivered = [&](std::int64_t n) {
+        unadded += n;
+        try {
+          after = s.db().addToCampaignTotal(o.campaign, unadded);
+          unadded = 0;
+        } catch (const ControlError& e) {
+          total_error = e.what();
+          total_code = e.code();
+        } catch (const std::exception& e) {
+          total_error = e.what();
+        }
+      };
     }
     const ProduceResult r = produceMessages(o);
     const std::string total_note =
         !with_db        ? "total not updated (no --postgres or PACER_POSTGRES)"
+        : unadded > 0   ? fmt::format("total NOT updated for {} delivered message(s)", unadded)
         : !after->total ? "total unknown, not changed (`pacerctl campaign set-total` sets one)"
                         : fmt::format("total {} -> {}", totalText(before->total), totalText(after->total));
     if (s.json) {
@@ -534,6 +552,7 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
              {"delivered", r.delivered}, {"failed", r.failed},      {"seconds", r.seconds},
              {"total", with_db && after->total ? Json(*after->total) : Json(nullptr)}};
       if (!r.error.empty()) j["error"] = r.error;
+      if (unadded > 0) j["not_added_to_total"] = unadded;
       s.emit(j);
     } else {
       s.out << fmt::format("campaign '{}': {} of {} messages delivered to topic '{}' in {:.1f} s; {}\n", o.campaign,
@@ -549,6 +568,11 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
       if (r.transient) throw UnreachableError(what + "; check that the brokers are up, then produce the rest");
       throw ControlError(ExitCode::kDatabase, what + "; the broker refused them");
     }
+    if (unadded > 0)
+      throw ControlError(total_code,
+                         fmt::format("{} delivered message(s) were not added to campaign '{}''s total ({}); do not "
+                                     "produce them again: add them with `pacerctl campaign set-total {} N`",
+                                     unadded, o.campaign, total_error, o.campaign));
   };
 
   TopArgs ta;
