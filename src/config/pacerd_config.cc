@@ -237,7 +237,8 @@ const std::vector<Key>& keys() {
       {"kafka.session_timeout_ms", Shape::kScalar, "--session-timeout-ms", FlagForm::kValue, false, false,
        "Kafka session.timeout.ms (default 10000)",
        [](const Raw& r, Ctx& c) { c.o.session_timeout_ms = static_cast<int>(asInt(r, 1)); }},
-      {"kafka.properties", Shape::kMap, "--kafka", FlagForm::kRepeat, false, false,
+      // Secret: it may hold sasl.password or ssl.key.password.
+      {"kafka.properties", Shape::kMap, "--kafka", FlagForm::kRepeat, true, false,
        "any other consumer property, KEY=VALUE (repeatable)",
        [](const Raw& r, Ctx& c) {
          for (const auto& [k, v] : asMap(r)) c.o.kafka[k] = v;

@@ -369,7 +369,7 @@ class Daemon {
     std::string err;
     for (const auto& [k, v] : props)
       if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK)
-        throw DaemonConfigError(fmt::format("kafka {}={}: {}", k, v, err));
+        throw DaemonConfigError(fmt::format("kafka property {}: {}", k, err));  // not the value: it may be a password
     if (conf->set("rebalance_cb", &rebalance_, err) != RdKafka::Conf::CONF_OK) throw DaemonConfigError(err);
     if (conf->set("offset_commit_cb", &commit_results_, err) != RdKafka::Conf::CONF_OK) throw DaemonConfigError(err);
     consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
