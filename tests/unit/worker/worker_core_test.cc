@@ -152,6 +152,22 @@ class WorkerCoreTest : public ::testing::Test {
       core_->step(clock_.now());
     }
   }
+  // One message to campaign "a" (unlimited) that every attempt answers with
+  // HTTP 500; retries 100 ms apart, doubling, without jitter.
+  void startFailingOneMessage(WorkerOptions& o) {  // sets o.retry's delay and jitter too
+    o.retry.base_delay = milliseconds(100);
+    o.retry.jitter = 0;
+    make(o);
+    sink_.answer = [](const Message&) {
+      SendResult r;
+      r.outcome = SendOutcome::kRetry;
+      r.status = 500;
+      r.reason = "HTTP 500";
+      return r;
+    };
+    core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
+    core_->offer(raw(0, "a"), clock_.now());
+  }
   std::optional<std::int64_t> committed(std::int32_t p = 0) const { return core_->committable(TopicPartition{"t", p}); }
   std::size_t sentOf(const std::string& c) const {
     return static_cast<std::size_t>(std::count_if(sink_.submitted.begin(), sink_.submitted.end(),
@@ -250,18 +266,7 @@ TEST_F(WorkerCoreTest, BadInputIsRejectedWithAReasonAndTheOffsetAdvances) {
 TEST_F(WorkerCoreTest, FaultsAreRetriedWithBackoffThenFailWithTheLastReason) {
   WorkerOptions o;
   o.retry.max_attempts = 3;
-  o.retry.base_delay = milliseconds(100);
-  o.retry.jitter = 0;
-  make(o);
-  sink_.answer = [](const Message&) {
-    SendResult r;
-    r.outcome = SendOutcome::kRetry;
-    r.status = 500;
-    r.reason = "HTTP 500";
-    return r;
-  };
-  core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
-  core_->offer(raw(0, "a"), clock_.now());
+  startFailingOneMessage(o);
   run(milliseconds(50));
   EXPECT_EQ(sink_.submitted.size(), 1u);
   run(milliseconds(100));
@@ -281,18 +286,7 @@ TEST_F(WorkerCoreTest, FaultsAreRetriedWithBackoffThenFailWithTheLastReason) {
 TEST_F(WorkerCoreTest, ANewMaxAttemptsAppliesToMessagesAlreadyRetrying) {
   WorkerOptions o;
   o.retry.max_attempts = 2;
-  o.retry.base_delay = milliseconds(100);
-  o.retry.jitter = 0;
-  make(o);
-  sink_.answer = [](const Message&) {
-    SendResult r;
-    r.outcome = SendOutcome::kRetry;
-    r.status = 500;
-    r.reason = "HTTP 500";
-    return r;
-  };
-  core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
-  core_->offer(raw(0, "a"), clock_.now());
+  startFailingOneMessage(o);
   run(milliseconds(50));
   ASSERT_EQ(sink_.submitted.size(), 1u);
   RetryPolicy more = o.retry;
