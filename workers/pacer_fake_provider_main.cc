@@ -1,12 +1,12 @@
 // pacer-fake-provider: a provider HTTP API stand-in on loopback for tests and
 // benchmarks. See README "pacer-fake-provider".
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <string>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "fake_provider/fake_provider.h"
 
@@ -18,13 +18,24 @@ int main(int argc, char** argv) {
   app.add_option("--host", o.host, "address to listen on")->capture_default_str();
   app.add_option("--port", o.port, "port; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
   app.add_option("--port-file", port_file, "write the port here once listening");
-  app.add_option("--quota", o.quota_per_s, "requests/s accepted; above it 429 (0: no quota)")->check(CLI::NonNegativeNumber);
+  app.add_option("--quota", o.quota_per_s, "requests/s accepted; above it 429 (0: no quota)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--quota-burst", o.quota_burst, "quota burst (0: one second of quota)")->check(CLI::NonNegativeNumber);
-  app.add_option("--retry-after", o.retry_after_s, "Retry-After seconds sent with 429")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--retry-after", o.retry_after_s, "Retry-After seconds sent with 429")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--retry-after-date", o.retry_after_as_date, "send Retry-After as an HTTP-date");
   app.add_option("--latency-ms", o.latency_ms, "added to every request")->check(CLI::NonNegativeNumber);
-  app.add_option("--fail-rate", o.fail_rate, "fraction of requests answered 500")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--close-rate", o.close_rate, "fraction of connections dropped mid-response")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--window", o.window_per_s,
+                 "strict sliding window: at most this many requests accepted in any 1 s, the rest 429 (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--fail-rate", o.fail_rate, "fraction of requests answered --fail-status")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--fail-status", o.fail_status, "the status of --fail-rate's answers (503 goes without Retry-After)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({500, 502, 503, 504}));
+  app.add_option("--close-rate", o.close_rate, "fraction of connections dropped mid-response")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
   // One event loop serves every connection now; the flag stays so that
   // scripts written for the thread-per-connection server still run.

@@ -350,6 +350,12 @@ const std::vector<Key>& keys() {
       {"limits.max_attempts", Shape::kScalar, "--max-attempts", FlagForm::kValue, false, true,
        "attempts per message for faults (5xx, timeouts) before `failed` (default 5)",
        [](const Raw& r, Ctx& c) { c.o.worker.retry.max_attempts = static_cast<int>(asInt(r, 1)); }},
+      {"limits.max_throttled", Shape::kScalar, "--max-throttled", FlagForm::kValue, false, true,
+       "throttled attempts per message (429, 503 with Retry-After) before `failed` (default 30)",
+       [](const Raw& r, Ctx& c) { c.o.worker.retry.max_throttled = static_cast<int>(asInt(r, 1, 100000)); }},
+      {"limits.max_age_s", Shape::kScalar, "--max-age-s", FlagForm::kValue, false, true,
+       "no retry later than this many seconds after a message's first attempt; then `failed` (default 3600)",
+       [](const Raw& r, Ctx& c) { c.o.worker.retry.max_age = std::chrono::seconds(asInt(r, 1, 365LL * 86400)); }},
       {"limits.max_message_bytes", Shape::kScalar, "--max-message-bytes", FlagForm::kValue, false, false,
        "larger messages are rejected (default 1048576)",
        [](const Raw& r, Ctx& c) {
@@ -890,6 +896,8 @@ ReloadPlan planReload(const Config& current, const Config& next) {
   DaemonOptions& o = plan.config.options;
   const DaemonOptions& n = next.options;
   o.worker.retry.max_attempts = n.worker.retry.max_attempts;
+  o.worker.retry.max_throttled = n.worker.retry.max_throttled;
+  o.worker.retry.max_age = n.worker.retry.max_age;
   o.worker.adaptive.decrease = n.worker.adaptive.decrease;
   o.worker.adaptive.floor = n.worker.adaptive.floor;
   o.worker.adaptive.latency_threshold = n.worker.adaptive.latency_threshold;

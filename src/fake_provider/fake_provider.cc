@@ -1,12 +1,18 @@
 #include "fake_provider/fake_provider.h"
 
+#include <fmt/format.h>
 #include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -14,13 +20,6 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
-
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <fmt/format.h>
 
 #include "pacer/rate_limiter.h"
 #include "pacer/time.h"
@@ -76,7 +75,7 @@ const char* header(MHD_Connection* c, const char* name) {
 // State a request needs across the library's calls. Most requests need none
 // and get kNothingToKeep instead, so the common path allocates nothing.
 struct Exchange {
-  bool waited = false;          // its added latency has passed
+  bool waited = false;                // its added latency has passed
   MHD_PostProcessor* form = nullptr;  // /admin/quota with a form body
   std::map<std::string, std::string> fields;
   ~Exchange() {
@@ -125,6 +124,7 @@ struct FakeProvider::Impl {
 
   mutable std::mutex mu;  // guards everything below (the server's thread, report(), setQuota())
   RateLimitingInterfacePtr quota;
+  std::deque<MonoTime> window;  // accepted requests of the last second (window_per_s)
   std::mt19937_64 rng;
   std::vector<Request> requests;
 
@@ -210,9 +210,15 @@ struct FakeProvider::Impl {
       } else if (!close && roll < options.close_rate) {
         close = true;
       } else if (roll < options.close_rate + options.fail_rate) {
-        status = 500;
+        status = options.fail_status;
       } else if (quota && !quota->canDoWork(now)) {
         status = 429;
+      } else if (options.window_per_s > 0) {
+        while (!window.empty() && now - window.front() >= std::chrono::seconds(1)) window.pop_front();
+        if (window.size() >= static_cast<std::size_t>(options.window_per_s))
+          status = 429;
+        else
+          window.push_back(now);
       }
       requests.push_back(Request{(now - started).count(), campaign != nullptr ? campaign : "",
                                  key != nullptr ? key : "", close ? 0 : status});
@@ -229,16 +235,18 @@ struct FakeProvider::Impl {
     }
     if (status == 200) return MHD_queue_response(c, 200, ok);
     std::string retry_after;
-    if (status == 429 || status == 503) {
-      const char* forced_retry = header(c, "X-Fake-Retry-After");
+    // 429 always names a pause; 503 only when a request asks for one.
+    const char* forced_retry = header(c, "X-Fake-Retry-After");
+    if (status == 503 && forced_retry != nullptr) {
+      retry_after = forced_retry;
+    } else if (status == 429) {
       retry_after = forced_retry != nullptr ? std::string(forced_retry)
                     : options.retry_after_as_date
                         ? httpDate(std::chrono::system_clock::now() +
                                    std::chrono::seconds(static_cast<long>(std::ceil(options.retry_after_s))))
                         : fmt::format("{:g}", options.retry_after_s);
     }
-    const std::string body =
-        status / 100 == 2 ? std::string(kOkBody) : fmt::format("{{\"error\":{}}}", status);
+    const std::string body = status / 100 == 2 ? std::string(kOkBody) : fmt::format("{{\"error\":{}}}", status);
     return send(c, status, body, "application/json", retry_after);
   }
 
@@ -350,8 +358,8 @@ int FakeProvider::start() {
   m.stopping = false;
   m.daemon = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0, nullptr, nullptr,
                               Impl::onRequest, &m, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT,
-                              kIdleTimeoutS, MHD_OPTION_CONNECTION_LIMIT, kMaxConnections,
-                              MHD_OPTION_NOTIFY_COMPLETED, Impl::onCompleted, &m, MHD_OPTION_END);
+                              kIdleTimeoutS, MHD_OPTION_CONNECTION_LIMIT, kMaxConnections, MHD_OPTION_NOTIFY_COMPLETED,
+                              Impl::onCompleted, &m, MHD_OPTION_END);
   if (m.daemon == nullptr) {
     ::close(fd);
     MHD_destroy_response(m.ok);

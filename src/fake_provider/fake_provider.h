@@ -20,7 +20,12 @@ struct FakeProviderOptions {
   double retry_after_s = 1;     // Retry-After on 429
   bool retry_after_as_date = false;  // send Retry-After as an HTTP-date instead of seconds
   int latency_ms = 0;           // added to every request
-  double fail_rate = 0;         // fraction answered 500
+  // A strict sliding window, as the strictest real providers keep it: at most
+  // this many requests accepted in any one second (no burst allowance); the
+  // rest are answered 429 with Retry-After. 0: none. Applies with `quota_per_s`.
+  int window_per_s = 0;
+  double fail_rate = 0;         // fraction answered `fail_status`
+  int fail_status = 500;        // 500, or 503 (sent without Retry-After: a fault, not a throttle)
   double close_rate = 0;        // fraction whose connection is dropped mid-response
   std::uint64_t seed = 1;
 };

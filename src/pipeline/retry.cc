@@ -1,5 +1,7 @@
 #include "pacer/retry.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -14,32 +16,54 @@ Nanos backoffDelay(const RetryPolicy& policy, int attempts, double u) noexcept {
   return Nanos{static_cast<std::int64_t>(d)};
 }
 
-RetryDecision decideRetry(const RetryPolicy& policy, const SendResult& result, int attempts, double u) noexcept {
+namespace {
+
+std::string lastAnswer(const SendResult& r) {
+  return r.reason.empty() ? std::string(outcomeName(r.outcome)) : r.reason;
+}
+
+RetryDecision fail(std::string reason) {
   RetryDecision d;
-  switch (result.outcome) {
-    case SendOutcome::kDelivered: d.kind = RetryDecision::Kind::kDelivered; return d;
-    case SendOutcome::kPermanent:
-      d.kind = RetryDecision::Kind::kFail;
-      d.reason = result.reason.empty() ? "refused by the provider" : result.reason;
-      return d;
-    case SendOutcome::kRetry: break;
-  }
-  if (result.status == 429 || result.status == 503) {
-    d.kind = RetryDecision::Kind::kRetry;
-    d.throttled = true;
-    d.delay = result.retry_after > Nanos{0} ? result.retry_after : policy.default_throttle_pause;
-    return d;
-  }
-  if (attempts >= std::max(1, policy.max_attempts)) {
-    d.kind = RetryDecision::Kind::kFail;
-    d.reason = "gave up after " + std::to_string(attempts) +
-               " attempts; last: " + (result.reason.empty() ? std::string("no reason given") : result.reason);
-    return d;
-  }
-  d.kind = RetryDecision::Kind::kRetry;
-  d.counts = true;
-  d.delay = backoffDelay(policy, attempts, u);
+  d.kind = RetryDecision::Kind::kFail;
+  d.reason = std::move(reason);
   return d;
+}
+
+}  // namespace
+
+RetryDecision decideRetry(const RetryPolicy& policy, const SendResult& result, const AttemptHistory& history,
+                          double u) noexcept {
+  try {
+    switch (result.outcome) {
+      case SendOutcome::kDelivered: return RetryDecision{};
+      case SendOutcome::kPermanent: return fail(result.reason.empty() ? "refused by the provider" : result.reason);
+      case SendOutcome::kInvalidToken:
+        return fail(result.reason.empty() ? "invalid token" : "invalid token: " + result.reason);
+      case SendOutcome::kThrottled:
+      case SendOutcome::kFault: break;
+    }
+    const bool throttled = result.outcome == SendOutcome::kThrottled;
+    if (throttled && history.throttled >= std::max(1, policy.max_throttled))
+      return fail(fmt::format("gave up after {} attempts ({} throttled); last: {}", history.attempts, history.throttled,
+                              lastAnswer(result)));
+    if (!throttled && history.faults >= std::max(1, policy.max_attempts))
+      return fail(fmt::format("gave up after {} attempts ({} failed); last: {}", history.attempts, history.faults,
+                              lastAnswer(result)));
+    RetryDecision d;
+    d.kind = RetryDecision::Kind::kRetry;
+    d.throttled = throttled;
+    d.delay = throttled ? (result.retry_after > Nanos{0} ? result.retry_after : policy.default_throttle_pause)
+                        : backoffDelay(policy, std::max(1, history.faults), u);
+    if (history.age + d.delay > policy.max_age)
+      return fail(fmt::format("gave up after {} attempts over {:.0f} s (max age {:.0f} s); last: {}", history.attempts,
+                              std::chrono::duration<double>(history.age).count(),
+                              std::chrono::duration<double>(policy.max_age).count(), lastAnswer(result)));
+    return d;
+  } catch (...) {  // formatting ran out of memory: fail, with as much as can be said
+    RetryDecision d;
+    d.kind = RetryDecision::Kind::kFail;
+    return d;
+  }
 }
 
 }  // namespace pacer

@@ -1,6 +1,7 @@
 #include "sink/http_sink.h"
 
 #include <curl/curl.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <ctime>
@@ -8,12 +9,9 @@
 #include <mutex>
 #include <stdexcept>
 
-#include <fmt/format.h>
-
 namespace pacer::sink {
 namespace {
 
-constexpr std::size_t kMaxReasonBody = 200;
 constexpr std::size_t kKeepBodyBytes = 64 * 1024;
 
 // One reusable request slot: a curl easy handle configured once, and the
@@ -172,7 +170,7 @@ class HttpSink final : public SinkInterface {
     if (curl_easy_getinfo(t.easy, CURLINFO_TOTAL_TIME_T, &total_us) == CURLE_OK && total_us > 0)
       r.latency = std::chrono::microseconds(total_us);
     if (code != CURLE_OK) {
-      r.outcome = SendOutcome::kRetry;
+      r.outcome = SendOutcome::kFault;
       r.reason = code == CURLE_OPERATION_TIMEDOUT
                      ? fmt::format("timeout after {} ms: {}", options_.total_timeout.count(), curl_easy_strerror(code))
                      : fmt::format("connection error: {}", curl_easy_strerror(code));
@@ -180,20 +178,18 @@ class HttpSink final : public SinkInterface {
     }
     long status = 0;
     curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
-    r.status = static_cast<int>(status);
-    r.outcome = classifyStatus(r.status);
-    if (r.outcome == SendOutcome::kDelivered) return r;
-    if (r.status == 429 || r.status == 503) {
+    std::string_view retry_after;
+    if (status == 429 || status == 503) {
       // Read from the answer's headers only when it matters, instead of
       // inspecting every header line of every answer.
       curl_header* h = nullptr;
-      if (curl_easy_header(t.easy, "Retry-After", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h != nullptr) {
-        std::string value(h->value);
-        while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.pop_back();
-        r.retry_after = parseRetryAfter(value, std::time(nullptr));
-      }
+      if (curl_easy_header(t.easy, "Retry-After", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h != nullptr)
+        retry_after = h->value;
     }
-    r.reason = fmt::format("HTTP {}{}{}", r.status, t.response.empty() ? "" : ": ", t.response);
+    const Nanos latency = r.latency;
+    r = classifyHttpAnswer(static_cast<int>(status), retry_after, t.response, std::time(nullptr));
+    r.ticket = t.ticket;
+    r.latency = latency;
     return r;
   }
 
@@ -261,22 +257,48 @@ class HttpSink final : public SinkInterface {
 
 }  // namespace
 
-SendOutcome classifyStatus(int status) noexcept {
-  if (status >= 200 && status < 300) return SendOutcome::kDelivered;
-  if (status == 408 || status == 429) return SendOutcome::kRetry;
-  if (status >= 400 && status < 500) return SendOutcome::kPermanent;
-  return SendOutcome::kRetry;  // 5xx, and anything unexpected
+SendResult classifyHttpAnswer(int status, std::string_view retry_after, std::string_view body,
+                              std::int64_t now_unix_s) {
+  SendResult r;
+  r.status = status;
+  if (status >= 200 && status < 300) return r;
+  while (!retry_after.empty() && (retry_after.back() == ' ' || retry_after.back() == '\t'))
+    retry_after.remove_suffix(1);
+  while (!retry_after.empty() && (retry_after.front() == ' ' || retry_after.front() == '\t'))
+    retry_after.remove_prefix(1);
+  const std::optional<Nanos> pause = retryAfterValue(retry_after, now_unix_s);
+  if (status == 429 || (status == 503 && pause)) {
+    r.outcome = SendOutcome::kThrottled;
+    r.retry_after = pause.value_or(Nanos{0});
+  } else if (status >= 400 && status < 500 && status != 408) {
+    r.outcome = SendOutcome::kPermanent;
+  } else {
+    r.outcome = SendOutcome::kFault;
+  }
+  const std::string_view shown = body.substr(0, kMaxReasonBody);
+  r.reason = fmt::format("HTTP {}{}{}", status, shown.empty() ? "" : ": ", escapeForLine(std::string(shown)));
+  return r;
+}
+
+std::optional<Nanos> retryAfterValue(std::string_view value, std::int64_t now_unix_s) noexcept {
+  if (value.empty()) return std::nullopt;
+  if (std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    if (value.size() > 9) return std::chrono::seconds(999'999'999);
+    std::int64_t n = 0;
+    for (char c : value) n = n * 10 + (c - '0');
+    return std::chrono::seconds(n);
+  }
+  if (value.size() > 64) return std::nullopt;
+  char buf[65];
+  value.copy(buf, value.size());
+  buf[value.size()] = '\0';
+  const std::time_t at = curl_getdate(buf, nullptr);
+  if (at < 0) return std::nullopt;
+  return std::chrono::seconds(std::max<std::int64_t>(0, static_cast<std::int64_t>(at) - now_unix_s));
 }
 
 Nanos parseRetryAfter(const std::string& value, std::int64_t now_unix_s) noexcept {
-  if (value.empty()) return Nanos{0};
-  if (std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    if (value.size() > 9) return std::chrono::seconds(999'999'999);
-    return std::chrono::seconds(std::stoll(value));
-  }
-  const std::time_t at = curl_getdate(value.c_str(), nullptr);
-  if (at < 0) return Nanos{0};
-  return std::chrono::seconds(std::max<std::int64_t>(0, static_cast<std::int64_t>(at) - now_unix_s));
+  return retryAfterValue(value, now_unix_s).value_or(Nanos{0});
 }
 
 std::string expandUrl(const std::string& url_template, const Message& m) {

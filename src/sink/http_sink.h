@@ -5,7 +5,9 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -31,14 +33,24 @@ struct HttpSinkOptions {
 // Throws std::invalid_argument for an unusable URL template or method.
 SinkInterfacePtr makeHttpSink(HttpSinkOptions options);
 
-// Classifies an HTTP answer the way the sink reports it (exposed for tests):
-// 2xx delivered; 429 and 503 retry (with Retry-After); 408 and other 5xx
-// retry; other 4xx permanent; anything else (1xx, 3xx) retry.
-SendOutcome classifyStatus(int status) noexcept;
+// Classifies an HTTP answer (pure; exposed for tests and the fuzzer):
+//   2xx                          delivered
+//   429                          throttled (Retry-After honoured when present)
+//   503 with a usable Retry-After throttled
+//   503 without one, 408, 5xx    fault
+//   other 4xx                    permanent
+//   anything else (1xx, 3xx)     fault
+// `retry_after` is the Retry-After header's value (empty: none), `body` the
+// answer's body (kept in the reason, cut to kMaxReasonBody bytes), and
+// `now_unix_s` the wall clock, for an HTTP-date Retry-After.
+SendResult classifyHttpAnswer(int status, std::string_view retry_after, std::string_view body, std::int64_t now_unix_s);
+inline constexpr std::size_t kMaxReasonBody = 200;
 
 // Parses a Retry-After value: delta-seconds, or an HTTP-date measured
 // against `now_unix_s`. Returns 0 when absent or unparsable.
 Nanos parseRetryAfter(const std::string& value, std::int64_t now_unix_s) noexcept;
+// The same, nullopt when absent or unparsable (so "0" and nonsense differ).
+std::optional<Nanos> retryAfterValue(std::string_view value, std::int64_t now_unix_s) noexcept;
 
 // Fills {recipient} and {campaign} in `url_template`, URL-encoding the values.
 std::string expandUrl(const std::string& url_template, const Message& m);

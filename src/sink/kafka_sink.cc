@@ -48,7 +48,7 @@ class KafkaSink final : public SinkInterface, public RdKafka::DeliveryReportCb {
       // Not taken: report it as a retry so the message comes back.
       SendResult r;
       r.ticket = ticket;
-      r.outcome = SendOutcome::kRetry;
+      r.outcome = SendOutcome::kFault;
       r.reason = "kafka produce: " + RdKafka::err2str(e);
       ready_.push_back(std::move(r));
       return true;
@@ -76,7 +76,7 @@ class KafkaSink final : public SinkInterface, public RdKafka::DeliveryReportCb {
     if (m.err() == RdKafka::ERR_NO_ERROR) {
       r.outcome = SendOutcome::kDelivered;
     } else {
-      r.outcome = SendOutcome::kRetry;
+      r.outcome = SendOutcome::kFault;
       r.reason = "kafka delivery: " + m.errstr();
     }
     ready_.push_back(std::move(r));

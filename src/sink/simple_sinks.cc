@@ -29,12 +29,20 @@ class QueueingSink : public SinkInterface {
   std::vector<SendResult> done_;
 };
 
+SendResult resultOf(std::uint64_t ticket, SendOutcome outcome, std::string reason) {
+  SendResult r;
+  r.ticket = ticket;
+  r.outcome = outcome;
+  r.reason = std::move(reason);
+  return r;
+}
+
 class NullSink final : public QueueingSink {
  public:
   using QueueingSink::QueueingSink;
   bool submit(const Message&, std::uint64_t ticket) override {
     if (full()) return false;
-    finish(SendResult{ticket, SendOutcome::kDelivered, Nanos{0}, 0, {}});
+    finish(resultOf(ticket, SendOutcome::kDelivered, {}));
     return true;
   }
 };
@@ -47,10 +55,10 @@ class StdoutSink final : public QueueingSink {
     const std::string line = fmt::format("{} {} {} {}\n", m.campaign, m.id, m.recipient.empty() ? "-" : m.recipient,
                                          escapeForLine(m.payload));
     if (std::fwrite(line.data(), 1, line.size(), out_) != line.size() || std::fflush(out_) != 0) {
-      finish(SendResult{ticket, SendOutcome::kRetry, Nanos{0}, 0,
-                        fmt::format("writing to the output failed: {}", std::strerror(errno))});
+      finish(
+          resultOf(ticket, SendOutcome::kFault, fmt::format("writing to the output failed: {}", std::strerror(errno))));
     } else {
-      finish(SendResult{ticket, SendOutcome::kDelivered, Nanos{0}, 0, {}});
+      finish(resultOf(ticket, SendOutcome::kDelivered, {}));
     }
     return true;
   }
@@ -59,48 +67,7 @@ class StdoutSink final : public QueueingSink {
   std::FILE* out_;
 };
 
-// Length of the valid UTF-8 sequence starting at s[i] (>= 2 bytes), or 0.
-std::size_t utf8Sequence(const std::string& s, std::size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  std::size_t n = 0;
-  if (c >= 0xc2 && c <= 0xdf)
-    n = 2;
-  else if ((c & 0xf0) == 0xe0)
-    n = 3;
-  else if (c >= 0xf0 && c <= 0xf4)
-    n = 4;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
-  return n;
-}
-
 }  // namespace
-
-std::string escapeForLine(const std::string& bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  for (std::size_t i = 0; i < bytes.size();) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else if (const std::size_t n = c >= 0x80 ? utf8Sequence(bytes, i) : 0; n > 0) {
-      out.append(bytes, i, n);
-      i += n;
-      continue;
-    } else {
-      out += fmt::format("\\x{:02x}", c);
-    }
-    ++i;
-  }
-  return out;
-}
 
 SinkInterfacePtr makeNullSink(std::size_t max_in_flight) { return std::make_unique<NullSink>(max_in_flight); }
 

@@ -27,8 +27,11 @@ namespace {
 // A message on its way through the worker.
 struct Item {
   Message msg;
-  int attempts = 0;       // counted attempts so far (throttled ones excluded)
+  int attempts = 0;       // attempts so far, of every kind
+  int faults = 0;         // of them, answered kFault
+  int throttled = 0;      // of them, answered kThrottled
   bool tracked = true;    // its offset is in the tracker (false: it came from parking)
+  std::optional<MonoTime> first_attempt = std::nullopt;  // when the first attempt was handed to the sink
   std::size_t bytes() const {
     return sizeof(Item) + msg.id.size() + msg.campaign.size() + msg.recipient.size() + msg.payload.size() +
            msg.position.topic.size();
@@ -263,7 +266,9 @@ struct WorkerCore::Impl {
       c->stats.unparked += got.size();
       totals.unparked += got.size();
       for (Message& m : got) {
-        Item item{std::move(m), 0, false};
+        Item item;
+        item.msg = std::move(m);
+        item.tracked = false;
         if (cancelled) {
           addRow(c, item, DeliveryStatus::kFailed, 0, "cancelled");
         } else {
@@ -425,17 +430,19 @@ struct WorkerCore::Impl {
     inflight.erase(it);
     --c->in_flight;
     buffered_bytes -= item.bytes();
-    const int attempt = item.attempts + 1;
+    ++item.attempts;
+    if (r.outcome == SendOutcome::kFault) ++item.faults;
+    if (r.outcome == SendOutcome::kThrottled) ++item.throttled;
     if (c->provider && options.adaptive.latency_threshold > Nanos{0} && r.latency > options.adaptive.latency_threshold)
       slowAnswer(c->provider, r.latency, now);
     std::uniform_real_distribution<double> u(0.0, 1.0);
-    const RetryDecision d = decideRetry(options.retry, r, attempt, u(rng));
+    const AttemptHistory history{item.attempts, item.faults, item.throttled, now - item.first_attempt.value_or(now)};
+    const RetryDecision d = decideRetry(options.retry, r, history, u(rng));
     switch (d.kind) {
-      case RetryDecision::Kind::kDelivered: addRow(c, item, DeliveryStatus::kSent, attempt, ""); return;
-      case RetryDecision::Kind::kFail: addRow(c, item, DeliveryStatus::kFailed, attempt, d.reason); return;
+      case RetryDecision::Kind::kDelivered: addRow(c, item, DeliveryStatus::kSent, item.attempts, ""); return;
+      case RetryDecision::Kind::kFail: addRow(c, item, DeliveryStatus::kFailed, item.attempts, d.reason); return;
       case RetryDecision::Kind::kRetry: break;
     }
-    if (d.counts) item.attempts = attempt;
     if (d.throttled && c->provider) {
       Provider* p = c->provider;
       p->paused_until = std::max(p->paused_until, now + d.delay);
@@ -496,6 +503,7 @@ struct WorkerCore::Impl {
       }
       for (std::uint64_t k = 0; k < g.count && !c->queue.empty(); ++k) {
         Item item = popFront(c);
+        if (!item.first_attempt) item.first_attempt = now;
         const std::uint64_t ticket = next_ticket++;
         auto [it, inserted] = inflight.emplace(ticket, std::make_pair(c, std::move(item)));
         buffered_bytes += it->second.second.bytes();
@@ -722,7 +730,9 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
     case CampaignState::kActive:
     case CampaignState::kPaused: break;
   }
-  m.route(c, Item{std::move(msg), 0, true}, now);
+  Item item;
+  item.msg = std::move(msg);
+  m.route(c, std::move(item), now);
 }
 
 bool WorkerCore::wantsMore() const noexcept { return impl_->belowBounds(); }

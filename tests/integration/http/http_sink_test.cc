@@ -83,11 +83,11 @@ TEST_F(HttpSinkTest, TwoHundredIsDeliveredWithTheContractHeaders) {
   EXPECT_EQ(s->inFlight(), 0u);
 }
 
-TEST_F(HttpSinkTest, TooManyRequestsIsARetryWithRetryAfterInSeconds) {
+TEST_F(HttpSinkTest, TooManyRequestsIsAThrottleWithRetryAfterInSeconds) {
   startProvider();
   const SendResult r = one({{"X-Fake-Status", "429"}, {"X-Fake-Retry-After", "7"}});
   EXPECT_EQ(r.ticket, 42u);
-  EXPECT_EQ(r.outcome, SendOutcome::kRetry);
+  EXPECT_EQ(r.outcome, SendOutcome::kThrottled);
   EXPECT_EQ(r.status, 429);
   EXPECT_EQ(r.retry_after, seconds(7));
 }
@@ -106,17 +106,25 @@ TEST_F(HttpSinkTest, RetryAfterAsAnHttpDate) {
   ASSERT_EQ(results.size(), 2u);
   const SendResult& throttled = results[0].status == 429 ? results[0] : results[1];
   ASSERT_EQ(throttled.status, 429);
-  EXPECT_EQ(throttled.outcome, SendOutcome::kRetry);
+  EXPECT_EQ(throttled.outcome, SendOutcome::kThrottled);
   // An HTTP-date has one-second resolution: 29 to 31 s from now.
   EXPECT_GE(throttled.retry_after, seconds(29));
   EXPECT_LE(throttled.retry_after, seconds(31));
 }
 
-TEST_F(HttpSinkTest, ServiceUnavailableAndServerErrorsAreRetries) {
+// 503 names a pause only with Retry-After; without one it is a fault like 500.
+TEST_F(HttpSinkTest, ServiceUnavailableWithRetryAfterIsAThrottle) {
+  startProvider();
+  const SendResult r = one({{"X-Fake-Status", "503"}, {"X-Fake-Retry-After", "3"}});
+  EXPECT_EQ(r.outcome, SendOutcome::kThrottled);
+  EXPECT_EQ(r.retry_after, seconds(3));
+}
+
+TEST_F(HttpSinkTest, ServerErrorsWithoutRetryAfterAreFaults) {
   startProvider();
   for (const char* status : {"503", "500", "502", "408"}) {
     const SendResult r = one({{"X-Fake-Status", status}});
-    EXPECT_EQ(r.outcome, SendOutcome::kRetry) << status;
+    EXPECT_EQ(r.outcome, SendOutcome::kFault) << status;
     EXPECT_EQ(r.status, std::atoi(status));
     EXPECT_THAT(r.reason, HasSubstr(std::string("HTTP ") + status));
   }
@@ -130,20 +138,20 @@ TEST_F(HttpSinkTest, OtherClientErrorsArePermanentWithTheReason) {
   EXPECT_THAT(r.reason, HasSubstr("HTTP 400: {\"error\":400}"));
 }
 
-TEST_F(HttpSinkTest, ADroppedConnectionIsARetry) {
+TEST_F(HttpSinkTest, ADroppedConnectionIsAFault) {
   startProvider();
   const SendResult r = one({{"X-Fake-Close", "1"}});
-  EXPECT_EQ(r.outcome, SendOutcome::kRetry);
+  EXPECT_EQ(r.outcome, SendOutcome::kFault);
   EXPECT_EQ(r.status, 0);
   EXPECT_THAT(r.reason, HasSubstr("connection error"));
 }
 
-TEST_F(HttpSinkTest, ATimeoutIsARetryThatSaysSo) {
+TEST_F(HttpSinkTest, ATimeoutIsAFaultThatSaysSo) {
   startProvider();
   const auto started = std::chrono::steady_clock::now();
   const SendResult r = one({{"X-Fake-Latency-Ms", "2000"}}, milliseconds(200));
   EXPECT_LT(std::chrono::steady_clock::now() - started, seconds(2));
-  EXPECT_EQ(r.outcome, SendOutcome::kRetry);
+  EXPECT_EQ(r.outcome, SendOutcome::kFault);
   EXPECT_THAT(r.reason, HasSubstr("timeout after 200 ms"));
 }
 
@@ -159,11 +167,11 @@ TEST_F(HttpSinkTest, EachResultCarriesItsLatency) {
   EXPECT_LT(fast.latency, milliseconds(150));
 }
 
-TEST_F(HttpSinkTest, NobodyListeningIsARetry) {
+TEST_F(HttpSinkTest, NobodyListeningIsAFault) {
   startProvider();
   provider_->stop();
   const SendResult r = one({});
-  EXPECT_EQ(r.outcome, SendOutcome::kRetry);
+  EXPECT_EQ(r.outcome, SendOutcome::kFault);
   EXPECT_THAT(r.reason, HasSubstr("connection error"));
 }
 

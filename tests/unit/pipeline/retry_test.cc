@@ -13,46 +13,90 @@ using std::chrono::seconds;
 using Kind = RetryDecision::Kind;
 
 SendResult result(SendOutcome o, int status, Nanos retry_after = Nanos{0}, std::string reason = "") {
-  return SendResult{1, o, retry_after, status, std::move(reason)};
+  SendResult r;
+  r.ticket = 1;
+  r.outcome = o;
+  r.retry_after = retry_after;
+  r.status = status;
+  r.reason = std::move(reason);
+  return r;
+}
+
+AttemptHistory history(int attempts, int faults, int throttled, Nanos age = Nanos{0}) {
+  return AttemptHistory{attempts, faults, throttled, age};
 }
 
 TEST(DecideRetry, DeliveredIsDone) {
-  EXPECT_EQ(decideRetry({}, result(SendOutcome::kDelivered, 200), 1, 0.5).kind, Kind::kDelivered);
+  EXPECT_EQ(decideRetry({}, result(SendOutcome::kDelivered, 200), history(1, 0, 0), 0.5).kind, Kind::kDelivered);
 }
 
 TEST(DecideRetry, PermanentFailsAtOnceWithTheReason) {
-  const auto d = decideRetry({}, result(SendOutcome::kPermanent, 400, Nanos{0}, "HTTP 400: bad number"), 1, 0.5);
+  const auto d =
+      decideRetry({}, result(SendOutcome::kPermanent, 400, Nanos{0}, "HTTP 400: bad number"), history(1, 0, 0), 0.5);
   EXPECT_EQ(d.kind, Kind::kFail);
   EXPECT_EQ(d.reason, "HTTP 400: bad number");
 }
 
-TEST(DecideRetry, ThrottlingPausesForRetryAfterAndNeverExhaustsAttempts) {
+TEST(DecideRetry, AnInvalidTokenFailsAtOnceAndSaysSo) {
+  const auto d =
+      decideRetry({}, result(SendOutcome::kInvalidToken, 410, Nanos{0}, "Unregistered"), history(1, 0, 0), 0.5);
+  EXPECT_EQ(d.kind, Kind::kFail);
+  EXPECT_EQ(d.reason, "invalid token: Unregistered");
+}
+
+TEST(DecideRetry, AThrottlePausesForRetryAfterOrTheDefault) {
   RetryPolicy p;
-  p.max_attempts = 3;
-  for (int attempts : {1, 3, 100}) {
-    const auto d = decideRetry(p, result(SendOutcome::kRetry, 429, seconds(7)), attempts, 0.5);
-    EXPECT_EQ(d.kind, Kind::kRetry) << attempts;
-    EXPECT_TRUE(d.throttled);
-    EXPECT_FALSE(d.counts);
-    EXPECT_EQ(d.delay, seconds(7));
-  }
-  EXPECT_EQ(decideRetry(p, result(SendOutcome::kRetry, 503), 1, 0.5).delay, p.default_throttle_pause);
+  const auto d = decideRetry(p, result(SendOutcome::kThrottled, 429, seconds(7)), history(3, 0, 3), 0.5);
+  EXPECT_EQ(d.kind, Kind::kRetry);
+  EXPECT_TRUE(d.throttled);
+  EXPECT_EQ(d.delay, seconds(7));
+  EXPECT_EQ(decideRetry(p, result(SendOutcome::kThrottled, 503), history(1, 0, 1), 0.5).delay,
+            p.default_throttle_pause);
+}
+
+// Throttles do not use up the fault budget, and faults do not use up the
+// throttle budget; each is bounded on its own.
+TEST(DecideRetry, ThrottlesAndFaultsAreBoundedSeparately) {
+  RetryPolicy p;
+  p.max_attempts = 2;
+  p.max_throttled = 3;
+  // Many throttles, one fault so far: the fault budget is untouched.
+  EXPECT_EQ(decideRetry(p, result(SendOutcome::kFault, 500), history(3, 1, 2), 0.5).kind, Kind::kRetry);
+  EXPECT_EQ(decideRetry(p, result(SendOutcome::kFault, 500), history(4, 2, 2), 0.5).kind, Kind::kFail);
+  EXPECT_EQ(decideRetry(p, result(SendOutcome::kThrottled, 429), history(3, 1, 2), 0.5).kind, Kind::kRetry);
+  const auto d = decideRetry(p, result(SendOutcome::kThrottled, 429, seconds(1), "HTTP 429"), history(5, 1, 3), 0.5);
+  EXPECT_EQ(d.kind, Kind::kFail);
+  EXPECT_EQ(d.reason, "gave up after 5 attempts (3 throttled); last: HTTP 429");
 }
 
 TEST(DecideRetry, FaultsBackOffThenFailWithTheLastReason) {
   RetryPolicy p;
   p.max_attempts = 3;
   p.jitter = 0;
-  const SendResult timeout = result(SendOutcome::kRetry, 0, Nanos{0}, "timeout after 200 ms");
-  auto d = decideRetry(p, timeout, 1, 0.9);
+  const SendResult timeout = result(SendOutcome::kFault, 0, Nanos{0}, "timeout after 200 ms");
+  auto d = decideRetry(p, timeout, history(1, 1, 0), 0.9);
   EXPECT_EQ(d.kind, Kind::kRetry);
-  EXPECT_TRUE(d.counts);
+  EXPECT_FALSE(d.throttled);
   EXPECT_EQ(d.delay, milliseconds(200));
-  d = decideRetry(p, timeout, 2, 0.9);
+  d = decideRetry(p, timeout, history(2, 2, 0), 0.9);
   EXPECT_EQ(d.delay, milliseconds(400));
-  d = decideRetry(p, timeout, 3, 0.9);
+  d = decideRetry(p, timeout, history(3, 3, 0), 0.9);
   EXPECT_EQ(d.kind, Kind::kFail);
-  EXPECT_EQ(d.reason, "gave up after 3 attempts; last: timeout after 200 ms");
+  EXPECT_EQ(d.reason, "gave up after 3 attempts (3 failed); last: timeout after 200 ms");
+}
+
+// A retry that would come after max_age fails now, whatever its kind.
+TEST(DecideRetry, NoRetryOutlivesTheMaxAge) {
+  RetryPolicy p;
+  p.max_age = seconds(60);
+  p.jitter = 0;
+  EXPECT_EQ(decideRetry(p, result(SendOutcome::kThrottled, 429, seconds(5)), history(2, 0, 2, seconds(54)), 0.5).kind,
+            Kind::kRetry);
+  const auto d =
+      decideRetry(p, result(SendOutcome::kThrottled, 429, seconds(5), "HTTP 429"), history(9, 0, 9, seconds(56)), 0.5);
+  EXPECT_EQ(d.kind, Kind::kFail);
+  EXPECT_EQ(d.reason, "gave up after 9 attempts over 56 s (max age 60 s); last: HTTP 429");
+  EXPECT_EQ(decideRetry(p, result(SendOutcome::kFault, 500), history(2, 2, 0, seconds(60)), 0.5).kind, Kind::kFail);
 }
 
 TEST(BackoffDelay, GrowsExponentiallyUpToTheCapWithBoundedJitter) {

@@ -8,11 +8,37 @@ namespace {
 
 using std::chrono::seconds;
 
-TEST(ClassifyStatus, FollowsTheResponseClasses) {
-  for (int s : {200, 201, 202, 204, 299}) EXPECT_EQ(classifyStatus(s), SendOutcome::kDelivered) << s;
-  for (int s : {429, 503, 408, 500, 502, 504, 599}) EXPECT_EQ(classifyStatus(s), SendOutcome::kRetry) << s;
-  for (int s : {400, 401, 403, 404, 409, 410, 413, 422}) EXPECT_EQ(classifyStatus(s), SendOutcome::kPermanent) << s;
-  for (int s : {0, 100, 301, 304}) EXPECT_EQ(classifyStatus(s), SendOutcome::kRetry) << s;
+SendOutcome classOf(int status, std::string_view retry_after = "") {
+  return classifyHttpAnswer(status, retry_after, "", 0).outcome;
+}
+
+TEST(ClassifyHttpAnswer, FollowsTheResponseClasses) {
+  for (int s : {200, 201, 202, 204, 299}) EXPECT_EQ(classOf(s), SendOutcome::kDelivered) << s;
+  EXPECT_EQ(classOf(429), SendOutcome::kThrottled);
+  EXPECT_EQ(classOf(429, "2"), SendOutcome::kThrottled);
+  for (int s : {503, 408, 500, 502, 504, 599}) EXPECT_EQ(classOf(s), SendOutcome::kFault) << s;
+  for (int s : {400, 401, 403, 404, 409, 410, 413, 422}) EXPECT_EQ(classOf(s), SendOutcome::kPermanent) << s;
+  for (int s : {0, 100, 301, 304}) EXPECT_EQ(classOf(s), SendOutcome::kFault) << s;
+}
+
+// Only a 503 that names when to come back is the provider asking for a pause;
+// an unusable Retry-After is no pause at all.
+TEST(ClassifyHttpAnswer, A503IsAThrottleOnlyWithAUsableRetryAfter) {
+  EXPECT_EQ(classOf(503, "1"), SendOutcome::kThrottled);
+  EXPECT_EQ(classOf(503, " 0 "), SendOutcome::kThrottled);
+  EXPECT_EQ(classOf(503, "Sun, 06 Nov 1994 08:49:37 GMT"), SendOutcome::kThrottled);
+  EXPECT_EQ(classOf(503, "soon"), SendOutcome::kFault);
+  EXPECT_EQ(classOf(503, "   "), SendOutcome::kFault);
+  const SendResult r = classifyHttpAnswer(503, "4", "busy", 0);
+  EXPECT_EQ(r.retry_after, seconds(4));
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.reason, "HTTP 503: busy");
+}
+
+TEST(ClassifyHttpAnswer, TheReasonKeepsABoundedEscapedBody) {
+  const SendResult r = classifyHttpAnswer(400, "", std::string(2000, 'x') + "\n", 0);
+  EXPECT_EQ(r.reason.size(), std::string("HTTP 400: ").size() + kMaxReasonBody);
+  EXPECT_EQ(classifyHttpAnswer(400, "", "a\nb", 0).reason, "HTTP 400: a\\nb");
 }
 
 TEST(ParseRetryAfter, SecondsOrHttpDate) {

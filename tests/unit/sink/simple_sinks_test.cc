@@ -57,7 +57,7 @@ TEST(StdoutSink, AFailedWriteIsARetryWithTheError) {
   std::vector<SendResult> done;
   sink->poll(done);
   ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].outcome, SendOutcome::kRetry);
+  EXPECT_EQ(done[0].outcome, SendOutcome::kFault);
   EXPECT_NE(done[0].reason.find("No space left"), std::string::npos) << done[0].reason;
   std::fclose(f);
 }

@@ -160,7 +160,7 @@ class WorkerCoreTest : public ::testing::Test {
     make(o);
     sink_.answer = [](const Message&) {
       SendResult r;
-      r.outcome = SendOutcome::kRetry;
+      r.outcome = SendOutcome::kFault;
       r.status = 500;
       r.reason = "HTTP 500";
       return r;
@@ -298,7 +298,9 @@ TEST_F(WorkerCoreTest, ANewMaxAttemptsAppliesToMessagesAlreadyRetrying) {
   EXPECT_EQ(ledger_.byId.at("m0-0").status, DeliveryStatus::kFailed);
 }
 
-TEST_F(WorkerCoreTest, ThrottlingPausesTheWholeProviderAndCostsNoAttempts) {
+// A throttle pauses the provider and is an attempt in the ledger, but it does
+// not use up the fault budget (max_attempts).
+TEST_F(WorkerCoreTest, ThrottlingPausesTheWholeProviderAndCostsNoFaultAttempts) {
   WorkerOptions o;
   o.retry.max_attempts = 1;
   make(o);
@@ -309,7 +311,7 @@ TEST_F(WorkerCoreTest, ThrottlingPausesTheWholeProviderAndCostsNoAttempts) {
   sink_.answer = [&](const Message&) {
     SendResult r;
     if (throttles-- > 0) {
-      r.outcome = SendOutcome::kRetry;
+      r.outcome = SendOutcome::kThrottled;
       r.status = 429;
       r.retry_after = seconds(2);
     }
@@ -323,8 +325,9 @@ TEST_F(WorkerCoreTest, ThrottlingPausesTheWholeProviderAndCostsNoAttempts) {
   EXPECT_EQ(sink_.submitted.size(), 1u) << "b waits out a's Retry-After: the provider is paused";
   run(milliseconds(200));
   EXPECT_EQ(sink_.submitted.size(), 3u);
-  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 2u) << "a 429 never uses up an attempt";
-  EXPECT_EQ(ledger_.byId.at("m0-0").attempts, 1);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 2u) << "a 429 does not use up the fault budget";
+  EXPECT_EQ(ledger_.byId.at("m0-0").attempts, 2) << "the throttled attempt is counted in the ledger";
+  EXPECT_EQ(ledger_.byId.at("m0-1").attempts, 1);
 }
 
 TEST_F(WorkerCoreTest, APermanentRefusalFailsAtOnce) {
@@ -457,7 +460,7 @@ TEST_F(WorkerCoreTest, DrainDoesNotRetryAndLeavesTheFaultUncommitted) {
   sink_.answer = [](const Message& m) {
     SendResult r;
     if (m.position.offset == 0) {
-      r.outcome = SendOutcome::kRetry;
+      r.outcome = SendOutcome::kFault;
       r.reason = "HTTP 503";
     }
     return r;
@@ -685,7 +688,7 @@ TEST(WorkerCoreQuota, A429AtOneWorkerPausesTheProviderAtEveryWorker) {
     if (throttle) {
       throttle = false;
       throttled_ms = now_ms;
-      r.outcome = SendOutcome::kRetry;
+      r.outcome = SendOutcome::kThrottled;
       r.status = 429;
       r.retry_after = seconds(2);
     }
@@ -757,7 +760,7 @@ TEST_F(WorkerCoreTest, StatsSayWhereEachCampaignsMessagesAreAndHowFarTheLedgerLa
   sink_.answer = [&](const Message&) {
     SendResult r;
     if (n++ < 3) {
-      r.outcome = SendOutcome::kRetry;
+      r.outcome = SendOutcome::kFault;
       r.reason = "HTTP 500";
     }
     return r;
