@@ -1,21 +1,36 @@
-// Adaptive rate below a provider's configured ceiling (AIMD), pure.
+// Adaptive rate below a provider's configured ceiling, pure.
 //
 // The configured provider rate is a ceiling, never exceeded. When the
-// provider throttles (429/503) or its latency climbs above a threshold, the
-// effective rate drops multiplicatively (at most once per `hold`, so one
-// burst of 429s counts once); while it is healthy the rate climbs back
-// additively, never above the ceiling and never below the floor. During a
-// pause the provider asked for (Retry-After) it does not climb.
+// provider throttles (429, ESME_RTHROTTLED) the controller remembers the rate
+// at which it happened as the provider's real limit, drops to a fraction of
+// it (`decrease`, at most once per `hold`, so one burst of 429s counts once)
+// and climbs back in three steps:
 //
-// Plain AIMD settles well below its target when the target moves
-// (Netflix concurrency-limits #72): it halves from wherever it overshot and
-// then crawls. Here the climb has three speeds, like TCP CUBIC's window:
-// fast up to an estimate of the last rate that worked (the throttled rate
-// times the square root of the decrease factor), slow on the plateau from
-// there to the throttled rate (where the provider said no last time), and
-// fast again above it (the provider's limit has moved). So a throttled
-// sender settles just under the provider's limit instead of oscillating far
-// below it, and recovery to the ceiling takes seconds, not minutes.
+//   below hold_fraction x limit   fast (fast_climb_per_s x ceiling per second):
+//                                 back to just under the limit within a second
+//   from there up to the limit    slowly, additively, taking `probe_time`: a
+//                                 provider with a fixed hard limit sees a 429
+//                                 about once per probe_time, not a saw-tooth
+//                                 every few seconds
+//   above the limit               fast again: no 429 came where the last one
+//                                 did, so the limit has moved up
+//
+// never above the ceiling and never below the floor. A throttle that comes
+// while still climbing back (below the remembered limit) says the limit has
+// dropped: the remembered limit becomes the rate it came at, and the drop is
+// decrease squared, so that a storm is followed down in a few pauses, not
+// many. A throttle within a second of the end of a pause (which emptied the
+// provider's one-second window) says more: the provider refused once it had
+// taken what was sent since, so that is the limit remembered. (For a provider
+// that keeps a token bucket with a burst rather than a one-second window this
+// guesses low, and the probe finds the rest.) During a pause
+// the provider asked for (Retry-After) the rate does not climb. The price of
+// few 429s is a slow discovery of a raised limit: about probe_time.
+//
+// Before any throttle the remembered limit is the ceiling, so a provider whose
+// configured rate is right is held at it; the first 429 teaches the rest.
+// src/quota/lease.lua keeps the same algorithm in Redis when the state is
+// shared by every worker (the unit and Redis tests run the same scenarios).
 //
 // Not thread-safe; one per provider per worker, or shared through the quota.
 #pragma once
@@ -26,11 +41,12 @@
 namespace pacer {
 
 struct AdaptiveRateOptions {
-  double ceiling = 0;                           // messages/s: the configured provider rate
-  double floor = 1;                             // messages/s: never below (clipped to the ceiling)
-  double decrease = 0.5;                        // multiply by this on throttling, in (0, 1)
-  double fast_climb_per_s = 0.25;               // climb per second, as a fraction of the ceiling, off the plateau
-  double plateau_climb_per_s = 0.05;            // on the plateau below the last throttled rate
+  double ceiling = 0;              // messages/s: the configured provider rate
+  double floor = 1;                // messages/s: never below (clipped to the ceiling)
+  double decrease = 0.8;           // on a throttle: the rate it came at times this, in (0, 1)
+  double hold_fraction = 0.98;     // the fast climb stops at this fraction of the remembered limit, in (0, 1]
+  double fast_climb_per_s = 0.25;  // climb per second, as a fraction of the ceiling, off the probe
+  Nanos probe_time = std::chrono::seconds(30);  // from the hold point up to the remembered limit
   Nanos hold = std::chrono::milliseconds(250);  // at most one decrease per hold
   Nanos latency_threshold{0};                   // 0: latency is not watched
 };
@@ -41,26 +57,38 @@ class AdaptiveRate {
 
   // The effective rate at `now` (climbs with time while healthy).
   double rate(MonoTime now) noexcept;
-  // The provider throttled: decrease, and do not climb before `now + pause`.
+  // The provider throttled: remember the rate as its limit, decrease, and do
+  // not climb before `now + pause`.
   void onThrottled(MonoTime now, Nanos pause) noexcept;
-  // A response arrived after `latency`; a slow one counts like a throttle (without a pause).
+  // Sustained faults (the circuit breaker opened): decrease without learning
+  // a limit, and do not climb before `now + pause`.
+  void onFaults(MonoTime now, Nanos pause) noexcept;
+  // A response arrived after `latency`; a slow one decreases like a throttle (without a pause).
   void onLatency(MonoTime now, Nanos latency) noexcept;
   // A new ceiling (the operator changed the provider's rate): the rate keeps
-  // its value, clipped to the new ceiling.
+  // its value, clipped to the new ceiling; the remembered limit is clipped too.
   void setCeiling(double ceiling, MonoTime now) noexcept;
-  // New decrease, floor and latency threshold (a configuration reload); the
-  // ceiling, the rate and the plateau are kept (the rate raised to the floor).
+  // New tuning (a configuration reload); the ceiling, the rate and the
+  // remembered limit are kept (the rate raised to the floor).
   void setTuning(const AdaptiveRateOptions& tuning, MonoTime now) noexcept;
   MonoTime pausedUntil() const noexcept { return paused_until_; }
+  // The provider's limit as learned from its last throttle (the ceiling before any).
+  double limit() const noexcept { return limit_; }
 
  private:
+  // What a decrease teaches about the provider's limit: nothing (faults),
+  // the rate now (a slow answer), or, for a throttle, the rate now or what
+  // the provider's window held (within a second of a pause).
+  enum class Learn { kNothing, kRate, kWindow };
   void climb(MonoTime now) noexcept;
-  void decrease(MonoTime now) noexcept;
+  bool decrease(MonoTime now, Learn learn) noexcept;
+  void pauseUntil(MonoTime now, MonoTime until) noexcept;
 
   AdaptiveRateOptions options_;
   double rate_;
-  double last_good_;     // below this the climb is fast
-  double throttled_at_;  // the rate at the last decrease: the plateau ends here
+  double limit_;                 // the rate at the last throttle; the probe stops there
+  double sent_since_pause_ = 0;  // the rate integrated over the first second after the last pause
+  bool window_emptied_ = false;  // the last pause lasted a second or more
   MonoTime updated_;
   MonoTime last_decrease_;
   MonoTime paused_until_;
@@ -72,5 +100,8 @@ class AdaptiveRate {
 // full burst on top of the slower rate. (src/quota/lease.lua does the same
 // inside Redis.)
 RateLimit limitAtRate(RateLimit ceiling, double rate) noexcept;
+
+// Checks tuning values; throws std::invalid_argument naming the bad one.
+void validateAdaptive(const AdaptiveRateOptions& options);
 
 }  // namespace pacer

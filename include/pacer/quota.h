@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "pacer/adaptive_rate.h"
+#include "pacer/circuit_breaker.h"
 #include "pacer/rate_limiter.h"
 #include "pacer/time.h"
 
@@ -40,19 +41,24 @@ struct QuotaLevel {
 
 // A level whose rate adapts below its configured rate (the ceiling), with its
 // state kept by the backend beside the buckets, so that every worker using
-// the bucket sees one effective rate and one pause (a provider that answered
-// 429 is slowed and paused for everyone). The algorithm is AdaptiveRate's
-// (include/pacer/adaptive_rate.h): the options' `ceiling` is ignored (the
-// level's rate is the ceiling) and `latency_threshold` is the caller's
-// business (it reports a slow answer as a throttle without a pause). The
-// level's burst shrinks with the rate: burst * effective / ceiling (>= 1).
+// the bucket sees one effective rate, one pause and one circuit breaker (a
+// provider that answered 429 is slowed and paused for everyone). The rate
+// follows AdaptiveRate (include/pacer/adaptive_rate.h; the options' `ceiling`
+// is ignored: the level's rate is the ceiling) and the breaker follows
+// CircuitBreaker (include/pacer/circuit_breaker.h). The level's burst shrinks
+// with the rate: burst * effective / ceiling (>= 1).
 struct AdaptiveLevel {
-  std::uint32_t level = 0;       // index into the request's levels
+  std::uint32_t level = 0;  // index into the request's levels
   AdaptiveRateOptions options;
+  BreakerOptions breaker;
   // >= 0: the provider throttled just now; decrease (at most once per
   // options.hold, whoever reports) and pause every worker this long.
   // < 0: nothing to report.
   Nanos throttled{-1};
+  // Answers this worker saw from the provider since its last report, for
+  // the shared circuit breaker (faults: kFault answers; ok: the others).
+  std::uint64_t ok = 0;
+  std::uint64_t faults = 0;
 };
 
 struct LeaseRequest {
@@ -61,11 +67,27 @@ struct LeaseRequest {
   // Redis Cluster slot. Must not contain '{' or '}'.
   std::string scope;
   std::vector<QuotaLevel> levels;  // at least one
-  std::uint64_t want = 0;          // tokens asked for; 0 only asks when the next token is due
+  std::uint64_t want = 0;          // tokens asked for; 0 only reports and asks when the next token is due
   // Whether a bucket that does not exist yet (first use, expired while idle,
   // Redis restarted) starts full (true) or empty (false). Workers coming back
   // from degraded mode pass false, so a restarted Redis cannot add a burst.
   bool fill_new = true;
+  // Tokens up to this far ahead of now may be granted: a bucket may owe up to
+  // rate * lookahead tokens, and a granted token that was not in the bucket
+  // yet is due when the bucket would have held it (LeaseReply::start_tokens).
+  // 0: only whole tokens held now.
+  Nanos lookahead{0};
+  // Grant nothing rather than fewer than this many tokens (a request for
+  // fewer than min_grant is granted in full or not at all). >= 1.
+  std::uint64_t min_grant = 1;
+  // Tokens sent without the quota (degraded mode's local share) that every
+  // level is charged before the grant: it may go below zero, so that later
+  // grants make up for them.
+  std::uint64_t debt = 0;
+  // The asking worker (any stable nonzero id per process): the backend
+  // counts the workers that asked for the scope recently (LeaseReply::
+  // active_workers). 0: not counted.
+  std::uint64_t worker = 0;
   // The level whose rate adapts, if any. Its state lives under the scope
   // (key "a" in Redis), shared by every request of the scope that names it.
   std::optional<AdaptiveLevel> adaptive;
@@ -79,21 +101,32 @@ enum class QuotaStatus : std::uint8_t {
 struct LeaseReply {
   QuotaStatus status = QuotaStatus::kUnavailable;
   std::uint64_t granted = 0;
-  // After the grant: how long until every level holds one whole token again.
-  // Nanos{0} if they already do; kNever if a level has rate 0.
+  // Where the grant's tokens start: granted token k (1-based) is due
+  // (k - start_tokens) / rate seconds from now if that is positive, where
+  // rate is the slowest level's (the adaptive level's effective_rate for it).
+  // Negative when the levels owe tokens to earlier grants. The caller spends
+  // no token before it is due; no level is then ever ahead of its own refill.
+  double start_tokens = 0;
+  // With granted == 0: how long until min_grant tokens could be granted
+  // (Nanos{0} if now). Otherwise how long until every level holds one whole
+  // token again. kNever if a level has rate 0.
   Nanos next_token = kNever;
-  // The binding level: the one with the fewest whole tokens before the grant
+  // The binding level: the one with the fewest tokens before the grant
   // (an index into the request's levels).
   std::uint32_t binding = 0;
   // After the grant: how long until the binding level is full again, after
-  // which it wastes what accrues (kNever if it does not refill). Asking again
-  // before then loses nothing.
+  // which it wastes what accrues (kNever if it does not refill).
   Nanos full_in = kNever;
-  // With `adaptive`: the level's effective rate now, and how much longer the
-  // scope is paused (0: not paused). While paused nothing is granted and
-  // next_token is the rest of the pause.
+  // With `adaptive`: the level's effective rate now, how much longer the
+  // scope is paused (0: not paused; a 429's pause or an open circuit
+  // breaker), and whether the breaker is open. While paused nothing is
+  // granted and next_token is the rest of the pause.
   double effective_rate = 0.0;
   Nanos paused{0};
+  bool circuit_open = false;
+  // Workers (LeaseRequest::worker) that asked for this scope in the last
+  // two seconds, this one included; 0 when not counted.
+  std::uint32_t active_workers = 0;
 };
 
 // Thread-safety: each implementation says; the shipped ones say below.

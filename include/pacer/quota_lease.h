@@ -4,67 +4,70 @@
 // Each tick, before Scheduler::tick(), QuotaLeaser::refresh(now) looks at the
 // worker's active campaigns and, in ONE batch call to the QuotaBackend (one
 // pipelined round trip for Redis), asks for a lease for every campaign whose
-// local tokens have run low. A lease is sized to the campaign's backlog and to
-// this worker's share of the tightest rate that applies:
+// tokens have run low, topping up the others of the same provider in the same
+// call. A lease is sized to the campaign's backlog and to this worker's share
+// of the tightest rate that applies:
 //
-//     target = ceil(min(level rates) / live_workers * horizon)
-//     want   = min(backlog, target) - held          (asked when held < target * refill_fraction)
+//     workers  = max(live_workers, the workers the backend saw asking for the provider)
+//     share    = min(campaign rate, provider rate / workers * weight / weights of this
+//                worker's active campaigns of the provider)
+//     target   = ceil(share * horizon)
+//     want     = min(backlog, target) - held    (asked when held < target * refill_fraction)
+//     min_grant = ceil(target * min_grant_fraction)
 //
-// When a grant leaves the global bucket dry (it fell short, or took the last
-// whole token) the campaign waits
+// so that when the provider is the bottleneck each grant is a useful share of
+// it, never scraps: the backend grants nothing rather than less than
+// min_grant, and says when min_grant will fit.
 //
-//     pause = min(horizon * (1 - refill_fraction), full_in - tick) * U(0.8, 1)
-//
-// (full_in: the reply's time until the first level is full again) before
-// asking again. The bucket keeps what accrues meanwhile, and the pause ends
-// before it is full, so even a worker alone loses nothing to overflow. The
-// jitter (seeded per worker, LeaseOptions::seed) keeps workers that found the
-// bucket dry together from coming back together. While demand exceeds the
-// quota, round trips per message are then about live_workers / (rate * pause):
-// with 4 workers on 5,000/s, burst 500 (full_in about 100 ms), about
-// 4 / (5,000 * 0.085 s) = 0.0094. A burst below a few ticks of the rate makes
-// pauses short and round trips many.
+// Tokens ahead of time. The backend may grant tokens the buckets do not hold
+// yet, up to `lookahead` of each bucket's rate (LeaseRequest::lookahead): the
+// bucket then owes them, and the next grant, whoever asks, starts after them.
+// Each grant says how many tokens its tightest bucket held before it
+// (LeaseReply::start_tokens, negative when owed); token k of the grant is due
+// (k - start_tokens) / rate after the reply, and the LeaseLimiter spends no
+// token before it is due. So the global sequence of tokens is spaced at the
+// bucket's rate whoever holds them, a worker holds about `horizon` of its
+// share, and a provider-limited run costs one round trip per
+// share * horizon * (1 - refill_fraction) messages, as an uncontended one does.
 //
 // The granted tokens go into the campaign's LeaseLimiter, which the Scheduler
-// spends like any limiter, evenly over horizon * (1 - refill_fraction) or
-// until the binding bucket is full again if sooner (whole leases spent in one
-// tick by several workers reach a provider as bursts above its own bucket).
+// spends like any limiter; tokens due but not spent (no message, a pause)
+// accrue for at most max(4 ticks, 20 ms) of the rate, after which the rest
+// shift later: a worker never catches up in one burst.
 //
 // A provider may adapt (QuotaProviderSpec::adaptive): its rate below the
-// configured one and its 429 pause are then one state in the backend, shared
-// by every worker; reportThrottle() feeds it. Unspent tokens expire `ttl` after the last grant
-// (they are not handed back: a token granted and never spent only makes the
-// sender slower, never faster).
+// configured one, its 429 pause and its circuit breaker are then one state in
+// the backend, shared by every worker; reportThrottle() and reportAnswer()
+// feed it. Unspent tokens expire `ttl` after the last grant (they are not
+// handed back: a token granted and never spent only makes the sender slower,
+// never faster).
 //
 // Overshoot bound. Every token spent was first taken from every global bucket
-// of its request, and a worker never holds more than `target` tokens of a
-// campaign. So for a global bucket of rate r and burst b, over any window of
-// length w, summed over all workers:
+// of its request and is spent no earlier than the bucket would have held it.
+// So for a global bucket of rate r and burst b, over any window of length w,
+// summed over all workers:
 //
-//     sent <= r * w + b + (tokens held in leases at the start of the window)
-//          <= r * w + b + sum over workers and campaigns of target
+//     sent <= r * w + b + (tokens due but unspent at the window's start)
 //
-// i.e. the overshoot is at most the leases outstanding, and
-// target ~ rate * horizon / live_workers, so about rate * horizon in total.
-// With a burst b >= rate * horizon and demand above the rate (the bucket is
-// empty in steady state) the 1 s count stays within rate + burst.
+// and the last term is at most max(4 ticks, 20 ms) of each worker's rate.
 //
 // Degraded mode. A request answered kUnavailable puts its provider (all of
 // its campaigns) into degraded mode at once; the Redis backend answers within
-// its command timeout (or at once while it backs off), so a worker switches
-// within horizon + timeout (50 + 50 ms by default). Per provider, configured:
-//   - kLocalShare: each campaign gets a local token bucket of
-//     min(level rates) * safety_factor / live_workers that starts empty
-//     (no burst on entry); lease tokens already held are still spent (they
-//     were granted);
-//   - kStop: nothing more is sent for that provider beyond leases already held.
-// live_workers is configuration (LeaseOptions::live_workers): the number of
-// worker processes sharing the quota. While degraded, the leaser keeps asking
-// (the backend's reconnect backoff paces the attempts); the first answer
-// leaves degraded mode, drops the local buckets, and — because degraded
-// requests carry fill_new = false — buckets that Redis lost (restart, flush)
-// are recreated empty: there is no catch-up burst. Entering and leaving call
-// QuotaObserver::onDegraded and count in QuotaMetrics.
+// its command timeout (or at once while it backs off). Lease tokens held are
+// dropped (they were timed against the shared buckets). Per provider, configured:
+//   - kLocalShare: this worker's provider limiter in the scheduler becomes
+//     provider rate * safety_factor / workers (its campaigns share it by
+//     weight, as they share any provider), and each campaign's limiter
+//     campaign rate * safety_factor / workers; both start empty (no burst on
+//     entry). workers is the larger of live_workers and the count last heard
+//     from the backend, so that N workers together stay under the provider's
+//     rate whatever the number of campaigns;
+//   - kStop: nothing more is sent for that provider.
+// While degraded, the leaser keeps asking (the backend's reconnect backoff
+// paces the attempts); the first answer leaves degraded mode, and, because
+// degraded requests carry fill_new = false, buckets that Redis lost (restart,
+// flush) are recreated empty: there is no catch-up burst. Entering and leaving
+// call QuotaObserver::onDegraded and count in QuotaMetrics.
 //
 // Thread-safety: none; a QuotaLeaser, its Scheduler and its backend belong to
 // one worker thread. Control calls throw SchedulerError for bad ids/limits;
@@ -92,6 +95,11 @@ struct QuotaProviderSpec {
   // shared by every worker through the backend (AdaptiveLevel in quota.h):
   // reportThrottle() slows and pauses it for all. nullopt: it does not adapt.
   std::optional<AdaptiveRateOptions> adaptive;
+  BreakerOptions breaker;  // the shared circuit breaker (with `adaptive`)
+  // The scheduler's provider whose limiter this worker applies locally: the
+  // provider's rate normally, this worker's safe share of it while degraded.
+  // kNoProvider: none.
+  ProviderId local_provider = kNoProvider;
 };
 
 struct QuotaCampaignSpec {
@@ -105,17 +113,20 @@ struct QuotaCampaignSpec {
 };
 
 struct LeaseOptions {
-  Nanos horizon = std::chrono::milliseconds(250);  // a full lease is this much of the worker's share
-  Nanos ttl = std::chrono::milliseconds(1000);     // unspent lease tokens expire this long after a grant
-  double refill_fraction = 0.5;                   // ask again when held < target * refill_fraction
-  std::uint32_t live_workers = 1;                 // workers sharing each global rate (configured, >= 1)
-  double safety_factor = 0.8;                     // degraded local share multiplier, in (0, 1]
-  // How late after a retry time the worker may act on it (its tick): a pause
-  // ends this long before a global bucket would be full.
+  Nanos horizon = std::chrono::milliseconds(500);     // a full lease is this much of the worker's share
+  Nanos lookahead = std::chrono::milliseconds(1000);  // a bucket may owe this much of its rate (>= horizon)
+  Nanos ttl = std::chrono::milliseconds(2500);        // unspent lease tokens expire this long after a grant
+  double refill_fraction = 0.5;                       // ask again when held < target * refill_fraction
+  double min_grant_fraction = 0.25;                   // grant nothing below this fraction of the target
+  std::uint32_t live_workers = 1;  // workers expected to share each global rate (>= 1); more seen are used
+  double safety_factor = 0.8;      // degraded local share multiplier, in (0, 1]
+  // How late after a retry time the worker may act on it (its tick).
   Nanos tick = std::chrono::milliseconds(5);
-  // Seeds the jitter of the pause after a dry grant. Give each worker process
-  // its own (pacerd uses its pid and start time): workers with the same seed
-  // that start in step stay in step and ask at the same instants.
+  // Answers seen are reported to the shared circuit breaker at least this often.
+  Nanos report_interval = std::chrono::milliseconds(1000);
+  // Seeds the jitter of the wait after a refused grant, and is this worker's
+  // id for the backend's count of active workers: give each worker process
+  // its own (pacerd uses its pid and start time).
   std::uint64_t seed = 1;
 };
 
@@ -131,7 +142,9 @@ struct QuotaMetrics {
   std::uint64_t degraded_left = 0;       // ... and out of it
   std::uint32_t degraded_providers = 0;  // gauge: providers degraded now
   std::uint64_t throttle_reports = 0;    // throttles reported to the shared adaptive rate
+  std::uint64_t health_reports = 0;      // requests that carried answers for the circuit breaker
   std::uint64_t shared_pauses = 0;       // pauses first heard of from the backend (another worker's 429)
+  std::uint64_t refused = 0;             // requests granted nothing (min_grant did not fit yet)
 };
 
 // Told about degraded-mode transitions. Called on the leaser's thread; must
@@ -144,50 +157,66 @@ class QuotaObserver {
 };
 
 // The limiter the Scheduler spends for a leased campaign: whole tokens granted
-// by the global quota (expiring), plus, in degraded local-share mode, a local
-// token bucket. Not thread-safe (see rate_limiter.h).
+// by the global quota, each spendable from the moment it is due (see
+// LeaseReply::start_tokens) until `lag` after it, and forfeited (counted as
+// expired) if not spent by then: a token spent later than that would land in
+// a later window, on top of the tokens due there. In degraded local-share
+// mode, a local token bucket as well. Not thread-safe (see rate_limiter.h).
 class LeaseLimiter final : public RateLimitingInterface {
  public:
   explicit LeaseLimiter(RateLimit limit) noexcept : limit_(limit) {}
 
   bool tryAcquire(std::uint64_t n, MonoTime now) noexcept override;
   std::uint64_t available(MonoTime now, std::uint64_t max) noexcept override;
-  // 0 if n are here now; in local-share mode the local bucket's wait for the
-  // rest; otherwise kNever (more needs a new lease, which refresh() asks for).
+  // 0 if n are due now; the wait for the next lease token to fall due when
+  // one will (n at most what is held); in local-share mode the local
+  // bucket's wait otherwise; else kNever (more needs a new lease).
   Nanos timeUntil(std::uint64_t n, MonoTime now) noexcept override;
   // Records the global limit (used for the next requests and the local share).
   void setLimit(RateLimit limit, MonoTime now) noexcept override;
   RateLimit limit() const noexcept override { return limit_; }
   Algorithm algorithm() const noexcept override { return Algorithm::kTokenBucket; }
 
-  // Adds `n` granted tokens; all held tokens now expire at now + ttl. With a
-  // `spread` > 0 the tokens held become spendable evenly over that long (in
-  // steps of at most max(4 ticks, 20 ms) worth) instead of all at once.
-  void grant(std::uint64_t n, MonoTime now, Nanos ttl, Nanos spread = Nanos{0}, Nanos tick = Nanos{0}) noexcept;
-  // Lease tokens held at `now` (0 once expired; expiry is counted).
+  // Adds `n` granted tokens whose schedule starts at `start` (LeaseReply::
+  // start_tokens: token k is due (k - start) / rate after `now`). Every held
+  // token expires at now + ttl; a token due but unspent for `lag` is
+  // forfeited. Never throws (a grant that cannot be stored is forfeited).
+  void grant(std::uint64_t n, double start, double rate, MonoTime now, Nanos ttl, Nanos lag) noexcept;
+  // Lease tokens held at `now` (due or not; 0 once expired).
   std::uint64_t held(MonoTime now) noexcept;
-  // Degraded local share: a local bucket of `share` starting empty; nullopt removes it.
-  void setLocalShare(std::optional<RateLimit> share, MonoTime now);
-  // Lease tokens that expired unspent so far.
+  // Degraded local share: a local bucket of `share` that starts empty and
+  // gives nothing before `from`; nullopt removes it.
+  void setLocalShare(std::optional<RateLimit> share, MonoTime now, MonoTime from);
+  // Tokens taken from the local share in the second before `now`.
+  std::uint64_t localSpentLastSecond(MonoTime now) noexcept;
+  // Lease tokens that expired or were forfeited unspent so far.
   std::uint64_t expired() const noexcept { return expired_; }
   // Gives up every held token now (counted as expired).
   void drop() noexcept;
 
  private:
-  void expire(MonoTime now) noexcept;
-  // Lease tokens that may be spent now (the drip), at most `tokens_`.
-  std::uint64_t spendable(MonoTime now) noexcept;
+  // One grant's schedule: its token k (1..n) is due (k - start) / rate
+  // after t0; `used` counts the first tokens spent or forfeited.
+  struct Segment {
+    MonoTime t0{};
+    double start = 0;
+    double rate = 0;
+    std::uint64_t n = 0;
+    std::uint64_t used = 0;
+    std::uint64_t dueBy(MonoTime t) const noexcept;  // tokens due at or before t
+  };
+  void advance(MonoTime now) noexcept;
+  std::uint64_t due() const noexcept;
   RateLimit limit_;
-  std::uint64_t tokens_ = 0;
+  std::vector<Segment> segments_;  // oldest first
+  MonoTime now_{};                 // of the last advance()
+  std::uint64_t tokens_ = 0;       // sum of left
   MonoTime expires_at_{};
-  // The drip: spendable lease tokens accrue at drip_rate_ per second up to
-  // drip_cap_; drip_rate_ 0 means no drip (all held tokens are spendable).
-  double drip_rate_ = 0;
-  double drip_cap_ = 0;
-  double drip_ = 0;
-  MonoTime drip_at_{};
+  Nanos lag_{0};
   std::uint64_t expired_ = 0;
   RateLimitingInterfacePtr local_;
+  MonoTime local_from_{};
+  std::vector<std::pair<MonoTime, std::uint64_t>> local_spent_;  // (when, how many), the last second
 };
 
 class QuotaLeaser {
@@ -202,8 +231,9 @@ class QuotaLeaser {
   // SchedulerError for a bad name or limit.
   std::uint32_t addProvider(const QuotaProviderSpec& spec);
   // New provider rate/burst: sent with the next requests, taking effect in the
-  // global bucket without resetting it.
-  void setProviderLimit(std::uint32_t provider, std::optional<RateLimit> limit);
+  // global bucket without resetting it, and applied to the scheduler's
+  // provider limiter (its degraded share while degraded).
+  void setProviderLimit(std::uint32_t provider, std::optional<RateLimit> limit, MonoTime now);
   // A new adaptive setting for the provider (a configuration reload): sent
   // with its next lease requests; the shared state in the backend is kept.
   void setProviderAdaptive(std::uint32_t provider, std::optional<AdaptiveRateOptions> adaptive);
@@ -212,6 +242,8 @@ class QuotaLeaser {
   // global limit applies; unlimited otherwise) and returns the scheduler's id.
   CampaignId addCampaign(const QuotaCampaignSpec& spec, MonoTime now);
   void setCampaignLimit(CampaignId id, std::optional<RateLimit> limit, MonoTime now);
+  // The campaign's weight, in the scheduler and in its share of the provider.
+  void setCampaignWeight(CampaignId id, double weight);
   void removeCampaign(CampaignId id);
 
   // Once per tick, before Scheduler::tick(now, ...): one batch call to the
@@ -234,6 +266,14 @@ class QuotaLeaser {
   // The provider answered too slowly: the shared rate decreases (once per
   // hold), with no pause; leases held are kept.
   void reportSlow(std::uint32_t provider) noexcept;
+  // One answer from the provider, for its shared circuit breaker: `fault`
+  // for kFault answers, false for the others. Sent with the next request for
+  // the provider, or on its own after report_interval.
+  void reportAnswer(std::uint32_t provider, bool fault) noexcept;
+  // Whether the provider's shared circuit breaker was open at the last answer.
+  bool circuitOpen(std::uint32_t provider) const;
+  // The workers sharing the provider as last heard (at least live_workers).
+  std::uint32_t workersFor(std::uint32_t provider) const;
 
   // The provider's shared effective rate as last heard from the backend
   // (nullopt: it does not adapt or no answer came yet), and until when it is
@@ -256,7 +296,22 @@ class QuotaLeaser {
   void enterDegraded(std::uint32_t provider, MonoTime now) noexcept;
   void leaveDegraded(std::uint32_t provider, MonoTime now) noexcept;
   std::optional<RateLimit> localShare(const Campaign& c) const;
+  std::optional<RateLimit> providerShare(const Provider& p) const;
+  void applyProviderLimit(Provider& p, MonoTime now, bool start_empty);
   void rebuildLevels(Campaign& c);
+  // Appends the batch's leading requests (throttle and health reports that
+  // go alone); returns how many.
+  std::size_t addReports(MonoTime now);
+  // A campaign's lease as things stand: `eligible` when it may ask now.
+  struct Sizing {
+    bool eligible = false;
+    std::uint64_t target = 0, held = 0, goal = 0, min_grant = 1;
+  };
+  Sizing size(CampaignId id, MonoTime now);
+  void addCampaignRequest(CampaignId id, const Sizing& z, MonoTime now, std::size_t lead);
+  RateLimit tickSafe(RateLimit limit) const noexcept;
+  void handleReply(Campaign& c, const LeaseRequest& request, const LeaseReply& reply, MonoTime now);
+  void attachHealth(LeaseRequest& r, std::uint32_t provider);
   double unitRandom() noexcept;
   void heardAdaptive(std::uint32_t provider, const LeaseReply& reply, MonoTime now, bool own) noexcept;
   void queueReport(std::uint32_t provider, Nanos pause) noexcept;
@@ -274,10 +329,12 @@ class QuotaLeaser {
   std::vector<LeaseRequest> requests_;
   std::vector<LeaseReply> replies_;
   std::vector<CampaignId> asked_;
-  std::vector<std::uint32_t> reported_;  // providers whose throttle reports lead this batch
-  std::uint64_t rng_;  // splitmix64 state for the pause jitter
-  std::size_t rotate_ = 0;  // where the next refresh starts among the active campaigns
-  Nanos spread_{0};         // a lease is spent evenly over this long: horizon * (1 - refill_fraction)
+  std::vector<Sizing> sizes_;                    // per active campaign, this refresh
+  std::vector<std::uint32_t> reported_;          // providers whose reports lead this batch
+  std::vector<std::uint32_t> request_provider_;  // per request of the batch: its provider
+  std::uint64_t rng_;                            // splitmix64 state for the pause jitter
+  std::size_t rotate_ = 0;                       // where the next refresh starts among the active campaigns
+  Nanos lag_{0};                                 // a due token is forfeited this long after (LeaseLimiter::grant)
 };
 
 }  // namespace pacer

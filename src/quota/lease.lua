@@ -1,141 +1,242 @@
--- Pacer quota lease: hierarchical token buckets, one atomic grant.
+-- Pacer quota lease: hierarchical token buckets, one atomic grant, with
+-- tokens granted ahead of time, a shared adaptive rate and circuit breaker,
+-- and a count of the workers asking. Redis's own TIME is the clock.
 --
--- KEYS[i]          bucket i of n (a hash: t = micro-tokens held, ts = last
---                  refill, microseconds of Redis TIME). All keys share one
---                  hash tag.
--- KEYS[n + 1]      only with the adaptive arguments: the scope's adaptive
---                  state (a hash: r = effective rate, good, thr, ts, dec =
---                  last decrease, pu = paused until; times in microseconds).
--- ARGV[1]          tokens wanted (integer >= 0)
--- ARGV[2]          '1': a missing bucket starts full; '0': it starts empty
--- ARGV[1 + 2i]     rate of bucket i, tokens per second (>= 0)
--- ARGV[2 + 2i]     burst of bucket i, tokens (< 1 counts as 1)
--- then, optionally, 7 adaptive arguments (ARGV[3 + 2n] ...):
---                  the adaptive bucket's index (1-based), floor, decrease,
---                  fast climb and plateau climb (fractions of the ceiling per
---                  second), hold (microseconds), and a throttle report: the
---                  pause in microseconds, or -1 for none.
+-- KEYS[1..n]   bucket i (a hash: t = micro-tokens held, may be negative when
+--              owed to grants made ahead; ts = last refill, microseconds)
+-- then, only with an adaptive level (ARGV[7] > 0):
+--              the scope's state (a hash): the adaptive rate (r, lim, ts, dec,
+--              pu, sp, we) and the circuit breaker (bws, bok, bf, bpok, bpf, bou, bn)
+-- then, only with a worker id (ARGV[5] not '0'):
+--              the scope's workers (a sorted set: worker id -> last ask, us)
+-- All keys share one hash tag (one Redis Cluster slot). Keys are passed only
+-- when used: during a slot migration a key that does not exist yet would make
+-- the importing node refuse the whole call.
 --
--- Reads Redis's own clock, refills every bucket at its (possibly new) rate,
--- clips it to its (possibly new) burst, grants g = min(wanted, whole tokens in
--- every bucket), takes g from each, and sets each key to expire once it would
--- be full again (an expired bucket comes back full, which is what it would
--- hold anyway). Returns {g, microseconds until every bucket holds a whole
--- token again (-1: never, a rate is 0), microseconds until the binding bucket
--- (the one with the fewest whole tokens before the grant, which set g) is
--- full again and would start to waste what accrues (-1: it does not refill),
--- the binding bucket's index (0-based), the adaptive bucket's effective rate
--- in thousandths of a token per second (-1: none), and the microseconds the
--- scope stays paused (0: not paused)}: integers only, because replies turn
--- Lua fractions into truncated integers.
+-- ARGV[1]  tokens wanted (integer >= 0)
+-- ARGV[2]  '1': a missing bucket starts full; '0': it starts empty
+-- ARGV[3]  lookahead, microseconds: a bucket may owe up to rate * lookahead
+-- ARGV[4]  min grant: grant nothing rather than fewer (a smaller want is
+--          granted in full or not at all)
+-- ARGV[5]  the asking worker's id ('0': not counted)
+-- ARGV[6]  debt: tokens sent without the quota, taken from every bucket first
+-- ARGV[7]  the adaptive level, 1-based (0: none)
+-- ARGV[8 + 2(i-1)], ARGV[9 + 2(i-1)]   rate (tokens/s) and burst of bucket i
+-- then, with an adaptive level, 14 more: floor, decrease, hold fraction,
+--   fast climb (a fraction of the ceiling per second), probe time (us), hold
+--   (us), a throttle report (pause in us, or -1), answers ok and faults since
+--   the worker's last report, and the breaker's threshold, minimum answers,
+--   window (us), cooldown (us) and longest cooldown (us).
 --
--- The adaptive rate is AdaptiveRate's (include/pacer/adaptive_rate.h), kept
--- here so every worker shares it: the bucket's configured rate is the
--- ceiling; a throttle report multiplies the rate by `decrease` (at most once
--- per hold, whoever reports), down to the floor, and pauses the scope; out of
--- a pause the rate climbs fast up to 'good' (a guess at the last rate that
--- worked), slowly on the plateau up to 'thr' (where the provider said no),
--- and fast again above it, never above the ceiling; a throttle within 2% of
--- the ceiling has no plateau. The bucket's burst
--- shrinks with the rate. While the scope is paused nothing is granted.
+-- Grant: each bucket is refilled at its rate (the adaptive level at its
+-- effective rate, its burst scaled down with it) and clipped to its burst;
+-- g = min(wanted, whole tokens each bucket holds plus rate * lookahead); g
+-- below the min grant becomes 0; g is taken from every bucket. A bucket that
+-- goes below zero owes tokens: later grants start after them. Returns
+--   {g, next_us, full_us, binding (0-based), effective rate in thousandths
+--    (-1: none), paused_us, start (micro-tokens: where the grant's tokens
+--    start, negative when they are owed to earlier grants; token k is due
+--    (k - start) / slowest rate from now), active workers, breaker open (0/1)}
+-- integers only, because replies turn Lua fractions into truncated integers.
+-- next_us: granted nothing: until the min grant would fit; else until every
+-- bucket holds a whole token (-1: never, a rate is 0). full_us: until the
+-- binding bucket is full again (-1: it does not refill).
+--
+-- The adaptive rate is AdaptiveRate's (include/pacer/adaptive_rate.h) and
+-- the breaker is CircuitBreaker's (include/pacer/circuit_breaker.h), kept
+-- here so that every worker shares them.
 local U = 1000000
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * U + tonumber(t[2])
-local want = tonumber(ARGV[1])
-if want == nil or want < 0 or #KEYS == 0 then
-  return redis.error_reply('ERR pacer lease: bad arguments')
-end
+local counted = ARGV[5] ~= '0' and ARGV[5] ~= ''
+local alevel_arg = tonumber(ARGV[7])
 local nlev = #KEYS
-local adaptive = nil
-if #ARGV == 2 + 2 * nlev - 2 + 7 and nlev >= 2 then
-  nlev = nlev - 1
-  adaptive = {
-    level = tonumber(ARGV[3 + 2 * nlev]), floor = tonumber(ARGV[4 + 2 * nlev]),
-    dec = tonumber(ARGV[5 + 2 * nlev]), fast = tonumber(ARGV[6 + 2 * nlev]),
-    plat = tonumber(ARGV[7 + 2 * nlev]), hold = tonumber(ARGV[8 + 2 * nlev]),
-    throttle = tonumber(ARGV[9 + 2 * nlev]) }
-  for _, v in pairs({'level', 'floor', 'dec', 'fast', 'plat', 'hold', 'throttle'}) do
-    local x = adaptive[v]
-    if x == nil or x ~= x then return redis.error_reply('ERR pacer lease: bad adaptive argument ' .. v) end
-  end
-  if adaptive.level < 1 or adaptive.level > nlev then return redis.error_reply('ERR pacer lease: bad adaptive level') end
-  if adaptive.dec < 0.01 then adaptive.dec = 0.01 elseif adaptive.dec > 0.99 then adaptive.dec = 0.99 end
-elseif #ARGV ~= 2 + 2 * nlev then
+if counted then nlev = nlev - 1 end
+if alevel_arg ~= nil and alevel_arg > 0 then nlev = nlev - 1 end
+local skey_index, wkey_index = nlev + 1, #KEYS
+local want = tonumber(ARGV[1])
+local ahead = tonumber(ARGV[3])
+local min_grant = tonumber(ARGV[4])
+local debt = tonumber(ARGV[6])
+local alevel = tonumber(ARGV[7])
+if nlev < 1 or want == nil or want < 0 or ahead == nil or ahead < 0 or min_grant == nil or alevel == nil
+    or alevel < 0 or alevel > nlev or debt == nil or debt < 0 then
   return redis.error_reply('ERR pacer lease: bad arguments')
 end
+local nadaptive = 0
+if alevel > 0 then nadaptive = 14 end
+if #ARGV ~= 7 + 2 * nlev + nadaptive then return redis.error_reply('ERR pacer lease: bad arguments') end
 local fill_new = ARGV[2] == '1'
-local grant = math.floor(want)
+want = math.floor(want)
 
--- The adaptive state: read, climbed to now, decreased on a report, written.
-local eff_milli, paused_us = -1, 0
+-- The workers asking for this scope in the last two seconds.
+local active = 0
+if counted then
+  local wkey = KEYS[wkey_index]
+  redis.call('ZADD', wkey, now, ARGV[5])
+  redis.call('ZREMRANGEBYSCORE', wkey, '-inf', now - 2 * U)
+  redis.call('PEXPIRE', wkey, 10000)
+  active = redis.call('ZCARD', wkey)
+end
+
+local function num(i)
+  local x = tonumber(ARGV[i])
+  if x == nil or x ~= x then return nil end
+  return x
+end
+
+-- The adaptive rate and breaker: read, brought to now, reports applied, written.
+local eff_milli, paused_us, open = -1, 0, 0
 local eff_rate, eff_burst = nil, nil
-if adaptive then
-  local ceiling = tonumber(ARGV[1 + 2 * adaptive.level])
-  local cburst = tonumber(ARGV[2 + 2 * adaptive.level])
-  if ceiling ~= nil and ceiling == ceiling and ceiling > 0 and cburst ~= nil and cburst == cburst then
-    local akey = KEYS[nlev + 1]
-    local h = redis.call('HMGET', akey, 'r', 'good', 'thr', 'ts', 'dec', 'pu')
-    local st = { r = tonumber(h[1]), good = tonumber(h[2]), thr = tonumber(h[3]), ts = tonumber(h[4]),
-                 dec = tonumber(h[5]), pu = tonumber(h[6]) }
-    if st.r == nil or st.good == nil or st.thr == nil or st.ts == nil or st.dec == nil or st.pu == nil then
-      st = { r = ceiling, good = ceiling, thr = ceiling, ts = now, dec = -1, pu = now }
+if alevel > 0 then
+  local base = 7 + 2 * nlev
+  local a = {}
+  local names = {'floor', 'dec', 'holdf', 'fast', 'probe', 'hold', 'throttle', 'ok', 'faults',
+                 'bthr', 'bmin', 'bwin', 'bcool', 'bmax'}
+  for i, name in ipairs(names) do
+    a[name] = num(base + i)
+    if a[name] == nil then return redis.error_reply('ERR pacer lease: bad adaptive argument ' .. name) end
+  end
+  if a.dec < 0.01 then a.dec = 0.01 elseif a.dec > 0.99 then a.dec = 0.99 end
+  if a.holdf < 0.01 then a.holdf = 0.01 elseif a.holdf > 1 then a.holdf = 1 end
+  local ceiling = num(8 + 2 * (alevel - 1))
+  local cburst = num(9 + 2 * (alevel - 1))
+  if ceiling ~= nil and ceiling > 0 and cburst ~= nil then
+    local skey = KEYS[skey_index]
+    local h = redis.call('HMGET', skey, 'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf',
+      'bou', 'bn')
+    local st = {}
+    for i, name in ipairs({'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf', 'bou', 'bn'}) do
+      st[name] = tonumber(h[i])
     end
+    if st.r == nil or st.lim == nil or st.ts == nil or st.dec == nil or st.pu == nil or st.sp == nil
+        or st.we == nil then
+      st.r, st.lim, st.ts, st.dec, st.pu, st.sp, st.we = ceiling, ceiling, now, -1, now - U, 0, 0
+    end
+    if st.bws == nil or st.bok == nil or st.bf == nil or st.bpok == nil or st.bpf == nil or st.bou == nil
+        or st.bn == nil then
+      st.bws, st.bok, st.bf, st.bpok, st.bpf, st.bou, st.bn = now, 0, 0, 0, 0, now, 0
+    end
+    if st.lim > ceiling or st.lim <= 0 then st.lim = ceiling end
     if st.r > ceiling then st.r = ceiling end
-    -- climb from the later of the last update and the end of the pause
+    local floor = math.min(math.max(a.floor, 0), ceiling)
+    if st.r < floor then st.r = floor end
+    -- climb, from the later of the last update and the end of the pause,
+    -- integrating the rate over the first second after the pause (sp)
     if now > st.ts then
       local from = math.max(st.ts, st.pu)
       st.ts = now
       if now > from then
         local dt = (now - from) / U
-        local fast, plat = adaptive.fast * ceiling, adaptive.plat * ceiling
-        for _ = 1, 4 do
+        local counted = 1 - (from - st.pu) / U
+        if counted < 0 then counted = 0 elseif counted > dt then counted = dt end
+        local hold_point = math.min(ceiling, st.lim * a.holdf)
+        for _ = 1, 3 do
           if dt <= 0 or st.r >= ceiling then break end
-          local speed, upto = fast, ceiling
-          if st.r < st.good then upto = st.good
-          elseif st.r < st.thr and st.thr < 0.98 * ceiling then speed, upto = plat, st.thr end
+          local speed, upto = a.fast * ceiling, ceiling
+          if st.r < hold_point then upto = hold_point
+          elseif st.r < st.lim then
+            upto = math.min(st.lim, ceiling)
+            if a.probe > 0 then speed = (st.lim - hold_point) / (a.probe / U) end
+          end
           if speed <= 0 then break end
-          if upto > ceiling then upto = ceiling end
-          local need = (upto - st.r) / speed
-          if need >= dt then st.r = st.r + speed * dt; break end
+          local step = math.min((upto - st.r) / speed, dt)
+          local c = math.min(counted, step)
+          st.sp = st.sp + st.r * c + speed * c * c / 2
+          counted = counted - c
+          if step >= dt then st.r = st.r + speed * dt; dt = 0; break end
           st.r = upto
-          dt = dt - need
+          dt = dt - step
         end
         if st.r > ceiling then st.r = ceiling end
+        st.sp = st.sp + st.r * math.min(counted, dt)
       end
     end
-    if adaptive.throttle >= 0 then
-      if st.dec < 0 or now - st.dec >= adaptive.hold then
-        st.dec = now
-        st.thr = st.r
-        st.good = st.r * math.sqrt(adaptive.dec)
-        local fl = math.min(math.max(adaptive.floor, 0), ceiling)
-        st.r = math.max(fl, st.r * adaptive.dec)
+    local function decrease(learn)
+      if st.dec >= 0 and now - st.dec < a.hold then return end
+      st.dec = now
+      local d = a.dec
+      if st.r < st.lim * a.holdf then d = a.dec * a.dec end  -- the limit dropped: drop harder
+      local base = st.r
+      if learn then
+        -- within a second of a pause, what was sent since is what the
+        -- provider's one-second window held when it refused
+        if now >= st.pu and now - st.pu < U and st.we == 1 and st.sp > 0 and st.sp < st.r then
+          st.lim = st.sp
+        else
+          st.lim = st.r
+        end
+        if st.lim < base then base = st.lim end
       end
-      if now + adaptive.throttle > st.pu then st.pu = now + adaptive.throttle end
+      st.r = math.max(floor, base * d)
     end
-    redis.call('HSET', akey, 'r', string.format('%.17g', st.r), 'good', string.format('%.17g', st.good),
-      'thr', string.format('%.17g', st.thr), 'ts', string.format('%.0f', st.ts),
-      'dec', string.format('%.0f', st.dec), 'pu', string.format('%.0f', st.pu))
+    local function pause_until(u)
+      if u > st.pu then
+        st.pu, st.sp = u, 0
+        if u - now >= U then st.we = 1 else st.we = 0 end  -- a second or more empties the provider's window
+      end
+    end
+    if a.throttle >= 0 then
+      decrease(true)
+      pause_until(now + a.throttle)
+    end
+    -- the breaker: roll the windows, count, judge
+    local win = math.max(a.bwin, 1)
+    if now >= st.bws + win then
+      local n = math.floor((now - st.bws) / win)
+      if n >= 2 then st.bpok, st.bpf = 0, 0 else st.bpok, st.bpf = st.bok, st.bf end
+      st.bok, st.bf = 0, 0
+      st.bws = st.bws + n * win
+    end
+    if now >= st.bou + win then st.bn = 0 end
+    if a.ok > 0 or a.faults > 0 then
+      st.bok = st.bok + a.ok
+      st.bf = st.bf + a.faults
+      if now >= st.bou then
+        local k = 1 - (now - st.bws) / win
+        if k < 0 then k = 0 elseif k > 1 then k = 1 end
+        local total = st.bok + st.bf + (st.bpok + st.bpf) * k
+        local f = st.bf + st.bpf * k
+        if total >= math.max(1, a.bmin) and f >= a.bthr * total then
+          st.bn = st.bn + 1
+          local cool = math.min(a.bcool * 2 ^ math.min(st.bn - 1, 16), a.bmax)
+          st.bou = now + math.floor(cool)
+          st.bok, st.bf, st.bpok, st.bpf, st.bws = 0, 0, 0, 0, now
+          decrease(false)
+          pause_until(st.bou)
+        end
+      end
+    end
+    redis.call('HSET', skey, 'r', string.format('%.17g', st.r), 'lim', string.format('%.17g', st.lim),
+      'ts', string.format('%.0f', st.ts), 'dec', string.format('%.0f', st.dec), 'pu', string.format('%.0f', st.pu),
+      'sp', string.format('%.17g', st.sp), 'we', string.format('%.0f', st.we),
+      'bws', string.format('%.0f', st.bws), 'bok', string.format('%.17g', st.bok), 'bf', string.format('%.17g', st.bf),
+      'bpok', string.format('%.17g', st.bpok), 'bpf', string.format('%.17g', st.bpf),
+      'bou', string.format('%.0f', st.bou), 'bn', string.format('%.0f', st.bn))
     -- Forgotten after an hour idle: it comes back at the ceiling.
-    redis.call('PEXPIRE', akey, 3600000 + math.ceil(math.max(st.pu - now, 0) / 1000))
+    redis.call('PEXPIRE', skey, 3600000 + math.ceil(math.max(st.pu - now, 0) / 1000))
     eff_milli = math.floor(st.r * 1000)
     eff_rate = st.r
     local f = st.r / ceiling
     if f > 1 then f = 1 end
     eff_burst = math.max(1, cburst * f)
+    if now < st.bou then open = 1 end
     if st.pu > now then
       paused_us = st.pu - now
-      return {0, paused_us, paused_us, adaptive.level - 1, eff_milli, paused_us}
+      return {0, paused_us, paused_us, alevel - 1, eff_milli, paused_us, 0, active, open}
     end
   end
 end
+
 local rates, caps, held, stamps = {}, {}, {}, {}
-local bind, bind_whole = 1, nil
+local bind, least = 1, nil
+local grant = want
 for i = 1, nlev do
-  local rate = tonumber(ARGV[1 + 2 * i])
-  local burst = tonumber(ARGV[2 + 2 * i])
-  if adaptive and i == adaptive.level and eff_rate then rate, burst = eff_rate, eff_burst end
-  if rate == nil or burst == nil or rate ~= rate or burst ~= burst or rate < 0 or burst < 0 or rate > 1e9 or burst > 1e12 then
+  local rate = tonumber(ARGV[8 + 2 * (i - 1)])
+  local burst = tonumber(ARGV[9 + 2 * (i - 1)])
+  if i == alevel and eff_rate then rate, burst = eff_rate, eff_burst end
+  if rate == nil or burst == nil or rate ~= rate or burst ~= burst or rate < 0 or burst < 0 or rate > 1e9
+      or burst > 1e12 then
     return redis.error_reply('ERR pacer lease: bad rate or burst for ' .. KEYS[i])
   end
   if burst < 1 then burst = 1 end
@@ -153,13 +254,35 @@ for i = 1, nlev do
     ts = now
   end
   if tokens > cap then tokens = cap end
-  tokens = math.floor(tokens)
-  if rate == 0 then grant = 0 end
-  local whole = math.floor(tokens / U)
-  if rate == 0 then whole = -1 end
-  if bind_whole == nil or whole < bind_whole then bind, bind_whole = i, whole end
-  if whole < grant then grant = math.max(whole, 0) end
+  tokens = math.floor(tokens - debt * U)
+  local avail = -1
+  if rate > 0 then avail = math.floor((tokens + rate * ahead) / U) end
+  if avail < grant then grant = math.max(avail, 0) end
+  if least == nil or tokens < least then bind, least = i, tokens end
   rates[i], caps[i], held[i], stamps[i] = rate, cap, tokens, ts
+end
+local mg = math.min(math.max(min_grant, 1), want)
+if grant < mg then grant = 0 end
+-- Where the grant's tokens start (LeaseReply::start_tokens; see
+-- scheduleStart in local_quota_backend.cc): every bucket holds a token again
+-- after tau0; from then on the slowest rate bounds them all.
+local start = 0
+do
+  local tau0, slowest, ok = 0, nil, true
+  for i = 1, nlev do
+    if rates[i] <= 0 then ok = false break end
+    local w = -held[i] / rates[i]
+    if w > tau0 then tau0 = w end
+    if slowest == nil or rates[i] < slowest then slowest = rates[i] end
+  end
+  if ok then
+    local m0 = nil
+    for i = 1, nlev do
+      local v = held[i] + rates[i] * tau0
+      if m0 == nil or v < m0 then m0 = v end
+    end
+    start = math.floor(m0 - slowest * tau0)
+  end
 end
 local wait = 0
 local full_in = -1
@@ -173,9 +296,13 @@ for i = 1, nlev do
   if i == bind and rate > 0 then full_in = math.floor((caps[i] - left) / rate) end
   if rate == 0 then
     wait = -1
-  elseif left < U and wait >= 0 then
-    local w = math.ceil((U - left) / rate)
-    if w > wait then wait = w end
+  elseif wait >= 0 then
+    local need
+    if grant > 0 or want == 0 then need = U - left else need = mg * U - (left + rate * ahead) end
+    if need > 0 then
+      local w = math.ceil(need / rate)
+      if w > wait then wait = w end
+    end
   end
 end
-return {grant, wait, full_in, bind - 1, eff_milli, paused_us}
+return {grant, wait, full_in, bind - 1, eff_milli, paused_us, start, active, open}

@@ -1,7 +1,9 @@
-// The in-process QuotaBackend: one token bucket per (scope, level key), all
-// behind one mutex so that a batch is atomic per request across threads.
+// The in-process QuotaBackend: the same buckets, adaptive rate and circuit
+// breaker as src/quota/lease.lua, kept in this process behind one mutex so
+// that a batch is atomic per request across threads.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -11,133 +13,183 @@
 namespace pacer {
 namespace {
 
+constexpr Nanos kActiveWindow = std::chrono::seconds(2);
+
+double seconds(Nanos d) { return std::chrono::duration<double>(d).count(); }
+Nanos nanos(double s) {
+  if (!(s < 1e9)) return kNever;
+  return std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(std::max(0.0, s)));
+}
+
 class LocalQuotaBackend final : public QuotaBackend {
  public:
   void acquire(std::span<const LeaseRequest> requests, MonoTime now, std::span<LeaseReply> replies) noexcept override {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (std::size_t i = 0; i < requests.size() && i < replies.size(); ++i) replies[i] = one(requests[i], now);
+    for (std::size_t i = 0; i < requests.size() && i < replies.size(); ++i) {
+      try {
+        replies[i] = one(requests[i], now);
+      } catch (...) {  // out of memory: no grant
+        replies[i] = LeaseReply{};
+      }
+    }
   }
 
  private:
+  // Tokens may be negative: owed to grants made ahead of time (lookahead).
   struct Bucket {
-    RateLimitingInterfacePtr limiter;
-    RateLimit limit;
+    double tokens = 0;
+    MonoTime at{};
+  };
+  struct ScopeState {
+    std::optional<AdaptiveRate> rate;
+    double ceiling = 0;
+    std::optional<CircuitBreaker> breaker;
+    std::unordered_map<std::uint64_t, MonoTime> workers;
+  };
+  struct Level {
+    Bucket* bucket;
+    double rate;
+    double cap;
+    double held;  // tokens before the grant
   };
 
-  // Finds or creates the bucket of `level`; null when its limit is invalid.
-  RateLimitingInterface* bucket(const LeaseRequest& r, const QuotaLevel& level, MonoTime now) noexcept {
-    try {
-      key_.assign(r.scope).push_back('\0');
-      key_.append(level.key);
-      auto it = buckets_.find(key_);
-      if (it == buckets_.end()) {
-        Bucket b{makeLimiter(LimiterOptions{}, level.limit, now), level.limit};
-        if (!r.fill_new) b.limiter->acquireUpTo(UINT64_MAX, now);
-        it = buckets_.emplace(key_, std::move(b)).first;
-      } else if (it->second.limit.rate_per_s != level.limit.rate_per_s || it->second.limit.burst != level.limit.burst) {
-        validateLimit(level.limit, LimiterOptions{});
-        it->second.limiter->setLimit(level.limit, now);
-        it->second.limit = level.limit;
-      }
-      return it->second.limiter.get();
-    } catch (...) {  // invalid limit or out of memory: no grant
-      return nullptr;
-    }
+  static bool usable(const RateLimit& l) {
+    return std::isfinite(l.rate_per_s) && l.rate_per_s >= 0 && l.rate_per_s <= 1e9 && std::isfinite(l.burst) &&
+           l.burst >= 0 && l.burst <= 1e12;
   }
 
-  // The scope's adaptive state (created at the ceiling), or null when the
-  // request has none or names a level it does not have.
-  AdaptiveRate* adaptive(const LeaseRequest& r, MonoTime now) noexcept {
+  Bucket& bucket(const LeaseRequest& r, const QuotaLevel& level, double cap, MonoTime now) {
+    key_.assign(r.scope).push_back('\0');
+    key_.append(level.key);
+    auto [it, created] = buckets_.try_emplace(key_);
+    if (created) it->second = Bucket{r.fill_new ? cap : 0.0, now};
+    return it->second;
+  }
+
+  // The adaptive state at `now` with this request's reports applied; sets
+  // the reply's effective rate, pause and breaker state.
+  AdaptiveRate* adaptive(const LeaseRequest& r, MonoTime now, LeaseReply& reply) {
     if (!r.adaptive || r.adaptive->level >= r.levels.size()) return nullptr;
     const double ceiling = r.levels[r.adaptive->level].limit.rate_per_s;
     if (!(ceiling > 0)) return nullptr;
-    try {
-      auto it = adaptive_.find(r.scope);
-      if (it == adaptive_.end()) {
-        AdaptiveRateOptions o = r.adaptive->options;
-        o.ceiling = ceiling;
-        o.latency_threshold = Nanos{0};
-        it = adaptive_.emplace(r.scope, AdaptiveState{AdaptiveRate(o, now), ceiling}).first;
-      } else if (it->second.ceiling != ceiling) {
-        it->second.rate.setCeiling(ceiling, now);
-        it->second.ceiling = ceiling;
-      }
-      return &it->second.rate;
-    } catch (...) {
-      return nullptr;
+    ScopeState& st = scopes_[r.scope];
+    AdaptiveRateOptions o = r.adaptive->options;
+    o.ceiling = ceiling;
+    o.latency_threshold = Nanos{0};
+    if (!st.rate) {
+      st.rate.emplace(o, now);
+      st.ceiling = ceiling;
+    } else {
+      st.rate->setTuning(o, now);
+      if (st.ceiling != ceiling) st.rate->setCeiling(ceiling, now);
+      st.ceiling = ceiling;
     }
+    if (!st.breaker)
+      st.breaker.emplace(r.adaptive->breaker, now);
+    else
+      st.breaker->setOptions(r.adaptive->breaker);
+    if (r.adaptive->throttled >= Nanos{0}) st.rate->onThrottled(now, r.adaptive->throttled);
+    if ((r.adaptive->ok > 0 || r.adaptive->faults > 0) && st.breaker->report(r.adaptive->ok, r.adaptive->faults, now))
+      st.rate->onFaults(now, st.breaker->openUntil() - now);
+    reply.effective_rate = st.rate->rate(now);
+    reply.circuit_open = st.breaker->isOpen(now);
+    const MonoTime until = std::max(st.rate->pausedUntil(), st.breaker->openUntil());
+    if (now < until) reply.paused = until - now;
+    return &*st.rate;
   }
 
-  LeaseReply one(const LeaseRequest& r, MonoTime now) noexcept {
+  std::uint32_t countWorker(const LeaseRequest& r, MonoTime now) {
+    if (r.worker == 0) return 0;
+    auto& workers = scopes_[r.scope].workers;
+    workers[r.worker] = now;
+    std::erase_if(workers, [&](const auto& w) { return now - w.second >= kActiveWindow; });
+    return static_cast<std::uint32_t>(workers.size());
+  }
+
+  // Where a grant's tokens start (LeaseReply::start_tokens): with t_i the
+  // tokens level i held before the grant and r_i its rate, every level holds
+  // a token again after tau0 = max(0, max -t_i / r_i); from then on the
+  // slowest level's rate R is a lower bound on how fast all of them refill,
+  // so t(tau) = m0 + R (tau - tau0), m0 = min(t_i + r_i tau0), is never ahead
+  // of any level. Returned as its value at tau = 0: m0 - R tau0.
+  double scheduleStart() const {
+    double tau0 = 0;
+    double slowest = std::numeric_limits<double>::infinity();
+    for (const Level& l : levels_) {
+      if (l.rate <= 0) return 0;
+      tau0 = std::max(tau0, -l.held / l.rate);
+      slowest = std::min(slowest, l.rate);
+    }
+    double m0 = std::numeric_limits<double>::infinity();
+    for (const Level& l : levels_) m0 = std::min(m0, l.held + l.rate * tau0);
+    return m0 - slowest * tau0;
+  }
+
+  LeaseReply one(const LeaseRequest& r, MonoTime now) {
     LeaseReply reply;
     if (r.levels.empty()) return reply;
-    scratch_.clear();
-    std::uint64_t g = r.want;
-    std::uint64_t bind_avail = UINT64_MAX;
-    std::uint32_t bind = 0;
-    AdaptiveRate* adapt = adaptive(r, now);
-    if (adapt) {
-      if (r.adaptive->throttled >= Nanos{0}) adapt->onThrottled(now, r.adaptive->throttled);
-      reply.effective_rate = adapt->rate(now);
-      if (now < adapt->pausedUntil()) {
-        reply.status = QuotaStatus::kOk;
-        reply.paused = adapt->pausedUntil() - now;
-        reply.next_token = reply.paused;
-        reply.full_in = reply.paused;
-        reply.binding = r.adaptive->level;
-        return reply;
-      }
+    for (const QuotaLevel& l : r.levels)
+      if (!usable(l.limit)) return reply;  // kUnavailable: never a grant on a bad limit
+    reply.active_workers = countWorker(r, now);
+    AdaptiveRate* adapt = adaptive(r, now, reply);
+    if (reply.paused > Nanos{0}) {
+      reply.status = QuotaStatus::kOk;
+      reply.next_token = reply.paused;
+      reply.full_in = reply.paused;
+      reply.binding = r.adaptive->level;
+      return reply;
     }
+    const double ahead = seconds(r.lookahead);
+    levels_.clear();
+    double want = static_cast<double>(r.want);
+    double grant = want;
+    double least = 0;  // the fewest tokens over the levels: the binding one
     for (std::size_t i = 0; i < r.levels.size(); ++i) {
-      QuotaLevel effective;
-      const QuotaLevel* use = &r.levels[i];
-      if (adapt && i == r.adaptive->level) {
-        effective.key = use->key;
-        effective.limit = limitAtRate(use->limit, reply.effective_rate);
-        use = &effective;
+      RateLimit limit = r.levels[i].limit;
+      if (adapt && i == r.adaptive->level) limit = limitAtRate(limit, reply.effective_rate);
+      const double cap = std::max(1.0, limit.burst);
+      Bucket& b = bucket(r, r.levels[i], cap, now);
+      if (now > b.at) {
+        b.tokens = std::min(cap, b.tokens + limit.rate_per_s * seconds(now - b.at));
+        b.at = now;
       }
-      const QuotaLevel& level = *use;
-      RateLimitingInterface* b = bucket(r, level, now);
-      if (b == nullptr) return reply;  // kUnavailable
-      // Whole tokens it holds (capped, so the binding level is found even
-      // when every level covers the request).
-      const std::uint64_t avail = b->limit().rate_per_s > 0 ? b->available(now, UINT64_MAX / 2) : 0;
-      if (avail < bind_avail) {
-        bind_avail = avail;
-        bind = static_cast<std::uint32_t>(scratch_.size());
+      b.tokens = std::min(b.tokens, cap) - static_cast<double>(r.debt);
+      const double avail = limit.rate_per_s > 0 ? std::floor(b.tokens + limit.rate_per_s * ahead) : -1.0;
+      grant = std::min(grant, std::max(avail, 0.0));
+      if (i == 0 || b.tokens < least) {
+        least = b.tokens;
+        reply.binding = static_cast<std::uint32_t>(i);
       }
-      scratch_.push_back(b);
-      g = std::min(g, avail);
+      levels_.push_back(Level{&b, limit.rate_per_s, cap, b.tokens});
     }
+    const double min_grant = std::min<double>(std::max<std::uint64_t>(r.min_grant, 1), want);
+    if (grant < min_grant) grant = 0;
+    reply.start_tokens = scheduleStart();
     Nanos next{0};
-    for (RateLimitingInterface* b : scratch_) {
-      if (g > 0) b->tryAcquire(g, now);
-      next = std::max(next, b->timeUntil(1, now));
+    for (const Level& l : levels_) {
+      l.bucket->tokens -= grant;
+      if (l.rate <= 0) {
+        next = kNever;
+        continue;
+      }
+      // Not granted: until min_grant fits; granted: until a whole token is held.
+      const double need =
+          grant > 0 || want == 0 ? 1.0 - l.bucket->tokens : min_grant - (l.bucket->tokens + l.rate * ahead);
+      if (next != kNever) next = std::max(next, nanos(need / l.rate));
     }
-    RateLimitingInterface* binding = scratch_[bind];
-    Nanos full = kNever;
-    if (binding->limit().rate_per_s > 0) {
-      const auto whole = static_cast<std::uint64_t>(std::max(1.0, std::floor(binding->limit().burst)));
-      full = binding->timeUntil(whole, now);
-    }
+    const Level& bind = levels_[reply.binding];
+    reply.full_in = bind.rate > 0 ? nanos((bind.cap - bind.bucket->tokens) / bind.rate) : kNever;
     reply.status = QuotaStatus::kOk;
-    reply.granted = g;
-    reply.binding = bind;
+    reply.granted = static_cast<std::uint64_t>(grant);
     reply.next_token = next;
-    reply.full_in = full;
     return reply;
   }
 
-  struct AdaptiveState {
-    AdaptiveRate rate;
-    double ceiling;
-  };
-
   std::mutex mutex_;
-  std::unordered_map<std::string, AdaptiveState> adaptive_;
+  std::unordered_map<std::string, ScopeState> scopes_;
   std::unordered_map<std::string, Bucket> buckets_;
   std::string key_;
-  std::vector<RateLimitingInterface*> scratch_;
+  std::vector<Level> levels_;
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "pacer/quota_redis.h"
 #include "quota/lease_lua.h"
+#include "quota/lease_reply.h"
 
 namespace pacer {
 namespace {
@@ -254,26 +255,41 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
     out.emplace_back("EVALSHA");
     out.push_back(sha);
     const bool adaptive = r.adaptive && r.adaptive->level < r.levels.size();
-    out.push_back(fmt::format("{}", r.levels.size() + (adaptive ? 1 : 0)));
+    const auto us = [](Nanos d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); };
+    // Keys only when used (lease.lua): a missing key fails a call during a slot migration.
+    out.push_back(fmt::format("{}", r.levels.size() + (adaptive ? 1 : 0) + (r.worker != 0 ? 1 : 0)));
     for (const QuotaLevel& l : r.levels)
       out.push_back(fmt::format("{}:{{{}}}:{}", options_.key_prefix, r.scope, l.key));
     if (adaptive) out.push_back(fmt::format("{}:{{{}}}:a", options_.key_prefix, r.scope));
+    if (r.worker != 0) out.push_back(fmt::format("{}:{{{}}}:w", options_.key_prefix, r.scope));
     out.push_back(fmt::format("{}", r.want));
     out.emplace_back(r.fill_new ? "1" : "0");
+    out.push_back(fmt::format("{}", us(r.lookahead)));
+    out.push_back(fmt::format("{}", r.min_grant));
+    out.push_back(fmt::format("{:x}", r.worker));
+    out.push_back(fmt::format("{}", r.debt));
+    out.push_back(fmt::format("{}", adaptive ? r.adaptive->level + 1 : 0));
     for (const QuotaLevel& l : r.levels) {
       out.push_back(fmt::format("{}", l.limit.rate_per_s));
       out.push_back(fmt::format("{}", l.limit.burst));
     }
     if (adaptive) {
       const AdaptiveRateOptions& o = r.adaptive->options;
-      const auto us = [](Nanos d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); };
-      out.push_back(fmt::format("{}", r.adaptive->level + 1));
+      const BreakerOptions& b = r.adaptive->breaker;
       out.push_back(fmt::format("{}", o.floor));
       out.push_back(fmt::format("{}", o.decrease));
+      out.push_back(fmt::format("{}", o.hold_fraction));
       out.push_back(fmt::format("{}", o.fast_climb_per_s));
-      out.push_back(fmt::format("{}", o.plateau_climb_per_s));
+      out.push_back(fmt::format("{}", us(o.probe_time)));
       out.push_back(fmt::format("{}", us(o.hold)));
       out.push_back(fmt::format("{}", r.adaptive->throttled < Nanos{0} ? -1 : us(r.adaptive->throttled)));
+      out.push_back(fmt::format("{}", r.adaptive->ok));
+      out.push_back(fmt::format("{}", r.adaptive->faults));
+      out.push_back(fmt::format("{}", b.threshold));
+      out.push_back(fmt::format("{}", b.min_requests));
+      out.push_back(fmt::format("{}", us(b.window)));
+      out.push_back(fmt::format("{}", us(b.cooldown)));
+      out.push_back(fmt::format("{}", us(b.max_cooldown)));
     }
   }
 
@@ -391,22 +407,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
   // (needs_load_ says whether that needs a SCRIPT LOAD first).
   bool handle(const redisReply& r, const Work& w, const LeaseRequest& req, LeaseReply& out) {
     needs_load_ = false;
-    bool integers = r.type == REDIS_REPLY_ARRAY && r.elements == 6;
-    for (std::size_t i = 0; integers && i < r.elements; ++i) integers = r.element[i]->type == REDIS_REPLY_INTEGER;
-    if (integers && r.element[0]->integer >= 0 &&
-        static_cast<unsigned long long>(r.element[0]->integer) <= req.want && r.element[3]->integer >= 0 &&
-        static_cast<std::size_t>(r.element[3]->integer) < req.levels.size()) {
-      out.status = QuotaStatus::kOk;
-      out.granted = static_cast<std::uint64_t>(r.element[0]->integer);
-      const long long us = r.element[1]->integer;
-      out.next_token = us < 0 ? kNever : Nanos(std::chrono::microseconds(us));
-      const long long full_us = r.element[2]->integer;
-      out.full_in = full_us < 0 ? kNever : Nanos(std::chrono::microseconds(full_us));
-      out.binding = static_cast<std::uint32_t>(r.element[3]->integer);
-      out.effective_rate = r.element[4]->integer < 0 ? 0.0 : static_cast<double>(r.element[4]->integer) / 1000.0;
-      out.paused = Nanos(std::chrono::microseconds(std::max(0LL, r.element[5]->integer)));
-      return false;
-    }
+    if (parseLeaseReply(r, req, out)) return false;
     if (r.type == REDIS_REPLY_ERROR) {
       const std::string_view msg(r.str, r.len);
       if (msg.starts_with("NOSCRIPT")) {

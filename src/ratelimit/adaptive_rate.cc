@@ -2,27 +2,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace pacer {
 
-AdaptiveRate::AdaptiveRate(AdaptiveRateOptions options, MonoTime now) noexcept
-    : options_(options),
-      rate_(std::max(0.0, options.ceiling)),
-      last_good_(rate_),
-      throttled_at_(rate_),
-      updated_(now),
-      last_decrease_(now),
-      paused_until_(now) {
-  options_.decrease = std::clamp(options_.decrease, 0.01, 0.99);
+namespace {
+
+AdaptiveRateOptions clamped(AdaptiveRateOptions o) noexcept {
+  o.decrease = std::clamp(o.decrease, 0.01, 0.99);
+  o.hold_fraction = std::clamp(o.hold_fraction, 0.01, 1.0);
+  o.ceiling = std::max(0.0, o.ceiling);
+  return o;
 }
 
-namespace {
-// A throttle at (or within 2% of) the ceiling says the provider's limit is
-// about the configured one, and the 429 came from a momentary excess: the
-// climb back skips the slow plateau. (Had the limit dropped, the next 429
-// comes below the ceiling, and the plateau applies from there.)
-constexpr double kAtCeiling = 0.98;
 }  // namespace
+
+AdaptiveRate::AdaptiveRate(AdaptiveRateOptions options, MonoTime now) noexcept
+    : options_(clamped(options)),
+      rate_(options_.ceiling),
+      limit_(options_.ceiling),
+      updated_(now),
+      last_decrease_(now),
+      // As if the last pause ended a second ago: no "just resumed" estimate at start.
+      paused_until_(now - std::chrono::seconds(1)) {}
 
 void AdaptiveRate::climb(MonoTime now) noexcept {
   if (now <= updated_) return;  // time never runs backwards here
@@ -30,30 +33,37 @@ void AdaptiveRate::climb(MonoTime now) noexcept {
   updated_ = now;
   if (now <= from) return;
   double dt = std::chrono::duration<double>(now - from).count();
-  const double ceiling = std::max(0.0, options_.ceiling);
-  const double fast = options_.fast_climb_per_s * ceiling;
-  const double plateau = options_.plateau_climb_per_s * ceiling;
-  // Walk the three segments: fast below last_good_, plateau up to
-  // throttled_at_, fast above it; each takes the time it needs.
-  while (dt > 0 && rate_ < ceiling) {
-    double speed = fast;
+  // What was sent since the last pause ended, for its first second.
+  const double window_left = 1.0 - std::chrono::duration<double>(from - paused_until_).count();
+  double counted = std::clamp(window_left, 0.0, dt);
+  const double ceiling = options_.ceiling;
+  const double hold_point = std::min(ceiling, limit_ * options_.hold_fraction);
+  // Walk the three segments, each taking the time it needs.
+  for (int segment = 0; segment < 3 && dt > 0 && rate_ < ceiling; ++segment) {
+    double speed = options_.fast_climb_per_s * ceiling;
     double until = ceiling;
-    if (rate_ < last_good_) {
-      until = last_good_;
-    } else if (rate_ < throttled_at_ && throttled_at_ < kAtCeiling * ceiling) {
-      speed = plateau;
-      until = throttled_at_;
+    if (rate_ < hold_point) {
+      until = hold_point;
+    } else if (rate_ < limit_) {
+      const double probe_s = std::chrono::duration<double>(options_.probe_time).count();
+      speed = probe_s > 0 ? (limit_ - hold_point) / probe_s : speed;
+      until = std::min(limit_, ceiling);
     }
-    if (speed <= 0) break;
-    const double need = (std::min(until, ceiling) - rate_) / speed;
-    if (need >= dt) {
+    if (!(speed > 0)) break;
+    const double step = std::min((until - rate_) / speed, dt);
+    const double c = std::min(counted, step);
+    sent_since_pause_ += rate_ * c + speed * c * c / 2;
+    counted -= c;
+    if (step >= dt) {
       rate_ += speed * dt;
+      dt = 0;
       break;
     }
-    rate_ = std::min(until, ceiling);
-    dt -= need;
+    rate_ = until;
+    dt -= step;
   }
   rate_ = std::min(rate_, ceiling);
+  sent_since_pause_ += rate_ * std::min(counted, dt);
 }
 
 double AdaptiveRate::rate(MonoTime now) noexcept {
@@ -61,26 +71,49 @@ double AdaptiveRate::rate(MonoTime now) noexcept {
   return rate_;
 }
 
-void AdaptiveRate::decrease(MonoTime now) noexcept {
+bool AdaptiveRate::decrease(MonoTime now, Learn learn) noexcept {
   climb(now);
-  if (decreased_once_ && now - last_decrease_ < options_.hold) return;
+  if (decreased_once_ && now - last_decrease_ < options_.hold) return false;
   decreased_once_ = true;
   last_decrease_ = now;
-  // The rate that worked was somewhere below this one; climb fast back to a
-  // bit under it, then probe slowly.
-  throttled_at_ = rate_;
-  last_good_ = rate_ * std::sqrt(options_.decrease);
-  const double floor = std::min(std::max(0.0, options_.floor), std::max(0.0, options_.ceiling));
-  rate_ = std::max(floor, rate_ * options_.decrease);
+  // A throttle below the hold point came while climbing back or holding: the
+  // limit has dropped, so drop harder (decrease squared) to find it in fewer
+  // pauses. At or above it, probing found the limit: a gentle step back.
+  const bool dropped = rate_ < limit_ * options_.hold_fraction;
+  // Where the provider said no: the rate now, or, within a second of a pause
+  // (which emptied the provider's one-second window), what was sent since,
+  // which is what the window held when it refused.
+  const bool just_resumed = now >= paused_until_ && now - paused_until_ < std::chrono::seconds(1);
+  if (learn == Learn::kWindow && just_resumed && window_emptied_ && sent_since_pause_ > 0)
+    limit_ = std::min(rate_, sent_since_pause_);
+  else if (learn != Learn::kNothing)
+    limit_ = rate_;
+  const double floor = std::min(std::max(0.0, options_.floor), options_.ceiling);
+  const double from = learn != Learn::kNothing ? std::min(rate_, limit_) : rate_;
+  rate_ = std::max(floor, from * (dropped ? options_.decrease * options_.decrease : options_.decrease));
+  return true;
+}
+
+void AdaptiveRate::pauseUntil(MonoTime now, MonoTime until) noexcept {
+  if (until <= paused_until_) return;
+  paused_until_ = until;
+  sent_since_pause_ = 0;
+  // A pause of a second or more empties the provider's one-second window.
+  window_emptied_ = until - now >= std::chrono::seconds(1);
 }
 
 void AdaptiveRate::onThrottled(MonoTime now, Nanos pause) noexcept {
-  decrease(now);
-  paused_until_ = std::max(paused_until_, now + std::max(pause, Nanos{0}));
+  decrease(now, Learn::kWindow);
+  pauseUntil(now, now + std::max(pause, Nanos{0}));
+}
+
+void AdaptiveRate::onFaults(MonoTime now, Nanos pause) noexcept {
+  decrease(now, Learn::kNothing);
+  pauseUntil(now, now + std::max(pause, Nanos{0}));
 }
 
 void AdaptiveRate::onLatency(MonoTime now, Nanos latency) noexcept {
-  if (options_.latency_threshold > Nanos{0} && latency > options_.latency_threshold) decrease(now);
+  if (options_.latency_threshold > Nanos{0} && latency > options_.latency_threshold) decrease(now, Learn::kRate);
 }
 
 RateLimit limitAtRate(RateLimit ceiling, double rate) noexcept {
@@ -92,16 +125,26 @@ void AdaptiveRate::setCeiling(double ceiling, MonoTime now) noexcept {
   climb(now);
   options_.ceiling = std::max(0.0, ceiling);
   rate_ = std::min(rate_, options_.ceiling);
-  last_good_ = std::min(last_good_, options_.ceiling);
-  throttled_at_ = std::min(throttled_at_, options_.ceiling);
+  limit_ = std::min(limit_, options_.ceiling);
+  if (limit_ <= 0) limit_ = options_.ceiling;
 }
 
 void AdaptiveRate::setTuning(const AdaptiveRateOptions& tuning, MonoTime now) noexcept {
   climb(now);
-  options_.decrease = std::clamp(tuning.decrease, 0.01, 0.99);
-  options_.floor = std::min(tuning.floor, options_.ceiling);
-  options_.latency_threshold = tuning.latency_threshold;
+  const double ceiling = options_.ceiling;
+  options_ = clamped(tuning);
+  options_.ceiling = ceiling;
+  options_.floor = std::min(tuning.floor, ceiling);
   rate_ = std::max(rate_, options_.floor);
+}
+
+void validateAdaptive(const AdaptiveRateOptions& o) {
+  auto bad = [](const char* what) { throw std::invalid_argument(std::string("adaptive ") + what); };
+  if (!(o.decrease > 0 && o.decrease < 1)) bad("decrease must be above 0 and below 1");
+  if (!(o.hold_fraction > 0 && o.hold_fraction <= 1)) bad("hold_fraction must be above 0 and at most 1");
+  if (!(o.floor >= 0) || !std::isfinite(o.floor)) bad("floor must be a finite rate >= 0");
+  if (!(o.fast_climb_per_s >= 0) || !std::isfinite(o.fast_climb_per_s)) bad("fast climb must be finite and >= 0");
+  if (o.probe_time < Nanos{0}) bad("probe time must be >= 0");
 }
 
 }  // namespace pacer

@@ -190,10 +190,13 @@ TEST(RedisQuota, RedisKilledAndRestartedMidRunDegradesAndRecovers) {
   LeaseOptions lo;
   lo.live_workers = 2;
   lo.safety_factor = 0.5;
+  lo.horizon = milliseconds(100);
+  lo.lookahead = milliseconds(200);  // the local share starts this long after the switch
   Scheduler scheduler(SchedulerOptions{});
   QuotaLeaser leaser(scheduler, *backend, lo, &log);
   const double rate = 1000, burst = 50;
-  const std::uint32_t p = leaser.addProvider({"gw", RateLimit{rate, burst}, DegradedMode::kLocalShare, std::nullopt});
+  const std::uint32_t p = leaser.addProvider(
+      QuotaProviderSpec{"gw", RateLimit{rate, burst}, DegradedMode::kLocalShare, std::nullopt, {}, kNoProvider});
   auto clock = makeSteadyTimeSource();
   const MonoTime start = clock->now();
   const CampaignId id = leaser.addCampaign({"a", std::nullopt, 1.0, p}, start);
@@ -231,14 +234,14 @@ TEST(RedisQuota, RedisKilledAndRestartedMidRunDegradesAndRecovers) {
   const double lease = std::ceil(rate / 2 * std::chrono::duration<double>(lo.horizon).count());
   // Up: within the global bucket (plus the one lease held across the switch).
   EXPECT_LE(static_cast<double>(sent_up1), rate * secs(killed_at - start) + burst + lease);
-  // Down: the local share, 1000 * 0.5 / 2 = 250/s, plus leases already held.
+  // Down: leases already held, then, a lookahead after the switch, the local
+  // share, 1000 * 0.5 / 2 = 250/s.
   EXPECT_LE(static_cast<double>(sent_down), 250 * secs(restarted_at - killed_at) + 2 * lease);
-  EXPECT_GE(static_cast<double>(sent_down), 250 * secs(restarted_at - killed_at) * 0.7);
+  EXPECT_GE(static_cast<double>(sent_down), 250 * (secs(restarted_at - killed_at) - 0.2) * 0.7);
   // After the restart the bucket came back empty: no catch-up burst.
   EXPECT_LE(static_cast<double>(sent_up2), rate * secs(clock->now() - restarted_at) + lease);
   EXPECT_GE(backend->stats().connects, 2u);
 }
-
 
 // The adaptive provider rate and its pause live in Redis beside the buckets:
 // one worker's report slows and pauses the provider for a worker on another
@@ -251,7 +254,7 @@ TEST(RedisQuota, AThrottleReportPausesAndSlowsTheProviderForEveryWorker) {
   w2->connect();
   auto req = [](std::uint64_t want, Nanos throttled) {
     LeaseRequest r = request("sms", {{"c:a", {1e6, 1e6}}, {"p", {400, 40}}}, want);
-    r.adaptive = AdaptiveLevel{1, AdaptiveRateOptions{}, throttled};
+    r.adaptive = AdaptiveLevel{1, AdaptiveRateOptions{}, BreakerOptions{}, throttled, 0, 0};
     return r;
   };
   LeaseReply r = one(*w1, req(10, Nanos{-1}));
@@ -264,7 +267,7 @@ TEST(RedisQuota, AThrottleReportPausesAndSlowsTheProviderForEveryWorker) {
   r = one(*w1, req(0, milliseconds(300)));  // a 429 with Retry-After 0.3 s
   const std::int64_t b0 = redisMicros(server);
   ASSERT_EQ(r.status, QuotaStatus::kOk);
-  EXPECT_DOUBLE_EQ(r.effective_rate, 200.0);
+  EXPECT_DOUBLE_EQ(r.effective_rate, 320.0);
   EXPECT_GT(r.paused, milliseconds(250));
   EXPECT_LE(r.paused, milliseconds(300));
   // Worker 2, on its own connection: paused, nothing granted.
@@ -273,28 +276,92 @@ TEST(RedisQuota, AThrottleReportPausesAndSlowsTheProviderForEveryWorker) {
   EXPECT_EQ(r.granted, 0u);
   EXPECT_GT(r.paused, Nanos{0});
   EXPECT_EQ(r.next_token, r.paused);
-  // A second report within the hold (250 ms) does not halve again.
+  // A second report within the hold (250 ms) does not decrease again.
   r = one(*w2, req(0, milliseconds(100)));
-  EXPECT_DOUBLE_EQ(r.effective_rate, 200.0);
+  EXPECT_DOUBLE_EQ(r.effective_rate, 320.0);
   EXPECT_NE(server.command("PTTL pacer:{sms}:a"), "-2");
 
   // Out of the pause (asking is harmless: want 0 takes nothing, reports nothing).
-  ASSERT_TRUE(waitUntil([&] { return one(*w2, req(0, Nanos{-1})).paused == Nanos{0}; }, milliseconds(2000),
-                        milliseconds(20)));
+  ASSERT_TRUE(
+      waitUntil([&] { return one(*w2, req(0, Nanos{-1})).paused == Nanos{0}; }, milliseconds(2000), milliseconds(20)));
   const std::int64_t a = redisMicros(server);
   r = one(*w2, req(100, Nanos{-1}));
   const std::int64_t b = redisMicros(server);
   ASSERT_EQ(r.status, QuotaStatus::kOk);
   EXPECT_EQ(r.paused, Nanos{0});
   // Out of the pause since (report time + 0.3 s), climbing at a quarter of
-  // the ceiling (100/s) per second from 200 (below 283, the fast segment).
-  const double lo = 200 + 100 * (static_cast<double>(a - b0) / 1e6 - 0.3);
-  const double hi = 200 + 100 * (static_cast<double>(b - a0) / 1e6 - 0.3);
+  // the ceiling (100/s) per second from 320 towards 392 (0.98 of 400).
+  const double lo = std::min(392.0, 320 + 100 * (static_cast<double>(a - b0) / 1e6 - 0.3));
+  const double hi = std::min(392.0, 320 + 100 * (static_cast<double>(b - a0) / 1e6 - 0.3));
   EXPECT_GE(r.effective_rate, lo - 0.01);
   EXPECT_LE(r.effective_rate, hi + 0.01);
-  // The bucket's burst shrank with the rate: 40 * rate / 400, about 20-25.
-  EXPECT_GE(r.granted, 18u);
-  EXPECT_LE(r.granted, 26u);
+  // The bucket's burst shrank with the rate: 40 * rate / 400, about 32-39.
+  EXPECT_GE(r.granted, 31u);
+  EXPECT_LE(r.granted, 40u);
+}
+
+// The script grants ahead of time up to the lookahead and says where each
+// grant's tokens start, as the in-process backend does.
+TEST(RedisQuota, GrantsAheadOfTimeAndSaysWhereTheyStart) {
+  RedisServer server;
+  auto b = makeRedisQuotaBackend(optionsFor(server));
+  LeaseRequest r = request("gw", {{"p", {100, 5}}}, 50);
+  r.lookahead = std::chrono::seconds(1);
+  r.min_grant = 20;
+  LeaseReply x = one(*b, r);
+  ASSERT_EQ(x.status, QuotaStatus::kOk);
+  EXPECT_EQ(x.granted, 50u);
+  EXPECT_NEAR(x.start_tokens, 5.0, 1e-6);
+  LeaseReply y = one(*b, r);
+  EXPECT_EQ(y.granted, 50u);
+  EXPECT_NEAR(y.start_tokens, -45.0, 1.0) << "after the first grant's tokens (a few ms refilled)";
+  LeaseReply z = one(*b, r);
+  EXPECT_EQ(z.granted, 0u) << "below the minimum of 20";
+  EXPECT_GT(z.next_token, milliseconds(100));
+  EXPECT_LE(z.next_token, milliseconds(150));
+  // Tokens sent without the quota (a debt) push later grants back.
+  LeaseRequest d = request("gw2", {{"p", {100, 5}}}, 5);
+  d.debt = 10;
+  LeaseReply w = one(*b, d);
+  EXPECT_EQ(w.granted, 0u);
+  EXPECT_GT(w.next_token, milliseconds(50)) << "5 - 10 held: 5 owed, then one more";
+}
+
+TEST(RedisQuota, CountsTheWorkersAskingForAScope) {
+  RedisServer server;
+  auto b = makeRedisQuotaBackend(optionsFor(server));
+  LeaseRequest r = request("gw", {{"p", {100, 5}}}, 1);
+  for (std::uint64_t w : {0xa1u, 0xb2u, 0xc3u}) {
+    r.worker = w;
+    EXPECT_EQ(one(*b, r).status, QuotaStatus::kOk);
+  }
+  EXPECT_EQ(one(*b, r).active_workers, 3u);
+  EXPECT_NE(server.command("PTTL pacer:{gw}:w"), "-2") << "forgotten when idle";
+  r.worker = 0;
+  EXPECT_EQ(one(*b, r).active_workers, 0u) << "not counted";
+}
+
+// Two workers' answers add up in the shared breaker: 9 faults of 10 from one
+// and 1 of 10 from the other open it for both.
+TEST(RedisQuota, FaultsFromAllWorkersOpenTheSharedBreaker) {
+  RedisServer server;
+  auto w1 = makeRedisQuotaBackend(optionsFor(server));
+  auto w2 = makeRedisQuotaBackend(optionsFor(server));
+  auto req = [](std::uint64_t ok, std::uint64_t faults) {
+    LeaseRequest r = request("sms", {{"c:a", {1e6, 1e6}}, {"p", {400, 40}}}, 0);
+    r.adaptive = AdaptiveLevel{1, AdaptiveRateOptions{}, BreakerOptions{}, Nanos{-1}, ok, faults};
+    return r;
+  };
+  LeaseReply r = one(*w1, req(1, 9));
+  ASSERT_EQ(r.status, QuotaStatus::kOk);
+  EXPECT_FALSE(r.circuit_open) << "10 answers: fewer than 20, not judged";
+  r = one(*w2, req(9, 1));
+  EXPECT_TRUE(r.circuit_open) << "10 faults of 20";
+  EXPECT_GT(r.paused, std::chrono::milliseconds(4900));
+  EXPECT_DOUBLE_EQ(r.effective_rate, 320.0) << "sustained faults lower the rate";
+  r = one(*w1, req(0, 0));
+  EXPECT_TRUE(r.circuit_open);
+  EXPECT_GT(r.paused, Nanos{0});
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "pacer/quota.h"
@@ -97,12 +98,75 @@ TEST(LocalQuotaBackend, GrantsStayWithinRateTimesTimePlusBurstOverThousandsOfTic
   EXPECT_GE(static_cast<double>(total), rate * 20.0 * 0.99);
 }
 
+// Tokens ahead of time: a bucket may owe up to rate * lookahead; each grant
+// says where its tokens start, so the next one starts after them.
+TEST(LocalQuotaBackend, GrantsAheadOfTimeUpToTheLookaheadAndSaysWhereTheyStart) {
+  auto b = makeLocalQuotaBackend();
+  const MonoTime t0{};
+  LeaseRequest r = req(50, {1e6, 1e6}, RateLimit{100, 5});
+  r.lookahead = std::chrono::seconds(1);
+  r.min_grant = 20;
+  LeaseReply a = one(*b, r, t0);
+  EXPECT_EQ(a.granted, 50u);
+  EXPECT_DOUBLE_EQ(a.start_tokens, 5.0) << "the provider held its burst";
+  EXPECT_EQ(a.binding, 1u);
+  LeaseReply c = one(*b, r, t0);
+  EXPECT_EQ(c.granted, 50u);
+  EXPECT_DOUBLE_EQ(c.start_tokens, -45.0) << "owed to the first grant: its tokens are due 0.45 s on";
+  // 5 + 100 * 1 s - 100 taken: 5 fit, below the minimum of 20.
+  LeaseReply d = one(*b, r, t0);
+  EXPECT_EQ(d.granted, 0u);
+  EXPECT_EQ(d.next_token, milliseconds(150)) << "until 20 fit";
+  EXPECT_EQ(one(*b, r, t0 + milliseconds(150)).granted, 20u);
+}
 
-// An adaptive provider level: requests carry the provider's AIMD settings;
-// the state is the scope's, whoever asks.
-LeaseRequest adaptiveReq(std::uint64_t want, Nanos throttled = Nanos{-1}) {
+// Whatever the workers ask, the tokens granted with their due times never put
+// more than rate * w + burst into any window (the schedule the leases follow).
+TEST(LocalQuotaBackend, TokensAheadOfTimeAreDueNoFasterThanTheRate) {
+  auto b = makeLocalQuotaBackend();
+  const double rate = 400, burst = 5;
+  std::vector<double> due;  // seconds
+  std::uint64_t seed = 11;
+  for (int tick = 0; tick < 10000; ++tick) {  // 10 s of 1 ms ticks, demand far above the rate
+    const MonoTime now = MonoTime{} + milliseconds(tick);
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    LeaseRequest r = req(1 + (seed >> 33) % 60, {1e6, 1e6}, RateLimit{rate, burst});
+    r.lookahead = milliseconds(500);
+    r.min_grant = 1;
+    const LeaseReply reply = one(*b, r, now);
+    for (std::uint64_t k = 1; k <= reply.granted; ++k)
+      due.push_back(tick / 1000.0 + std::max(0.0, (static_cast<double>(k) - reply.start_tokens) / rate));
+  }
+  std::sort(due.begin(), due.end());
+  std::size_t lo = 0;
+  for (std::size_t hi = 0; hi < due.size(); ++hi) {
+    while (due[hi] - due[lo] >= 1.0) ++lo;
+    ASSERT_LE(static_cast<double>(hi - lo + 1), rate + burst + 1e-9) << "window ending at " << due[hi];
+  }
+  EXPECT_GE(static_cast<double>(due.size()), rate * 10 * 0.99);
+}
+
+TEST(LocalQuotaBackend, CountsTheWorkersThatAskedInTheLastTwoSeconds) {
+  auto b = makeLocalQuotaBackend();
+  LeaseRequest r = req(1, {1e6, 1e6}, RateLimit{100, 5});
+  const MonoTime t0{};
+  for (std::uint64_t w : {7u, 8u, 9u}) {
+    r.worker = w;
+    one(*b, r, t0);
+  }
+  r.worker = 7;
+  EXPECT_EQ(one(*b, r, t0 + milliseconds(1500)).active_workers, 3u);
+  EXPECT_EQ(one(*b, r, t0 + milliseconds(2500)).active_workers, 1u) << "8 and 9 went quiet";
+  r.worker = 0;
+  EXPECT_EQ(one(*b, r, t0 + milliseconds(2500)).active_workers, 0u) << "not counted";
+}
+
+// An adaptive provider level: requests carry the provider's settings; the
+// state is the scope's, whoever asks.
+LeaseRequest adaptiveReq(std::uint64_t want, Nanos throttled = Nanos{-1}, std::uint64_t ok = 0,
+                         std::uint64_t faults = 0) {
   LeaseRequest r = req(want, {1e6, 1e6}, RateLimit{400, 40});
-  r.adaptive = AdaptiveLevel{1, AdaptiveRateOptions{}, throttled};
+  r.adaptive = AdaptiveLevel{1, AdaptiveRateOptions{}, BreakerOptions{}, throttled, ok, faults};
   return r;
 }
 
@@ -113,41 +177,69 @@ TEST(LocalQuotaBackend, AThrottleReportSlowsAndPausesTheScopeForEveryRequest) {
   EXPECT_EQ(r.granted, 10u);
   EXPECT_DOUBLE_EQ(r.effective_rate, 400.0);
   EXPECT_EQ(r.paused, Nanos{0});
-  // One worker reports a 429 with Retry-After 1 s: halved, paused.
+  // One worker reports a 429 with Retry-After 1 s: down to 0.8 of it, paused.
   r = one(*b, adaptiveReq(0, std::chrono::seconds(1)), t0);
-  EXPECT_DOUBLE_EQ(r.effective_rate, 200.0);
+  EXPECT_DOUBLE_EQ(r.effective_rate, 320.0);
   EXPECT_EQ(r.paused, std::chrono::seconds(1));
   // Another worker, half-way through: nothing, and told how long is left.
   r = one(*b, adaptiveReq(10), t0 + milliseconds(500));
   EXPECT_EQ(r.granted, 0u);
   EXPECT_EQ(r.paused, milliseconds(500));
   EXPECT_EQ(r.next_token, milliseconds(500));
-  EXPECT_DOUBLE_EQ(r.effective_rate, 200.0) << "no climb during a pause";
-  // After it: the bucket's burst shrank with the rate (40 * 200/400 = 20).
+  EXPECT_DOUBLE_EQ(r.effective_rate, 320.0) << "no climb during a pause";
+  // After it: the bucket's burst shrank with the rate (40 * 320/400 = 32).
   r = one(*b, adaptiveReq(100), t0 + milliseconds(1001));
   EXPECT_EQ(r.paused, Nanos{0});
-  EXPECT_GE(r.granted, 19u);
-  EXPECT_LE(r.granted, 21u);
+  EXPECT_GE(r.granted, 31u);
+  EXPECT_LE(r.granted, 33u);
 }
 
-TEST(LocalQuotaBackend, ReportsWithinTheHoldDecreaseOnceAndTheRateClimbsBackToTheCeiling) {
+TEST(LocalQuotaBackend, ReportsWithinTheHoldDecreaseOnceAndTheRateSettlesThenClimbs) {
   auto b = makeLocalQuotaBackend();
   const MonoTime t0 = MonoTime{} + std::chrono::seconds(10);
   one(*b, adaptiveReq(0, Nanos{0}), t0);
   LeaseReply r = one(*b, adaptiveReq(0, Nanos{0}), t0 + milliseconds(100));
-  // 200, climbing 100/s (a quarter of the ceiling) for 0.1 s; no second halving.
-  EXPECT_NEAR(r.effective_rate, 210.0, 1e-6) << "several workers' 429s of one burst count once";
+  // 320, climbing 100/s (a quarter of the ceiling) for 0.1 s; no second decrease.
+  EXPECT_NEAR(r.effective_rate, 330.0, 1e-6) << "several workers' 429s of one burst count once";
   r = one(*b, adaptiveReq(0, Nanos{0}), t0 + milliseconds(400));
-  EXPECT_NEAR(r.effective_rate, 120.0, 1e-6) << "past the hold it halves again (from 240)";
-  // Healthy from here: fast, then the plateau, then fast to the ceiling, never above.
+  EXPECT_NEAR(r.effective_rate, 360 * 0.64, 1e-6) << "past the hold, below 392: the limit dropped to 360";
+  // Fast (100/s) to 0.98 * 360 = 352.8 in 1.224 s, then slowly (30 s) towards 360.
+  r = one(*b, adaptiveReq(0), t0 + milliseconds(1400));
+  EXPECT_NEAR(r.effective_rate, 330.4, 0.5);
+  r = one(*b, adaptiveReq(0), t0 + milliseconds(11400));
+  EXPECT_NEAR(r.effective_rate, 352.8 + (11.0 - 1.224) / 30 * 7.2, 0.05)
+      << "the probe is slow: no straight climb back into the limit";
   double last = r.effective_rate;
-  for (int s = 1; s <= 60; ++s) {
+  for (int s = 12; s <= 60; ++s) {
     r = one(*b, adaptiveReq(0), t0 + milliseconds(400) + std::chrono::seconds(s));
     EXPECT_GE(r.effective_rate, last);
     EXPECT_LE(r.effective_rate, 400.0);
     last = r.effective_rate;
   }
-  EXPECT_DOUBLE_EQ(last, 400.0);
+  EXPECT_DOUBLE_EQ(last, 400.0) << "no 429 where the last came: the limit moved, climb to the ceiling";
+}
+
+// The circuit breaker counts every worker's answers: half faults over 20
+// answers open it; the scope pauses for the cooldown and slows down.
+TEST(LocalQuotaBackend, SustainedFaultsFromAllWorkersOpenTheSharedBreaker) {
+  auto b = makeLocalQuotaBackend();
+  const MonoTime t0 = MonoTime{} + std::chrono::seconds(10);
+  LeaseReply r = one(*b, adaptiveReq(0, Nanos{-1}, 9, 1), t0);  // 10% faults: nothing happens
+  EXPECT_FALSE(r.circuit_open);
+  r = one(*b, adaptiveReq(0, Nanos{-1}, 1, 9), t0 + milliseconds(10));  // now 10 of 20
+  EXPECT_TRUE(r.circuit_open);
+  EXPECT_EQ(r.paused, std::chrono::seconds(5));
+  EXPECT_DOUBLE_EQ(r.effective_rate, 320.0);
+  r = one(*b, adaptiveReq(10), t0 + milliseconds(2010));
+  EXPECT_EQ(r.granted, 0u);
+  EXPECT_TRUE(r.circuit_open);
+  r = one(*b, adaptiveReq(10), t0 + milliseconds(5011));
+  EXPECT_FALSE(r.circuit_open);
+  EXPECT_GT(r.granted, 0u) << "half-open: it sends again, judged on fresh answers";
+  // Faults again at once: open again, for twice as long.
+  r = one(*b, adaptiveReq(0, Nanos{-1}, 0, 20), t0 + milliseconds(5100));
+  EXPECT_TRUE(r.circuit_open);
+  EXPECT_EQ(r.paused, std::chrono::seconds(10));
 }
 
 }  // namespace

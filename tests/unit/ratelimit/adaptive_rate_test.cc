@@ -30,13 +30,13 @@ TEST(AdaptiveRate, StartsAtTheCeilingAndNeverExceedsIt) {
 TEST(AdaptiveRate, NewTuningKeepsTheRateAndAppliesFromTheNextThrottle) {
   AdaptiveRate r(options400(), at(Nanos{0}));
   r.onThrottled(at(seconds(1)), seconds(10));
-  ASSERT_EQ(r.rate(at(seconds(1))), 200);
+  ASSERT_EQ(r.rate(at(seconds(1))), 320);
   AdaptiveRateOptions tuning = options400();
   tuning.decrease = 0.25;
   r.setTuning(tuning, at(seconds(2)));
-  EXPECT_EQ(r.rate(at(seconds(2))), 200);  // kept, not reset to the ceiling
+  EXPECT_EQ(r.rate(at(seconds(2))), 320);  // kept, not reset to the ceiling
   r.onThrottled(at(seconds(3)), seconds(10));
-  EXPECT_EQ(r.rate(at(seconds(3))), 50);  // 200 x 0.25
+  EXPECT_EQ(r.rate(at(seconds(3))), 20);  // 320 x 0.25 x 0.25: below the hold point, a harder drop
   // A floor above the rate lifts it; a floor above the ceiling is clipped to it.
   tuning.floor = 120;
   r.setTuning(tuning, at(seconds(4)));
@@ -49,13 +49,43 @@ TEST(AdaptiveRate, NewTuningKeepsTheRateAndAppliesFromTheNextThrottle) {
 TEST(AdaptiveRate, ThrottlingDecreasesOncePerHoldAndPausesTheClimb) {
   AdaptiveRate r(options400(), at(Nanos{0}));
   r.onThrottled(at(seconds(1)), seconds(2));
-  EXPECT_EQ(r.rate(at(seconds(1))), 200);
+  EXPECT_EQ(r.rate(at(seconds(1))), 320);
+  EXPECT_EQ(r.limit(), 400) << "where the provider said no";
   r.onThrottled(at(seconds(1) + milliseconds(100)), seconds(2));  // same burst of 429s
-  EXPECT_EQ(r.rate(at(seconds(1) + milliseconds(100))), 200);
-  EXPECT_EQ(r.rate(at(seconds(3))), 200);  // paused until 3.1 s
-  EXPECT_GT(r.rate(at(seconds(4))), 200);
+  EXPECT_EQ(r.rate(at(seconds(1) + milliseconds(100))), 320);
+  EXPECT_EQ(r.rate(at(seconds(3))), 320);  // paused until 3.1 s
+  EXPECT_GT(r.rate(at(seconds(4))), 320);
   r.onThrottled(at(seconds(5)), Nanos{0});
-  EXPECT_LT(r.rate(at(seconds(5))), 200);
+  EXPECT_LT(r.rate(at(seconds(5))), 320);
+}
+
+// After a 429 at the limit: fast back to just under it, then a slow probe
+// over probe_time, then fast again above it (the limit moved up).
+TEST(AdaptiveRate, ClimbsFastToTheHoldPointProbesSlowlyThenFastAgain) {
+  AdaptiveRate r(options400(), at(Nanos{0}));
+  r.setCeiling(600, at(Nanos{0}));
+  r.onThrottled(at(Nanos{0}), Nanos{0});  // at 400: the limit
+  EXPECT_EQ(r.limit(), 400);
+  EXPECT_DOUBLE_EQ(r.rate(at(Nanos{0})), 320);
+  // 0.25 x 600 = 150/s up to 392 (0.98 x 400): 0.48 s.
+  EXPECT_NEAR(r.rate(at(milliseconds(480))), 392, 1e-6);
+  // Then 8 over 30 s.
+  EXPECT_NEAR(r.rate(at(milliseconds(480) + seconds(15))), 396, 1e-6);
+  EXPECT_NEAR(r.rate(at(milliseconds(480) + seconds(30))), 400, 1e-6);
+  // Past the limit without a 429: 150/s to the ceiling.
+  EXPECT_NEAR(r.rate(at(milliseconds(480) + seconds(31))), 550, 1e-6);
+  EXPECT_EQ(r.rate(at(seconds(60))), 600);
+}
+
+// A 429 while still climbing back says the limit is lower than remembered.
+TEST(AdaptiveRate, AThrottleBelowTheRememberedLimitLowersIt) {
+  AdaptiveRate r(options400(), at(Nanos{0}));
+  r.onThrottled(at(Nanos{0}), Nanos{0});
+  r.onThrottled(at(milliseconds(300)), Nanos{0});  // at 320 + 30 = 350
+  EXPECT_NEAR(r.limit(), 350, 1e-6);
+  EXPECT_NEAR(r.rate(at(milliseconds(300))), 350 * 0.64, 1e-6) << "below the hold point: a harder drop";
+  // 100/s back to 343 (1.19 s), then 7 over 30 s.
+  EXPECT_NEAR(r.rate(at(seconds(10))), 343 + (10 - 0.3 - 1.19) * (350 - 343) / 30, 0.05);
 }
 
 TEST(AdaptiveRate, NeverBelowTheFloor) {
@@ -72,7 +102,16 @@ TEST(AdaptiveRate, SlowResponsesCountOnlyAboveTheThreshold) {
   r.onLatency(at(seconds(1)), milliseconds(499));
   EXPECT_EQ(r.rate(at(seconds(1))), 400);
   r.onLatency(at(seconds(1)), milliseconds(800));
-  EXPECT_EQ(r.rate(at(seconds(1))), 200);
+  EXPECT_EQ(r.rate(at(seconds(1))), 320);
+}
+
+TEST(AdaptiveRate, SustainedFaultsDecreaseAndPauseWithoutLearningALimit) {
+  AdaptiveRate r(options400(), at(Nanos{0}));
+  r.onFaults(at(seconds(1)), seconds(5));
+  EXPECT_EQ(r.rate(at(seconds(1))), 320);
+  EXPECT_EQ(r.limit(), 400);
+  EXPECT_EQ(r.rate(at(seconds(6))), 320) << "paused";
+  EXPECT_EQ(r.pausedUntil(), at(seconds(6)));
 }
 
 TEST(AdaptiveRate, NewCeilingClipsTheRate) {
@@ -84,53 +123,76 @@ TEST(AdaptiveRate, NewCeilingClipsTheRate) {
   EXPECT_GT(r.rate(at(seconds(200))), 299);
 }
 
-// The 429 storm on simulated time: a provider that accepts 400/s drops to
-// 100/s for 20 s, then returns to 400/s. A sender pacing at the adaptive rate
-// (every 10 ms) must fall below 100/s within 2 s and climb back to >= 95% of
-// 400/s within 10 s of the recovery; it never goes above the ceiling.
-TEST(AdaptiveRateProperty, FollowsAQuotaStormDownAndBackUp) {
-  const Nanos tick = milliseconds(10);
-  AdaptiveRate rate(options400(), at(Nanos{0}));
-  auto quota = makeLimiter(LimiterOptions{}, {400, 40}, at(Nanos{0}));
+// A sender pacing at the adaptive rate (every 5 ms) against a provider that
+// accepts at most `limit` in any one-second sliding window and answers 429
+// with Retry-After: 1 above it, pausing on each 429.
+struct StrictRun {
+  std::vector<double> sent_per_s, throttled_per_s;
+};
+StrictRun runStrict(AdaptiveRate& rate, int seconds_total, const std::vector<std::pair<int, int>>& limits) {
+  const Nanos tick = milliseconds(5);
+  StrictRun out{std::vector<double>(static_cast<std::size_t>(seconds_total), 0),
+                std::vector<double>(static_cast<std::size_t>(seconds_total), 0)};
+  std::vector<Nanos> window;  // accepted in the last second
   double carry = 0;
-  std::vector<double> offered_per_s(60, 0), accepted_per_s(60, 0);
-  for (int k = 0; k < 6000; ++k) {
-    const MonoTime now = at(tick * k);
-    const int second = k / 100;
-    if (k == 2000) quota->setLimit({100, 10}, now);  // storm from 20 s
-    if (k == 4000) quota->setLimit({400, 40}, now);  // over at 40 s
+  Nanos paused_until{0};
+  int limit = limits.front().second;
+  std::size_t next = 1;
+  for (Nanos t{0}; t < seconds(seconds_total); t += tick) {
+    if (next < limits.size() && t >= seconds(limits[next].first)) limit = limits[next++].second;
+    const auto second = static_cast<std::size_t>(t / seconds(1));
+    const MonoTime now = at(t);
     const double r = rate.rate(now);
-    ASSERT_LE(r, 400.0);
-    carry += r * 0.01;
-    const int sends = static_cast<int>(carry);
-    carry -= sends;
-    for (int i = 0; i < sends; ++i) {
-      offered_per_s[second] += 1;
-      if (quota->canDoWork(now)) {
-        accepted_per_s[second] += 1;
-      } else {
-        rate.onThrottled(now, seconds(1));  // 429 with Retry-After: 1
+    if (t < paused_until) continue;
+    carry = std::min(carry + r * 0.005, 2.0);
+    while (carry >= 1) {
+      carry -= 1;
+      std::erase_if(window, [&](Nanos a) { return t - a >= seconds(1); });
+      if (static_cast<int>(window.size()) >= limit) {
+        out.throttled_per_s[second] += 1;
+        rate.onThrottled(now, seconds(1));
+        paused_until = t + seconds(1);
+        carry = 0;
+        break;
       }
+      window.push_back(t);
+      out.sent_per_s[second] += 1;
     }
   }
-  // Before the storm: near the ceiling.
-  for (int s = 2; s < 20; ++s) EXPECT_GE(offered_per_s[s], 380) << s;
-  // Within 2 s of the storm, the sender offers less than 100/s on average,
-  // and no second more than 10% above it: it probes, and what the provider
-  // refuses is retried, never dropped.
-  double storm = 0;
-  for (int s = 22; s < 40; ++s) {
-    storm += offered_per_s[s];
-    EXPECT_LT(offered_per_s[s], 110) << s;
+  return out;
+}
+
+// A provider with a fixed hard limit equal to the configured rate: after the
+// first 429 the sender holds just under it, with a 429 about once per probe.
+TEST(AdaptiveRateProperty, SettlesJustUnderAFixedHardLimitWithFew429s) {
+  AdaptiveRate rate(options400(), at(Nanos{0}));
+  const StrictRun run = runStrict(rate, 300, {{0, 400}});
+  double sent = 0, throttled = 0;
+  for (int s = 5; s < 300; ++s) {
+    sent += run.sent_per_s[static_cast<std::size_t>(s)];
+    throttled += run.throttled_per_s[static_cast<std::size_t>(s)];
   }
-  EXPECT_LT(storm / 18, 100);
-  // What the provider accepted never exceeds what was offered, and during the
-  // storm most of what was offered was accepted (few 429s).
-  double storm_accepted = 0;
-  for (int s = 22; s < 40; ++s) storm_accepted += accepted_per_s[s];
-  EXPECT_GE(storm_accepted, 0.95 * storm);
-  // Within 10 s of the recovery, >= 95% of 400/s again.
-  for (int s = 50; s < 60; ++s) EXPECT_GE(offered_per_s[s], 380) << s;
+  EXPECT_GE(sent / (400.0 * 295), 0.95);
+  EXPECT_LE(throttled / (295.0 / 60), 5.0) << "429s per minute after warm-up";
+}
+
+// The 429 storm on simulated time: the provider's limit drops from 400 to
+// 100/s for 20 s, then returns. The sender follows it down within 2 s, with
+// few refusals, and finds the raised limit again within a probe time.
+TEST(AdaptiveRateProperty, FollowsAQuotaStormDownAndBackUp) {
+  AdaptiveRate rate(options400(), at(Nanos{0}));
+  const StrictRun run = runStrict(rate, 100, {{0, 400}, {20, 100}, {40, 400}});
+  double storm = 0, refused = 0;
+  for (int s = 20; s < 40; ++s) {
+    storm += run.sent_per_s[static_cast<std::size_t>(s)];
+    refused += run.throttled_per_s[static_cast<std::size_t>(s)];
+  }
+  EXPECT_LE(refused, 8) << "followed down in a few pauses";
+  double settled = 0;
+  for (int s = 30; s < 40; ++s) settled += run.sent_per_s[static_cast<std::size_t>(s)];
+  EXPECT_GE(settled / 10, 90) << "then most of the lowered limit is used";
+  // Back to >= 95% of 400/s within a probe time (30 s) and a few seconds.
+  for (int s = 75; s < 100; ++s) EXPECT_GE(run.sent_per_s[static_cast<std::size_t>(s)], 380) << s;
 }
 
 }  // namespace
