@@ -23,9 +23,14 @@ struct DeliveryRecord {
   std::int64_t offset = 0;
   DeliveryStatus status = DeliveryStatus::kSent;
   std::int32_t attempts = 1;
-  std::string reason;  // why it was not delivered; empty for sent
-  bool unpark = false;  // the message came from parking: leave parking in the same transaction
+  std::string reason;             // why it was not delivered; empty for sent
+  bool unpark = false;            // the message came from parking: leave parking in the same transaction
+  std::uint64_t fingerprint = 0;  // Message::fingerprint; 0: unknown
 };
+
+// The ledger key of a message whose id another message already holds:
+// "<id>@<topic>/<partition>/<offset>" (unique per Kafka record).
+std::string reusedIdKey(const DeliveryRecord& r);
 
 // The ledger store could not be reached (connection refused, lost, timed
 // out). Nothing in the failed call is durable; the caller keeps its rows and
@@ -49,7 +54,10 @@ class LedgerInterface {
 
   // Records `rows` durably in one batch. A row whose message_id is already in
   // the ledger is left as it is (first outcome wins: a message replayed after
-  // a crash is not recorded twice). Returns how many rows were new. Throws
+  // a crash is not recorded twice), unless the row there is another message
+  // (another fingerprint, another Kafka record): then this one gets a row of
+  // its own under reusedIdKey(), `rejected`, saying so and what became of it,
+  // never a silent skip. Returns how many rows were new. Throws
   // LedgerUnavailableError or LedgerRejectedError; on a throw nothing of the
   // batch is durable.
   virtual std::size_t record(std::span<const DeliveryRecord> rows) = 0;
@@ -58,8 +66,8 @@ class LedgerInterface {
   // or are parked (they will be sent from parking: reading them again would
   // send them twice), ascending. One query per call: replay asks once per
   // assigned range.
-  virtual std::vector<std::int64_t> finishedOffsets(const std::string& topic, std::int32_t partition,
-                                                    std::int64_t from, std::int64_t to) = 0;
+  virtual std::vector<std::int64_t> finishedOffsets(const std::string& topic, std::int32_t partition, std::int64_t from,
+                                                    std::int64_t to) = 0;
 };
 using LedgerInterfacePtr = std::unique_ptr<LedgerInterface>;
 

@@ -38,7 +38,13 @@ struct Message {
   std::string campaign;   // Kafka key
   std::string recipient;  // may be empty
   std::string payload;
+  // What the message says (campaign, recipient, payload), hashed: the same
+  // id with another fingerprint is another message reusing the id.
+  std::uint64_t fingerprint = 0;
 };
+
+// FNV-1a over campaign, recipient and payload, with separators. Pure.
+std::uint64_t contentFingerprint(const Message& m) noexcept;
 
 struct DecodeOptions {
   std::size_t max_message_bytes = 1 << 20;  // key + headers + value

@@ -21,11 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "pacer/adaptive_rate.h"
+#include "pacer/circuit_breaker.h"
 #include "pacer/ledger.h"
 #include "pacer/message.h"
 #include "pacer/offset_tracker.h"
 #include "pacer/quota.h"
-#include "pacer/adaptive_rate.h"
 #include "pacer/quota_lease.h"
 #include "pacer/rate_limiter.h"
 #include "pacer/retry.h"
@@ -53,6 +54,24 @@ struct CampaignInfo {
 struct ProviderInfo {
   std::string id;
   std::optional<RateLimit> limit;  // the ceiling; nullopt = unlimited
+};
+
+// The largest send_rate, provider rate and burst a row may have; rates are
+// above 0 (a campaign is stopped by pausing it) and bursts at least 1.
+inline constexpr double kMaxRowRate = 1e7;
+inline constexpr double kMaxRowBurst = 1e7;
+inline constexpr double kMaxRowWeight = 1e6;
+
+// Why a row cannot be used ("send_rate NaN is not a number in (0, 10000000]"),
+// or nullopt when it can. Pure.
+std::optional<std::string> rowProblem(const CampaignInfo& campaign);
+std::optional<std::string> rowProblem(const ProviderInfo& provider);
+
+// A row of the campaigns or providers table that was skipped, and why.
+struct RowProblem {
+  std::string kind;  // "campaign" or "provider"
+  std::string id;
+  std::string reason;
 };
 
 // Durable storage for the excess of campaigns that cannot keep up, so their
@@ -91,6 +110,9 @@ struct WorkerOptions {
   // Without a global quota each worker adapts on its own; with one the state
   // is shared by every worker through the quota (QuotaProviderSpec::adaptive).
   AdaptiveRateOptions adaptive;
+  // Each provider's circuit breaker on the fault ratio of its answers (shared
+  // by every worker through the global quota when there is one).
+  BreakerOptions breaker;
   // Memory bound: messages and bytes held in memory (queued, waiting to be
   // parked or retried, in the sink). Above either, wantsMore() is false and
   // the consumer pauses.
@@ -99,9 +121,9 @@ struct WorkerOptions {
   // Messages handed to the sink whose ledger row is not yet durable, at most.
   // This is the most a crash can send twice (replay skips what is in the ledger).
   std::size_t max_unrecorded = 10'000;
-  std::size_t ledger_batch = 5'000;                                // rows per ledger write, at most
-  Nanos ledger_flush_interval = std::chrono::milliseconds(50);     // a row waits at most this long
-  Nanos ledger_retry_interval = std::chrono::milliseconds(500);    // after the store was unavailable
+  std::size_t ledger_batch = 5'000;                              // rows per ledger write, at most
+  Nanos ledger_flush_interval = std::chrono::milliseconds(50);   // a row waits at most this long
+  Nanos ledger_retry_interval = std::chrono::milliseconds(500);  // after the store was unavailable
   // Parking (when a ParkingInterface is given): a campaign keeps at most
   // max(park_min_keep, send_rate * park_keep_for) messages in memory; the rest
   // is parked and claimed back as the queue drains. The kept messages hold the
@@ -109,18 +131,18 @@ struct WorkerOptions {
   // park_keep_for of the slowest campaign's sending.
   Nanos park_keep_for = std::chrono::seconds(10);
   std::size_t park_min_keep = 10;
-  Nanos unclaimed_scan_interval = std::chrono::seconds(5);         // look for parked messages nobody holds
-  Nanos renew_interval = std::chrono::seconds(20);                 // keep this worker's claims
-  std::uint64_t seed = 1;  // for retry jitter and the lease pause jitter
+  Nanos unclaimed_scan_interval = std::chrono::seconds(5);  // look for parked messages nobody holds
+  Nanos renew_interval = std::chrono::seconds(20);          // keep this worker's claims
+  std::uint64_t seed = 1;                                   // for retry jitter and the lease pause jitter
   // The global quota (not owned; null: local limits only). With it, every
   // campaign's send_rate and every provider's rate are token buckets shared
   // by all workers (include/pacer/quota_lease.h): the scheduler spends leases
   // taken from them, and a provider's pause (429/503) and adaptive rate are
   // shared too: one worker's 429 slows and pauses the provider for all.
   QuotaBackend* quota = nullptr;
-  LeaseOptions lease;                                   // seed is taken from `seed`
-  DegradedMode degraded = DegradedMode::kLocalShare;    // per provider, when the quota is unreachable
-  QuotaObserver* quota_observer = nullptr;              // told of degraded-mode changes (not owned)
+  LeaseOptions lease;                                 // seed is taken from `seed`
+  DegradedMode degraded = DegradedMode::kLocalShare;  // per provider, when the quota is unreachable
+  QuotaObserver* quota_observer = nullptr;            // told of degraded-mode changes (not owned)
 };
 
 // A provider as this worker sees it now.
@@ -131,6 +153,8 @@ struct ProviderStats {
   bool paused = false;              // paused now (its own 429, or, with a global quota, any worker's)
   std::uint64_t throttled = 0;      // 429/503 answers this worker got
   bool degraded = false;            // with a global quota: the quota does not answer for it (degraded mode)
+  bool circuit_open = false;        // its circuit breaker is open (sustained faults)
+  std::uint32_t workers = 1;        // with a global quota: workers sharing it, as last heard
 };
 
 // Counters since start, for logs, the demo summary and tests.
@@ -140,34 +164,34 @@ struct CampaignStats {
   std::uint64_t failed = 0;
   std::uint64_t rejected = 0;
   std::uint64_t retries = 0;
-  std::uint64_t parked = 0;     // messages parked
-  std::uint64_t unparked = 0;   // messages claimed back
-  std::size_t queued = 0;       // in memory now
+  std::uint64_t parked = 0;                       // messages parked
+  std::uint64_t unparked = 0;                     // messages claimed back
+  std::size_t queued = 0;                         // in memory now
   std::optional<MonoTime> first_sent, last_sent;  // steps that recorded the first and the last `sent`
   // As configured now, and where its messages are now (gauges, for metrics).
-  std::string provider;                  // empty: none
-  std::optional<RateLimit> limit;        // send_rate and burst; nullopt = unlimited
-  std::size_t in_flight = 0;             // in the sink
-  std::size_t retrying = 0;              // waiting for a retry (backoff or a provider's pause)
-  std::size_t to_park = 0;               // waiting to be written to parking
-  std::size_t parked_waiting = 0;        // parked by this worker or found unclaimed, not yet claimed back (an estimate)
+  std::string provider;            // empty: none
+  std::optional<RateLimit> limit;  // send_rate and burst; nullopt = unlimited
+  std::size_t in_flight = 0;       // in the sink
+  std::size_t retrying = 0;        // waiting for a retry (backoff or a provider's pause)
+  std::size_t to_park = 0;         // waiting to be written to parking
+  std::size_t parked_waiting = 0;  // parked by this worker or found unclaimed, not yet claimed back (an estimate)
 };
 
 struct WorkerStats {
   std::uint64_t read = 0;              // records offered
   std::uint64_t skipped_finished = 0;  // replayed records already in the ledger
   std::uint64_t sent = 0, failed = 0, rejected = 0;
-  std::uint64_t ledger_rows = 0;       // rows the ledger took as new
-  std::uint64_t ledger_writes = 0;     // batches written
-  std::uint64_t ledger_errors = 0;     // failed batch writes (each retried)
+  std::uint64_t ledger_rows = 0;    // rows the ledger took as new
+  std::uint64_t ledger_writes = 0;  // batches written
+  std::uint64_t ledger_errors = 0;  // failed batch writes (each retried)
   std::uint64_t parked = 0, unparked = 0;
   std::size_t buffered_messages = 0;
   std::size_t buffered_bytes = 0;
-  std::size_t unrecorded = 0;          // in the sink or awaiting the ledger
-  std::size_t pending_rows = 0;        // outcomes known, not yet written to the ledger
+  std::size_t unrecorded = 0;                  // in the sink or awaiting the ledger
+  std::size_t pending_rows = 0;                // outcomes known, not yet written to the ledger
   std::optional<MonoTime> oldest_pending_row;  // the step that made the oldest of them
-  bool store_failing = false;          // the last ledger or parking write failed; retried (rows are kept)
-  QuotaMetrics quota;                  // the global quota's counters (all zero without one)
+  bool store_failing = false;                  // the last ledger or parking write failed; retried (rows are kept)
+  QuotaMetrics quota;                          // the global quota's counters (all zero without one)
 };
 
 class WorkerCore {
@@ -186,6 +210,13 @@ class WorkerCore {
   // "cancelled"; its later messages fail the same way as they are read.
   void upsertProvider(const ProviderInfo& provider, MonoTime now);
   void upsertCampaign(const CampaignInfo& campaign, MonoTime now);
+  // A row that failed its checks (rowProblem). What this worker knows of it
+  // stays in force; one it never knew is held: a campaign's messages wait
+  // (queued, or parked beyond a few), never dead-lettered as unknown, and a
+  // provider's campaigns send nothing, until a good version of the row
+  // arrives through upsertCampaign / upsertProvider.
+  void holdCampaign(const std::string& id, MonoTime now);
+  void holdProvider(const std::string& id, MonoTime now);
   bool knowsCampaign(std::string_view id) const;
   // New retry and adaptive settings (a configuration reload): from the next
   // step on; each provider's adaptive rate keeps its state.

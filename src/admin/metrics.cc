@@ -93,7 +93,11 @@ std::string renderMetrics(const MetricsSnapshot& s) {
   auto& prate = f.family("pacer_provider_send_rate", "configured provider rate (the ceiling), msg/s", kGauge);
   auto& peff = f.family("pacer_provider_effective_rate", "adaptive provider rate now, msg/s", kGauge);
   auto& ppaused = f.family("pacer_provider_paused", "1 while the provider is paused after a 429/503", kGauge);
-  auto& pthrottled = f.family("pacer_provider_throttled_total", "429/503 answers this worker got", kCounter);
+  auto& pthrottled =
+      f.family("pacer_provider_throttled_total", "throttles (429, 503 with Retry-After) this worker got", kCounter);
+  auto& pcircuit = f.family("pacer_provider_circuit_open", "1 while the provider's circuit breaker is open", kGauge);
+  auto& pworkers =
+      f.family("pacer_provider_workers", "workers sharing the provider, as last heard from the global quota", kGauge);
   auto& pdegraded =
       f.family("pacer_provider_quota_degraded", "1 while the global quota does not answer for the provider", kGauge);
   for (const ProviderMetrics& p : s.providers) {
@@ -103,7 +107,13 @@ std::string renderMetrics(const MetricsSnapshot& s) {
     Families::add(ppaused, l, p.paused ? 1 : 0);
     Families::add(pthrottled, l, d(p.throttled));
     Families::add(pdegraded, l, p.degraded ? 1 : 0);
+    Families::add(pcircuit, l, p.circuit_open ? 1 : 0);
+    Families::add(pworkers, l, p.workers);
   }
+  f.single("pacer_directory_rows_invalid", "campaign and provider rows failing their checks now (skipped)", kGauge,
+           d(s.directory_rows_invalid));
+  f.single("pacer_directory_rows_skipped_total", "times a refresh or a notice skipped an invalid row", kCounter,
+           d(s.directory_rows_skipped_total));
 
   // Intake (Kafka)
   f.single("pacer_records_read_total", "Kafka records read", kCounter, d(s.read));
@@ -129,14 +139,12 @@ std::string renderMetrics(const MetricsSnapshot& s) {
   f.single("pacer_ledger_rows_written_total", "ledger rows written (new; replays not counted)", kCounter,
            d(s.ledger_rows));
   f.single("pacer_ledger_writes_total", "ledger batches written", kCounter, d(s.ledger_writes));
-  f.single("pacer_ledger_errors_total", "failed ledger or parking writes (each retried)", kCounter,
-           d(s.ledger_errors));
+  f.single("pacer_ledger_errors_total", "failed ledger or parking writes (each retried)", kCounter, d(s.ledger_errors));
   f.single("pacer_ledger_pending_rows", "outcomes known but not yet in the ledger", kGauge, d(s.ledger_pending_rows));
   f.single("pacer_ledger_oldest_pending_seconds", "age of the oldest outcome not yet in the ledger (0: none)", kGauge,
            s.ledger_oldest_pending_seconds);
   f.single("pacer_unrecorded_messages", "messages in the sink or awaiting the ledger", kGauge, d(s.unrecorded));
-  f.single("pacer_ledger_failing", "1 while the last ledger or parking write failed", kGauge,
-           s.store_failing ? 1 : 0);
+  f.single("pacer_ledger_failing", "1 while the last ledger or parking write failed", kGauge, s.store_failing ? 1 : 0);
   f.single("pacer_parked_total", "messages parked in PostgreSQL", kCounter, d(s.parked));
   f.single("pacer_unparked_total", "parked messages claimed back", kCounter, d(s.unparked));
 
@@ -153,8 +161,12 @@ std::string renderMetrics(const MetricsSnapshot& s) {
     f.single("pacer_quota_degraded_providers", "providers in degraded mode now", kGauge, d(q.degraded_providers));
     f.single("pacer_quota_throttle_reports_total", "throttles reported to the shared adaptive rate", kCounter,
              d(q.throttle_reports));
-    f.single("pacer_quota_shared_pauses_total", "pauses first heard of from the quota (another worker's 429)",
-             kCounter, d(q.shared_pauses));
+    f.single("pacer_quota_shared_pauses_total", "pauses first heard of from the quota (another worker's 429)", kCounter,
+             d(q.shared_pauses));
+    f.single("pacer_quota_refused_total", "lease requests granted nothing (a useful share did not fit yet)", kCounter,
+             d(q.refused));
+    f.single("pacer_quota_health_reports_total", "lease requests that carried answers for the circuit breaker",
+             kCounter, d(q.health_reports));
   }
   if (s.has_redis) {
     const RedisQuotaStats& r = s.redis;
@@ -201,7 +213,9 @@ double RateWindow::rate() const noexcept {
 
 SnapshotBuilder::SnapshotBuilder(std::string version, std::string sink, std::string quota_mode,
                                  double start_time_seconds)
-    : version_(std::move(version)), sink_(std::move(sink)), quota_mode_(std::move(quota_mode)),
+    : version_(std::move(version)),
+      sink_(std::move(sink)),
+      quota_mode_(std::move(quota_mode)),
       start_time_seconds_(start_time_seconds) {}
 
 MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const std::vector<CampaignStats>& campaigns,
@@ -259,7 +273,8 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
   s.providers.reserve(providers.size());
   std::size_t degraded = 0;
   for (const ProviderStats& p : providers) {
-    s.providers.push_back(ProviderMetrics{p.id, p.ceiling, p.effective, p.paused, p.throttled, p.degraded});
+    s.providers.push_back(
+        ProviderMetrics{p.id, p.ceiling, p.effective, p.paused, p.throttled, p.degraded, p.circuit_open, p.workers});
     if (p.degraded) ++degraded;
   }
   s.partitions = std::move(partitions);

@@ -25,12 +25,12 @@ namespace pacer::admin {
 
 struct CampaignMetrics {
   std::string id;
-  std::string provider;              // empty: none
+  std::string provider;  // empty: none
   std::uint64_t sent = 0, failed = 0, rejected = 0, retries = 0;
-  std::optional<double> send_rate;   // configured; nullopt: unlimited (the series is left out)
-  double achieved_rate = 0;          // sent per second over the last AchievedRateWindow::kSpan
-  std::uint64_t backlog = 0;         // queued + waiting to retry + waiting to park + parked by/for this worker
-  std::uint64_t in_flight = 0;       // in the sink
+  std::optional<double> send_rate;  // configured; nullopt: unlimited (the series is left out)
+  double achieved_rate = 0;         // sent per second over the last AchievedRateWindow::kSpan
+  std::uint64_t backlog = 0;        // queued + waiting to retry + waiting to park + parked by/for this worker
+  std::uint64_t in_flight = 0;      // in the sink
 };
 
 struct ProviderMetrics {
@@ -38,8 +38,10 @@ struct ProviderMetrics {
   std::optional<double> send_rate;       // configured (the ceiling); nullopt: unlimited
   std::optional<double> effective_rate;  // the adaptive rate now; nullopt: it does not adapt
   bool paused = false;
-  std::uint64_t throttled = 0;           // 429/503 answers this worker got
-  bool degraded = false;                 // the global quota does not answer for it
+  std::uint64_t throttled = 0;  // throttles (429, 503 with Retry-After) this worker got
+  bool degraded = false;        // the global quota does not answer for it
+  bool circuit_open = false;    // its circuit breaker is open (sustained faults)
+  std::uint32_t workers = 1;    // workers sharing it, as last heard from the global quota
 };
 
 struct PartitionMetrics {
@@ -51,10 +53,10 @@ struct PartitionMetrics {
 
 // What /readyz decides on.
 struct Readiness {
-  bool joined = false;           // the consumer got its first assignment (joined the group)
-  bool store_failing = false;    // the last ledger/parking write failed
-  bool quota = false;            // a global quota is configured
-  std::size_t providers = 0;     // providers known
+  bool joined = false;         // the consumer got its first assignment (joined the group)
+  bool store_failing = false;  // the last ledger/parking write failed
+  bool quota = false;          // a global quota is configured
+  std::size_t providers = 0;   // providers known
   std::size_t degraded_providers = 0;
 };
 
@@ -62,8 +64,12 @@ struct MetricsSnapshot {
   // Process
   std::string version;
   std::string sink;
-  std::string quota_mode;  // "local" or "redis"
+  std::string quota_mode;         // "local" or "redis"
   double start_time_seconds = 0;  // Unix time
+
+  // Campaign and provider rows that failed their checks (skipped, named in the log)
+  std::uint64_t directory_rows_invalid = 0;        // now
+  std::uint64_t directory_rows_skipped_total = 0;  // every time a refresh or a notice skipped one
 
   // Intake
   std::uint64_t read = 0, skipped_finished = 0, rejected_without_campaign = 0;
@@ -72,9 +78,9 @@ struct MetricsSnapshot {
 
   // Ledger
   std::uint64_t ledger_rows = 0, ledger_writes = 0, ledger_errors = 0;
-  std::uint64_t ledger_pending_rows = 0;        // outcomes not yet in the ledger
-  double ledger_oldest_pending_seconds = 0;     // age of the oldest of them (0: none)
-  std::uint64_t unrecorded = 0;                 // in the sink or awaiting the ledger
+  std::uint64_t ledger_pending_rows = 0;     // outcomes not yet in the ledger
+  double ledger_oldest_pending_seconds = 0;  // age of the oldest of them (0: none)
+  std::uint64_t unrecorded = 0;              // in the sink or awaiting the ledger
   bool store_failing = false;
   std::uint64_t parked = 0, unparked = 0;
 

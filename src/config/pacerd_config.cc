@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -170,11 +171,31 @@ void checkHostPort(const Raw& r, const std::string& node, int min_port = 1) {
   }
 }
 
-std::string readSecretFile(const Raw& r, const std::string& path) {
+// The whole file, or why not (a directory opens but does not read).
+std::optional<std::string> readTextFile(const std::string& path, std::string& why) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    why = "is a directory, not a file";
+    return std::nullopt;
+  }
   std::ifstream f(path, std::ios::binary);
-  if (!f)
-    throw ConfigError(fmt::format("{}: {}: cannot read \"{}\": {}", r.origin, r.path, path, std::strerror(errno)));
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f) {
+    why = std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) {
+    why = "read error";
+    return std::nullopt;
+  }
+  return text;
+}
+
+std::string readSecretFile(const Raw& r, const std::string& path) {
+  std::string why;
+  std::optional<std::string> text = readTextFile(path, why);
+  if (!text) throw ConfigError(fmt::format("{}: {}: cannot read \"{}\": {}", r.origin, r.path, path, why));
+  std::string s = std::move(*text);
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   return s;
 }
@@ -275,8 +296,11 @@ const std::vector<Key>& keys() {
        "Redis connect and command timeout (default 50)",
        [](const Raw& r, Ctx& c) { c.o.redis_timeout = ms(asInt(r, 1)); }},
       {"redis.lease_horizon_ms", Shape::kScalar, "--lease-horizon-ms", FlagForm::kValue, false, false,
-       "a full lease is this much of the worker's share (default 250)",
+       "a full lease is this much of the worker's share (default 500)",
        [](const Raw& r, Ctx& c) { c.o.worker.lease.horizon = ms(asInt(r, 1)); }},
+      {"redis.lease_lookahead_ms", Shape::kScalar, "--lease-lookahead-ms", FlagForm::kValue, false, false,
+       "a shared bucket may grant this far ahead of its tokens (at least the horizon; default 1000)",
+       [](const Raw& r, Ctx& c) { c.o.worker.lease.lookahead = ms(asInt(r, 1)); }},
       {"redis.live_workers", Shape::kScalar, "--live-workers", FlagForm::kValue, false, false,
        "workers sharing the global quota (lease sizes, degraded share; default 1)",
        [](const Raw& r, Ctx& c) { c.o.worker.lease.live_workers = static_cast<std::uint32_t>(asInt(r, 1)); }},
@@ -363,10 +387,40 @@ const std::vector<Key>& keys() {
              static_cast<std::size_t>(asInt(r, 1, std::numeric_limits<long long>::max()));
        }},
       {"limits.adaptive_decrease", Shape::kScalar, "--adaptive-decrease", FlagForm::kValue, false, true,
-       "on 429/503 (or a slow answer) a provider's effective rate is multiplied by this, in (0, 1) (default 0.5)",
+       "on a throttle a provider's effective rate drops to this fraction of the rate it came at, in (0, 1); "
+       "squared when the limit has dropped (default 0.8)",
        [](const Raw& r, Ctx& c) {
          c.o.worker.adaptive.decrease =
              asDouble(r, [](double v) { return v > 0.0 && v < 1.0; }, "a number above 0 and below 1");
+       }},
+      {"limits.adaptive_hold_fraction", Shape::kScalar, "--adaptive-hold-fraction", FlagForm::kValue, false, true,
+       "after a throttle the rate climbs fast to this fraction of the rate the provider refused, in (0, 1] "
+       "(default 0.98)",
+       [](const Raw& r, Ctx& c) {
+         c.o.worker.adaptive.hold_fraction =
+             asDouble(r, [](double v) { return v > 0.0 && v <= 1.0; }, "a number above 0 and at most 1");
+       }},
+      {"limits.adaptive_probe_s", Shape::kScalar, "--adaptive-probe-s", FlagForm::kValue, false, true,
+       "then takes this many seconds to probe up to that rate; about one 429 per probe at a fixed limit "
+       "(default 30)",
+       [](const Raw& r, Ctx& c) { c.o.worker.adaptive.probe_time = std::chrono::seconds(asInt(r, 0, 3600)); }},
+      {"limits.breaker_threshold", Shape::kScalar, "--breaker-threshold", FlagForm::kValue, false, false,
+       "a provider's circuit breaker opens when this fraction of its answers are faults, in (0, 1] (default 0.5)",
+       [](const Raw& r, Ctx& c) {
+         c.o.worker.breaker.threshold =
+             asDouble(r, [](double v) { return v > 0.0 && v <= 1.0; }, "a number above 0 and at most 1");
+       }},
+      {"limits.breaker_min_answers", Shape::kScalar, "--breaker-min-answers", FlagForm::kValue, false, false,
+       "answers in the breaker's window before it judges (default 20)",
+       [](const Raw& r, Ctx& c) { c.o.worker.breaker.min_requests = static_cast<std::uint32_t>(asInt(r, 1)); }},
+      {"limits.breaker_window_s", Shape::kScalar, "--breaker-window-s", FlagForm::kValue, false, false,
+       "the breaker's sliding window of answers, seconds (default 10)",
+       [](const Raw& r, Ctx& c) { c.o.worker.breaker.window = std::chrono::seconds(asInt(r, 1, 3600)); }},
+      {"limits.breaker_cooldown_s", Shape::kScalar, "--breaker-cooldown-s", FlagForm::kValue, false, false,
+       "an open breaker pauses the provider this long, doubled for each open in a row up to 12x (default 5)",
+       [](const Raw& r, Ctx& c) {
+         c.o.worker.breaker.cooldown = std::chrono::seconds(asInt(r, 1, 3600));
+         c.o.worker.breaker.max_cooldown = 12 * c.o.worker.breaker.cooldown;
        }},
       {"limits.adaptive_floor", Shape::kScalar, "--adaptive-floor", FlagForm::kValue, false, true,
        "a provider's effective rate never goes below this (msg/s; default 1)",
@@ -602,9 +656,10 @@ void readYaml(const Sources& s, Merged& out, ProviderMerged& providers) {
   if (s.text) {
     text = *s.text;
   } else {
-    std::ifstream f(s.file, std::ios::binary);
-    if (!f) throw ConfigError(fmt::format("{}: cannot read the configuration: {}", s.file, std::strerror(errno)));
-    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    std::string why;
+    std::optional<std::string> read = readTextFile(s.file, why);
+    if (!read) throw ConfigError(fmt::format("{}: cannot read the configuration: {}", s.file, why));
+    text = std::move(*read);
   }
   YAML::Node root;
   try {
@@ -857,7 +912,8 @@ Config load(const Sources& sources) {
   if (o.redis_cluster && o.redis.empty())
     throw ConfigError("redis.cluster: give the cluster's nodes (redis.nodes, --redis HOST:PORT)");
   o.worker.lease.tick = o.tick;
-  o.worker.lease.ttl = std::max(o.worker.lease.ttl, 4 * o.worker.lease.horizon);
+  o.worker.lease.lookahead = std::max(o.worker.lease.lookahead, o.worker.lease.horizon);
+  o.worker.lease.ttl = std::max(o.worker.lease.ttl, o.worker.lease.lookahead + 2 * o.worker.lease.horizon);
   return config;
 }
 
@@ -899,6 +955,8 @@ ReloadPlan planReload(const Config& current, const Config& next) {
   o.worker.retry.max_throttled = n.worker.retry.max_throttled;
   o.worker.retry.max_age = n.worker.retry.max_age;
   o.worker.adaptive.decrease = n.worker.adaptive.decrease;
+  o.worker.adaptive.hold_fraction = n.worker.adaptive.hold_fraction;
+  o.worker.adaptive.probe_time = n.worker.adaptive.probe_time;
   o.worker.adaptive.floor = n.worker.adaptive.floor;
   o.worker.adaptive.latency_threshold = n.worker.adaptive.latency_threshold;
   o.commit_interval = n.commit_interval;

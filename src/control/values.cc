@@ -29,20 +29,47 @@ std::optional<double> number(std::string_view text) {
 
 std::optional<double> parseRate(std::string_view text, std::string_view flag) {
   if (text == "unlimited") return std::nullopt;
-  const std::optional<double> v = number(text);
   const auto refuse = [&](std::string_view why) {
     return InvalidValueError(
-        fmt::format("{} '{}': {}; give messages per second (0 to 10000000) or unlimited", flag, text, why));
+        fmt::format("{} '{}': {}; give messages per second above 0 and at most 10000000 (100, 100/s, 6000/min, 100k/h) "
+                    "or unlimited",
+                    flag, text, why));
   };
-  if (!v) throw refuse("not a number");
-  if (!std::isfinite(*v)) throw refuse("not a finite number");
-  if (*v < 0) throw refuse("a rate cannot be negative");
+  // A unit: /s (the default), /min or /h; a multiplier: k or M.
+  std::string_view number_part = text;
+  double per = 1.0;
+  if (const std::size_t slash = text.rfind('/'); slash != std::string_view::npos) {
+    const std::string_view unit = text.substr(slash + 1);
+    if (unit == "s" || unit == "sec")
+      per = 1.0;
+    else if (unit == "min" || unit == "m")
+      per = 60.0;
+    else if (unit == "h" || unit == "hour")
+      per = 3600.0;
+    else
+      throw refuse(fmt::format("unknown unit '/{}' (use /s, /min or /h)", unit));
+    number_part = text.substr(0, slash);
+  }
+  double scale = 1.0;
+  if (!number_part.empty() && (number_part.back() == 'k' || number_part.back() == 'K')) {
+    scale = 1e3;
+    number_part.remove_suffix(1);
+  } else if (!number_part.empty() && number_part.back() == 'M') {
+    scale = 1e6;
+    number_part.remove_suffix(1);
+  }
+  const std::optional<double> n = number(number_part);
+  if (!n) throw refuse("not a number");
+  if (!std::isfinite(*n)) throw refuse("not a finite number");
+  if (*n < 0) throw refuse("a rate cannot be negative");
+  const double v = *n * scale / per;
+  if (v == 0) throw refuse("a rate of 0 sends nothing (pause the campaign instead)");
   try {
-    validateLimit(RateLimit{*v, 1.0}, LimiterOptions{});
+    validateLimit(RateLimit{v, 1.0}, LimiterOptions{});
   } catch (const InvalidLimitError& e) {
     throw refuse(e.what());
   }
-  return *v;
+  return v;
 }
 
 std::int64_t parseCount(std::string_view text, std::string_view flag, std::int64_t min, std::string_view what) {
@@ -51,8 +78,8 @@ std::int64_t parseCount(std::string_view text, std::string_view flag, std::int64
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
   const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
   if (!digits || ec != std::errc() || ptr != end || v < min || v > kMaxCount)
-    throw InvalidValueError(fmt::format("{} '{}': {} is a whole number of messages, {} to {}", flag, text, what, min,
-                                        kMaxCount));
+    throw InvalidValueError(
+        fmt::format("{} '{}': {} is a whole number of messages, {} to {}", flag, text, what, min, kMaxCount));
   return v;
 }
 

@@ -11,4 +11,8 @@ std::string_view deliveryStatusName(DeliveryStatus s) noexcept {
   return "unknown";
 }
 
+std::string reusedIdKey(const DeliveryRecord& r) {
+  return r.message_id + "@" + r.topic + "/" + std::to_string(r.partition) + "/" + std::to_string(r.offset);
+}
+
 }  // namespace pacer

@@ -77,8 +77,8 @@ class PgParking final : public ParkingInterface {
   std::vector<std::pair<std::string, std::size_t>> unclaimed() override {
     return guarded(conn_, options_.connection, [&](pqxx::connection& c) {
       pqxx::read_transaction tx(c);
-      const pqxx::result res = tx.exec(
-          "SELECT campaign, count(*) FROM parked WHERE owner IS NULL OR lease_until < now() GROUP BY campaign");
+      const pqxx::result res =
+          tx.exec("SELECT campaign, count(*) FROM parked WHERE owner IS NULL OR lease_until < now() GROUP BY campaign");
       std::vector<std::pair<std::string, std::size_t>> out;
       for (const auto& row : res) out.emplace_back(row[0].as<std::string>(), row[1].as<std::size_t>());
       return out;
@@ -130,12 +130,30 @@ PgDirectory::PgDirectory(PgLedgerOptions options) : impl_(std::make_unique<Impl>
 
 PgDirectory::~PgDirectory() = default;
 
-std::vector<ProviderInfo> PgDirectory::providers() {
+namespace {
+// A provider row, or why it cannot be used.
+std::optional<ProviderInfo> providerFrom(const pqxx::row& row, std::string* problem) {
+  ProviderInfo p{row[0].as<std::string>(), limitFrom(row[1], row[2])};
+  if (auto why = rowProblem(p)) {
+    if (problem) *problem = *why;
+    return std::nullopt;
+  }
+  return p;
+}
+}  // namespace
+
+std::vector<ProviderInfo> PgDirectory::providers(std::vector<RowProblem>* problems) {
   return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
     pqxx::read_transaction tx(c);
     const pqxx::result res = tx.exec("SELECT id, rate, burst FROM providers ORDER BY id");
     std::vector<ProviderInfo> out;
-    for (const auto& row : res) out.push_back(ProviderInfo{row[0].as<std::string>(), limitFrom(row[1], row[2])});
+    for (const auto& row : res) {
+      std::string why;
+      if (auto p = providerFrom(row, &why))
+        out.push_back(std::move(*p));
+      else if (problems)
+        problems->push_back(RowProblem{"provider", row[0].as<std::string>(), std::move(why)});
+    }
     return out;
   });
 }
@@ -143,56 +161,70 @@ std::vector<ProviderInfo> PgDirectory::providers() {
 namespace {
 constexpr const char* kCampaignColumns = "id, send_rate, burst, weight, coalesce(provider, ''), state";
 
-// nullopt for a state this build does not know.
-std::optional<CampaignInfo> campaignFrom(const pqxx::row& row) {
+// nullopt, with the reason, for a row that fails its checks or has a state
+// this build does not know.
+std::optional<CampaignInfo> campaignFrom(const pqxx::row& row, std::string* problem) {
   CampaignInfo ci;
   ci.id = row[0].as<std::string>();
   ci.limit = limitFrom(row[1], row[2]);
   ci.weight = row[3].as<double>();
   ci.provider = row[4].as<std::string>();
-  const auto state = parseCampaignState(row[5].as<std::string>());
-  if (!state) return std::nullopt;
+  const std::string state_text = row[5].as<std::string>();
+  const auto state = parseCampaignState(state_text);
+  if (!state) {
+    if (problem) *problem = fmt::format("unknown state '{}'", state_text);
+    return std::nullopt;
+  }
   ci.state = *state;
+  if (auto why = rowProblem(ci)) {
+    if (problem) *problem = *why;
+    return std::nullopt;
+  }
   return ci;
 }
 }  // namespace
 
-std::vector<CampaignInfo> PgDirectory::campaigns(std::vector<std::string>* problems) {
+std::vector<CampaignInfo> PgDirectory::campaigns(std::vector<RowProblem>* problems) {
   return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
     pqxx::read_transaction tx(c);
     const pqxx::result res = tx.exec(fmt::format("SELECT {} FROM campaigns ORDER BY id", kCampaignColumns));
     std::vector<CampaignInfo> out;
     for (const auto& row : res) {
-      auto ci = campaignFrom(row);
-      if (ci)
+      std::string why;
+      if (auto ci = campaignFrom(row, &why))
         out.push_back(std::move(*ci));
       else if (problems)
-        problems->push_back(row[0].as<std::string>());
+        problems->push_back(RowProblem{"campaign", row[0].as<std::string>(), std::move(why)});
     }
     return out;
   });
 }
 
-std::optional<ProviderInfo> PgDirectory::provider(const std::string& id) {
+std::optional<ProviderInfo> PgDirectory::provider(const std::string& id, std::optional<std::string>* problem) {
+  if (problem) problem->reset();
   return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) -> std::optional<ProviderInfo> {
     // One statement, so no BEGIN/COMMIT: one round trip instead of three,
     // on the path from a NOTIFY to the change being applied.
     pqxx::nontransaction tx(c);
     const pqxx::result res = tx.exec_params("SELECT id, rate, burst FROM providers WHERE id = $1", id);
     if (res.empty()) return std::nullopt;
-    return ProviderInfo{res[0][0].as<std::string>(), limitFrom(res[0][1], res[0][2])};
+    std::string why;
+    auto p = providerFrom(res[0], &why);
+    if (!p && problem) *problem = std::move(why);
+    return p;
   });
 }
 
-std::optional<CampaignInfo> PgDirectory::campaign(const std::string& id, bool* unknown_state) {
-  if (unknown_state) *unknown_state = false;
+std::optional<CampaignInfo> PgDirectory::campaign(const std::string& id, std::optional<std::string>* problem) {
+  if (problem) problem->reset();
   return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) -> std::optional<CampaignInfo> {
     pqxx::nontransaction tx(c);  // one statement, one round trip (see provider())
     const pqxx::result res =
         tx.exec_params(fmt::format("SELECT {} FROM campaigns WHERE id = $1", kCampaignColumns), id);
     if (res.empty()) return std::nullopt;
-    auto ci = campaignFrom(res[0]);
-    if (!ci && unknown_state) *unknown_state = true;
+    std::string why;
+    auto ci = campaignFrom(res[0], &why);
+    if (!ci && problem) *problem = std::move(why);
     return ci;
   });
 }
@@ -215,7 +247,8 @@ void PgDirectory::putProvider(const ProviderInfo& p) {
     // Text, so that "" can stand for NULL (unlimited).
     const std::string rate = p.limit ? fmt::format("{}", p.limit->rate_per_s) : "";
     tx.exec_params(
-        "INSERT INTO providers (id, rate, burst) VALUES ($1, NULLIF($2, '')::double precision, $3) ON CONFLICT (id) DO UPDATE SET rate = "
+        "INSERT INTO providers (id, rate, burst) VALUES ($1, NULLIF($2, '')::double precision, $3) ON CONFLICT (id) DO "
+        "UPDATE SET rate = "
         "EXCLUDED.rate, burst = EXCLUDED.burst, updated_at = now()",
         p.id, rate, p.limit ? std::max(1.0, p.limit->burst) : 1.0);
     tx.commit();
@@ -229,7 +262,8 @@ void PgDirectory::putCampaign(const CampaignInfo& ci) {
     const std::string rate = ci.limit ? fmt::format("{}", ci.limit->rate_per_s) : "";
     tx.exec_params(
         "INSERT INTO campaigns (id, name, send_rate, burst, weight, provider, state) VALUES ($1, $1, "
-        "NULLIF($2, '')::double precision, $3, $4, NULLIF($5, ''), $6) ON CONFLICT (id) DO UPDATE SET send_rate = EXCLUDED.send_rate, burst = EXCLUDED.burst, weight = "
+        "NULLIF($2, '')::double precision, $3, $4, NULLIF($5, ''), $6) ON CONFLICT (id) DO UPDATE SET send_rate = "
+        "EXCLUDED.send_rate, burst = EXCLUDED.burst, weight = "
         "EXCLUDED.weight, provider = EXCLUDED.provider, state = EXCLUDED.state, updated_at = now()",
         ci.id, rate, ci.limit ? std::max(1.0, ci.limit->burst) : 1.0, ci.weight, ci.provider, stateName(ci.state));
     tx.commit();

@@ -17,15 +17,17 @@ namespace pacer::ledger {
 
 struct PgParkingOptions {
   PgLedgerOptions connection;
-  std::string owner;                          // this worker's name in claims: unique per process
-  std::chrono::seconds lease{60};             // a claim not renewed for this long is free again
+  std::string owner;               // this worker's name in claims: unique per process
+  std::chrono::seconds lease{60};  // a claim not renewed for this long is free again
 };
 
 ParkingInterfacePtr makePgParking(const PgParkingOptions& options);
 
 // Reads and writes campaigns and providers. Throws LedgerUnavailableError /
-// LedgerRejectedError; a row with a state the code does not know is skipped
-// with its id in `problems`.
+// LedgerRejectedError. A row that fails its checks (rowProblem in
+// pacer/worker.h, or a state this build does not know) is skipped, never
+// thrown for: the others still load, and it is named with its reason in
+// `problems`.
 class PgDirectory {
  public:
   explicit PgDirectory(PgLedgerOptions options);
@@ -33,12 +35,12 @@ class PgDirectory {
   PgDirectory(const PgDirectory&) = delete;
   PgDirectory& operator=(const PgDirectory&) = delete;
 
-  std::vector<ProviderInfo> providers();
-  std::vector<CampaignInfo> campaigns(std::vector<std::string>* problems = nullptr);
+  std::vector<ProviderInfo> providers(std::vector<RowProblem>* problems = nullptr);
+  std::vector<CampaignInfo> campaigns(std::vector<RowProblem>* problems = nullptr);
   // One row (a NOTIFY names what changed): nullopt when there is no such row,
-  // or for a campaign whose state is unknown (then *unknown_state is set).
-  std::optional<ProviderInfo> provider(const std::string& id);
-  std::optional<CampaignInfo> campaign(const std::string& id, bool* unknown_state = nullptr);
+  // or when it fails its checks (then *problem says why).
+  std::optional<ProviderInfo> provider(const std::string& id, std::optional<std::string>* problem = nullptr);
+  std::optional<CampaignInfo> campaign(const std::string& id, std::optional<std::string>* problem = nullptr);
   // Inserts or replaces (tests, the demo, pacerctl).
   void putProvider(const ProviderInfo& p);
   void putCampaign(const CampaignInfo& c);

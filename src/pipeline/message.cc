@@ -100,7 +100,21 @@ Decoded decodeMessage(RawMessage raw, const DecodeOptions& options) {
   }
   if (!have_id) m.id = positionId(m.position);
   m.payload = std::move(raw.value);
+  m.fingerprint = contentFingerprint(m);
   return Decoded{std::move(m), {}, {}};
+}
+
+std::uint64_t contentFingerprint(const Message& m) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  const auto mix = [&](std::string_view part) {
+    for (unsigned char ch : part) h = (h ^ ch) * 0x100000001b3ULL;
+    h = (h ^ 0xffu) * 0x100000001b3ULL;  // a separator no UTF-8 text contains
+  };
+  mix(m.campaign);
+  mix(m.recipient);
+  mix(m.payload);
+  // Never 0: the ledger stores 0 for "not known" (rows from before fingerprints).
+  return h == 0 ? 1 : h;
 }
 
 }  // namespace pacer

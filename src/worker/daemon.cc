@@ -1,5 +1,7 @@
 #include "worker/daemon.h"
 
+#include <fmt/chrono.h>
+#include <fmt/format.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 #include <unistd.h>
@@ -8,19 +10,18 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
-#include <set>
-
-#include <fmt/chrono.h>
-#include <fmt/format.h>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "admin/admin_server.h"
 #include "control/values.h"
 #include "ledger/pg_ledger.h"
 #include "ledger/pg_listener.h"
-#include "pacer/conninfo.h"
-#include "pacer/quota_redis.h"
 #include "ledger/pg_parking.h"
+#include "pacer/conninfo.h"
+#include "pacer/log_limiter.h"
+#include "pacer/quota_redis.h"
 #include "sink/kafka_sink.h"
 #include "sink/routing_sink.h"
 
@@ -77,7 +78,8 @@ void logLine(std::FILE* out, const char* level, fmt::format_string<Args...> f, A
 }
 
 // One sink; `where` names it in errors ("sink", "providers.sms.sink").
-SinkInterfacePtr makeOneSink(const ProviderSinkOptions& o, const std::string& default_brokers, const std::string& where) {
+SinkInterfacePtr makeOneSink(const ProviderSinkOptions& o, const std::string& default_brokers,
+                             const std::string& where) {
   if (o.sink == "stdout") return makeStdoutSink(stdout, o.sink_in_flight);
   if (o.sink == "null") return makeNullSink(o.sink_in_flight);
   if (o.sink == "http") {
@@ -106,8 +108,8 @@ SinkInterfacePtr makeOneSink(const ProviderSinkOptions& o, const std::string& de
 // The default sink, and with providers.<id>.sink a routing sink in front of
 // it and the providers' own sinks.
 SinkInterfacePtr makeSink(const DaemonOptions& o, sink::ProviderOfCampaign provider_of) {
-  SinkInterfacePtr main =
-      makeOneSink(ProviderSinkOptions{o.sink, o.sink_in_flight, o.http, o.sink_topic, o.sink_brokers}, o.brokers, "sink");
+  SinkInterfacePtr main = makeOneSink(
+      ProviderSinkOptions{o.sink, o.sink_in_flight, o.http, o.sink_topic, o.sink_brokers}, o.brokers, "sink");
   if (o.provider_sinks.empty()) return main;
   std::map<std::string, SinkInterfacePtr, std::less<>> by_provider;
   for (const auto& [id, ps] : o.provider_sinks)
@@ -221,7 +223,7 @@ class Daemon {
       auto it = last_committed_.find(TopicPartition{p->topic(), p->partition()});
       if (it != last_committed_.end() && it->second == p->offset()) last_committed_.erase(it);
     }
-    logLine(o_.log, "WARN", "event=commit_failed error=\"{}\"", RdKafka::err2str(err));
+    limited("WARN", "commit_failed", "event=commit_failed error=\"{}\"", RdKafka::err2str(err));
   }
 
   int run() {
@@ -268,12 +270,13 @@ class Daemon {
     refreshDirectory(start);
     if (admin_at) startAdmin(*admin_at);
     makeConsumer();
-    logLine(o_.log, "INFO",
-            "event=started group={} topics={} sink={}{}{} in_flight={} max_buffered={} parking={} quota={} live_workers={}",
-            o_.group, fmt::join(o_.topics, ","), o_.sink, o_.provider_sinks.empty() ? "" : " provider_sinks=",
-            providerSinkList(), o_.sink_in_flight, o_.worker.max_buffered_messages,
-            o_.parking ? "on" : "off", o_.redis.empty() ? "local" : fmt::format("redis:{}", fmt::join(o_.redis, ",")),
-            o_.worker.lease.live_workers);
+    logLine(
+        o_.log, "INFO",
+        "event=started group={} topics={} sink={}{}{} in_flight={} max_buffered={} parking={} quota={} live_workers={}",
+        o_.group, fmt::join(o_.topics, ","), o_.sink,
+        o_.provider_sinks.empty() ? "" : " provider_sinks=", providerSinkList(), o_.sink_in_flight,
+        o_.worker.max_buffered_messages, o_.parking ? "on" : "off",
+        o_.redis.empty() ? "local" : fmt::format("redis:{}", fmt::join(o_.redis, ",")), o_.worker.lease.live_workers);
     const int rc = loop();
     if (admin_state_) admin_state_->stopping();
     shutdown();
@@ -330,12 +333,23 @@ class Daemon {
     std::vector<RdKafka::TopicPartition*> commit;
     for (RdKafka::TopicPartition* p : parts) {
       const TopicPartition tp{p->topic(), p->partition()};
-      if (auto off = core_->committable(tp)) commit.push_back(RdKafka::TopicPartition::create(tp.topic, tp.partition, *off));
+      const auto off = core_->committable(tp);
+      if (!off) continue;
+      // Already committed (a stop commits before it leaves): nothing to send,
+      // so nothing to fail while the group rebalances.
+      if (auto it = last_committed_.find(tp); it != last_committed_.end() && it->second >= *off) continue;
+      commit.push_back(RdKafka::TopicPartition::create(tp.topic, tp.partition, *off));
     }
     if (!commit.empty() && !lost) {
       const RdKafka::ErrorCode e = c->commitSync(commit);
-      if (e != RdKafka::ERR_NO_ERROR)
-        logLine(o_.log, "WARN", "event=commit_on_revoke_failed error=\"{}\"", RdKafka::err2str(e));
+      if (e != RdKafka::ERR_NO_ERROR) {
+        // While stopping, another worker leaving at the same time rebalances
+        // the group: expected, and the next owner skips what the ledger holds.
+        const bool expected =
+            stopping_ && (e == RdKafka::ERR_REBALANCE_IN_PROGRESS || e == RdKafka::ERR_ILLEGAL_GENERATION);
+        logLine(o_.log, expected ? "INFO" : "WARN", "event=commit_on_revoke_failed error=\"{}\"{}", RdKafka::err2str(e),
+                expected ? " during=stop" : "");
+      }
     }
     RdKafka::TopicPartition::destroy(commit);
     for (RdKafka::TopicPartition* p : parts) {
@@ -400,24 +414,19 @@ class Daemon {
 
   // Re-reads every campaign and provider; false if PostgreSQL did not answer.
   // A re-read owed to live control that fails is tried again kControlRetry
-  // later rather than only at the next --refresh-ms.
+  // later rather than only at the next --refresh-ms. Each row stands alone:
+  // one that fails its checks is skipped and named (once), the last good
+  // version of it stays in force, and the others load.
   bool refreshDirectory(MonoTime now) {
     last_refresh_ = now;
     const bool owed = control_retry_at_.has_value();
     control_retry_at_.reset();
+    std::vector<RowProblem> problems;
+    std::vector<ProviderInfo> providers;
+    std::vector<CampaignInfo> campaigns;
     try {
-      for (const ProviderInfo& p : directory_->providers()) core_->upsertProvider(p, now);
-      std::vector<std::string> problems;
-      for (const CampaignInfo& c : directory_->campaigns(&problems)) {
-        core_->upsertCampaign(c, now);
-        noteProvider(c);
-        warnSmallBurst(c);
-      }
-      for (const std::string& id : problems)
-        logLine(o_.log, "WARN", "event=campaign_skipped campaign={} reason=\"unknown state\"", id);
-      if (directory_failing_) logLine(o_.log, "INFO", "event=directory_refresh_recovered");
-      directory_failing_ = false;
-      return true;
+      providers = directory_->providers(&problems);
+      campaigns = directory_->campaigns(&problems);
     } catch (const std::exception& e) {
       // Keep going with what is known; the next refresh tries again. Said
       // once per outage, not once per refresh.
@@ -426,6 +435,61 @@ class Daemon {
       if (owed) control_retry_at_ = now + kControlRetry;
       return false;
     }
+    if (directory_failing_) logLine(o_.log, "INFO", "event=directory_refresh_recovered");
+    directory_failing_ = false;
+    std::set<std::pair<std::string, std::string>> bad;
+    for (const ProviderInfo& p : providers) applyProviderRow(p, now, bad);
+    for (const CampaignInfo& c : campaigns) applyCampaignRow(c, now, bad);
+    for (const RowProblem& p : problems) rowProblem(p, now, bad);
+    // Rows that were bad and are now good (or gone) are said once too.
+    for (auto it = row_problems_.begin(); it != row_problems_.end();) {
+      if (bad.count(it->first) == 0) {
+        logLine(o_.log, "INFO", "event=row_accepted kind={} id={}", it->first.first, it->first.second);
+        it = row_problems_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return true;
+  }
+
+  void applyProviderRow(const ProviderInfo& p, MonoTime now, std::set<std::pair<std::string, std::string>>& bad) {
+    try {
+      core_->upsertProvider(p, now);
+    } catch (const std::exception& e) {  // the core refused it after all: held like any bad row
+      rowProblem(RowProblem{"provider", p.id, e.what()}, now, bad);
+    }
+  }
+
+  void applyCampaignRow(const CampaignInfo& c, MonoTime now, std::set<std::pair<std::string, std::string>>& bad) {
+    try {
+      core_->upsertCampaign(c, now);
+      noteProvider(c);
+      warnSmallBurst(c);
+    } catch (const std::exception& e) {
+      rowProblem(RowProblem{"campaign", c.id, e.what()}, now, bad);
+    }
+  }
+
+  // A row that fails its checks: held (see WorkerCore::holdCampaign), counted,
+  // and named in the log the first time and when its reason changes.
+  void rowProblem(const RowProblem& p, MonoTime now, std::set<std::pair<std::string, std::string>>& bad) {
+    ++rows_skipped_;
+    const auto key = std::make_pair(p.kind, p.id);
+    bad.insert(key);
+    try {
+      if (p.kind == "provider")
+        core_->holdProvider(p.id, now);
+      else
+        core_->holdCampaign(p.id, now);
+    } catch (const std::exception&) {
+    }
+    auto [it, fresh] = row_problems_.emplace(key, p.reason);
+    if (!fresh && it->second == p.reason) return;
+    it->second = p.reason;
+    logLine(o_.log, "WARN", "event=row_skipped kind={} id={} reason=\"{}\" action=\"{}\"", p.kind, p.id, p.reason,
+            p.kind == "provider" ? "its last good version stays in force; never loaded: its campaigns send nothing"
+                                 : "its last good version stays in force; never loaded: its messages wait");
   }
 
   // --- live control: LISTEN pacer_control ---------------------------------
@@ -503,32 +567,36 @@ class Daemon {
     }
     for (const control::ControlNotice& n : notices) {
       try {
+        std::set<std::pair<std::string, std::string>> bad;
+        std::optional<std::string> problem;
         if (n.kind == "provider") {
-          const auto p = directory_->provider(n.id);
+          const auto p = directory_->provider(n.id, &problem);
           if (!p) {
-            logApplied(n.kind, n.id, n.change, "found=false", received);
+            if (problem)
+              rowProblem(RowProblem{"provider", n.id, *problem}, clock_->now(), bad);
+            else
+              logApplied(n.kind, n.id, n.change, "found=false", received);
             continue;
           }
-          core_->upsertProvider(*p, clock_->now());
+          applyProviderRow(*p, clock_->now(), bad);
+          forgetProblem("provider", n.id, bad);
           logApplied(n.kind, n.id, n.change, fmt::format("rate={} burst={}", rateText(p->limit), burstText(p->limit)),
                      received);
         } else {
-          bool unknown_state = false;
-          const auto c = directory_->campaign(n.id, &unknown_state);
+          const auto c = directory_->campaign(n.id, &problem);
           if (!c) {
-            if (unknown_state)
-              logLine(o_.log, "WARN", "event=campaign_skipped campaign={} reason=\"unknown state\"", n.id);
+            if (problem)
+              rowProblem(RowProblem{"campaign", n.id, *problem}, clock_->now(), bad);
             else
               logApplied(n.kind, n.id, n.change, "found=false", received);
             continue;
           }
           // A new campaign may name a provider created a moment before:
-          // load it first rather than run the campaign unlimited meanwhile.
+          // load it first rather than hold the campaign meanwhile.
           if (!c->provider.empty() && n.change.find("create") != std::string::npos)
-            if (const auto p = directory_->provider(c->provider)) core_->upsertProvider(*p, clock_->now());
-          core_->upsertCampaign(*c, clock_->now());
-          noteProvider(*c);
-          warnSmallBurst(*c);
+            if (const auto p = directory_->provider(c->provider)) applyProviderRow(*p, clock_->now(), bad);
+          applyCampaignRow(*c, clock_->now(), bad);
+          forgetProblem("campaign", n.id, bad);
           logApplied(n.kind, n.id, n.change,
                      fmt::format("state={} send_rate={} burst={} weight={}", stateText(c->state), rateText(c->limit),
                                  burstText(c->limit), c->weight),
@@ -542,6 +610,26 @@ class Daemon {
         control_retry_at_ = clock_->now() + kControlRetry;
       }
     }
+  }
+
+  // A warning that can repeat per event: at most one line per key per 10 s,
+  // with the count of lines held back (LogLimiter).
+  template <typename... Args>
+  bool limited(const char* level, const std::string& key, fmt::format_string<Args...> f, Args&&... args) {
+    const auto held = log_limiter_.admit(key, clock_ ? clock_->now() : MonoTime{});
+    if (!held) return false;
+    std::string text = fmt::format(f, std::forward<Args>(args)...);
+    if (*held > 0) text += fmt::format(" suppressed={}", *held);
+    logLine(o_.log, level, "{}", text);
+    return true;
+  }
+
+  // A row a notice found good again: no longer counted as bad.
+  void forgetProblem(const std::string& kind, const std::string& id,
+                     const std::set<std::pair<std::string, std::string>>& bad) {
+    const auto key = std::make_pair(kind, id);
+    if (bad.count(key) > 0 || row_problems_.erase(key) == 0) return;
+    logLine(o_.log, "INFO", "event=row_accepted kind={} id={}", kind, id);
   }
 
   // event=control_applied: after_ms from reading the notification off the
@@ -580,8 +668,8 @@ class Daemon {
     if (e != RdKafka::ERR_NO_ERROR) return;
     paused_ = paused;
     const WorkerStats s = core_->stats();
-    logLine(o_.log, "INFO", "event={} buffered_messages={} buffered_bytes={}", paused ? "intake_paused" : "intake_resumed",
-            s.buffered_messages, s.buffered_bytes);
+    logLine(o_.log, "INFO", "event={} buffered_messages={} buffered_bytes={}",
+            paused ? "intake_paused" : "intake_resumed", s.buffered_messages, s.buffered_bytes);
   }
 
   void commit(bool sync) {
@@ -598,7 +686,7 @@ class Daemon {
     if (e != RdKafka::ERR_NO_ERROR) {
       // Committed again next time (a rebalance in progress, a broker away).
       for (RdKafka::TopicPartition* p : parts) last_committed_.erase(TopicPartition{p->topic(), p->partition()});
-      logLine(o_.log, "WARN", "event=commit_failed error=\"{}\"", RdKafka::err2str(e));
+      limited("WARN", "commit_failed", "event=commit_failed error=\"{}\"", RdKafka::err2str(e));
     }
     RdKafka::TopicPartition::destroy(parts);
   }
@@ -632,7 +720,8 @@ class Daemon {
       const bool busy = !core_->idle();
       const Nanos wait = busy || listener_->connected() ? std::chrono::duration_cast<Nanos>(o_.tick)
                                                         : Nanos(std::chrono::milliseconds(100));
-      int timeout_ms = static_cast<int>(std::chrono::duration_cast<milliseconds>(core_->nextWake(now, wait) - now).count());
+      int timeout_ms =
+          static_cast<int>(std::chrono::duration_cast<milliseconds>(core_->nextWake(now, wait) - now).count());
       for (int i = 0; i < 2000; ++i) {
         std::unique_ptr<RdKafka::Message> m(consumer_->consume(i == 0 ? std::max(0, timeout_ms) : 0));
         const RdKafka::ErrorCode err = m->err();
@@ -642,7 +731,7 @@ class Daemon {
           continue;
         }
         if (err != RdKafka::ERR_NO_ERROR) {
-          logLine(o_.log, "WARN", "event=kafka_error error=\"{}\"", m->errstr());
+          limited("WARN", "kafka_error", "event=kafka_error error=\"{}\"", m->errstr());
           break;
         }
         at_end_.erase(TopicPartition{m->topic_name(), m->partition()});
@@ -664,8 +753,8 @@ class Daemon {
       }
       const WorkerStats s = core_->stats();
       if (s.ledger_errors != last_errors) {
-        logLine(o_.log, "WARN", "event=ledger_unavailable errors={} unrecorded={} buffered={}", s.ledger_errors,
-                s.unrecorded, s.buffered_messages);
+        limited("WARN", "ledger_unavailable", "event=ledger_unavailable errors={} unrecorded={} buffered={}",
+                s.ledger_errors, s.unrecorded, s.buffered_messages);
         last_errors = s.ledger_errors;
       }
       if (now >= next_provider_log_) logProviders(now);
@@ -694,7 +783,8 @@ class Daemon {
   // Campaigns and providers are re-read at once too.
   void reloadConfig(MonoTime now) {
     if (!reload_.reload) {
-      logLine(o_.log, "WARN", "event=reload_failed error=\"this daemon was started without a configuration to re-read\"");
+      logLine(o_.log, "WARN",
+              "event=reload_failed error=\"this daemon was started without a configuration to re-read\"");
       return;
     }
     ReloadResult r;
@@ -716,8 +806,13 @@ class Daemon {
   }
 
   void shutdown() {
-    // Stop reading; let what is in the sink finish (or hand it back), then
-    // write the ledger and commit.
+    // Commit what is done while this worker still owns its partitions (other
+    // workers stopping at the same moment rebalance the group soon), stop
+    // reading, let what is in the sink finish (or hand it back), then write
+    // the ledger and commit again.
+    stopping_ = true;
+    core_->flush(clock_->now());
+    commit(true);
     setPaused(true);
     core_->drain();
     const MonoTime started = clock_->now();
@@ -747,8 +842,7 @@ class Daemon {
       // worker sends it while that request may still be answered.
       const std::size_t released = s.unrecorded == 0 ? core_->releaseParked() : 0;
       logLine(o_.log, "INFO", "event=shutdown_flushed after_ms={} released_parked={} buffered_left={}",
-              std::chrono::duration_cast<milliseconds>(clock_->now() - started).count(), released,
-              s.buffered_messages);
+              std::chrono::duration_cast<milliseconds>(clock_->now() - started).count(), released, s.buffered_messages);
     }
     // librdkafka before 2.3 asserts when a cooperative-sticky consumer that
     // never received an assignment is closed (librdkafka #4312): wait for the
@@ -772,10 +866,15 @@ class Daemon {
       auto& [rate, paused] = provider_logged_[p.id];
       const bool moved = std::abs(*p.effective - rate) > 0.05 * std::max(rate, 1.0);
       if (!moved && p.paused == paused) continue;
-      rate = *p.effective;
-      paused = p.paused;
-      logLine(o_.log, "INFO", "event=provider_rate provider={} ceiling={:.1f} effective={:.1f} paused={} throttled={}",
-              p.id, *p.ceiling, *p.effective, p.paused, p.throttled);
+      // At most one line per provider per 10 s; the state last written is
+      // what the next change is measured against.
+      if (limited("INFO", "provider_rate " + p.id,
+                  "event=provider_rate provider={} ceiling={:.1f} effective={:.1f} paused={} throttled={} "
+                  "circuit_open={} workers={}",
+                  p.id, *p.ceiling, *p.effective, p.paused, p.throttled, p.circuit_open, p.workers)) {
+        rate = *p.effective;
+        paused = p.paused;
+      }
     }
   }
 
@@ -836,8 +935,10 @@ class Daemon {
       nlohmann::json e;
       e["id"] = c.id;
       auto info = infos.find(c.id);
-      if (info != infos.end() && info->second.limit) e["send_rate"] = info->second.limit->rate_per_s;
-      else e["send_rate"] = nullptr;
+      if (info != infos.end() && info->second.limit)
+        e["send_rate"] = info->second.limit->rate_per_s;
+      else
+        e["send_rate"] = nullptr;
       e["sent"] = c.sent;
       e["failed"] = c.failed;
       e["rejected"] = c.rejected;
@@ -845,9 +946,11 @@ class Daemon {
       e["parked"] = c.parked;
       double achieved = 0;
       if (c.sent > 1 && c.first_sent && c.last_sent && *c.last_sent > *c.first_sent)
-        achieved = static_cast<double>(c.sent - 1) / std::chrono::duration<double>(*c.last_sent - *c.first_sent).count();
+        achieved =
+            static_cast<double>(c.sent - 1) / std::chrono::duration<double>(*c.last_sent - *c.first_sent).count();
       e["achieved_rate"] = achieved;
-      e["sending_s"] = c.first_sent && c.last_sent ? std::chrono::duration<double>(*c.last_sent - *c.first_sent).count() : 0.0;
+      e["sending_s"] =
+          c.first_sent && c.last_sent ? std::chrono::duration<double>(*c.last_sent - *c.first_sent).count() : 0.0;
       campaigns.push_back(std::move(e));
     }
     j["campaigns"] = std::move(campaigns);
@@ -880,7 +983,20 @@ class Daemon {
     ao.address = at;
     ao.token = o_.admin_token;
     std::FILE* log = o_.log;
-    ao.log = [log](const char* level, const std::string& text) { logLine(log, level, "{}", text); };
+    // The listener's own lines (a refused token, per request) go through a
+    // limiter of their own: it runs on the listener's thread.
+    auto limiter = std::make_shared<std::pair<std::mutex, LogLimiter>>();
+    const TimeSource* clock = clock_.get();
+    ao.log = [log, limiter, clock](const char* level, const std::string& text) {
+      const std::string key = text.substr(0, text.find(' '));
+      std::optional<std::uint64_t> held;
+      {
+        std::lock_guard<std::mutex> lock(limiter->first);
+        held = limiter->second.admit(key, clock->now());
+      }
+      if (!held) return;
+      logLine(log, level, "{}{}", text, *held > 0 ? fmt::format(" suppressed={}", *held) : std::string());
+    };
     admin_ = std::make_unique<admin::AdminServer>(std::move(ao), *admin_state_, *clock_);
     logLine(o_.log, "INFO", "event=admin_listening address={} state_changes={}", admin_->boundAddress(),
             o_.admin_token.empty() ? "off" : "token");
@@ -921,9 +1037,12 @@ class Daemon {
       parts.push_back(std::move(pm));
     }
     const auto* redis = dynamic_cast<const RedisQuotaBackend*>(quota_.get());
-    admin_state_->publish(std::make_shared<const admin::MetricsSnapshot>(
+    admin::MetricsSnapshot snapshot =
         snapshots_->build(now, core_->stats(), core_->campaignStats(), core_->providerStats(now),
-                          redis ? &redis->stats() : nullptr, std::move(parts), ever_assigned_, paused_)));
+                          redis ? &redis->stats() : nullptr, std::move(parts), ever_assigned_, paused_);
+    snapshot.directory_rows_invalid = row_problems_.size();
+    snapshot.directory_rows_skipped_total = rows_skipped_;
+    admin_state_->publish(std::make_shared<const admin::MetricsSnapshot>(std::move(snapshot)));
   }
 
   DaemonOptions o_;  // a copy: a reload changes its live keys
@@ -949,11 +1068,15 @@ class Daemon {
   std::map<TopicPartition, std::int64_t> last_committed_;
   MonoTime last_refresh_{};
   bool paused_ = false;
+  bool stopping_ = false;  // shutdown() has begun
   bool ever_assigned_ = false;
   bool directory_failing_ = false;
   std::map<std::string, std::pair<double, double>> warned_burst_;
+  std::map<std::pair<std::string, std::string>, std::string> row_problems_;  // (kind, id) -> reason, rows held now
+  std::uint64_t rows_skipped_ = 0;
+  LogLimiter log_limiter_{std::chrono::seconds(10)};
   std::map<std::string, std::string, std::less<>> campaign_provider_;  // with provider sinks only
-  std::map<std::string, std::pair<double, bool>> provider_logged_;  // effective rate and pause last logged
+  std::map<std::string, std::pair<double, bool>> provider_logged_;     // effective rate and pause last logged
   MonoTime next_provider_log_{};
   CommitResults commit_results_;
   std::map<TopicPartition, std::int64_t> assigned_from_;  // where reading started, for the offset lag

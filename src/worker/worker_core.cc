@@ -1,4 +1,4 @@
-#include "pacer/worker.h"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include <set>
 #include <unordered_map>
 
-#include <fmt/format.h>
-
 #include "pacer/adaptive_rate.h"
+#include "pacer/circuit_breaker.h"
+#include "pacer/worker.h"
 
 namespace pacer {
 
@@ -24,13 +24,35 @@ std::optional<CampaignState> parseCampaignState(std::string_view s) noexcept {
 
 namespace {
 
+std::optional<std::string> limitProblem(const char* rate_name, const std::optional<RateLimit>& limit) {
+  if (!limit) return std::nullopt;
+  if (!(limit->rate_per_s > 0 && limit->rate_per_s <= kMaxRowRate))
+    return fmt::format("{} {} is not a number in (0, {:.0f}]", rate_name, limit->rate_per_s, kMaxRowRate);
+  if (!(limit->burst >= 1 && limit->burst <= kMaxRowBurst))
+    return fmt::format("burst {} is not a number in [1, {:.0f}]", limit->burst, kMaxRowBurst);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> rowProblem(const CampaignInfo& c) {
+  if (auto p = limitProblem("send_rate", c.limit)) return p;
+  if (!(c.weight > 0 && c.weight <= kMaxRowWeight))
+    return fmt::format("weight {} is not a number in (0, {:.0f}]", c.weight, kMaxRowWeight);
+  return std::nullopt;
+}
+
+std::optional<std::string> rowProblem(const ProviderInfo& p) { return limitProblem("rate", p.limit); }
+
+namespace {
+
 // A message on its way through the worker.
 struct Item {
   Message msg;
-  int attempts = 0;       // attempts so far, of every kind
-  int faults = 0;         // of them, answered kFault
-  int throttled = 0;      // of them, answered kThrottled
-  bool tracked = true;    // its offset is in the tracker (false: it came from parking)
+  int attempts = 0;                                      // attempts so far, of every kind
+  int faults = 0;                                        // of them, answered kFault
+  int throttled = 0;                                     // of them, answered kThrottled
+  bool tracked = true;                                   // its offset is in the tracker (false: it came from parking)
   std::optional<MonoTime> first_attempt = std::nullopt;  // when the first attempt was handed to the sink
   std::size_t bytes() const {
     return sizeof(Item) + msg.id.size() + msg.campaign.size() + msg.recipient.size() + msg.payload.size() +
@@ -55,6 +77,7 @@ struct WorkerCore::Impl {
     std::size_t parked_waiting = 0;  // parked, not yet claimed back (an estimate)
     MonoTime next_claim{};
     bool sched_paused = false;
+    bool held = false;          // its row never passed its checks: its messages wait
     std::size_t in_flight = 0;  // in the sink
     std::size_t retrying = 0;   // in `retries`
     CampaignStats stats;
@@ -65,15 +88,23 @@ struct WorkerCore::Impl {
     std::uint32_t qid = UINT32_MAX;  // the leaser's provider id (with a global quota)
     MonoTime paused_until{};
     bool paused = false;
-    std::optional<AdaptiveRate> adaptive;  // without a global quota (with one it is shared there)
+    std::optional<AdaptiveRate> adaptive;   // without a global quota (with one it is shared there)
+    std::optional<CircuitBreaker> breaker;  // likewise
     double applied_rate = 0;
     std::uint64_t throttled = 0;
+    bool from_row = false;  // set by a good row (upsertProvider), not a placeholder
     std::vector<Campaign*> campaigns;
   };
 
   Impl(WorkerOptions o, LedgerInterface& l, SinkInterface& s, ParkingInterface* p, MonoTime now)
-      : options(std::move(o)), ledger(l), sink(s), parking(p), scheduler(options.scheduler), rng(options.seed),
-        next_scan(now), next_renew(now + options.renew_interval) {
+      : options(std::move(o)),
+        ledger(l),
+        sink(s),
+        parking(p),
+        scheduler(options.scheduler),
+        rng(options.seed),
+        next_scan(now),
+        next_renew(now + options.renew_interval) {
     if (options.quota) {
       LeaseOptions lo = options.lease;
       lo.seed = options.seed;
@@ -91,6 +122,7 @@ struct WorkerCore::Impl {
   std::mt19937_64 rng;
 
   std::unordered_map<std::string, std::unique_ptr<Campaign>> campaigns;
+  std::unordered_map<std::string, std::pair<std::uint64_t, std::uint32_t>> held_ids;  // id -> (fingerprint, copies)
   std::vector<Campaign*> by_sid;
   std::unordered_map<std::string, std::unique_ptr<Provider>> providers;
   std::map<TopicPartition, std::vector<std::int64_t>> skip;  // finished offsets per assigned partition
@@ -105,14 +137,14 @@ struct WorkerCore::Impl {
   MonoTime next_scan;
   MonoTime next_renew;
 
-  std::vector<DeliveryRecord> rows;  // pending, in the order made
-  std::vector<char> rows_tracked;    // per row: its offset is in the tracker
+  std::vector<DeliveryRecord> rows;    // pending, in the order made
+  std::vector<char> rows_tracked;      // per row: its offset is in the tracker
   std::optional<MonoTime> rows_since;  // when the oldest pending row was made (set at the step that made it)
   MonoTime ledger_retry_at{};
   bool ledger_failing = false;   // the last ledger write failed
   bool parking_failing = false;  // the last park() failed
 
-  MonoTime now{};  // of the current step or offer
+  MonoTime now{};         // of the current step or offer
   bool draining = false;  // drain(): no new sends
   std::size_t queued = 0;
   std::size_t buffered_bytes = 0;
@@ -129,6 +161,7 @@ struct WorkerCore::Impl {
   }
 
   std::size_t keep(const Campaign& c) const {
+    if (parking && c.held) return options.park_min_keep;  // waits for a good row: park the rest
     if (!parking || !c.info.limit) return SIZE_MAX;
     const double secs = std::chrono::duration<double>(options.park_keep_for).count();
     const double k = c.info.limit->rate_per_s * secs;
@@ -148,8 +181,31 @@ struct WorkerCore::Impl {
     r.attempts = attempts;
     r.reason = std::move(reason);
     r.unpark = !item.tracked;
+    r.fingerprint = item.msg.fingerprint;
+    release(item.msg);
     pushRow(std::move(r), item.tracked);
     count(c, status);
+  }
+
+  // --- ids held ---------------------------------------------------------------
+  // The ids of the messages this worker holds (queued, in the sink, retrying,
+  // waiting to be parked), with what they said, so that another message
+  // reusing one of them is caught before it is sent under the same id.
+
+  void hold(const Message& m) {
+    auto [it, fresh] = held_ids.try_emplace(m.id, m.fingerprint, 0);
+    ++it->second.second;
+  }
+
+  void release(const Message& m) {
+    auto it = held_ids.find(m.id);
+    if (it != held_ids.end() && --it->second.second == 0) held_ids.erase(it);
+  }
+
+  // Another message than the one held under this id (same id, other content).
+  bool clashes(const Message& m) const {
+    auto it = held_ids.find(m.id);
+    return it != held_ids.end() && it->second.first != m.fingerprint;
   }
 
   void pushRow(DeliveryRecord r, bool tracked) {
@@ -206,7 +262,8 @@ struct WorkerCore::Impl {
 
   bool ledgerDue(MonoTime now, bool blocked) const {
     if (rows.empty() || now < ledger_retry_at) return false;
-    return rows.size() >= options.ledger_batch || blocked || now - rows_since.value_or(now) >= options.ledger_flush_interval;
+    return rows.size() >= options.ledger_batch || blocked ||
+           now - rows_since.value_or(now) >= options.ledger_flush_interval;
   }
 
   // --- parking ------------------------------------------------------------
@@ -231,6 +288,7 @@ struct WorkerCore::Impl {
     parking_failing = false;
     for (auto& [c, item] : to_park) {
       if (item.tracked) tracker.finish(item.msg.position.topic, item.msg.position.partition, item.msg.position.offset);
+      release(item.msg);
       buffered_bytes -= item.bytes();
       --c->to_park;
       ++c->parked_waiting;
@@ -268,7 +326,9 @@ struct WorkerCore::Impl {
       for (Message& m : got) {
         Item item;
         item.msg = std::move(m);
+        item.msg.fingerprint = contentFingerprint(item.msg);
         item.tracked = false;
+        hold(item.msg);
         if (cancelled) {
           addRow(c, item, DeliveryStatus::kFailed, 0, "cancelled");
         } else {
@@ -330,7 +390,7 @@ struct WorkerCore::Impl {
   // --- pauses ---------------------------------------------------------------
 
   void applyPause(Campaign* c) {
-    const bool want = c->info.state != CampaignState::kActive || (c->provider && c->provider->paused);
+    const bool want = c->held || c->info.state != CampaignState::kActive || (c->provider && c->provider->paused);
     if (want == c->sched_paused) return;
     if (want)
       scheduler.pause(c->sid);
@@ -409,11 +469,20 @@ struct WorkerCore::Impl {
     p->info = info;
     p->sid = scheduler.addProvider(ProviderSpec{info.limit}, now);
     if (leaser) {
-      QuotaProviderSpec spec{quotaName(info.id), info.limit, options.degraded, options.adaptive};
+      QuotaProviderSpec spec;
+      spec.name = quotaName(info.id);
+      spec.limit = info.limit;
+      spec.degraded = options.degraded;
+      spec.adaptive = options.adaptive;
+      spec.breaker = options.breaker;
+      spec.local_provider = p->sid;
       p->qid = leaser->addProvider(spec);
-    } else if (info.limit && info.limit->rate_per_s > 0) {
-      p->adaptive.emplace(adaptiveFor(info.limit->rate_per_s), now);
-      p->applied_rate = info.limit->rate_per_s;
+    } else {
+      p->breaker.emplace(options.breaker, now);
+      if (info.limit && info.limit->rate_per_s > 0) {
+        p->adaptive.emplace(adaptiveFor(info.limit->rate_per_s), now);
+        p->applied_rate = info.limit->rate_per_s;
+      }
     }
     Provider* raw = p.get();
     providers.emplace(info.id, std::move(p));
@@ -443,6 +512,8 @@ struct WorkerCore::Impl {
       case RetryDecision::Kind::kFail: addRow(c, item, DeliveryStatus::kFailed, item.attempts, d.reason); return;
       case RetryDecision::Kind::kRetry: break;
     }
+    if (c->provider && r.outcome != SendOutcome::kThrottled)
+      answered(c->provider, r.outcome == SendOutcome::kFault, now);
     if (d.throttled && c->provider) {
       Provider* p = c->provider;
       p->paused_until = std::max(p->paused_until, now + d.delay);
@@ -458,6 +529,19 @@ struct WorkerCore::Impl {
     buffered_bytes += item.bytes();
     ++c->retrying;
     retries.emplace(now + d.delay, std::make_pair(c, std::move(item)));
+  }
+
+  // Every answer but a throttle goes to the provider's circuit breaker: the
+  // shared one with a global quota, this worker's own otherwise. Sustained
+  // faults open it: the provider pauses for the cooldown and slows down.
+  void answered(Provider* p, bool fault, MonoTime now) {
+    if (leaser && p->qid != UINT32_MAX) {
+      leaser->reportAnswer(p->qid, fault);
+      return;
+    }
+    if (!p->breaker || !p->breaker->report(fault ? 0 : 1, fault ? 1 : 0, now)) return;
+    p->paused_until = std::max(p->paused_until, p->breaker->openUntil());
+    if (p->adaptive) p->adaptive->onFaults(now, p->breaker->openUntil() - now);
   }
 
   // An answer slower than the latency threshold counts like a throttle for
@@ -547,18 +631,20 @@ void WorkerCore::upsertProvider(const ProviderInfo& provider, MonoTime now) {
   Impl& m = *impl_;
   auto it = m.providers.find(provider.id);
   if (it == m.providers.end()) {
-    m.addProvider(provider, now);
+    m.addProvider(provider, now)->from_row = true;
     return;
   }
   Impl::Provider& p = *it->second;
-  const bool changed = !p.info.limit != !provider.limit ||
-                       (provider.limit && (p.info.limit->rate_per_s != provider.limit->rate_per_s ||
-                                           p.info.limit->burst != provider.limit->burst));
+  p.from_row = true;
+  const bool changed =
+      !p.info.limit != !provider.limit || (provider.limit && (p.info.limit->rate_per_s != provider.limit->rate_per_s ||
+                                                              p.info.limit->burst != provider.limit->burst));
   p.info = provider;
   if (!changed) return;
   if (m.leaser && p.qid != UINT32_MAX) {
-    m.leaser->setProviderLimit(p.qid, provider.limit);         // the global ceiling
-    m.scheduler.setProviderLimit(p.sid, provider.limit, now);  // the shared adaptive rate is in the quota
+    // The global ceiling; the leaser applies the scheduler's provider limiter
+    // (the shared adaptive rate is in the quota).
+    m.leaser->setProviderLimit(p.qid, provider.limit, now);
   } else if (provider.limit && provider.limit->rate_per_s > 0) {
     if (p.adaptive)
       p.adaptive->setCeiling(provider.limit->rate_per_s, now);
@@ -607,24 +693,53 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
     if (c->provider) c->provider->campaigns.push_back(c);
     c->sched_paused = false;
   } else {
-    const bool limit_changed = !c->info.limit != !info.limit ||
-                               (info.limit && (c->info.limit->rate_per_s != info.limit->rate_per_s ||
-                                               c->info.limit->burst != info.limit->burst));
+    const bool limit_changed =
+        !c->info.limit != !info.limit || (info.limit && (c->info.limit->rate_per_s != info.limit->rate_per_s ||
+                                                         c->info.limit->burst != info.limit->burst));
     if (limit_changed) {
       if (m.leaser)
         m.leaser->setCampaignLimit(c->sid, info.limit, now);
       else
         m.scheduler.setLimit(c->sid, info.limit, now);
     }
-    if (c->info.weight != info.weight) m.scheduler.setWeight(c->sid, info.weight);
+    if (c->info.weight != info.weight) {
+      if (m.leaser)
+        m.leaser->setCampaignWeight(c->sid, info.weight);
+      else
+        m.scheduler.setWeight(c->sid, info.weight);
+    }
   }
   const bool cancelled_now = info.state == CampaignState::kCancelled && c->info.state != CampaignState::kCancelled;
   c->info = info;
+  c->held = false;
   m.applyPause(c);
   if (cancelled_now) {
     m.failQueued(c, "cancelled");
     if (c->parked_waiting > 0) m.with_parked.insert(c);
   }
+}
+
+void WorkerCore::holdCampaign(const std::string& id, MonoTime now) {
+  Impl& m = *impl_;
+  if (m.campaigns.count(id) > 0) return;  // the last good version stays in force
+  CampaignInfo info;
+  info.id = id;
+  info.state = CampaignState::kPaused;
+  upsertCampaign(info, now);
+  Impl::Campaign* c = m.campaigns.at(id).get();
+  c->held = true;
+  m.applyPause(c);
+}
+
+void WorkerCore::holdProvider(const std::string& id, MonoTime now) {
+  Impl& m = *impl_;
+  auto it = m.providers.find(id);
+  // A good version known: it stays in force. Otherwise (never heard of, or
+  // only named by a campaign): a rate of 0 until a good row arrives, so that
+  // nothing goes out unlimited.
+  if (it != m.providers.end() && it->second->from_row) return;
+  upsertProvider(ProviderInfo{id, RateLimit{0, 1}}, now);
+  m.providers.at(id)->from_row = false;
 }
 
 bool WorkerCore::knowsCampaign(std::string_view id) const {
@@ -646,6 +761,7 @@ void WorkerCore::revoke(const TopicPartition& tp) {
     for (Item& item : c->queue) {
       if (item.tracked && samePartition(item.msg.position, tp)) {
         m.buffered_bytes -= item.bytes();
+        m.release(item.msg);
       } else {
         kept.push_back(std::move(item));
       }
@@ -658,6 +774,7 @@ void WorkerCore::revoke(const TopicPartition& tp) {
   for (auto it = m.retries.begin(); it != m.retries.end();) {
     if (it->second.second.tracked && samePartition(it->second.second.msg.position, tp)) {
       m.buffered_bytes -= it->second.second.bytes();
+      m.release(it->second.second.msg);
       --it->second.first->retrying;
       it = m.retries.erase(it);
     } else {
@@ -667,6 +784,7 @@ void WorkerCore::revoke(const TopicPartition& tp) {
   std::erase_if(m.to_park, [&](std::pair<Impl::Campaign*, Item>& e) {
     if (!e.second.tracked || !samePartition(e.second.msg.position, tp)) return false;
     m.buffered_bytes -= e.second.bytes();
+    m.release(e.second.msg);
     --e.first->to_park;
     return true;
   });
@@ -720,9 +838,7 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
   }
   Impl::Campaign* c = it->second.get();
   switch (c->info.state) {
-    case CampaignState::kCancelled:
-      reject(msg.campaign, msg.id, "cancelled", DeliveryStatus::kFailed, c);
-      return;
+    case CampaignState::kCancelled: reject(msg.campaign, msg.id, "cancelled", DeliveryStatus::kFailed, c); return;
     case CampaignState::kCompleted:
       reject(msg.campaign, msg.id, fmt::format("campaign '{}' is completed", msg.campaign), DeliveryStatus::kRejected,
              c);
@@ -730,8 +846,26 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
     case CampaignState::kActive:
     case CampaignState::kPaused: break;
   }
+  if (m.clashes(msg)) {
+    // Sent under the same id, the provider would take it for the first (an
+    // idempotency key seen before): it gets its own row instead.
+    DeliveryRecord r;
+    r.message_id = msg.id;
+    r.campaign = msg.campaign;
+    r.topic = pos.topic;
+    r.partition = pos.partition;
+    r.offset = pos.offset;
+    r.fingerprint = msg.fingerprint;
+    const std::string key = reusedIdKey(r);
+    reject(msg.campaign, key,
+           fmt::format("message id '{}' already names another message this worker holds; not sent", msg.id),
+           DeliveryStatus::kRejected, c);
+    m.rows.back().fingerprint = msg.fingerprint;
+    return;
+  }
   Item item;
   item.msg = std::move(msg);
+  m.hold(item.msg);
   m.route(c, std::move(item), now);
 }
 
@@ -863,7 +997,12 @@ std::vector<ProviderStats> WorkerCore::providerStats(MonoTime now) const {
       s.paused = s.paused || now < impl_->leaser->pausedUntil(p->qid);
     }
     s.throttled = p->throttled;
-    if (impl_->leaser && p->qid != UINT32_MAX) s.degraded = impl_->leaser->degraded(p->qid);
+    s.circuit_open = p->breaker && p->breaker->isOpen(now);
+    if (impl_->leaser && p->qid != UINT32_MAX) {
+      s.degraded = impl_->leaser->degraded(p->qid);
+      s.circuit_open = impl_->leaser->circuitOpen(p->qid);
+      s.workers = impl_->leaser->workersFor(p->qid);
+    }
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const ProviderStats& a, const ProviderStats& b) { return a.id < b.id; });

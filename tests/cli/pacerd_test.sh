@@ -55,6 +55,9 @@ printf 'kafka:\n  brokers: [unclosed\n  topics: [t]\n' >"$cfg"
 expect_refusal "YAML syntax error" --config "$cfg"
 grep -qE -- "$cfg:[0-9]+:[0-9]+: YAML syntax error" "$tmp/err" || fail "a syntax error without its line: $(cat "$tmp/err")"
 expect_refusal "$tmp/none.yaml: cannot read the configuration" --config "$tmp/none.yaml"
+# A directory is not a configuration: exit 2 like any other configuration error
+# (systemd does not restart pacerd after one).
+expect_refusal "$tmp: cannot read the configuration: is a directory, not a file" --config "$tmp"
 # An environment override pacerd cannot use names the variable.
 printf 'kafka:\n  brokers: [127.0.0.1:1]\n' >"$cfg"
 PACER_SCHEDULER_TICK_MS=soon expect_refusal 'PACER_SCHEDULER_TICK_MS: scheduler.tick_ms: expected an integer >= 1, got "soon"' --config "$cfg"

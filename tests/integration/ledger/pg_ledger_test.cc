@@ -1,6 +1,5 @@
 // The PostgreSQL ledger against a real PostgreSQL server started for this test.
 #include "ledger/pg_ledger.h"
-#include "ledger/pg_parking.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -8,6 +7,7 @@
 #include <memory>
 #include <pqxx/pqxx>
 
+#include "ledger/pg_parking.h"
 #include "support/postgres_server.h"
 
 namespace pacer::ledger {
@@ -28,7 +28,15 @@ class PgLedgerTest : public ::testing::Test {
 
   DeliveryRecord row(const std::string& id, std::int64_t offset, DeliveryStatus status = DeliveryStatus::kSent,
                      const std::string& reason = "") {
-    return DeliveryRecord{id, "camp-1", "messages", 3, offset, status, 1, reason};
+    DeliveryRecord r;
+    r.message_id = id;
+    r.campaign = "camp-1";
+    r.topic = "messages";
+    r.partition = 3;
+    r.offset = offset;
+    r.status = status;
+    r.reason = reason;
+    return r;
   }
 
   std::int64_t count(const std::string& where = "true") {
@@ -90,6 +98,30 @@ TEST_F(PgLedgerTest, RecordsABatchAndTheFirstOutcomeWins) {
   EXPECT_EQ(ledger->record(replay), 1u);
   EXPECT_EQ(count(), 1001);
   EXPECT_EQ(count("message_id = 'm-7' AND status = 'rejected'"), 1);
+}
+
+// Another message under an id the ledger holds (another fingerprint, another
+// Kafka record) gets a row of its own saying so; a replay of the same record
+// (same fingerprint, or the same position) is still recorded once.
+TEST_F(PgLedgerTest, AReusedIdWithOtherContentGetsItsOwnRowNeverASilentSkip) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  DeliveryRecord first = row("order-42", 10);
+  first.fingerprint = 111;
+  EXPECT_EQ(ledger->record(std::vector<DeliveryRecord>{first}), 1u);
+  DeliveryRecord other = row("order-42", 25, DeliveryStatus::kFailed, "HTTP 400: bad number");
+  other.fingerprint = 222;
+  DeliveryRecord replay = first;  // the same record read again
+  EXPECT_EQ(ledger->record(std::vector<DeliveryRecord>{other, replay}), 1u);
+  EXPECT_EQ(count("message_id = 'order-42'"), 1);
+  EXPECT_EQ(count("message_id = 'order-42@messages/3/25' AND status = 'rejected' AND kafka_offset = 25 AND "
+                  "reason = 'message id ''order-42'' already names another message (at messages/3/10); this one "
+                  "was failed under it: HTTP 400: bad number'"),
+            1);
+  EXPECT_EQ(ledger->finishedOffsets("messages", 3, 0, 100), (std::vector<std::int64_t>{10, 25}));
+  // Written again (a retried batch): nothing more.
+  EXPECT_EQ(ledger->record(std::vector<DeliveryRecord>{other}), 0u);
+  EXPECT_EQ(count(), 2);
 }
 
 TEST_F(PgLedgerTest, FinishedOffsetsAnswersOneRangeOfOnePartition) {

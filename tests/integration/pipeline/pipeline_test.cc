@@ -15,13 +15,13 @@
 #include <thread>
 #include <vector>
 
+#include "fake_provider/fake_provider.h"
 #include "ledger/pg_ledger.h"
 #include "ledger/pg_parking.h"
 #include "support/kafka_delivery_counter.h"
 #include "support/kafka_mock_process.h"
 #include "support/postgres_server.h"
 #include "support/redis_server.h"
-#include "fake_provider/fake_provider.h"
 #include "worker/daemon.h"
 
 namespace pacer {
@@ -186,7 +186,8 @@ class PipelineTest : public ::testing::Test {
     pqxx::connection c(conninfo_);
     pqxx::read_transaction tx(c);
     std::map<std::string, std::string> out;
-    for (const auto& row : tx.exec("SELECT message_id, status || ': ' || reason FROM deliveries WHERE status <> 'sent'"))
+    for (const auto& row :
+         tx.exec("SELECT message_id, status || ': ' || reason FROM deliveries WHERE status <> 'sent'"))
       out[row[0].as<std::string>()] = row[1].as<std::string>();
     return out;
   }
@@ -309,7 +310,8 @@ TEST_F(PipelineTest, ReplayInAnotherGroupSkipsWhatTheLedgerHolds) {
 }
 
 // Two workers in one group, the second joining mid-run: a rebalance.
-void rebalanceWithNothingMissing(PipelineTest& t, const worker::DaemonOptions& base, const std::function<std::int64_t(const std::string&)>& scalar) {
+void rebalanceWithNothingMissing(PipelineTest& t, const worker::DaemonOptions& base,
+                                 const std::function<std::int64_t(const std::string&)>& scalar) {
   (void)t;
   auto o1 = base;
   o1.exit_when_idle = milliseconds(0);
@@ -389,8 +391,7 @@ TEST_F(PipelineTest, ASlowCampaignDoesNotHoldBackAFastOneInItsPartition) {
   o.worker.max_buffered_messages = 2500;  // half the slow backlog: without parking it would block
   Daemon d(o);
   const auto end = Clock::now() + seconds(60);
-  while (Clock::now() < end &&
-         scalar("SELECT count(*) FROM deliveries WHERE campaign = 'fast'") < 10000)
+  while (Clock::now() < end && scalar("SELECT count(*) FROM deliveries WHERE campaign = 'fast'") < 10000)
     std::this_thread::sleep_for(milliseconds(100));
   EXPECT_EQ(d.stop(), 0);
   const auto s = d.summary();
@@ -492,10 +493,11 @@ TEST_F(PipelineTest, TwoWorkersShareACampaignRateThroughRedis) {
   const auto batches = [](const nlohmann::json& s) {
     return s.value("quota", nlohmann::json::object()).value("batches", 0);
   };
-  std::printf("shared quota: busiest second %s requests (rate 100, burst 10), workers sent %s and %s, "
-              "%d quota round trips\n",
-              report["max_requests_1s"].dump().c_str(), sa["sent"].dump().c_str(), sb["sent"].dump().c_str(),
-              batches(sa) + batches(sb));
+  std::printf(
+      "shared quota: busiest second %s requests (rate 100, burst 10), workers sent %s and %s, "
+      "%d quota round trips\n",
+      report["max_requests_1s"].dump().c_str(), sa["sent"].dump().c_str(), sb["sent"].dump().c_str(),
+      batches(sa) + batches(sb));
   EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'"), 1000);
   EXPECT_EQ(report["distinct_keys"], 1000);
   EXPECT_GT(sa["sent"].get<int>(), 0);
@@ -505,7 +507,6 @@ TEST_F(PipelineTest, TwoWorkersShareACampaignRateThroughRedis) {
   EXPECT_LE(report["max_requests_1s"].get<int>(), 100 + 10 + 26);
   EXPECT_EQ(sa.value("quota", nlohmann::json::object()).value("degraded_entered", -1), 0);
 }
-
 
 // A 429 answered to one worker pauses the provider for the other one too:
 // the pause lives in Redis. Each worker sends to its own fake provider, so
@@ -566,7 +567,6 @@ TEST_F(PipelineTest, A429AtOneWorkerPausesTheProviderForBothThroughRedis) {
   EXPECT_EQ(sb["providers"][0].value("throttled", -1), 0);
 }
 
-
 // Faults are retried with backoff up to the attempt limit, then recorded as
 // `failed` with the last status; the provider saw every attempt under the
 // same idempotency key.
@@ -590,6 +590,78 @@ TEST_F(PipelineTest, ServerErrorsAreRetriedUpToTheLimitThenFailedWithTheStatus) 
   const nlohmann::json r = provider.report()["c"];
   EXPECT_EQ(r["requests"], 60) << "three attempts per message";
   EXPECT_EQ(r["distinct_keys"], 20);
+}
+
+}  // namespace
+}  // namespace pacer
+
+namespace pacer {
+namespace {
+
+// A row that fails its checks (here rows from before migration 5's checks:
+// a NaN send_rate, a state this build does not know) holds only its own
+// messages: every other campaign's are delivered, the bad one's wait (no
+// dead letter as "unknown campaign"), the row is named once in the log
+// however many refreshes see it, and once it is fixed its messages go.
+TEST_F(PipelineTest, ABadCampaignRowHoldsOnlyItsOwnMessagesAndIsNamedOnce) {
+  startKafka(2);
+  campaign("good1", std::nullopt);
+  campaign("good2", 500, 10);
+  {
+    pqxx::connection c(conninfo_);
+    pqxx::work tx(c);
+    tx.exec("ALTER TABLE campaigns DROP CONSTRAINT campaigns_send_rate_range");
+    tx.exec("ALTER TABLE campaigns DROP CONSTRAINT campaigns_state_check");
+    tx.exec("INSERT INTO campaigns (id, send_rate, burst) VALUES ('bad', 'NaN', 1)");
+    tx.exec("INSERT INTO campaigns (id, state) VALUES ('odd', 'archived')");
+    tx.commit();
+  }
+  auto recs = records("good1", 300, 2);
+  for (const char* id : {"good2", "bad", "odd"}) {
+    auto more = records(id, std::string(id) == "good2" ? 300 : 40, 2);
+    recs.insert(recs.end(), more.begin(), more.end());
+  }
+  produce(kafka_->bootstraps(), "messages", recs);
+  auto o = options();
+  o.exit_when_idle = milliseconds(0);
+  o.refresh_interval = milliseconds(200);
+  std::FILE* log = std::tmpfile();
+  ASSERT_NE(log, nullptr);
+  o.log = log;
+  Daemon d(o);
+  const auto until = [&](const std::string& sql, std::int64_t want) {
+    const auto end = Clock::now() + seconds(60);
+    while (scalar(sql) != want && Clock::now() < end) std::this_thread::sleep_for(milliseconds(100));
+    return scalar(sql);
+  };
+  EXPECT_EQ(until("SELECT count(*) FROM deliveries WHERE status = 'sent'", 600), 600);
+  std::this_thread::sleep_for(milliseconds(1000));  // five more refreshes see the bad rows
+  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE campaign IN ('bad', 'odd')"), 0) << "held, not dead-lettered";
+  {
+    pqxx::connection c(conninfo_);
+    pqxx::work tx(c);
+    tx.exec("UPDATE campaigns SET send_rate = 100 WHERE id = 'bad'");
+    tx.exec("UPDATE campaigns SET state = 'active' WHERE id = 'odd'");
+    tx.commit();
+  }
+  EXPECT_EQ(until("SELECT count(*) FROM deliveries WHERE status = 'sent'", 680), 680) << "fixed: they go";
+  EXPECT_EQ(d.stop(), 0);
+  std::fflush(log);
+  std::rewind(log);
+  std::string text;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, log)) text.append(buf, n);
+  std::fclose(log);
+  const auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("event=row_skipped kind=campaign id=bad reason=\"send_rate nan is not a number in (0, 10000000]\""),
+            1u)
+      << text;
+  EXPECT_EQ(count("event=row_skipped kind=campaign id=odd reason=\"unknown state 'archived'\""), 1u);
+  EXPECT_EQ(count("event=row_accepted kind=campaign id=bad"), 1u);
 }
 
 }  // namespace

@@ -430,7 +430,8 @@ TEST(PacerdConfig, LiveKeysAreTheDocumentedOnes) {
     if (isLive(k)) live.push_back(k);
   EXPECT_EQ(live,
             (std::vector<std::string>{"limits.max_attempts", "limits.max_throttled", "limits.max_age_s",
-                                      "limits.adaptive_decrease", "limits.adaptive_floor", "limits.latency_threshold_ms", "ledger.commit_interval_ms", "ledger.refresh_ms",
+                                      "limits.adaptive_decrease", "limits.adaptive_hold_fraction",
+                                      "limits.adaptive_probe_s", "limits.adaptive_floor", "limits.latency_threshold_ms", "ledger.commit_interval_ms", "ledger.refresh_ms",
                                       "logging.stats_interval_ms", "shutdown_deadline_ms", "summary_file"}));
 }
 

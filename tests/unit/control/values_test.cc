@@ -27,13 +27,25 @@ std::string refusal(Fn&& fn) {
   return "";
 }
 
-TEST(ParseRate, AcceptsNumbersFromZeroToTheLimitersMaximumAndUnlimited) {
+TEST(ParseRate, AcceptsNumbersAboveZeroToTheLimitersMaximumAndUnlimited) {
   EXPECT_EQ(parseRate("unlimited", "--rate"), std::nullopt);
-  EXPECT_EQ(parseRate("0", "--rate"), 0.0);
+  EXPECT_THAT(refusal([] { parseRate("0", "--rate"); }),
+              HasSubstr("a rate of 0 sends nothing (pause the campaign instead)"));
   EXPECT_EQ(parseRate("0.001", "--rate"), 0.001);
   EXPECT_EQ(parseRate("250", "--rate"), 250.0);
   EXPECT_EQ(parseRate("1e3", "--rate"), 1000.0);
   EXPECT_EQ(parseRate("10000000", "--rate"), 1e7);
+}
+
+TEST(ParseRate, TakesAUnitPerSecondMinuteOrHourAndKOrM) {
+  EXPECT_EQ(parseRate("100/s", "--rate"), 100.0);
+  EXPECT_EQ(parseRate("6000/min", "--rate"), 100.0);
+  EXPECT_EQ(parseRate("360k/h", "--rate"), 100.0);
+  EXPECT_EQ(parseRate("2k", "--rate"), 2000.0);
+  EXPECT_EQ(parseRate("1M/h", "--rate"), 1e6 / 3600);
+  EXPECT_THAT(refusal([] { parseRate("5/day", "--rate"); }), HasSubstr("unknown unit '/day' (use /s, /min or /h)"));
+  EXPECT_THAT(refusal([] { parseRate("k/s", "--rate"); }), HasSubstr("not a number"));
+  EXPECT_THAT(refusal([] { parseRate("20M", "--rate"); }), HasSubstr("at most 10000000"));
 }
 
 TEST(ParseRate, RefusesNegativeNaNInfiniteTooLargeAndNonNumbersNamingTheFlag) {
