@@ -101,12 +101,13 @@ enum class QuotaStatus : std::uint8_t {
 struct LeaseReply {
   QuotaStatus status = QuotaStatus::kUnavailable;
   std::uint64_t granted = 0;
-  // Where the grant's tokens start: granted token k (1-based) is due
-  // (k - start_tokens) / rate seconds from now if that is positive, where
-  // rate is the slowest level's (the adaptive level's effective_rate for it).
-  // Negative when the levels owe tokens to earlier grants. The caller spends
-  // no token before it is due; no level is then ever ahead of its own refill.
+  // When the granted tokens are due: token k (1-based) is due
+  // (k - start_tokens) / schedule_rate seconds from now if that is positive
+  // (start_tokens is negative when the levels owe tokens to earlier grants).
+  // The caller spends no token before it is due; no level is then ever
+  // ahead of its own refill, and the binding level is followed closely.
   double start_tokens = 0;
+  double schedule_rate = 0;  // tokens per second; 0 when nothing was granted
   // With granted == 0: how long until min_grant tokens could be granted
   // (Nanos{0} if now). Otherwise how long until every level holds one whole
   // token again. kNever if a level has rate 0.
@@ -127,6 +128,9 @@ struct LeaseReply {
   // Workers (LeaseRequest::worker) that asked for this scope in the last
   // two seconds, this one included; 0 when not counted.
   std::uint32_t active_workers = 0;
+  // When the reply arrived, on the caller's monotonic clock (at least the
+  // `now` given to acquire()): the grant's schedule starts here.
+  MonoTime answered_at{};
 };
 
 // Thread-safety: each implementation says; the shipped ones say below.
@@ -136,8 +140,9 @@ class QuotaBackend {
   // Answers requests[i] into replies[i] (replies.size() must equal
   // requests.size()). Each request is atomic on its own; requests of one batch
   // are independent. `now` is the caller's monotonic time: the local backend
-  // uses it as its clock, the Redis backend ignores it (Redis TIME is the
-  // clock). Never throws; failures come back as kUnavailable per request.
+  // uses it as its clock, the Redis backend does not (Redis TIME is the
+  // clock); each reply's answered_at is `now` or later. Never throws;
+  // failures come back as kUnavailable per request.
   virtual void acquire(std::span<const LeaseRequest> requests, MonoTime now,
                        std::span<LeaseReply> replies) noexcept = 0;
 };

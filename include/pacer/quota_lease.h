@@ -285,6 +285,10 @@ class QuotaLeaser {
   // otherwise): sizes the next leases and any local share entered later.
   void setLiveWorkers(std::uint32_t n);
 
+  // When the last batch's replies arrived (LeaseReply::answered_at): the
+  // tick that follows a refresh runs at this time, not before the round trip.
+  MonoTime lastAnswer() const noexcept { return last_answer_; }
+
   // Lease tokens held for `id` at `now` (for tests and metrics).
   std::uint64_t held(CampaignId id, MonoTime now);
   bool degraded(std::uint32_t provider) const;
@@ -335,6 +339,7 @@ class QuotaLeaser {
   std::uint64_t rng_;                            // splitmix64 state for the pause jitter
   std::size_t rotate_ = 0;                       // where the next refresh starts among the active campaigns
   Nanos lag_{0};                                 // a due token is forfeited this long after (LeaseLimiter::grant)
+  MonoTime last_answer_{};                       // see lastAnswer()
 };
 
 }  // namespace pacer

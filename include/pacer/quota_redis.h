@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "pacer/quota.h"
+#include "pacer/time.h"
 
 namespace pacer {
 
@@ -62,6 +63,9 @@ struct RedisQuotaOptions {
   std::chrono::milliseconds backoff_min{10};   // first wait after a failure
   std::chrono::milliseconds backoff_max{500};  // doubling stops here
   std::string key_prefix = "pacer";
+  // Read once per batch, after the replies, to time the grants from their
+  // arrival (LeaseReply::answered_at); null: the caller's `now` is used.
+  const TimeSource* clock = nullptr;
 };
 
 // Upper bounds (seconds) of the round-trip latency histogram's buckets; one

@@ -2,8 +2,9 @@
 -- tokens granted ahead of time, a shared adaptive rate and circuit breaker,
 -- and a count of the workers asking. Redis's own TIME is the clock.
 --
--- KEYS[1..n]   bucket i (a hash: t = micro-tokens held, may be negative when
---              owed to grants made ahead; ts = last refill, microseconds)
+-- KEYS[1..n]   bucket i (a hash: tat = when, in microseconds of Redis TIME,
+--              the bucket is full again; later than now + burst / rate when it
+--              owes tokens to grants made ahead)
 -- then, only with an adaptive level (ARGV[7] > 0):
 --              the scope's state (a hash): the adaptive rate (r, lim, ts, dec,
 --              pu, sp, we) and the circuit breaker (bws, bok, bf, bpok, bpf, bou, bn)
@@ -34,9 +35,10 @@
 -- below the min grant becomes 0; g is taken from every bucket. A bucket that
 -- goes below zero owes tokens: later grants start after them. Returns
 --   {g, next_us, full_us, binding (0-based), effective rate in thousandths
---    (-1: none), paused_us, start (micro-tokens: where the grant's tokens
---    start, negative when they are owed to earlier grants; token k is due
---    (k - start) / slowest rate from now), active workers, breaker open (0/1)}
+--    (-1: none), paused_us, start (micro-tokens) and schedule rate (micro-
+--    tokens per second): token k of the grant is due (k - start) / rate from
+--    now (start is negative when the buckets owe tokens to earlier grants),
+--    active workers, breaker open (0/1)}
 -- integers only, because replies turn Lua fractions into truncated integers.
 -- next_us: granted nothing: until the min grant would fit; else until every
 -- bucket holds a whole token (-1: never, a rate is 0). full_us: until the
@@ -223,12 +225,12 @@ if alevel > 0 then
     if now < st.bou then open = 1 end
     if st.pu > now then
       paused_us = st.pu - now
-      return {0, paused_us, paused_us, alevel - 1, eff_milli, paused_us, 0, active, open}
+      return {0, paused_us, paused_us, alevel - 1, eff_milli, paused_us, 0, active, open, 0}
     end
   end
 end
 
-local rates, caps, held, stamps = {}, {}, {}, {}
+local rates, caps, held = {}, {}, {}
 local bind, least = 1, nil
 local grant = want
 for i = 1, nlev do
@@ -241,57 +243,75 @@ for i = 1, nlev do
   end
   if burst < 1 then burst = 1 end
   local cap = math.floor(burst * U)
-  local h = redis.call('HMGET', KEYS[i], 't', 'ts')
-  local tokens, ts = tonumber(h[1]), tonumber(h[2])
-  if tokens == nil or ts == nil then
-    if fill_new then tokens = cap else tokens = 0 end
-    ts = now
+  -- The bucket is kept as the time it is full again (GCRA's theoretical
+  -- arrival time), with the rate and cap that time was reckoned at. Beyond
+  -- the burst's refill it is time owed to grants made ahead of time: kept as
+  -- time when the rate changes, so a grant made at a lower rate keeps its
+  -- place and the next one starts after it instead of overlapping it. Within
+  -- it, it is tokens missing from a full bucket: kept as tokens, so a new
+  -- rate refills at once. rate tokens/s is exactly rate micro-tokens per
+  -- microsecond; a clock that went back (failover) only leaves fewer tokens.
+  local h = redis.call('HMGET', KEYS[i], 'tat', 'r', 'c')
+  local tat, r0, c0 = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
+  if tat == nil or r0 == nil or c0 == nil or r0 <= 0 then
+    tat, r0, c0 = now, rate, cap
+    if not fill_new and rate > 0 then tat = now + cap / rate end
   end
-  -- rate tokens/s is exactly rate micro-tokens per microsecond. A clock that
-  -- went back (failover) adds nothing and does not move ts back.
-  if now > ts then
-    tokens = tokens + (now - ts) * rate
-    ts = now
+  local tokens = 0
+  local owed = 0  -- microseconds owed to grants made ahead
+  if rate > 0 then
+    local d = math.max(tat - now, 0)
+    owed = math.max(d - c0 / r0, 0)
+    local in_burst = math.max(c0 - (d - owed) * r0, 0)
+    tokens = math.min(cap, in_burst) - owed * rate
   end
-  if tokens > cap then tokens = cap end
   tokens = math.floor(tokens - debt * U)
   local avail = -1
   if rate > 0 then avail = math.floor((tokens + rate * ahead) / U) end
   if avail < grant then grant = math.max(avail, 0) end
   if least == nil or tokens < least then bind, least = i, tokens end
-  rates[i], caps[i], held[i], stamps[i] = rate, cap, tokens, ts
+  rates[i], caps[i], held[i] = rate, cap, tokens
 end
 local mg = math.min(math.max(min_grant, 1), want)
 if grant < mg then grant = 0 end
--- Where the grant's tokens start (LeaseReply::start_tokens; see
--- scheduleStart in local_quota_backend.cc): every bucket holds a token again
--- after tau0; from then on the slowest rate bounds them all.
-local start = 0
-do
-  local tau0, slowest, ok = 0, nil, true
+-- The grant's schedule (LeaseReply::start_tokens and schedule_rate; see
+-- schedule() in local_quota_backend.cc): the chord of min_i (t_i + r_i tau)
+-- from when every bucket holds a token again to when it reaches the grant.
+local start, srate = 0, 0
+if grant > 0 then
+  local tau_a, tau_n, ok = 0, 0, true
   for i = 1, nlev do
     if rates[i] <= 0 then ok = false break end
-    local w = -held[i] / rates[i]
-    if w > tau0 then tau0 = w end
-    if slowest == nil or rates[i] < slowest then slowest = rates[i] end
+    local a = -held[i] / rates[i]
+    if a > tau_a then tau_a = a end
+    local b = (grant * U - held[i]) / rates[i]
+    if b > tau_n then tau_n = b end
   end
   if ok then
     local m0 = nil
     for i = 1, nlev do
-      local v = held[i] + rates[i] * tau0
+      local v = held[i] + rates[i] * tau_a
       if m0 == nil or v < m0 then m0 = v end
     end
-    start = math.floor(m0 - slowest * tau0)
+    if m0 >= grant * U or tau_n <= tau_a then
+      start, srate = grant * U, rates[1]
+    else
+      srate = (grant * U - m0) / (tau_n - tau_a)
+      start = math.floor(m0 - srate * tau_a)
+    end
   end
 end
 local wait = 0
 local full_in = -1
 for i = 1, nlev do
   local left = held[i] - grant * U
-  redis.call('HSET', KEYS[i], 't', string.format('%.0f', left), 'ts', string.format('%.0f', stamps[i]))
   local rate = rates[i]
   local ttl = 60000
-  if rate > 0 then ttl = math.ceil((caps[i] - left) / rate / 1000) + 1000 end
+  if rate > 0 then
+    redis.call('HSET', KEYS[i], 'tat', string.format('%.0f', now + (caps[i] - left) / rate),
+      'r', string.format('%.17g', rate), 'c', string.format('%.0f', caps[i]))
+    ttl = math.ceil((caps[i] - left) / rate / 1000) + 1000
+  end
   redis.call('PEXPIRE', KEYS[i], ttl)
   if i == bind and rate > 0 then full_in = math.floor((caps[i] - left) / rate) end
   if rate == 0 then
@@ -305,4 +325,4 @@ for i = 1, nlev do
     end
   end
 end
-return {grant, wait, full_in, bind - 1, eff_milli, paused_us, start, active, open}
+return {grant, wait, full_in, bind - 1, eff_milli, paused_us, start, active, open, math.floor(srate * U)}

@@ -6,7 +6,7 @@
 namespace pacer {
 namespace {
 
-constexpr std::size_t kFields = 9;
+constexpr std::size_t kFields = 10;
 // The longest wait the script can mean (a day), in microseconds: anything
 // larger is a bad reply, not a wait.
 constexpr long long kMaxMicros = 86'400'000'000LL;
@@ -25,7 +25,8 @@ bool parseLeaseReply(const redisReply& r, const LeaseRequest& req, LeaseReply& o
   }
   if (v[0] < 0 || static_cast<unsigned long long>(v[0]) > req.want) return false;
   if (v[3] < 0 || static_cast<unsigned long long>(v[3]) >= req.levels.size()) return false;
-  if (v[5] < 0 || v[5] > kMaxMicros || v[7] < 0 || v[7] > UINT32_MAX || (v[8] != 0 && v[8] != 1)) return false;
+  if (v[5] < 0 || v[5] > kMaxMicros || v[7] < 0 || v[7] > UINT32_MAX || (v[8] != 0 && v[8] != 1) || v[9] < 0)
+    return false;
   LeaseReply reply;
   reply.status = QuotaStatus::kOk;
   reply.granted = static_cast<std::uint64_t>(v[0]);
@@ -37,6 +38,7 @@ bool parseLeaseReply(const redisReply& r, const LeaseRequest& req, LeaseReply& o
   reply.start_tokens = static_cast<double>(v[6]) / 1e6;
   reply.active_workers = static_cast<std::uint32_t>(v[7]);
   reply.circuit_open = v[8] == 1;
+  reply.schedule_rate = static_cast<double>(v[9]) / 1e6;
   out = reply;
   return true;
 }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "pacer/quota.h"
@@ -31,14 +32,19 @@ class LocalQuotaBackend final : public QuotaBackend {
       } catch (...) {  // out of memory: no grant
         replies[i] = LeaseReply{};
       }
+      replies[i].answered_at = now;
     }
   }
 
  private:
-  // Tokens may be negative: owed to grants made ahead of time (lookahead).
+  // A bucket is the time it is full again (GCRA's theoretical arrival time),
+  // as in lease.lua: a grant made at a lower rate keeps its place when the
+  // rate rises. Later than now + burst / rate: it owes tokens to grants made
+  // ahead of time (lookahead).
   struct Bucket {
-    double tokens = 0;
-    MonoTime at{};
+    MonoTime tat{};
+    double rate = 0;  // what tat was reckoned at
+    double cap = 0;
   };
   struct ScopeState {
     std::optional<AdaptiveRate> rate;
@@ -50,7 +56,8 @@ class LocalQuotaBackend final : public QuotaBackend {
     Bucket* bucket;
     double rate;
     double cap;
-    double held;  // tokens before the grant
+    double held;      // tokens before the grant
+    double left = 0;  // after it
   };
 
   static bool usable(const RateLimit& l) {
@@ -58,11 +65,11 @@ class LocalQuotaBackend final : public QuotaBackend {
            l.burst >= 0 && l.burst <= 1e12;
   }
 
-  Bucket& bucket(const LeaseRequest& r, const QuotaLevel& level, double cap, MonoTime now) {
+  Bucket& bucket(const LeaseRequest& r, const QuotaLevel& level, double rate, double cap, MonoTime now) {
     key_.assign(r.scope).push_back('\0');
     key_.append(level.key);
     auto [it, created] = buckets_.try_emplace(key_);
-    if (created) it->second = Bucket{r.fill_new ? cap : 0.0, now};
+    if (created) it->second = Bucket{r.fill_new || !(rate > 0) ? now : now + nanos(cap / rate), rate, cap};
     return it->second;
   }
 
@@ -106,23 +113,26 @@ class LocalQuotaBackend final : public QuotaBackend {
     return static_cast<std::uint32_t>(workers.size());
   }
 
-  // Where a grant's tokens start (LeaseReply::start_tokens): with t_i the
-  // tokens level i held before the grant and r_i its rate, every level holds
-  // a token again after tau0 = max(0, max -t_i / r_i); from then on the
-  // slowest level's rate R is a lower bound on how fast all of them refill,
-  // so t(tau) = m0 + R (tau - tau0), m0 = min(t_i + r_i tau0), is never ahead
-  // of any level. Returned as its value at tau = 0: m0 - R tau0.
-  double scheduleStart() const {
-    double tau0 = 0;
-    double slowest = std::numeric_limits<double>::infinity();
+  // The schedule of a grant of n tokens (LeaseReply::start_tokens and
+  // schedule_rate). With t_i the tokens level i held before the grant and r_i
+  // its rate, token k is due when f(tau) = min_i (t_i + r_i tau) reaches k.
+  // f is concave, so the chord from tau_a (when every level holds a token
+  // again, f = m0 >= 0) to tau_n (f = n) lies under it: following the chord a
+  // token is never spent before every level would have held it, and, the
+  // chord hugging f where one level binds, hardly later. Returned as its
+  // value at 0 (m0 - R tau_a) and its slope R.
+  std::pair<double, double> schedule(double n) const {
+    double tau_a = 0, tau_n = 0;
     for (const Level& l : levels_) {
-      if (l.rate <= 0) return 0;
-      tau0 = std::max(tau0, -l.held / l.rate);
-      slowest = std::min(slowest, l.rate);
+      if (l.rate <= 0) return {0, 0};
+      tau_a = std::max(tau_a, -l.held / l.rate);
+      tau_n = std::max(tau_n, (n - l.held) / l.rate);
     }
     double m0 = std::numeric_limits<double>::infinity();
-    for (const Level& l : levels_) m0 = std::min(m0, l.held + l.rate * tau0);
-    return m0 - slowest * tau0;
+    for (const Level& l : levels_) m0 = std::min(m0, l.held + l.rate * tau_a);
+    if (m0 >= n || tau_n <= tau_a) return {n, levels_.front().rate};  // all due at once
+    const double slope = (n - m0) / (tau_n - tau_a);
+    return {m0 - slope * tau_a, slope};
   }
 
   LeaseReply one(const LeaseRequest& r, MonoTime now) {
@@ -148,37 +158,45 @@ class LocalQuotaBackend final : public QuotaBackend {
       RateLimit limit = r.levels[i].limit;
       if (adapt && i == r.adaptive->level) limit = limitAtRate(limit, reply.effective_rate);
       const double cap = std::max(1.0, limit.burst);
-      Bucket& b = bucket(r, r.levels[i], cap, now);
-      if (now > b.at) {
-        b.tokens = std::min(cap, b.tokens + limit.rate_per_s * seconds(now - b.at));
-        b.at = now;
+      Bucket& b = bucket(r, r.levels[i], limit.rate_per_s, cap, now);
+      // Beyond the burst's refill, tat is time owed to grants made ahead:
+      // kept as time when the rate changes (a grant made at a lower rate
+      // keeps its place); within it, tokens missing: kept as tokens (lease.lua).
+      double tokens = 0;
+      if (limit.rate_per_s > 0) {
+        const double d = std::max(0.0, seconds(b.tat - now));
+        const double owed = b.rate > 0 ? std::max(0.0, d - b.cap / b.rate) : 0.0;
+        const double in_burst = b.rate > 0 ? std::max(0.0, b.cap - (d - owed) * b.rate) : cap;
+        tokens = std::min(cap, in_burst) - owed * limit.rate_per_s;
       }
-      b.tokens = std::min(b.tokens, cap) - static_cast<double>(r.debt);
-      const double avail = limit.rate_per_s > 0 ? std::floor(b.tokens + limit.rate_per_s * ahead) : -1.0;
+      tokens -= static_cast<double>(r.debt);
+      const double avail = limit.rate_per_s > 0 ? std::floor(tokens + limit.rate_per_s * ahead) : -1.0;
       grant = std::min(grant, std::max(avail, 0.0));
-      if (i == 0 || b.tokens < least) {
-        least = b.tokens;
+      if (i == 0 || tokens < least) {
+        least = tokens;
         reply.binding = static_cast<std::uint32_t>(i);
       }
-      levels_.push_back(Level{&b, limit.rate_per_s, cap, b.tokens});
+      levels_.push_back(Level{&b, limit.rate_per_s, cap, tokens});
     }
     const double min_grant = std::min<double>(std::max<std::uint64_t>(r.min_grant, 1), want);
     if (grant < min_grant) grant = 0;
-    reply.start_tokens = scheduleStart();
+    if (grant > 0) std::tie(reply.start_tokens, reply.schedule_rate) = schedule(grant);
     Nanos next{0};
-    for (const Level& l : levels_) {
-      l.bucket->tokens -= grant;
+    for (Level& l : levels_) {
+      l.left = l.held - grant;
       if (l.rate <= 0) {
         next = kNever;
         continue;
       }
+      l.bucket->tat = now + nanos((l.cap - l.left) / l.rate);
+      l.bucket->rate = l.rate;
+      l.bucket->cap = l.cap;
       // Not granted: until min_grant fits; granted: until a whole token is held.
-      const double need =
-          grant > 0 || want == 0 ? 1.0 - l.bucket->tokens : min_grant - (l.bucket->tokens + l.rate * ahead);
+      const double need = grant > 0 || want == 0 ? 1.0 - l.left : min_grant - (l.left + l.rate * ahead);
       if (next != kNever) next = std::max(next, nanos(need / l.rate));
     }
     const Level& bind = levels_[reply.binding];
-    reply.full_in = bind.rate > 0 ? nanos((bind.cap - bind.bucket->tokens) / bind.rate) : kNever;
+    reply.full_in = bind.rate > 0 ? nanos((bind.cap - bind.left) / bind.rate) : kNever;
     reply.status = QuotaStatus::kOk;
     reply.granted = static_cast<std::uint64_t>(grant);
     reply.next_token = next;

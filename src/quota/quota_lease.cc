@@ -12,6 +12,9 @@ namespace {
 
 double secs(Nanos d) { return std::chrono::duration<double>(d).count(); }
 
+// While the quota does not answer, a provider's campaigns ask again this often.
+constexpr Nanos kUnavailableRetry = std::chrono::milliseconds(50);
+
 Nanos fromSecs(double s) {
   if (!(s < 1e9)) return kNever;
   return std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(std::max(0.0, s)));
@@ -161,6 +164,7 @@ struct QuotaLeaser::Provider {
   bool degraded = false;
   ProviderId local = kNoProvider;  // the scheduler's provider it applies locally
   MonoTime local_from{};           // degraded: the local shares give nothing before this
+  MonoTime unavailable_until{};    // degraded: do not ask again before this
   bool own = false;                // the scope of one campaign without a provider
   std::vector<CampaignId> campaigns;
   // The provider's bucket refused a grant: none of its campaigns asks before
@@ -497,7 +501,7 @@ QuotaLeaser::Sizing QuotaLeaser::size(CampaignId id, MonoTime now) {
   Campaign& c = campaigns_[id];
   if (!c.alive || c.lease == nullptr || c.min_rate <= 0.0) return z;
   Provider& p = providers_[c.provider];
-  if (!p.degraded && (now < c.retry_at || now < p.retry_at)) return z;
+  if (p.degraded ? now < p.unavailable_until : (now < c.retry_at || now < p.retry_at)) return z;
   // This worker's share of the tightest rate that applies. A campaign's own
   // rate is split among live_workers (the configured count: a campaign's
   // messages usually sit in one partition, so one worker), or among the
@@ -604,6 +608,7 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
   ++metrics_.batches;
   metrics_.requests += n;
   backend_.acquire(std::span<const LeaseRequest>(requests_.data(), n), now, std::span<LeaseReply>(replies_.data(), n));
+  for (std::size_t i = 0; i < n; ++i) last_answer_ = std::max(last_answer_, replies_[i].answered_at);
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t pid = request_provider_[i];
     Provider& p = providers_[pid];
@@ -615,6 +620,9 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
         p.faults += requests_[i].adaptive->faults;
       }
       enterDegraded(pid, now);
+      // Asked again in a moment, not every tick (the backend's own reconnect
+      // backoff paces the real attempts).
+      p.unavailable_until = now + kUnavailableRetry;
       continue;
     }
     leaveDegraded(pid, now);
@@ -628,16 +636,10 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
 void QuotaLeaser::handleReply(Campaign& c, const LeaseRequest& request, const LeaseReply& reply, MonoTime now) {
   Provider& p = providers_[c.provider];
   if (reply.granted > 0) {
-    // Tokens are due at the slowest level's rate (the provider's shared
-    // effective rate where it adapts).
-    double rate = std::numeric_limits<double>::infinity();
-    for (std::size_t l = 0; l < request.levels.size(); ++l) {
-      double r = request.levels[l].limit.rate_per_s;
-      if (request.adaptive && l == request.adaptive->level && reply.effective_rate > 0)
-        r = std::min(r, reply.effective_rate);
-      rate = std::min(rate, r);
-    }
-    c.lease->grant(reply.granted, reply.start_tokens, rate, now, options_.ttl, lag_);
+    // From the reply's arrival: timed from `now` (before the round trip), a
+    // slow answer would make every token due early by its latency.
+    const MonoTime from = std::max(now, reply.answered_at);
+    c.lease->grant(reply.granted, reply.start_tokens, reply.schedule_rate, from, options_.ttl, lag_);
     metrics_.tokens_granted += reply.granted;
     c.retry_at = MonoTime{};
     return;

@@ -168,8 +168,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
 
   const RedisQuotaStats& stats() const noexcept override { return stats_; }
 
-  void acquire(std::span<const LeaseRequest> requests, MonoTime /*now*/,
-               std::span<LeaseReply> replies) noexcept override {
+  void acquire(std::span<const LeaseRequest> requests, MonoTime now, std::span<LeaseReply> replies) noexcept override {
     try {
       run(requests, replies);
     } catch (const std::exception& e) {  // out of memory and the like: nothing granted
@@ -177,6 +176,10 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       for (std::size_t i = 0; i < replies.size(); ++i)
         if (replies[i].status != QuotaStatus::kOk) replies[i] = LeaseReply{};
     }
+    // Grants are timed from when their replies arrived, not from `now`
+    // (before the round trip): Redis's clock ran on meanwhile.
+    const MonoTime answered = options_.clock ? std::max(now, options_.clock->now()) : now;
+    for (LeaseReply& r : replies) r.answered_at = answered;
   }
 
  private:

@@ -119,7 +119,7 @@ SinkInterfacePtr makeSink(const DaemonOptions& o, sink::ProviderOfCampaign provi
 
 // The Redis quota backend, connected if Redis answers now (if not, the
 // leaser runs degraded until it does).
-QuotaBackendPtr makeQuota(const DaemonOptions& o) {
+QuotaBackendPtr makeQuota(const DaemonOptions& o, const TimeSource* clock) {
   RedisQuotaOptions ro;
   ro.nodes.clear();
   for (const std::string& node : o.redis) {
@@ -139,6 +139,7 @@ QuotaBackendPtr makeQuota(const DaemonOptions& o) {
   ro.cluster = o.redis_cluster;
   ro.connect_timeout = o.redis_timeout;
   ro.command_timeout = o.redis_timeout;
+  ro.clock = clock;
   auto backend = makeRedisQuotaBackend(ro);
   try {
     backend->connect();
@@ -233,7 +234,8 @@ class Daemon {
     const std::optional<admin::ListenAddress> admin_at = adminAddress();
     ledger::PgLedgerOptions pg{o_.postgres};
     sink_ = makeSink(o_, [this](std::string_view campaign) { return providerOf(campaign); });
-    if (!o_.redis.empty()) quota_ = makeQuota(o_);
+    clock_ = makeSteadyTimeSource();
+    if (!o_.redis.empty()) quota_ = makeQuota(o_, clock_.get());
     if (o_.migrate) {
       const int applied = ledger::migrate(pg);
       logLine(o_.log, "INFO", "event=migrated applied={} schema={} postgres=\"{}\"", applied,
@@ -253,7 +255,6 @@ class Daemon {
       po.lease = o_.parking_lease;
       parking_ = ledger::makePgParking(po);
     }
-    clock_ = makeSteadyTimeSource();
     const MonoTime start = clock_->now();
     WorkerOptions wo = o_.worker;
     if (quota_) {
@@ -744,6 +745,7 @@ class Daemon {
       }
       now = clock_->now();
       pollControl(now);
+      now = clock_->now();  // reading a notice's row may take a round trip to PostgreSQL
       core_->step(now);
       if (now - last_refresh_ >= o_.refresh_interval || (control_retry_at_ && now >= *control_retry_at_))
         refreshDirectory(now);

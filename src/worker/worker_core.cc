@@ -504,6 +504,9 @@ struct WorkerCore::Impl {
     if (r.outcome == SendOutcome::kThrottled) ++item.throttled;
     if (c->provider && options.adaptive.latency_threshold > Nanos{0} && r.latency > options.adaptive.latency_threshold)
       slowAnswer(c->provider, r.latency, now);
+    // Every answer but a throttle counts for the provider's circuit breaker.
+    if (c->provider && r.outcome != SendOutcome::kThrottled)
+      answered(c->provider, r.outcome == SendOutcome::kFault, now);
     std::uniform_real_distribution<double> u(0.0, 1.0);
     const AttemptHistory history{item.attempts, item.faults, item.throttled, now - item.first_attempt.value_or(now)};
     const RetryDecision d = decideRetry(options.retry, r, history, u(rng));
@@ -512,8 +515,6 @@ struct WorkerCore::Impl {
       case RetryDecision::Kind::kFail: addRow(c, item, DeliveryStatus::kFailed, item.attempts, d.reason); return;
       case RetryDecision::Kind::kRetry: break;
     }
-    if (c->provider && r.outcome != SendOutcome::kThrottled)
-      answered(c->provider, r.outcome == SendOutcome::kFault, now);
     if (d.throttled && c->provider) {
       Provider* p = c->provider;
       p->paused_until = std::max(p->paused_until, now + d.delay);
@@ -572,8 +573,14 @@ struct WorkerCore::Impl {
     const std::size_t capacity = std::min(sink_free, ledger_free);
     blocked = ledger_free == 0;
     if (capacity == 0 || queued == 0) return;
-    if (leaser) leaser->refresh(now);  // one batch for every active campaign running low
-    const std::span<const Grant> grants = scheduler.tick(now, capacity);
+    // One batch for every active campaign running low; the tick then runs
+    // at the time its answers arrived (no earlier than `now`).
+    MonoTime tick_at = now;
+    if (leaser) {
+      leaser->refresh(now);
+      tick_at = std::max(now, leaser->lastAnswer());
+    }
+    const std::span<const Grant> grants = scheduler.tick(tick_at, capacity);
     // Copy: the spans die at the next non-const scheduler call.
     std::vector<Grant> copy(grants.begin(), grants.end());
     // Campaigns whose sink refused a message this tick (a provider's own sink
@@ -891,6 +898,11 @@ void WorkerCore::step(MonoTime now) {
   }
   m.releaseRetries(now);
   m.providerPauses(now);
+  // Sending first, at `now`: the store's I/O below (parking, scans, claims)
+  // can take a while, and a tick that ran after it on the same `now` would
+  // spend tokens later than they fall due.
+  bool blocked = false;
+  m.dispatch(now, blocked);
   if (m.parking) {
     const bool park_due = !m.to_park.empty() && now >= m.park_retry_at &&
                           (m.to_park.size() >= m.options.ledger_batch || !m.belowBounds() ||
@@ -920,8 +932,6 @@ void WorkerCore::step(MonoTime now) {
     }
     if (!m.with_parked.empty()) m.claimBack(now);
   }
-  bool blocked = false;
-  m.dispatch(now, blocked);
   // Stdout and null sinks finish at submit: take their results in the same step.
   m.results.clear();
   m.sink.poll(m.results);

@@ -135,7 +135,7 @@ TEST(LocalQuotaBackend, TokensAheadOfTimeAreDueNoFasterThanTheRate) {
     r.min_grant = 1;
     const LeaseReply reply = one(*b, r, now);
     for (std::uint64_t k = 1; k <= reply.granted; ++k)
-      due.push_back(tick / 1000.0 + std::max(0.0, (static_cast<double>(k) - reply.start_tokens) / rate));
+      due.push_back(tick / 1000.0 + std::max(0.0, (static_cast<double>(k) - reply.start_tokens) / reply.schedule_rate));
   }
   std::sort(due.begin(), due.end());
   std::size_t lo = 0;
@@ -144,6 +144,31 @@ TEST(LocalQuotaBackend, TokensAheadOfTimeAreDueNoFasterThanTheRate) {
     ASSERT_LE(static_cast<double>(hi - lo + 1), rate + burst + 1e-9) << "window ending at " << due[hi];
   }
   EXPECT_GE(static_cast<double>(due.size()), rate * 10 * 0.99);
+}
+
+// Two levels: a campaign (300/s, its bucket full) under a provider (400/s,
+// owing 100 tokens to earlier grants). The provider binds: the grant's tokens
+// follow its schedule (after the debt, 400/s), not the campaign's slower rate,
+// and none is due before either level would have held it.
+TEST(LocalQuotaBackend, AGrantFollowsTheBindingLevelsSchedule) {
+  auto b = makeLocalQuotaBackend();
+  const MonoTime t0{};
+  LeaseRequest debt = req(105, {1e6, 1e6}, RateLimit{400, 5});
+  debt.lookahead = std::chrono::seconds(1);
+  ASSERT_EQ(one(*b, debt, t0).granted, 105u);  // the provider now owes 100
+  LeaseRequest r = req(25, {300, 4}, RateLimit{400, 5});
+  r.lookahead = std::chrono::seconds(1);
+  const LeaseReply g = one(*b, r, t0);
+  ASSERT_EQ(g.granted, 25u);
+  EXPECT_NEAR(g.schedule_rate, 400, 1e-9);
+  EXPECT_NEAR(g.start_tokens, -100, 1e-9);
+  for (int k = 1; k <= 25; ++k) {
+    const double due = (k - g.start_tokens) / g.schedule_rate;
+    const double provider = (k + 100) / 400.0;               // when the provider holds token k
+    const double campaign = std::max(0.0, (k - 4) / 300.0);  // when the campaign does
+    EXPECT_GE(due + 1e-12, std::max(provider, campaign)) << k;
+    EXPECT_NEAR(due, provider, 1e-9) << k;
+  }
 }
 
 TEST(LocalQuotaBackend, CountsTheWorkersThatAskedInTheLastTwoSeconds) {

@@ -828,3 +828,44 @@ TEST_F(WorkerCoreTest, AReusedIdWithOtherContentIsNotSentAndGetsItsOwnRow) {
 
 }  // namespace
 }  // namespace pacer
+
+namespace pacer {
+namespace {
+
+// The circuit breaker counts every answer: one fault in ten retries the
+// message and changes nothing else; most answers faults opens it, which
+// pauses the provider for the cooldown and slows it.
+TEST_F(WorkerCoreTest, OnlySustainedFaultsOpenTheProvidersCircuitBreaker) {
+  for (const int percent : {10, 60}) {
+    WorkerOptions o;
+    o.retry.base_delay = milliseconds(50);
+    o.retry.max_attempts = 20;
+    make(o);
+    core_->upsertProvider(ProviderInfo{"sms", RateLimit{1000, 10}}, clock_.now());
+    core_->upsertCampaign(campaign("a", std::nullopt, 1, "sms"), clock_.now());
+    int n = 0;
+    sink_.answer = [&](const Message&) {
+      SendResult r;
+      if (n++ % 10 < percent / 10) {  // spread evenly
+        r.outcome = SendOutcome::kFault;
+        r.status = 503;
+      }
+      return r;
+    };
+    for (int i = 0; i < 200; ++i) core_->offer(raw(i, "a"), clock_.now());
+    run(milliseconds(500));
+    const ProviderStats p = core_->providerStats(clock_.now()).at(0);
+    if (percent == 10) {
+      EXPECT_FALSE(p.circuit_open) << "10% faults";
+      EXPECT_DOUBLE_EQ(*p.effective, 1000.0) << "a few faults do not lower the rate";
+      EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 200u);
+    } else {
+      EXPECT_TRUE(p.circuit_open) << "60% faults";
+      EXPECT_TRUE(p.paused);
+      EXPECT_LT(*p.effective, 1000.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pacer
