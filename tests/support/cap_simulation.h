@@ -51,108 +51,141 @@ struct CapSimReport {
   std::uint64_t pairs_used = 0;
 };
 
-// Drives `store` for opts.duration from `start` and returns what the brute
-// force found. Query mix: a few hot recipients get most traffic, so caps bite.
-inline CapSimReport runCapSimulation(FrequencyCapStore& store, const CapSimOptions& opts, WallTime start) {
-  using Key = std::pair<int, std::size_t>;  // recipient, rule
-  CapSimReport rep;
-  std::mt19937_64 rng(opts.seed);
-  std::vector<std::string> names;
-  for (int r = 0; r < opts.recipients; ++r) names.push_back("+4915" + std::to_string(100000000 + r * 7919));
-  std::map<Key, std::vector<std::int64_t>> sent;  // every send that went out (sorted)
-  std::discrete_distribution<int> hot({8, 2});    // 80% of queries to the hottest 2% of recipients
-  std::uniform_int_distribution<int> hot_r(0, std::max(0, opts.recipients / 50 - 1));
-  std::uniform_int_distribution<int> any_r(0, opts.recipients - 1);
-  std::uniform_int_distribution<std::size_t> rule_d(0, opts.rules.size() - 1);
-  std::uniform_int_distribution<int> batch_d(1, opts.max_batch);
-  std::uniform_int_distribution<std::int64_t> step_d(1, std::chrono::milliseconds(opts.max_step).count());
-  std::bernoulli_distribution fail_d(opts.release_probability);
+// Drives a store for opts.duration from `start` and keeps the brute-force
+// record. Query mix: 80% of queries go to the hottest 2% of recipients, so
+// caps bite.
+class CapSimulation {
+ public:
+  CapSimulation(FrequencyCapStore& store, const CapSimOptions& opts)
+      : store_(store),
+        opts_(opts),
+        rng_(opts.seed),
+        hot_r_(0, std::max(0, opts.recipients / 50 - 1)),
+        any_r_(0, opts.recipients - 1),
+        rule_d_(0, opts.rules.size() - 1),
+        batch_d_(1, opts.max_batch),
+        step_d_(1, std::chrono::milliseconds(opts.max_step).count()),
+        fail_d_(opts.release_probability) {
+    for (int r = 0; r < opts.recipients; ++r) names_.push_back("+4915" + std::to_string(100000000 + r * 7919));
+  }
 
-  const auto bruteCount = [&](const std::vector<std::int64_t>& v, std::int64_t now, std::int64_t window) {
-    return static_cast<std::uint32_t>(
-        std::count_if(v.begin(), v.end(), [&](std::int64_t s) { return s > now - window; }));
-  };
-  std::vector<CapQuery> queries;
-  std::vector<Key> keys;
-  std::vector<CapDecision> out;
-  std::vector<CapRelease> releases;
-  std::vector<Key> release_keys;
-  const WallTime end = start + opts.duration;
-  for (WallTime now = start; now < end; now += std::chrono::milliseconds(step_d(rng))) {
-    const std::int64_t now_ms = now.time_since_epoch().count();
-    const int n = batch_d(rng);
-    queries.clear();
-    keys.clear();
-    for (int i = 0; i < n; ++i) {
-      const int r = hot(rng) == 0 ? hot_r(rng) : any_r(rng);
-      const std::size_t k = rule_d(rng);
-      keys.emplace_back(r, k);
-      const CapRule& rule = opts.rules[k];
-      queries.push_back(CapQuery{names[static_cast<std::size_t>(r)], rule.scope, rule.limit, rule.window});
+  CapSimReport run(WallTime start) {
+    const WallTime end = start + opts_.duration;
+    for (WallTime now = start; now < end; now += std::chrono::milliseconds(step_d_(rng_))) {
+      makeBatch();
+      out_.assign(queries_.size(), CapDecision{});
+      store_.decide(queries_, now, out_);
+      ++rep_.batches;
+      checkBatch(now.time_since_epoch().count());
+      releaseFailed(now);
     }
-    out.assign(queries.size(), CapDecision{});
-    store.decide(queries, now, out);
-    ++rep.batches;
-    releases.clear();
-    release_keys.clear();
-    for (std::size_t i = 0; i < queries.size(); ++i) {
-      const CapRule& rule = opts.rules[keys[i].second];
-      std::vector<std::int64_t>& v = sent[keys[i]];
+    countOverCap();
+    return rep_;
+  }
+
+ private:
+  using Key = std::pair<int, std::size_t>;  // recipient, rule
+
+  void makeBatch() {
+    queries_.clear();
+    keys_.clear();
+    for (int i = batch_d_(rng_); i > 0; --i) {
+      const int r = hot_(rng_) == 0 ? hot_r_(rng_) : any_r_(rng_);
+      const std::size_t k = rule_d_(rng_);
+      keys_.emplace_back(r, k);
+      const CapRule& rule = opts_.rules[k];
+      queries_.push_back(CapQuery{names_[static_cast<std::size_t>(r)], rule.scope, rule.limit, rule.window});
+    }
+  }
+
+  // Each answer against the sends recorded so far, in batch order.
+  void checkBatch(std::int64_t now_ms) {
+    releases_.clear();
+    release_keys_.clear();
+    for (std::size_t i = 0; i < queries_.size(); ++i) {
+      const CapRule& rule = opts_.rules[keys_[i].second];
+      std::vector<std::int64_t>& v = sent_[keys_[i]];
       const std::int64_t w = rule.window.count();
-      const std::uint32_t before = bruteCount(v, now_ms, w);
-      ++rep.decisions;
-      if (out[i].verdict == CapVerdict::kAllowed) {
-        ++rep.allowed;
-        if (before >= rule.limit) ++rep.wrong_verdicts;
+      std::vector<std::int64_t> live;
+      for (const std::int64_t s : v)
+        if (s > now_ms - w) live.push_back(s);
+      ++rep_.decisions;
+      if (out_[i].verdict == CapVerdict::kAllowed) {
+        ++rep_.allowed;
+        if (live.size() >= rule.limit) ++rep_.wrong_verdicts;
         v.insert(std::upper_bound(v.begin(), v.end(), now_ms), now_ms);
-        if (fail_d(rng)) {
-          releases.push_back(CapRelease{queries[i].recipient, queries[i].scope, out[i].at});
-          release_keys.push_back(keys[i]);
+        if (fail_d_(rng_)) {
+          releases_.push_back(CapRelease{queries_[i].recipient, queries_[i].scope, out_[i].at});
+          release_keys_.push_back(keys_[i]);
         }
-      } else if (out[i].verdict == CapVerdict::kCapped) {
-        ++rep.capped;
-        if (before < rule.limit) {
-          ++rep.wrong_verdicts;
-        } else {
+      } else if (out_[i].verdict == CapVerdict::kCapped) {
+        ++rep_.capped;
+        if (live.size() < rule.limit) {
+          ++rep_.wrong_verdicts;
+        } else if (out_[i].at.time_since_epoch().count() != live[live.size() - rule.limit] + w) {
           // Allowed again when the limit-th newest live send leaves the window.
-          std::vector<std::int64_t> live;
-          for (const std::int64_t s : v)
-            if (s > now_ms - w) live.push_back(s);
-          const std::int64_t expect = live[live.size() - rule.limit] + w;
-          if (out[i].at.time_since_epoch().count() != expect) ++rep.wrong_allowed_at;
+          ++rep_.wrong_allowed_at;
         }
       } else {
-        ++rep.unavailable;
-      }
-    }
-    if (!releases.empty()) {
-      // The message failed for good: it never went out.
-      const CapBatchResult r = store.release(releases, now);
-      ++rep.release_batches;
-      rep.release_requests += releases.size();
-      rep.released += r.decided;
-      for (std::size_t i = 0; i < releases.size(); ++i) {
-        std::vector<std::int64_t>& v = sent[release_keys[i]];
-        const auto it = std::find(v.begin(), v.end(), releases[i].counted_at.time_since_epoch().count());
-        if (it != v.end()) v.erase(it);
+        ++rep_.unavailable;
       }
     }
   }
-  // Every rolling window of every pair: limit+1 sends within less than a window is over.
-  std::vector<char> over(static_cast<std::size_t>(opts.recipients), 0);
-  for (const auto& [key, v] : sent) {
-    if (v.empty()) continue;
-    ++rep.pairs_used;
-    const CapRule& rule = opts.rules[key.second];
-    bool bad = false;
-    for (std::size_t i = 0; i + rule.limit < v.size(); ++i) bad = bad || v[i + rule.limit] - v[i] < rule.window.count();
-    if (bad) {
-      ++rep.pairs_over_cap;
+
+  // Those messages failed for good: they never went out.
+  void releaseFailed(WallTime now) {
+    if (releases_.empty()) return;
+    const CapBatchResult r = store_.release(releases_, now);
+    ++rep_.release_batches;
+    rep_.release_requests += releases_.size();
+    rep_.released += r.decided;
+    for (std::size_t i = 0; i < releases_.size(); ++i) {
+      std::vector<std::int64_t>& v = sent_[release_keys_[i]];
+      const auto it = std::find(v.begin(), v.end(), releases_[i].counted_at.time_since_epoch().count());
+      if (it != v.end()) v.erase(it);
+    }
+  }
+
+  // Every rolling window of every pair: limit+1 sends within less than a
+  // window is over the cap.
+  void countOverCap() {
+    std::vector<char> over(static_cast<std::size_t>(opts_.recipients), 0);
+    for (const auto& [key, v] : sent_) {
+      if (v.empty()) continue;
+      ++rep_.pairs_used;
+      const CapRule& rule = opts_.rules[key.second];
+      bool bad = false;
+      for (std::size_t i = 0; i + rule.limit < v.size(); ++i)
+        bad = bad || v[i + rule.limit] - v[i] < rule.window.count();
+      if (!bad) continue;
+      ++rep_.pairs_over_cap;
       over[static_cast<std::size_t>(key.first)] = 1;
     }
+    rep_.recipients_over_cap = static_cast<std::uint64_t>(std::count(over.begin(), over.end(), 1));
   }
-  rep.recipients_over_cap = static_cast<std::uint64_t>(std::count(over.begin(), over.end(), 1));
-  return rep;
+
+  FrequencyCapStore& store_;
+  const CapSimOptions& opts_;
+  CapSimReport rep_;
+  std::mt19937_64 rng_;
+  std::vector<std::string> names_;
+  std::map<Key, std::vector<std::int64_t>> sent_;  // every send that went out (sorted)
+  std::discrete_distribution<int> hot_{8, 2};
+  std::uniform_int_distribution<int> hot_r_;
+  std::uniform_int_distribution<int> any_r_;
+  std::uniform_int_distribution<std::size_t> rule_d_;
+  std::uniform_int_distribution<int> batch_d_;
+  std::uniform_int_distribution<std::int64_t> step_d_;
+  std::bernoulli_distribution fail_d_;
+  std::vector<CapQuery> queries_;
+  std::vector<Key> keys_;
+  std::vector<CapDecision> out_;
+  std::vector<CapRelease> releases_;
+  std::vector<Key> release_keys_;
+};
+
+inline CapSimReport runCapSimulation(FrequencyCapStore& store, const CapSimOptions& opts, WallTime start) {
+  return CapSimulation(store, opts).run(start);
 }
 
 }  // namespace pacer::testing
