@@ -20,7 +20,7 @@
 #include <span>
 #include <string_view>
 
-#include "pacer/quiet_hours.h"  // WallTime
+#include "pacer/wall_time.h"
 
 namespace pacer {
 
@@ -52,7 +52,7 @@ std::string_view toString(CapVerdict v) noexcept;
 
 struct CapDecision {
   CapVerdict verdict = CapVerdict::kUnavailable;
-  WallTime at{};
+  WallTime at{};  // see CapVerdict; `now` for kInvalid and kUnavailable
   // Sends of this recipient and scope inside the window, this one included
   // when allowed (for capped answers: at least `limit`).
   std::uint32_t in_window = 0;

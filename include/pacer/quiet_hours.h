@@ -19,11 +19,9 @@
 #include <string_view>
 #include <vector>
 
-namespace pacer {
+#include "pacer/wall_time.h"
 
-// A wall-clock instant (UTC, Unix epoch, millisecond resolution). Distinct
-// from MonoTime: quiet hours and frequency caps are about the calendar.
-using WallTime = std::chrono::sys_time<std::chrono::milliseconds>;
+namespace pacer {
 
 // A local quiet window [start, end) in seconds after local midnight, both in
 // [0, 86400). start > end wraps midnight (21:00-08:00); start == end means
