@@ -25,6 +25,9 @@ PACER_PACKAGES+=(tmux)
 # TextSerializer escapes label values and writes histograms), so the format is not hand-made. Only
 # prometheus::core is linked; the admin listener itself is libmicrohttpd (above).
 PACER_PACKAGES+=(prometheus-cpp-dev)
+# Quiet hours: Howard Hinnant's date/tz.h (GCC 12's libstdc++ has no std::chrono::locate_zone), built
+# by Debian to read the OS tz database, so it needs tzdata (docs/recipient-rules.md).
+PACER_PACKAGES+=(libhowardhinnant-date-dev tzdata)
 
 pacer_install_packages() {
   local missing=()

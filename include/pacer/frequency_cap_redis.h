@@ -1,0 +1,73 @@
+// The Redis FrequencyCapStore (target pacer::frequency_cap_redis; hiredis
+// stays behind it).
+//
+// State: one string key per (recipient, scope), "<prefix>:{<recipient>}:<scope>",
+// holding the sends in the window as packed 6-byte big-endian millisecond
+// stamps (at most `limit` of them), with PEXPIRE = the time until the newest
+// stamp leaves the window, so an idle recipient costs nothing after a window.
+// The hash tag keeps every scope of a recipient in one Redis Cluster slot.
+//
+// One Lua script (src/frequency_cap_redis/frequency_cap.lua, embedded at
+// build time) checks and counts atomically. It is loaded once per connection
+// and called by EVALSHA; a NOSCRIPT answer (SCRIPT FLUSH, restart) loads it
+// again and resends only those queries, without the caller noticing. A
+// batch is one pipelined round trip (redisAppendCommandArgv for every query,
+// then redisGetReply for every reply).
+//
+// Faults: a batch that cannot be sent, or whose replies stop, answers
+// kUnavailable for the queries without a reply, with the fault kind in the
+// batch result; the connection is dropped and retried on a later call after
+// a backoff measured on the caller's `now`. Nothing here reads a clock.
+// Standalone Redis only: a cluster needs slot routing (see pacer::quota_redis).
+//
+// Thread-safety: none; one store (one connection) per worker thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "pacer/frequency_cap.h"
+
+namespace pacer {
+
+struct RedisFrequencyCapOptions {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  std::chrono::milliseconds connect_timeout{100};
+  // Per read or write of a batch: 1,000 queries take Redis about 10 ms.
+  std::chrono::milliseconds command_timeout{200};
+  std::chrono::milliseconds backoff_min{20};    // first wait after a failure
+  std::chrono::milliseconds backoff_max{2000};  // doubling stops here
+  std::string key_prefix = "fc";                // short: it is in every key
+};
+
+// Counters since construction.
+struct RedisFrequencyCapStats {
+  std::uint64_t round_trips = 0;  // pipelined batches sent and read, plus SCRIPT LOADs
+  std::uint64_t commands = 0;     // EVALSHA sent
+  std::uint64_t script_loads = 0;
+  std::uint64_t noscript_retries = 0;  // queries sent again after NOSCRIPT
+  std::uint64_t io_errors = 0;
+  std::uint64_t timeouts = 0;
+  std::uint64_t reply_errors = 0;
+  std::uint64_t connects = 0;  // successful (re)connections
+};
+
+class RedisFrequencyCapStore : public FrequencyCapStore {
+ public:
+  // Connects and loads the script now; returns the fault (kNone on success)
+  // and fills `why`. Optional: decide() connects by itself.
+  virtual CapFault connect(std::string& why) noexcept = 0;
+  virtual const RedisFrequencyCapStats& stats() const noexcept = 0;
+  // The last fault's text ("" if none yet), for logs.
+  virtual const std::string& lastError() const noexcept = 0;
+};
+using RedisFrequencyCapStorePtr = std::unique_ptr<RedisFrequencyCapStore>;
+
+// Does not connect yet. Throws std::invalid_argument for an empty host, a
+// port outside 1..65535, non-positive timeouts, backoff_min <= 0 or
+// backoff_max < backoff_min, or a key_prefix holding '{' or '}'.
+RedisFrequencyCapStorePtr makeRedisFrequencyCapStore(RedisFrequencyCapOptions options);
+
+}  // namespace pacer
