@@ -40,6 +40,7 @@ struct ProviderMetrics {
   bool paused = false;
   std::uint64_t throttled = 0;           // 429/503 answers this worker got
   bool degraded = false;                 // the global quota does not answer for it
+  std::uint64_t server_errors = 0;       // 5xx answers this worker got (the console; not rendered)
 };
 
 struct PartitionMetrics {

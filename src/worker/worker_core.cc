@@ -65,6 +65,7 @@ struct WorkerCore::Impl {
     std::optional<AdaptiveRate> adaptive;  // without a global quota (with one it is shared there)
     double applied_rate = 0;
     std::uint64_t throttled = 0;
+    std::uint64_t server_errors = 0;  // answers with a 5xx status (the console plots them)
     std::vector<Campaign*> campaigns;
   };
 
@@ -430,6 +431,7 @@ struct WorkerCore::Impl {
       slowAnswer(c->provider, r.latency, now);
     std::uniform_real_distribution<double> u(0.0, 1.0);
     const RetryDecision d = decideRetry(options.retry, r, attempt, u(rng));
+    if (c->provider && r.status >= 500 && r.status <= 599) ++c->provider->server_errors;
     switch (d.kind) {
       case RetryDecision::Kind::kDelivered: addRow(c, item, DeliveryStatus::kSent, attempt, ""); return;
       case RetryDecision::Kind::kFail: addRow(c, item, DeliveryStatus::kFailed, attempt, d.reason); return;
@@ -853,6 +855,7 @@ std::vector<ProviderStats> WorkerCore::providerStats(MonoTime now) const {
       s.paused = s.paused || now < impl_->leaser->pausedUntil(p->qid);
     }
     s.throttled = p->throttled;
+    s.server_errors = p->server_errors;
     if (impl_->leaser && p->qid != UINT32_MAX) s.degraded = impl_->leaser->degraded(p->qid);
     out.push_back(std::move(s));
   }
