@@ -26,6 +26,11 @@ PACER_PACKAGES+=(tmux)
 # prometheus::core is linked; the admin listener itself is libmicrohttpd (above).
 PACER_PACKAGES+=(prometheus-cpp-dev)
 
+# The console's browser test (tests/integration/console) and bench/console_bench.sh: a real
+# headless Chromium (chromium), driven through WebDriver (chromium-driver) from Python
+# (python3-selenium), all from Debian, so nothing is downloaded at test time.
+PACER_PACKAGES+=(chromium chromium-driver python3-selenium)
+
 pacer_install_packages() {
   local missing=()
   local p

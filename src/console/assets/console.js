@@ -54,12 +54,19 @@
 
   // --- charts (inline SVG) -----------------------------------------------------
   // series: [{cls, t: [...], v: [...]}]; `now` in epoch seconds; a null value is a gap.
+  // The x axis spans the last 15 minutes, or less while the history is
+  // shorter (at least a minute), so a fresh console is not one sliver.
   function chart(series, now, opts) {
     const w = opts.width, h = opts.height, pad = opts.axes ? { l: 44, r: 8, t: 6, b: 16 } : { l: 1, r: 1, t: 2, b: 2 };
     let max = opts.min || 1;
-    for (const s of series) for (const v of s.v) if (v !== null && v > max) max = v;
+    let first = now;
+    for (const s of series) {
+      for (const v of s.v) if (v !== null && v > max) max = v;
+      if (s.t.length && s.t[0] < first) first = s.t[0];
+    }
     max *= 1.1;
-    const x = (t) => pad.l + ((t - (now - SPAN_S)) / SPAN_S) * (w - pad.l - pad.r);
+    const span = Math.min(SPAN_S, Math.max(60, now - first));
+    const x = (t) => pad.l + ((t - (now - span)) / span) * (w - pad.l - pad.r);
     const y = (v) => h - pad.b - (v / max) * (h - pad.t - pad.b);
     const root = svg('svg', { class: 'chart', width: w, height: h, viewBox: `0 0 ${w} ${h}`, role: 'img' });
     if (opts.axes) {
@@ -71,9 +78,10 @@
         label.textContent = v >= 100 ? Math.round(v) : +v.toFixed(1);
         root.append(label);
       }
-      for (const [m, anchor] of [[15, 'start'], [10, 'middle'], [5, 'middle'], [0, 'end']]) {
-        const label = svg('text', { x: x(now - m * 60), y: h - 4, 'text-anchor': anchor });
-        label.textContent = m ? `-${m}m` : 'now';
+      for (const [f, anchor] of [[1, 'start'], [2 / 3, 'middle'], [1 / 3, 'middle'], [0, 'end']]) {
+        const ago = span * f;
+        const label = svg('text', { x: x(now - ago), y: h - 4, 'text-anchor': anchor });
+        label.textContent = !ago ? 'now' : ago >= 120 ? `-${Math.round(ago / 60)}m` : `-${Math.round(ago)}s`;
         root.append(label);
       }
     }
@@ -90,7 +98,7 @@
         points = [];
       };
       for (let i = 0; i < s.t.length; i++) {
-        if (s.t[i] < now - SPAN_S) continue;
+        if (s.t[i] < now - span) continue;
         if (s.v[i] === null) { flush(); continue; }
         points.push(`${x(s.t[i]).toFixed(1)},${y(s.v[i]).toFixed(1)}`);
       }
@@ -159,7 +167,7 @@
     });
     const head = el('tr', {}, ...[['Campaign'], ['State'], ['Priority'], ['Provider'], ['Progress (done / total)'],
       ['Sent', 'num'], ['Backlog', 'num'], ['ETA', 'num'], ['Rate: configured / achieved', 'num'],
-      ['Last 15 min'], ['Limited by']].map(([t, cls]) => el('th', { class: cls, text: t })));
+      ['Rate, up to 15 min'], ['Limited by']].map(([t, cls]) => el('th', { class: cls, text: t })));
     return el('div', {},
       el('div', { class: 'card' },
         el('h2', {}, `Campaigns (${frame.campaigns.length} active or paused) `, scope('cluster')),
@@ -220,7 +228,7 @@
     const h = ui.history.campaigns[c.id];
     const w = c.worker;
     live.replaceChildren(el('div', { class: 'grid' },
-      el('div', { class: 'card' }, el('h3', {}, 'Rate over the last 15 minutes ', scope('cluster')),
+      el('div', { class: 'card' }, el('h3', {}, 'Rate over time (up to 15 minutes) ', scope('cluster')),
         legend(['configured', 'configured send_rate'], ['achieved', 'achieved']),
         chart([{ cls: 'configured', ...series(h, 'send_rate') }, { cls: 'achieved', ...series(h, 'achieved_rate') }],
           frame.at_epoch_s, { width: 560, height: 200, axes: true })),
@@ -276,7 +284,7 @@
               ['degraded (Redis away)', w.degraded ? 'yes' : 'no'], ['its effective rate', achieved(w.effective_rate)]])
               : el('p', { class: 'muted', text: 'This worker does not know this provider yet.' })),
           el('div', {},
-            el('h3', {}, 'Quota and effective rate, last 15 min ', scope(eff)),
+            el('h3', {}, 'Quota and effective rate (up to 15 min) ', scope(eff)),
             legend(['configured', 'configured rate'], ['effective', 'effective rate'], ['throttled', 'paused (shaded)']),
             chart([{ cls: 'paused', band: true, ...series(h, 'paused') }, { cls: 'configured', ...series(h, 'rate') },
               { cls: 'effective', ...series(h, 'effective_rate') }], frame.at_epoch_s, { width: 480, height: 150, axes: true }),
