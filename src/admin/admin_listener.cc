@@ -1,9 +1,10 @@
 // AdminServer on libmicrohttpd: one internal thread (epoll), the slow-client
 // guard, request bodies, answers given later (suspended connections) and
-// Server-Sent Events (EventHub, suspended between frames). Nothing here
+// Server-Sent Events (EventHub, event_hub.cc, suspended between frames). Nothing here
 // blocks the thread: a suspended connection costs no wake-ups until another
 // thread resumes it.
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -16,107 +17,16 @@
 #include <set>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "admin/admin_server.h"
+#include "admin/event_hub_impl.h"
 #include "admin/log_throttle.h"
 
 namespace pacer::admin {
 
-// --- EventHub -------------------------------------------------------------------
-
-struct EventHub::Impl {
-  struct Stream {
-    MHD_Connection* connection = nullptr;
-    std::shared_ptr<const std::string> frame;  // being sent
-    std::size_t offset = 0;
-    std::uint64_t seq = 0;  // of `frame`; 0: the prelude
-    bool suspended = false;
-  };
-
-  mutable std::mutex mutex;
-  std::shared_ptr<const std::string> frame;
-  std::uint64_t seq = 0;
-  bool closed = false;
-  std::list<Stream*> streams;
-  // Sent first on every stream: the client's reconnection delay.
-  std::shared_ptr<const std::string> prelude = std::make_shared<const std::string>("retry: 3000\n\n");
-
-  // A new stream for `c`, or null when closed or `max` are open.
-  Stream* open(MHD_Connection* c, std::size_t max) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (closed || streams.size() >= max) return nullptr;
-    auto* s = new Stream{c, prelude, 0, 0, false};
-    streams.push_back(s);
-    return s;
-  }
-
-  // libmicrohttpd asks for bytes of `s`: the rest of its frame, else the
-  // newest frame, else nothing now (suspended until publish()).
-  ssize_t read(Stream& s, char* buf, std::size_t max) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (closed) return MHD_CONTENT_READER_END_OF_STREAM;
-    if (s.offset >= s.frame->size() && frame && s.seq != seq) {
-      s.frame = frame;
-      s.seq = seq;
-      s.offset = 0;
-    }
-    if (s.offset < s.frame->size()) {
-      const std::size_t n = std::min(max, s.frame->size() - s.offset);
-      std::memcpy(buf, s.frame->data() + s.offset, n);
-      s.offset += n;
-      return static_cast<ssize_t>(n);
-    }
-    s.suspended = true;
-    MHD_suspend_connection(s.connection);
-    return 0;
-  }
-
-  void release(Stream* s) {
-    std::lock_guard<std::mutex> lock(mutex);
-    streams.remove(s);
-    delete s;
-  }
-
-  // Every waiting stream goes on (to the new frame, or to its end when closed).
-  void wakeAllLocked() {
-    for (Stream* s : streams)
-      if (s->suspended) {
-        s->suspended = false;
-        MHD_resume_connection(s->connection);
-      }
-  }
-
-  void close() {
-    std::lock_guard<std::mutex> lock(mutex);
-    closed = true;
-    wakeAllLocked();
-  }
-};
-
-EventHub::EventHub() : impl_(std::make_unique<Impl>()) {}
-EventHub::~EventHub() = default;
-
-void EventHub::publish(std::string frame) {
-  auto shared = std::make_shared<const std::string>(std::move(frame));
-  std::shared_ptr<const std::string> old;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  old = std::move(impl_->frame);
-  impl_->frame = std::move(shared);
-  ++impl_->seq;
-  if (!impl_->closed) impl_->wakeAllLocked();
-}
-
-std::size_t EventHub::streams() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->streams.size();
-}
-
 namespace {
 
 bool isLoopback(const sockaddr* sa) {
-  if (sa->sa_family == AF_INET)
-    return (ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr) >> 24) == 127;
+  if (sa->sa_family == AF_INET) return (ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr) >> 24) == 127;
   if (sa->sa_family == AF_INET6) {
     const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
     if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
@@ -264,14 +174,21 @@ struct AdminServerCallbacks {
     return info ? static_cast<Slot*>(info->socket_context) : nullptr;
   }
 
-  // The slow-client guard: the oldest waiting connections beyond the reserve
-  // close after 1 s of silence.
+  // The slow-client guard: a connection without a request in progress is
+  // waiting. When a new connection comes and more than the reserve are
+  // waiting, the oldest of them close after 1 s of silence. Only then: at a
+  // connection's start no other connection is half-closed (libmicrohttpd
+  // accepts before it processes and cleans up in each turn), and changing a
+  // closed one's timeout would corrupt libmicrohttpd's lists.
   static void markWaiting(AdminServer& s, Slot* slot) {
     if (slot == nullptr || slot->waiting || s.guts_->closing.load()) return;
-    AdminServer::Guts& g = *s.guts_;
     slot->waiting = true;
-    slot->at = g.waiting.insert(g.waiting.end(), slot);
-    if (g.waiting.size() <= s.options_.idle_reserve) return;
+    slot->at = s.guts_->waiting.insert(s.guts_->waiting.end(), slot);
+  }
+
+  static void evictIdle(AdminServer& s) {
+    AdminServer::Guts& g = *s.guts_;
+    if (g.closing.load() || g.waiting.size() <= s.options_.idle_reserve) return;
     std::size_t over = g.waiting.size() - s.options_.idle_reserve;
     for (Slot* old : g.waiting) {
       if (over-- == 0) break;
@@ -292,13 +209,13 @@ struct AdminServerCallbacks {
     }
   }
 
-  static void onConnection(void* cls, MHD_Connection* c, void** socket_context,
-                           MHD_ConnectionNotificationCode code) {
+  static void onConnection(void* cls, MHD_Connection* c, void** socket_context, MHD_ConnectionNotificationCode code) {
     auto& s = *static_cast<AdminServer*>(cls);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
       auto* slot = new Slot{c, {}, false, false};
       *socket_context = slot;
       markWaiting(s, slot);
+      evictIdle(s);
       return;
     }
     auto* slot = static_cast<Slot*>(*socket_context);
@@ -321,10 +238,13 @@ struct AdminServerCallbacks {
     std::string remote = "?";
     if (const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS))
       remote = formatAddress(info->client_addr);
+    // The path as sent, made safe for one log line (any path reaches here).
+    std::string path(req.path.substr(0, 200));
+    for (char& ch : path)
+      if (static_cast<unsigned char>(ch) < 0x21 || ch == 0x7f || ch == '"') ch = '?';
     try {
-      o.log(a.status < 300 ? "INFO" : "WARN",
-            fmt::format("event=admin_request method={} path={} status={} remote={}{}", req.method, req.path,
-                        a.status, remote, suppressed));
+      o.log(a.status < 300 ? "INFO" : "WARN", fmt::format("event=admin_request method={} path={} status={} remote={}{}",
+                                                          req.method, path, a.status, remote, suppressed));
     } catch (...) {
     }
   }
@@ -435,7 +355,7 @@ struct AdminServerCallbacks {
     return MHD_YES;
   }
 
-  static void onCompleted(void* cls, MHD_Connection* c, void** state, MHD_RequestTerminationCode) {
+  static void onCompleted(void* cls, MHD_Connection* c, void** state, MHD_RequestTerminationCode code) {
     auto& s = *static_cast<AdminServer*>(cls);
     auto* ex = static_cast<Exchange*>(*state);
     if (ex != nullptr && ex->pending) {
@@ -445,7 +365,9 @@ struct AdminServerCallbacks {
     }
     delete ex;
     *state = nullptr;
-    markWaiting(s, slotOf(c));  // keep-alive: waiting for the next request
+    // Answered in full: with keep-alive, waiting for the next request (if it
+    // closes instead, its slot goes with it).
+    if (code == MHD_REQUEST_TERMINATED_COMPLETED_OK) markWaiting(s, slotOf(c));
   }
 };
 
@@ -477,9 +399,10 @@ AdminServer::AdminServer(AdminServerOptions options, AdminState& state, const Ti
   ::freeaddrinfo(found);
   if (err != 0) {
     if (fd >= 0) ::close(fd);
-    throw AdminListenError(fmt::format("admin listener {}:{}: {}; give each pacerd its own --admin-listen "
-                                       "(HOST:0 picks a free port) or --admin-listen off",
-                                       options_.address.host, options_.address.port, std::strerror(err)));
+    throw AdminListenError(
+        fmt::format("admin listener {}:{}: {}; give each pacerd its own --admin-listen "
+                    "(HOST:0 picks a free port) or --admin-listen off",
+                    options_.address.host, options_.address.port, std::strerror(err)));
   }
   sockaddr_storage bound{};
   socklen_t len = sizeof bound;
@@ -489,12 +412,12 @@ AdminServer::AdminServer(AdminServerOptions options, AdminState& state, const Ti
 
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME;
   if (family == AF_INET6) flags |= MHD_USE_IPv6;
-  daemon_ = MHD_start_daemon(
-      flags, 0, nullptr, nullptr, &AdminServerCallbacks::onRequest, this, MHD_OPTION_LISTEN_SOCKET, fd,
-      MHD_OPTION_NOTIFY_COMPLETED, &AdminServerCallbacks::onCompleted, this, MHD_OPTION_NOTIFY_CONNECTION,
-      &AdminServerCallbacks::onConnection, this, MHD_OPTION_UNESCAPE_CALLBACK, &keepEscapes, nullptr,
-      MHD_OPTION_CONNECTION_LIMIT, options_.connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, options_.idle_timeout_s,
-      MHD_OPTION_END);
+  daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr, &AdminServerCallbacks::onRequest, this,
+                             MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
+                             &AdminServerCallbacks::onCompleted, this, MHD_OPTION_NOTIFY_CONNECTION,
+                             &AdminServerCallbacks::onConnection, this, MHD_OPTION_UNESCAPE_CALLBACK, &keepEscapes,
+                             nullptr, MHD_OPTION_CONNECTION_LIMIT, options_.connection_limit,
+                             MHD_OPTION_CONNECTION_TIMEOUT, options_.idle_timeout_s, MHD_OPTION_END);
   if (daemon_ == nullptr) {
     ::close(fd);
     throw AdminListenError(fmt::format("admin listener {}: libmicrohttpd did not start", bound_));

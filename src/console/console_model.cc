@@ -43,13 +43,13 @@ int hexValue(char c) {
 LimitedBy limitedBy(const CampaignView& c, const ProviderView* p, double provider_achieved) {
   if (c.row.state == "paused") return {"paused", "paused by an operator"};
   const control::TopFigures f = control::figuresOf(c.top);
-  if (!f.backlog.lower_bound && f.backlog.messages == 0) return {"done", "nothing left to send (sent + failed = total)"};
+  if (!f.backlog.lower_bound && f.backlog.messages == 0)
+    return {"done", "nothing left to send (sent + failed = total)"};
   if (p && providerPaused(*p)) return {"provider_paused", fmt::format("provider {} paused after a 429/503", p->row.id)};
   const std::optional<double> own = c.row.limit.rate;
   if (own && *own <= 0) return {"campaign_rate", "its send_rate is 0"};
   if (!c.top.achieved) return {"unknown", "no achieved rate yet"};
-  if (own && *c.top.achieved >= 0.9 * *own)
-    return {"campaign_rate", fmt::format("at its send_rate ({:g}/s)", *own)};
+  if (own && *c.top.achieved >= 0.9 * *own) return {"campaign_rate", fmt::format("at its send_rate ({:g}/s)", *own)};
   if (p) {
     const std::optional<double> rate = providerRateNow(*p);
     if (rate && *rate > 0 && provider_achieved >= 0.9 * *rate) {
@@ -297,9 +297,8 @@ Route parseRoute(std::string_view method, std::string_view path) {
   if (!path.starts_with(kApi)) return is(Route::Kind::kNotFound, "GET, HEAD", true);
   const std::string_view rest = path.substr(kApi.size());
   static const std::pair<std::string_view, Route::Kind> kReads[] = {
-      {"meta", Route::Kind::kMeta},           {"state", Route::Kind::kState},
-      {"history", Route::Kind::kHistory},     {"top", Route::Kind::kTop},
-      {"campaigns", Route::Kind::kCampaigns}, {"providers", Route::Kind::kProviders},
+      {"meta", Route::Kind::kMeta},    {"state", Route::Kind::kState},         {"history", Route::Kind::kHistory},
+      {"top", Route::Kind::kTop},      {"campaigns", Route::Kind::kCampaigns}, {"providers", Route::Kind::kProviders},
       {"events", Route::Kind::kEvents}};
   for (const auto& [name, kind] : kReads)
     if (rest == name) return is(kind, "GET, HEAD", read);
@@ -343,7 +342,8 @@ control::Limit parseLimitBody(std::string_view body) {
   const Json& rate = j.at("rate");
   const std::optional<double> r = rate.is_null() ? std::nullopt : control::parseRate(text(rate, "rate"), "rate");
   std::optional<double> burst;
-  if (j.contains("burst") && !j.at("burst").is_null()) burst = control::parseBurst(text(j.at("burst"), "burst"), "burst");
+  if (j.contains("burst") && !j.at("burst").is_null())
+    burst = control::parseBurst(text(j.at("burst"), "burst"), "burst");
   return control::makeLimit(r, burst);
 }
 

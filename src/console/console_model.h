@@ -24,9 +24,9 @@ using control::Json;
 // What the console shows of one campaign.
 struct CampaignView {
   // Cluster-wide, from PostgreSQL (the same numbers as `pacerctl top`).
-  control::CampaignRow row;            // id, name, state, limits, provider, total
+  control::CampaignRow row;             // id, name, state, limits, provider, total
   std::optional<std::string> priority;  // the priority class; the schema has none yet (null)
-  control::TopRow top;                 // sent, failed, rejected, parked, achieved over the window
+  control::TopRow top;                  // sent, failed, rejected, parked, achieved over the window
   // This worker's own (from the snapshot the daemon loop publishes); absent
   // when this worker has not had one of its messages.
   struct Worker {
@@ -48,9 +48,9 @@ struct ProviderView {
   struct Worker {
     std::optional<double> effective;  // this worker's view of the effective rate
     bool paused = false;
-    bool degraded = false;                 // the global quota does not answer for it
-    std::uint64_t throttled = 0;           // 429/503 answers, since start
-    std::uint64_t server_errors = 0;       // 5xx answers, since start
+    bool degraded = false;            // the global quota does not answer for it
+    std::uint64_t throttled = 0;      // 429/503 answers, since start
+    std::uint64_t server_errors = 0;  // 5xx answers, since start
   };
   std::optional<Worker> worker;
 };
@@ -135,18 +135,24 @@ std::optional<std::string> percentDecode(std::string_view text);
 // What a request path asks for.
 struct Route {
   enum class Kind {
-    kNotMine,    // not a console path
-    kRedirect,   // to /console/
-    kAsset,      // `name` is the asset's path under /console/
-    kMeta, kState, kHistory, kTop, kCampaigns, kProviders, kEvents,
-    kCampaign,         // GET one campaign: `id`
-    kCampaignAction,   // POST: `id`, `action` pause|resume|cancel|rate
-    kProviderRate,     // POST: `id`
-    kNotFound,         // under /api/: no such endpoint, or a malformed id
+    kNotMine,   // not a console path
+    kRedirect,  // to /console/
+    kAsset,     // `name` is the asset's path under /console/
+    kMeta,
+    kState,
+    kHistory,
+    kTop,
+    kCampaigns,
+    kProviders,
+    kEvents,
+    kCampaign,        // GET one campaign: `id`
+    kCampaignAction,  // POST: `id`, `action` pause|resume|cancel|rate
+    kProviderRate,    // POST: `id`
+    kNotFound,        // under /api/: no such endpoint, or a malformed id
   };
   Kind kind = Kind::kNotMine;
-  std::string name;    // kAsset
-  std::string id;      // decoded
+  std::string name;  // kAsset
+  std::string id;    // decoded
   std::string action;
   const char* allow = "GET, HEAD";  // the methods the path takes
   bool method_ok = true;            // false: 405 with `allow`

@@ -87,9 +87,8 @@ Outcomes ConsolePg::outcomes(const std::string& campaign) {
     t.asked = ++asks_;
     tallies_[campaign] = std::move(t);
     if (tallies_.size() > kRemembered)
-      tallies_.erase(std::min_element(tallies_.begin(), tallies_.end(), [](const auto& a, const auto& b) {
-        return a.second.asked < b.second.asked;
-      }));
+      tallies_.erase(std::min_element(tallies_.begin(), tallies_.end(),
+                                      [](const auto& a, const auto& b) { return a.second.asked < b.second.asked; }));
     return o;
   });
 }

@@ -16,7 +16,7 @@ namespace pacer::console {
 
 struct Outcomes {
   std::map<std::string, std::int64_t> by_status;  // every status the campaign's rows have, with its count
-  std::string last_recorded_at;                    // UTC ISO 8601; empty: no row
+  std::string last_recorded_at;                   // UTC ISO 8601; empty: no row
   std::int64_t parked = 0;
 };
 

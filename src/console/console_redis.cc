@@ -100,7 +100,8 @@ std::map<std::string, SharedProviderState> ProviderStateReader::read(const std::
   if (redisGetReply(n.context, reinterpret_cast<void**>(&time.r)) != REDIS_OK) throw fail(first, n);
   if (time.r->type != REDIS_REPLY_ARRAY || time.r->elements != 2)
     throw ProviderStateError(fmt::format("Redis {}: TIME: unexpected reply", first));
-  const double now_us = std::strtod(time.r->element[0]->str, nullptr) * 1e6 + std::strtod(time.r->element[1]->str, nullptr);
+  const double now_us =
+      std::strtod(time.r->element[0]->str, nullptr) * 1e6 + std::strtod(time.r->element[1]->str, nullptr);
   std::vector<std::pair<std::size_t, std::string>> moved;  // provider index, node
   std::vector<Reply> replies(providers.size());
   for (std::size_t i = 0; i < providers.size(); ++i) {

@@ -52,7 +52,8 @@ void Console::Impl::log(const char* level, const std::string& text) const {
 }
 
 control::PgControl& Console::Impl::control() {
-  if (!pg) pg = std::make_unique<control::PgControl>(control::ConnectOptions{options.postgres, options.connect_timeout_s});
+  if (!pg)
+    pg = std::make_unique<control::PgControl>(control::ConnectOptions{options.postgres, options.connect_timeout_s});
   return *pg;
 }
 
@@ -141,10 +142,9 @@ admin::AdminResponse Console::Impl::detail(const std::string& id) {
       const auto it = o.by_status.find(status);
       return it == o.by_status.end() ? std::int64_t{0} : it->second;
     };
-    control::CampaignDetail d{std::move(row),
-                              control::LedgerCounts{count("sent"), count("failed"), count("rejected"),
-                                                    o.last_recorded_at},
-                              o.parked};
+    control::CampaignDetail d{
+        std::move(row), control::LedgerCounts{count("sent"), count("failed"), count("rejected"), o.last_recorded_at},
+        o.parked};
     Json j = control::campaignDetailJson(d);
     j["outcomes"] = o.by_status;
     Json letters = Json::array();

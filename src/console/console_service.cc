@@ -10,9 +10,7 @@ admin::AdminResponse jsonResponse(int status, std::string body) {
   return a;
 }
 
-admin::AdminResponse errorResponse(int status, std::string_view text) {
-  return jsonResponse(status, errorJson(text));
-}
+admin::AdminResponse errorResponse(int status, std::string_view text) { return jsonResponse(status, errorJson(text)); }
 
 namespace {
 
@@ -66,9 +64,9 @@ Answer Console::route(const admin::AdminRequest& request, const std::function<ad
   const Route r = parseRoute(request.method, request.path);
   if (r.kind == Route::Kind::kNotMine) return Answer{};
   if (r.kind == Route::Kind::kNotFound)
-    return now(request.path.starts_with("/api/") ? errorResponse(404, "no such endpoint; see docs/api.md")
-                                                 : admin::AdminResponse{404, "text/plain; charset=utf-8",
-                                                                        "not found\n", {}});
+    return now(request.path.starts_with("/api/")
+                   ? errorResponse(404, "no such endpoint; see docs/api.md")
+                   : admin::AdminResponse{404, "text/plain; charset=utf-8", "not found\n", {}});
   if (!r.method_ok) {
     admin::AdminResponse a = errorResponse(405, fmt::format("method not allowed; use {}", r.allow));
     a.allow = r.allow;
@@ -101,8 +99,9 @@ Answer Console::route(const admin::AdminRequest& request, const std::function<ad
     case Route::Kind::kProviderRate: {
       switch (admin::checkBearer(request.authorization, o.token)) {
         case admin::TokenCheck::kDisabled:
-          return now(errorResponse(403, "controls are off: no admin token is configured (start pacerd with "
-                                        "--admin-token or PACER_ADMIN_TOKEN)"));
+          return now(errorResponse(403,
+                                   "controls are off: no admin token is configured (start pacerd with "
+                                   "--admin-token or PACER_ADMIN_TOKEN)"));
         case admin::TokenCheck::kMissing:
         case admin::TokenCheck::kWrong: {
           admin::AdminResponse a = errorResponse(401, "unauthorized: send Authorization: Bearer <admin token>");
@@ -112,8 +111,9 @@ Answer Console::route(const admin::AdminRequest& request, const std::function<ad
         case admin::TokenCheck::kOk: break;
       }
       if (!o.controls)
-        return now(errorResponse(403, "the console is read-only: set admin.console_controls: on "
-                                      "(--admin-console-controls on) to allow controls"));
+        return now(errorResponse(403,
+                                 "the console is read-only: set admin.console_controls: on "
+                                 "(--admin-console-controls on) to allow controls"));
       if (r.action == "rate") {
         try {
           job.limit = parseLimitBody(request.body);

@@ -29,8 +29,8 @@ struct ConsoleOptions {
   int connect_timeout_s = 2;
   std::vector<std::string> redis;  // "HOST:PORT" nodes of the global quota; empty: none
   std::chrono::milliseconds redis_timeout{100};
-  std::string token;      // the admin token; empty: controls answer 403
-  bool controls = false;  // admin.console_controls: false keeps the console read-only (403)
+  std::string token;                             // the admin token; empty: controls answer 403
+  bool controls = false;                         // admin.console_controls: false keeps the console read-only (403)
   std::chrono::milliseconds refresh{1000};       // while an event stream is open or the API was asked lately
   std::chrono::milliseconds idle_refresh{5000};  // otherwise, once started (keeps the 15-min history)
   std::chrono::seconds watch_linger{30};         // "lately"

@@ -22,9 +22,9 @@ Json providerJson(const ProviderRow& p);
 // {"sent", "failed", "rejected", "last_recorded_at" (null: no row)}
 Json ledgerJson(const LedgerCounts& l);
 
-Json campaignListJson(const std::vector<CampaignRow>& rows);   // `campaign list --json`
-Json providerListJson(const std::vector<ProviderRow>& rows);   // `provider list --json`
-Json campaignDetailJson(const CampaignDetail& d);              // `campaign show --json`
+Json campaignListJson(const std::vector<CampaignRow>& rows);  // `campaign list --json`
+Json providerListJson(const std::vector<ProviderRow>& rows);  // `provider list --json`
+Json campaignDetailJson(const CampaignDetail& d);             // `campaign show --json`
 
 // A change's document (`campaign set-rate|pause|resume|cancel|set-total
 // --json`, `provider set-rate --json`): {"change", "changed", KIND: after,

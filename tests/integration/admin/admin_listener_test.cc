@@ -25,8 +25,8 @@
 namespace pacer::admin {
 namespace {
 
-using ::testing::HasSubstr;
 using std::chrono::milliseconds;
+using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
 struct HttpAnswer {
@@ -188,7 +188,8 @@ TEST_F(AdminListenerTest, SilentClientsBeyondTheConnectionLimitAreClosedSoHealth
   // every slot for the 10 s timeout.
   const auto t0 = Clock::now();
   HttpAnswer a;
-  while (Clock::now() - t0 < std::chrono::seconds(5) && a.status != 200) a = http("GET", base_ + "/healthz", "", "", 500);
+  while (Clock::now() - t0 < std::chrono::seconds(5) && a.status != 200)
+    a = http("GET", base_ + "/healthz", "", "", 500);
   EXPECT_EQ(a.status, 200);
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 4.0);
 }
@@ -229,6 +230,31 @@ TEST_F(AdminListenerTest, EveryEventStreamGetsTheNewestFrameAndHealthzStillAnswe
   }
   EXPECT_EQ(hub_->streams(), static_cast<std::size_t>(kStreams - 1));
   server_.reset();  // with open streams: ends them, does not hang
+  EXPECT_EQ(hub_->streams(), 0u);
+}
+
+TEST_F(AdminListenerTest, ManyStreamsLeavingAtOnceLeaveTheListenerWhole) {
+  start();
+  hub_->publish("event: state\ndata: {}\n\n");
+  for (int round = 0; round < 3; ++round) {
+    std::vector<int> streams;
+    for (int i = 0; i < 60; ++i) {  // more than the guard's reserve of waiting connections
+      streams.push_back(connectTo(port_));
+      sendAll(streams.back(), "GET /events HTTP/1.1\r\nHost: x\r\n\r\n");
+    }
+    for (int fd : streams) ASSERT_THAT(readUntil(fd, "data: {}", milliseconds(3000)), HasSubstr("data: {}"));
+    for (int fd : streams) ::close(fd);
+    for (int i = 0; i < 20; ++i) {
+      hub_->publish("event: state\ndata: {}\n\n");
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    EXPECT_EQ(http("GET", base_ + "/healthz").status, 200);
+  }
+  const auto t0 = Clock::now();
+  while (hub_->streams() != 0 && Clock::now() - t0 < std::chrono::seconds(3)) {
+    hub_->publish("event: state\ndata: {}\n\n");
+    std::this_thread::sleep_for(milliseconds(20));
+  }
   EXPECT_EQ(hub_->streams(), 0u);
 }
 
