@@ -82,7 +82,7 @@ hz=$(getconf CLK_TCK)
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
 sent_total() { curl -sf "$base/metrics" | awk '/^pacer_campaign_sent_total/ { s += $2 } END { printf "%d", s }'; }
-median() { sort -n | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+median() { sort -n | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.6g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # window LABEL: CPU % of one core and msg/s of pacerd over window_s seconds, and /healthz latency.
 window() {
   local t0 c0 s0 t1 c1 s1 lat=()

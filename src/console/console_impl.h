@@ -49,7 +49,6 @@ struct Console::Impl {
   const ConsoleOptions options;
   const admin::AdminState& admin_state;
   const std::shared_ptr<admin::EventHub> events;
-  std::string address;
 
   // Shared between the listener's thread and the refresher, under `mutex`.
   std::mutex mutex;
@@ -61,6 +60,7 @@ struct Console::Impl {
   std::shared_ptr<const Documents> documents;
   SteadyClock::time_point last_request{};
   std::thread refresher;  // started by the first request
+  std::string address;    // the listener's, set once it is bound
 
   // The refresher thread's own (console_refresh.cc).
   std::unique_ptr<control::PgControl> pg;
@@ -76,6 +76,11 @@ struct Console::Impl {
   void run(Job& job);
   std::string documentOf(const Documents& d, Route::Kind kind) const;
   bool watched();  // under `mutex`
+  // On the listener's thread:
+  admin::AdminResponse meta();
+  // Why a control is refused before any database work (token, switch, body);
+  // nullopt: go ahead (`job` then has its kind and limit).
+  std::optional<admin::AdminResponse> refuseControl(const admin::AdminRequest& request, const Route& r, Job& job) const;
 
   // console_refresh.cc
   control::PgControl& control();

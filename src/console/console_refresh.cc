@@ -59,7 +59,10 @@ control::PgControl& Console::Impl::control() {
 
 void Console::Impl::refresh() {
   Sources src;
-  src.worker = address;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    src.worker = address;
+  }
   src.version = options.version;
   src.controls = options.controls;
   std::string at_utc;

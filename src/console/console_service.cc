@@ -45,7 +45,10 @@ Console::~Console() {
   for (Job& j : impl_->after_refresh) j.reply->complete(errorResponse(503, "pacerd is stopping"));
 }
 
-void Console::setAddress(std::string address) { impl_->address = std::move(address); }
+void Console::setAddress(std::string address) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);  // the listener may already be serving
+  impl_->address = std::move(address);
+}
 
 bool Console::Impl::watched() {
   return (events && events->streams() > 0) || SteadyClock::now() - last_request < options.watch_linger;
@@ -58,6 +61,55 @@ std::string Console::Impl::documentOf(const Documents& d, Route::Kind kind) cons
     case Route::Kind::kTop: return d.top;
     default: return d.state;
   }
+}
+
+admin::AdminResponse Console::Impl::meta() {
+  std::string bound;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    bound = address;
+  }
+  const ConsoleOptions& o = options;
+  return jsonResponse(200, Json{{"version", o.version},
+                                {"worker", bound},
+                                {"controls", o.controls},
+                                {"token_configured", !o.token.empty()},
+                                {"redis", !o.redis.empty()},
+                                {"refresh_ms", o.refresh.count()},
+                                {"idle_refresh_ms", o.idle_refresh.count()},
+                                {"window_s", o.window_s},
+                                {"history_span_s", Series::kSpanS}}
+                               .dump());
+}
+
+std::optional<admin::AdminResponse> Console::Impl::refuseControl(const admin::AdminRequest& request, const Route& r,
+                                                                 Job& job) const {
+  switch (admin::checkBearer(request.authorization, options.token)) {
+    case admin::TokenCheck::kDisabled:
+      return errorResponse(403,
+                           "controls are off: no admin token is configured (start pacerd with "
+                           "--admin-token or PACER_ADMIN_TOKEN)");
+    case admin::TokenCheck::kMissing:
+    case admin::TokenCheck::kWrong: {
+      admin::AdminResponse a = errorResponse(401, "unauthorized: send Authorization: Bearer <admin token>");
+      a.www_authenticate = true;
+      return a;
+    }
+    case admin::TokenCheck::kOk: break;
+  }
+  if (!options.controls)
+    return errorResponse(403,
+                         "the console is read-only: set admin.console_controls: on "
+                         "(--admin-console-controls on) to allow controls");
+  if (r.action == "rate") {
+    try {
+      job.limit = parseLimitBody(request.body);
+    } catch (const control::ControlError& e) {
+      return errorResponse(400, e.what());
+    }
+  }
+  job.kind = r.kind == Route::Kind::kProviderRate ? Job::Kind::kProviderRate : Job::Kind::kCampaignAction;
+  return std::nullopt;
 }
 
 Answer Console::route(const admin::AdminRequest& request, const std::function<admin::PendingReplyPtr()>& later) {
@@ -79,51 +131,16 @@ Answer Console::route(const admin::AdminRequest& request, const std::function<ad
   }
   if (r.kind == Route::Kind::kAsset) return asset(r.name);
   const ConsoleOptions& o = impl_->options;
-  if (r.kind == Route::Kind::kMeta)
-    return now(jsonResponse(200, Json{{"version", o.version},
-                                      {"worker", impl_->address},
-                                      {"controls", o.controls},
-                                      {"token_configured", !o.token.empty()},
-                                      {"redis", !o.redis.empty()},
-                                      {"refresh_ms", o.refresh.count()},
-                                      {"idle_refresh_ms", o.idle_refresh.count()},
-                                      {"window_s", o.window_s},
-                                      {"history_span_s", Series::kSpanS}}
-                                     .dump()));
+  if (r.kind == Route::Kind::kMeta) return now(impl_->meta());
   Job job;
   job.remote = std::string(request.remote);
   job.id = r.id;
   job.action = r.action;
   switch (r.kind) {
     case Route::Kind::kCampaignAction:
-    case Route::Kind::kProviderRate: {
-      switch (admin::checkBearer(request.authorization, o.token)) {
-        case admin::TokenCheck::kDisabled:
-          return now(errorResponse(403,
-                                   "controls are off: no admin token is configured (start pacerd with "
-                                   "--admin-token or PACER_ADMIN_TOKEN)"));
-        case admin::TokenCheck::kMissing:
-        case admin::TokenCheck::kWrong: {
-          admin::AdminResponse a = errorResponse(401, "unauthorized: send Authorization: Bearer <admin token>");
-          a.www_authenticate = true;
-          return now(std::move(a));
-        }
-        case admin::TokenCheck::kOk: break;
-      }
-      if (!o.controls)
-        return now(errorResponse(403,
-                                 "the console is read-only: set admin.console_controls: on "
-                                 "(--admin-console-controls on) to allow controls"));
-      if (r.action == "rate") {
-        try {
-          job.limit = parseLimitBody(request.body);
-        } catch (const control::ControlError& e) {
-          return now(errorResponse(400, e.what()));
-        }
-      }
-      job.kind = r.kind == Route::Kind::kProviderRate ? Job::Kind::kProviderRate : Job::Kind::kCampaignAction;
+    case Route::Kind::kProviderRate:
+      if (auto refused = impl_->refuseControl(request, r, job)) return now(std::move(*refused));
       break;
-    }
     case Route::Kind::kHistory: job.kind = Job::Kind::kHistory; break;
     case Route::Kind::kCampaign: job.kind = Job::Kind::kDetail; break;
     default: job.kind = Job::Kind::kDocument, job.document = r.kind; break;

@@ -399,9 +399,15 @@
     $('token-state').textContent = sessionStorage.getItem(TOKEN_KEY) ? 'token set for this tab' : 'no token';
   }
 
+  // One stream per page. Closed when the page is hidden for navigation, so a
+  // page kept in the back/forward cache does not hold one of the browser's
+  // few connections to this host (the next page would wait for it).
+  let stream = null;
   function connect() {
     const status = $('status');
+    if (stream) stream.close();
     const es = new EventSource('/api/v1/events');
+    stream = es;
     es.addEventListener('state', (e) => {
       let frame;
       try { frame = JSON.parse(e.data); } catch (err) { return; }
@@ -425,6 +431,8 @@
     $('token-clear').addEventListener('click', () => { sessionStorage.removeItem(TOKEN_KEY); tokenState(); });
     tokenState();
     window.addEventListener('hashchange', navigate);
+    window.addEventListener('pagehide', () => { if (stream) { stream.close(); stream = null; } });
+    window.addEventListener('pageshow', (e) => { if (e.persisted) connect(); });
     const [meta, history] = await Promise.all([fetchJson('/api/v1/meta'), fetchJson('/api/v1/history')]);
     ui.meta = meta.error ? null : meta;
     if (!history.error) {
