@@ -29,6 +29,11 @@ PACER_PACKAGES+=(prometheus-cpp-dev)
 # by Debian to read the OS tz database, so it needs tzdata (docs/recipient-rules.md).
 PACER_PACKAGES+=(libhowardhinnant-date-dev tzdata)
 
+# The console's browser test (tests/integration/console) and bench/console_bench.sh: a real
+# headless Chromium (chromium), driven through WebDriver (chromium-driver) from Python
+# (python3-selenium), all from Debian, so nothing is downloaded at test time.
+PACER_PACKAGES+=(chromium chromium-driver python3-selenium)
+
 pacer_install_packages() {
   local missing=()
   local p

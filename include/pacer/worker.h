@@ -152,6 +152,7 @@ struct ProviderStats {
   std::optional<double> effective;  // the adaptive rate now (shared with a global quota, as last heard)
   bool paused = false;              // paused now (its own 429, or, with a global quota, any worker's)
   std::uint64_t throttled = 0;      // 429/503 answers this worker got
+  std::uint64_t server_errors = 0;  // 5xx answers this worker got (whether retried as a fault or a throttle)
   bool degraded = false;            // with a global quota: the quota does not answer for it (degraded mode)
   bool circuit_open = false;        // its circuit breaker is open (sustained faults)
   std::uint32_t workers = 1;        // with a global quota: workers sharing it, as last heard

@@ -274,7 +274,8 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
   std::size_t degraded = 0;
   for (const ProviderStats& p : providers) {
     s.providers.push_back(
-        ProviderMetrics{p.id, p.ceiling, p.effective, p.paused, p.throttled, p.degraded, p.circuit_open, p.workers});
+        ProviderMetrics{p.id,         p.ceiling,  p.effective,    p.paused,      p.throttled,
+                        p.degraded,   p.circuit_open, p.workers,  p.server_errors});
     if (p.degraded) ++degraded;
   }
   s.partitions = std::move(partitions);

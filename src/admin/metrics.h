@@ -42,6 +42,7 @@ struct ProviderMetrics {
   bool degraded = false;        // the global quota does not answer for it
   bool circuit_open = false;    // its circuit breaker is open (sustained faults)
   std::uint32_t workers = 1;    // workers sharing it, as last heard from the global quota
+  std::uint64_t server_errors = 0;  // 5xx answers this worker got (the console; not rendered)
 };
 
 struct PartitionMetrics {

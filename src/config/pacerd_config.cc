@@ -469,6 +469,10 @@ const std::vector<Key>& keys() {
          asString(r);
          c.p.token = r;
        }},
+      {"admin.console_controls", Shape::kScalar, "--admin-console-controls", FlagForm::kValue, false, false,
+       "the console at /console/ may pause, resume, cancel and set rates (with the token): on, off (default off: "
+       "read-only)",
+       [](const Raw& r, Ctx& c) { c.o.admin_console_controls = asBool(r, "on or off"); }},
       {"admin.token_file", Shape::kScalar, nullptr, FlagForm::kNone, false, false, "",
        [](const Raw& r, Ctx& c) {
          asString(r);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "control/json_docs.h"
 #include "control/pg_control.h"
 #include "control/produce.h"
 #include "control/table.h"
@@ -23,8 +24,6 @@
 namespace pacer::control {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 constexpr const char* kExitCodes =
     "Exit codes: 0 done (also when it already was so), 1 not found / already exists / change refused, "
     "2 bad arguments or value, 3 PostgreSQL (or for produce, Kafka) unreachable or a message not delivered in time, "
@@ -32,35 +31,6 @@ constexpr const char* kExitCodes =
 
 std::string number(double v) { return fmt::format("{}", v); }
 std::string rateText(const std::optional<double>& r) { return r ? fmt::format("{}/s", *r) : "unlimited"; }
-Json rateJson(const std::optional<double>& r) { return r ? Json(*r) : Json(nullptr); }
-Json textOrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
-
-Json toJson(const CampaignRow& c) {
-  return Json{{"id", c.id},
-              {"name", c.name},
-              {"state", c.state},
-              {"send_rate", rateJson(c.limit.rate)},
-              {"burst", c.limit.burst},
-              {"weight", c.weight},
-              {"provider", textOrNull(c.provider)},
-              {"updated_at", c.updated_at},
-              {"total", c.total ? Json(*c.total) : Json(nullptr)}};
-}
-
-Json toJson(const ProviderRow& p) {
-  return Json{{"id", p.id},
-              {"rate", rateJson(p.limit.rate)},
-              {"burst", p.limit.burst},
-              {"campaigns", p.campaigns},
-              {"updated_at", p.updated_at}};
-}
-
-Json toJson(const LedgerCounts& l) {
-  return Json{{"sent", l.sent},
-              {"failed", l.failed},
-              {"rejected", l.rejected},
-              {"last_recorded_at", textOrNull(l.last_recorded_at)}};
-}
 
 // What one run needs: the parsed arguments, the streams, and the database,
 // connected only once a command's values have been checked.
@@ -159,29 +129,6 @@ class StopSignals {
   struct sigaction old_term_ {};
 };
 
-TopFrame topFrame(const TopSnapshot& snap, double window_s) {
-  TopFrame f;
-  f.at_utc = snap.at_utc;
-  f.window_s = window_s;
-  for (const TopSnapshot::Campaign& c : snap.campaigns) {
-    TopRow r;
-    r.id = c.id;
-    r.state = c.state;
-    r.provider = c.provider;
-    r.send_rate = c.send_rate;
-    r.total = c.total;
-    r.sent = c.sent;
-    r.failed = c.failed;
-    r.rejected = c.rejected;
-    r.parked = c.parked;
-    // Two samples of the sent count: at the window's start and now.
-    r.achieved = achievedRate(RateSample{snap.at_epoch_s - window_s, c.sent - c.sent_in_window},
-                              RateSample{snap.at_epoch_s, c.sent});
-    f.rows.push_back(std::move(r));
-  }
-  return f;
-}
-
 // Kafka topic names: 1 to 249 of [a-zA-Z0-9._-].
 void checkTopic(const std::string& topic) {
   const bool ok = !topic.empty() && topic.size() <= 249 &&
@@ -203,9 +150,7 @@ CLI::Option* optionalText(CLI::App* cmd, const std::string& name, std::optional<
 
 void printCampaignList(Session& s, const std::vector<CampaignRow>& rows) {
   if (s.json) {
-    Json a = Json::array();
-    for (const CampaignRow& c : rows) a.push_back(toJson(c));
-    s.emit(a);
+    s.emit(campaignListJson(rows));
     return;
   }
   if (rows.empty()) {
@@ -223,10 +168,7 @@ void printCampaignList(Session& s, const std::vector<CampaignRow>& rows) {
 void printCampaignDetail(Session& s, const CampaignDetail& d) {
   const CampaignRow& c = d.campaign;
   if (s.json) {
-    Json j = toJson(c);
-    j["ledger"] = toJson(d.ledger);
-    j["parked"] = d.parked;
-    s.emit(j);
+    s.emit(campaignDetailJson(d));
     return;
   }
   Table t({"FIELD", "VALUE"});
@@ -251,10 +193,7 @@ template <typename Row>
 void printChange(Session& s, std::string_view kind, std::string_view change, const Change<Row>& c,
                  const std::string& human) {
   if (s.json) {
-    Json j{{"change", change}, {"changed", c.changed}};
-    j[std::string(kind)] = toJson(c.after);
-    j["previous"] = toJson(c.before);
-    s.emit(j);
+    s.emit(changeJson(kind, change, c));
     return;
   }
   s.out << human << '\n';
@@ -267,9 +206,7 @@ std::string limitChange(const char* rate_name, const Limit& before, const Limit&
 
 void printProviderList(Session& s, const std::vector<ProviderRow>& rows) {
   if (s.json) {
-    Json a = Json::array();
-    for (const ProviderRow& p : rows) a.push_back(toJson(p));
-    s.emit(a);
+    s.emit(providerListJson(rows));
     return;
   }
   if (rows.empty()) {
@@ -289,7 +226,7 @@ void printStatus(Session& s, const StatusReport& r) {
     std::int64_t total = 0;
     for (const auto& [state, n] : r.campaigns_by_state) campaigns[state] = n, total += n;
     campaigns["total"] = total;
-    Json ledger = toJson(r.ledger);
+    Json ledger = ledgerJson(r.ledger);
     ledger["total"] = r.ledger.sent + r.ledger.failed + r.ledger.rejected;
     s.emit(Json{{"postgres", shown},
                 {"schema", {{"database", r.schema_version}, {"pacerctl", r.build_schema_version}}},
@@ -371,7 +308,7 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
     nc.provider = v.provider.value_or("");
     if (v.total) nc.total = parseCount(*v.total, "--total", 0, "a total");
     const CampaignRow c = s.db().createCampaign(nc);
-    if (s.json) return s.emit(Json{{"change", "create"}, {"changed", true}, {"campaign", toJson(c)}});
+    if (s.json) return s.emit(Json{{"change", "create"}, {"changed", true}, {"campaign", campaignJson(c)}});
     s.out << fmt::format("campaign '{}' created: state {}, send_rate {}, burst {}, weight {}, provider {}, total {}\n",
                          c.id, c.state, rateText(c.limit.rate), number(c.limit.burst), number(c.weight),
                          c.provider.empty() ? "none" : c.provider, totalText(c.total));
@@ -445,7 +382,7 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
     checkId(v.id, "provider");
     const Limit l = limit("--rate");
     const ProviderRow p = s.db().createProvider(v.id, l);
-    if (s.json) return s.emit(Json{{"change", "create"}, {"changed", true}, {"provider", toJson(p)}});
+    if (s.json) return s.emit(Json{{"change", "create"}, {"changed", true}, {"provider", providerJson(p)}});
     s.out << fmt::format("provider '{}' created: rate {}, burst {}\n", p.id, rateText(p.limit.rate),
                          number(p.limit.burst));
   };
@@ -590,7 +527,7 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
     if (s.json && !ta.once) throw InvalidValueError("--json with top needs --once (one frame as JSON)");
     PgControl& db = s.db();
     if (ta.once) {
-      const TopFrame f = topFrame(db.topSnapshot(ta.window_s), ta.window_s);
+      const TopFrame f = topFrameOf(db.topSnapshot(ta.window_s), ta.window_s);
       s.out << (s.json ? renderTopJson(f) : renderTopText(f));
       return;
     }
@@ -606,7 +543,7 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
     } show_cursor{s.out, tty};
     while (!g_top_stop) {
       const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(ta.interval_ms);
-      const std::string frame = renderTopText(topFrame(db.topSnapshot(ta.window_s), ta.window_s));
+      const std::string frame = renderTopText(topFrameOf(db.topSnapshot(ta.window_s), ta.window_s));
       // Drawn over the last frame, not after clearing: no flicker of an empty screen.
       s.out << (tty ? terminalRedraw(frame) : frame + "\n") << std::flush;
       while (!g_top_stop && std::chrono::steady_clock::now() < next)

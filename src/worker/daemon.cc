@@ -15,6 +15,7 @@
 #include <set>
 
 #include "admin/admin_server.h"
+#include "console/console_service.h"
 #include "control/values.h"
 #include "ledger/pg_ledger.h"
 #include "ledger/pg_listener.h"
@@ -985,21 +986,14 @@ class Daemon {
     ao.address = at;
     ao.token = o_.admin_token;
     std::FILE* log = o_.log;
-    // The listener's own lines (a refused token, per request) go through a
-    // limiter of their own: it runs on the listener's thread.
-    auto limiter = std::make_shared<std::pair<std::mutex, LogLimiter>>();
-    const TimeSource* clock = clock_.get();
-    ao.log = [log, limiter, clock](const char* level, const std::string& text) {
-      const std::string key = text.substr(0, text.find(' '));
-      std::optional<std::uint64_t> held;
-      {
-        std::lock_guard<std::mutex> lock(limiter->first);
-        held = limiter->second.admit(key, clock->now());
-      }
-      if (!held) return;
-      logLine(log, level, "{}{}", text, *held > 0 ? fmt::format(" suppressed={}", *held) : std::string());
-    };
+    // The listener limits its own per-request lines (refused tokens: one a
+    // second per status, with the count held back).
+    ao.log = [log](const char* level, const std::string& text) { logLine(log, level, "{}", text); };
+    startConsole(ao);
     admin_ = std::make_unique<admin::AdminServer>(std::move(ao), *admin_state_, *clock_);
+    console_->setAddress(admin_->boundAddress());
+    logLine(o_.log, "INFO", "event=console url=http://{}/console/ controls={}", admin_->boundAddress(),
+            o_.admin_console_controls && !o_.admin_token.empty() ? "on" : "off");
     logLine(o_.log, "INFO", "event=admin_listening address={} state_changes={}", admin_->boundAddress(),
             o_.admin_token.empty() ? "off" : "token");
     if (!admin_->loopback())
@@ -1007,6 +1001,24 @@ class Daemon {
               "event=admin_not_loopback address={} hint=\"anyone who can reach it reads /metrics; keep it behind a "
               "firewall\"",
               admin_->boundAddress());
+  }
+
+  // The operator console and /api/v1 on the admin listener (src/console,
+  // docs/console.md): a refresher thread with its own PostgreSQL and Redis
+  // connections, started by the first request; it reads this worker's
+  // figures only from admin_state_.
+  void startConsole(admin::AdminServerOptions& ao) {
+    console::ConsoleOptions co;
+    co.postgres = o_.postgres;
+    co.redis = o_.redis;
+    co.token = o_.admin_token;
+    co.controls = o_.admin_console_controls;
+    co.version = PACER_VERSION;
+    co.log = ao.log;
+    auto events = std::make_shared<admin::EventHub>();
+    console_ = std::make_unique<console::Console>(std::move(co), *admin_state_, events);
+    ao.routes = console_.get();
+    ao.events = std::move(events);
   }
 
   // Once per loop turn: the heartbeat, a snapshot when due. True when a drain
@@ -1085,6 +1097,7 @@ class Daemon {
   std::optional<admin::SnapshotBuilder> snapshots_;
   MonoTime next_metrics_{};
   std::unique_ptr<admin::AdminState> admin_state_;
+  std::unique_ptr<console::Console> console_;  // the listener's routes: outlives admin_
   std::unique_ptr<admin::AdminServer> admin_;  // after admin_state_: stopped before it goes
 };
 

@@ -84,6 +84,9 @@ struct DaemonOptions {
   // changes (empty: they answer 403); it is never logged.
   std::string admin_listen = "127.0.0.1:9464";
   std::string admin_token;
+  // The console (docs/console.md) on the admin listener may pause, resume,
+  // cancel and set rates (with the token); false: read-only (403).
+  bool admin_console_controls = false;
   std::FILE* log = stderr;
 };
 

@@ -93,6 +93,7 @@ struct WorkerCore::Impl {
     double applied_rate = 0;
     std::uint64_t throttled = 0;
     bool from_row = false;  // set by a good row (upsertProvider), not a placeholder
+    std::uint64_t server_errors = 0;  // answers with a 5xx status (the console plots them)
     std::vector<Campaign*> campaigns;
   };
 
@@ -510,6 +511,7 @@ struct WorkerCore::Impl {
     std::uniform_real_distribution<double> u(0.0, 1.0);
     const AttemptHistory history{item.attempts, item.faults, item.throttled, now - item.first_attempt.value_or(now)};
     const RetryDecision d = decideRetry(options.retry, r, history, u(rng));
+    if (c->provider && r.status >= 500 && r.status <= 599) ++c->provider->server_errors;
     switch (d.kind) {
       case RetryDecision::Kind::kDelivered: addRow(c, item, DeliveryStatus::kSent, item.attempts, ""); return;
       case RetryDecision::Kind::kFail: addRow(c, item, DeliveryStatus::kFailed, item.attempts, d.reason); return;
@@ -1013,6 +1015,7 @@ std::vector<ProviderStats> WorkerCore::providerStats(MonoTime now) const {
       s.circuit_open = impl_->leaser->circuitOpen(p->qid);
       s.workers = impl_->leaser->workersFor(p->qid);
     }
+    s.server_errors = p->server_errors;
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const ProviderStats& a, const ProviderStats& b) { return a.id < b.id; });

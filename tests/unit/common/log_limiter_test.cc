@@ -32,5 +32,13 @@ TEST(LogLimiter, ForgetsIdleKeysButNotOnesWithLinesHeldBack) {
   EXPECT_EQ(limiter.admit("b", t0 + seconds(60)), 1u) << "kept: its held-back line is still owed";
 }
 
+TEST(LogLimiter, TimeGoingBackAdmitsNothingNew) {
+  LogLimiter limiter(seconds(1));
+  const MonoTime now{seconds(50)};
+  EXPECT_EQ(limiter.admit("401", now), 0u);
+  EXPECT_EQ(limiter.admit("401", now - milliseconds(5000)), std::nullopt);
+  EXPECT_EQ(limiter.admit("401", now + milliseconds(1000)), 1u);
+}
+
 }  // namespace
 }  // namespace pacer

@@ -142,6 +142,17 @@ sink:
   EXPECT_EQ(c.options.http.headers[0].second, "Bearer x");
 }
 
+TEST(PacerdConfig, ConsoleControlsAreOffUnlessTurnedOn) {
+  EXPECT_FALSE(load(fromText("")).options.admin_console_controls) << "read-only by default";
+  EXPECT_TRUE(load(fromText("admin:\n  console_controls: on\n")).options.admin_console_controls);
+  Env env{{{"PACER_ADMIN_CONSOLE_CONTROLS", "true"}}};
+  EXPECT_TRUE(load(fromText("admin:\n  console_controls: off\n", &env)).options.admin_console_controls);
+  EXPECT_FALSE(load(fromText("", &env, {{"admin.console_controls", {"off"}}})).options.admin_console_controls)
+      << "a flag wins over the environment";
+  EXPECT_EQ(errorOf(fromText("admin:\n  console_controls: sometimes\n")),
+            "pacerd.yaml:2:3: admin.console_controls: expected on or off, got \"sometimes\"");
+}
+
 TEST(PacerdConfig, WrongTypeNamesFileLineColumnKeyAndExpectation) {
   const std::string e = errorOf(fromText("kafka:\n  group: g\nscheduler:\n  tick_ms: fast\n"));
   EXPECT_EQ(e, "pacerd.yaml:4:3: scheduler.tick_ms: expected an integer >= 1, got \"fast\"");

@@ -329,6 +329,34 @@ TEST_F(WorkerCoreTest, ThrottlingPausesTheWholeProviderAndCostsNoFaultAttempts) 
   EXPECT_EQ(ledger_.byId.at("m0-1").attempts, 1);
 }
 
+TEST_F(WorkerCoreTest, ProviderStatsCountThrottlesAndServerErrorsApart) {
+  WorkerOptions o;
+  o.retry.base_delay = milliseconds(10);
+  o.retry.jitter = 0;
+  o.retry.max_attempts = 10;
+  make(o);
+  core_->upsertProvider(ProviderInfo{"sms", RateLimit{1000, 10}}, clock_.now());
+  core_->upsertCampaign(campaign("a", std::nullopt, 1, "sms"), clock_.now());
+  std::vector<int> answers{500, 502, 429, 200};
+  sink_.answer = [&](const Message&) {
+    SendResult r;
+    const int status = answers.empty() ? 200 : answers.front();
+    if (!answers.empty()) answers.erase(answers.begin());
+    if (status != 200) {
+      r.outcome = status == 429 ? SendOutcome::kThrottled : SendOutcome::kFault;
+      r.status = status;
+      r.retry_after = milliseconds(10);
+    }
+    return r;
+  };
+  core_->offer(raw(0, "a"), clock_.now());
+  run(milliseconds(500));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 1u);
+  const ProviderStats p = core_->providerStats(clock_.now()).at(0);
+  EXPECT_EQ(p.server_errors, 2u) << "500 and 502, whatever the retry made of them";
+  EXPECT_EQ(p.throttled, 1u);
+}
+
 TEST_F(WorkerCoreTest, APermanentRefusalFailsAtOnce) {
   make();
   sink_.answer = [](const Message&) {

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""The console in headless Chromium against a live pacerd (console_test.sh
+starts it): campaigns render and their progress moves; a campaign named
+<img src=x onerror=alert(1)> renders as text; controls refuse without the
+token; a rate set through the UI reaches /metrics and the achieved rate.
+Screenshots go to $CONSOLE_ARTIFACTS."""
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+BASE = os.environ["CONSOLE_BASE"]
+ARTIFACTS = os.environ["CONSOLE_ARTIFACTS"]
+TOKEN = os.environ["ADMIN_TOKEN"]
+XSS = os.environ["XSS"]
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print(f"ok: {what}", flush=True)
+
+
+def eventually(fn, limit_s, what):
+    end = time.time() + limit_s
+    last = None
+    while time.time() < end:
+        try:
+            last = fn()
+            if last:
+                print(f"ok: {what}", flush=True)
+                return last
+        except Exception as e:  # the page is re-rendered every second: retry
+            last = e
+        time.sleep(0.25)
+    raise AssertionError(f"{what} (not within {limit_s} s; last: {last!r})")
+
+
+def http(path, method="GET", body=None, headers=None):
+    req = urllib.request.Request(BASE + path, method=method, data=body, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode()
+
+
+def top_row(campaign):
+    _, _, body = http("/api/v1/top")
+    for row in json.loads(body)["campaigns"]:
+        if row["id"] == campaign:
+            return row
+    return None
+
+
+def browser():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for a in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+              "--disable-dev-shm-usage", "--window-size=1500,1100",
+              f"--user-data-dir={tempfile.mkdtemp(dir=os.environ.get('CONSOLE_TMP'))}"]:
+        opts.add_argument(a)
+    d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    # Before any page script: record alerts instead of showing them (CDP scripts are not subject to the page's CSP).
+    d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                      {"source": "window.__alerts = []; window.alert = (m) => window.__alerts.push(String(m));"})
+    return d
+
+
+def sent_of(d, campaign):
+    for row in d.find_elements(By.CSS_SELECTOR, "#campaigns tbody tr"):
+        if row.get_attribute("data-campaign") == campaign:
+            return int(row.find_element(By.CSS_SELECTOR, ".sent").text.replace(",", ""))
+    return None
+
+
+def main():
+    status, headers, _ = http("/console/")
+    check(status == 200 and "script-src 'self'" in headers["Content-Security-Policy"]
+          and "'unsafe-inline'" not in headers["Content-Security-Policy"],
+          "the console page is served with a CSP that forbids inline script and other origins")
+    d = browser()
+    try:
+        d.get(BASE + "/console/")
+        eventually(lambda: len(d.find_elements(By.CSS_SELECTOR, "#campaigns tbody tr")) == 3, 30,
+                   "three campaigns render")
+        ids = ["spring", "news", XSS]
+        first = {c: sent_of(d, c) for c in ids}
+        eventually(lambda: all(sent_of(d, c) > first[c] for c in ids), 30,
+                   f"every campaign's progress moves (from {first})")
+
+        # The hostile name: text, not markup; no alert, no img element.
+        row = [r for r in d.find_elements(By.CSS_SELECTOR, "#campaigns tbody tr") if r.get_attribute("data-campaign") == XSS]
+        check(len(row) == 1 and row[0].find_element(By.CSS_SELECTOR, "a.campaign-link").text == XSS,
+              "the campaign named <img src=x onerror=alert(1)> shows its name as text")
+        check(d.find_elements(By.TAG_NAME, "img") == [], "no img element anywhere on the page")
+        d.save_screenshot(os.path.join(ARTIFACTS, "console-campaigns.png"))
+        d.get(BASE + "/console/#/campaign/" + urllib.parse.quote(XSS, safe=""))
+        eventually(lambda: d.find_element(By.ID, "detail-title").text == XSS, 15, "its detail page titles it as text")
+        check(d.find_elements(By.TAG_NAME, "img") == [], "no img element on its detail page")
+        check(d.execute_script("return window.__alerts.length") == 0, "no alert was raised")
+        try:
+            d.switch_to.alert
+            check(False, "no alert dialog is open")
+        except NoAlertPresentException:
+            print("ok: no alert dialog is open")
+
+        # Controls without the token: refused, and the UI says why.
+        d.get(BASE + "/console/#/campaign/news")
+        eventually(lambda: d.find_element(By.CSS_SELECTOR, "dd.detail-sent").text != "", 15, "the news detail page renders")
+        d.find_element(By.ID, "pause-btn").click()
+        eventually(lambda: "Refused (401)" in d.find_element(By.ID, "control-result").text, 10,
+                   "pausing without the token is refused with 401 and the page says so")
+        code = d.execute_async_script(
+            "const done = arguments[0]; fetch('/api/v1/campaigns/news/pause', {method: 'POST', body: '{}'})"
+            ".then(r => done(r.status), e => done(String(e)));")
+        check(code == 401, f"a control POST without a token answers 401 (got {code})")
+        check(http("/api/v1/campaigns/news/pause", "POST", b"{}", {"Authorization": "Bearer wrong"})[0] == 401,
+              "a control POST with a wrong token answers 401")
+        check(top_row("news")["state"] == "active", "the refused pause changed nothing")
+
+        # With the token: set spring's rate from 60 to 150 through the UI.
+        before = eventually(lambda: (top_row("spring")["achieved_rate"] or 0) > 45 and top_row("spring")["achieved_rate"],
+                            30, "spring sends near its send_rate of 60/s")
+        d.get(BASE + "/console/#/campaign/spring")
+        d.find_element(By.ID, "token-input").send_keys(TOKEN)
+        d.find_element(By.ID, "token-save").click()
+        eventually(lambda: "token set" in d.find_element(By.ID, "token-state").text, 5, "the token is kept for the tab")
+        check(d.execute_script("return document.cookie") == "", "no cookie holds the token")
+        d.find_element(By.ID, "rate-input").send_keys("150")
+        d.find_element(By.ID, "rate-btn").click()
+        eventually(lambda: "Done: set-rate" in d.find_element(By.ID, "control-result").text, 10,
+                   "the set-rate is accepted and the page says so")
+        eventually(lambda: re.search(r'^pacer_campaign_send_rate\{campaign="spring",provider="sms"\} 150$',
+                                     http("/metrics")[2], re.M), 10, "/metrics shows spring's new send_rate 150")
+        eventually(lambda: d.find_element(By.CSS_SELECTOR, "dd.detail-send-rate").text == "150/s", 10,
+                   "the page shows the new configured rate")
+        after = eventually(lambda: (top_row("spring")["achieved_rate"] or 0) > 110 and top_row("spring")["achieved_rate"],
+                           40, f"spring's achieved rate rises above 110/s (it was {before:.1f}/s)")
+        print(f"achieved rate of spring: {before:.1f}/s at 60/s -> {after:.1f}/s at 150/s")
+        time.sleep(20)  # let the chart show the step before the screenshots
+        d.save_screenshot(os.path.join(ARTIFACTS, "console-campaign.png"))
+        d.get(BASE + "/console/#/providers")
+        eventually(lambda: len(d.find_elements(By.CSS_SELECTOR, "[data-provider]")) == 1, 10, "the providers view renders")
+        d.save_screenshot(os.path.join(ARTIFACTS, "console-providers.png"))
+        d.get(BASE + "/console/#/campaigns")
+        eventually(lambda: len(d.find_elements(By.CSS_SELECTOR, "#campaigns tbody tr")) == 3, 10, "back to the campaigns")
+        time.sleep(1.5)
+        d.save_screenshot(os.path.join(ARTIFACTS, "console.png"))
+        check(d.execute_script("return window.__alerts.length") == 0, "still no alert at the end")
+    finally:
+        d.quit()
+    print("browser test: PASS")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as e:
+        print(f"FAIL: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Issue 17: the operator console in a real headless Chromium. Starts
+# PostgreSQL, Redis, pacer-kafka-mock and a real pacerd (controls on, a token)
+# with three campaigns sending through one provider, one of them named and
+# keyed `<img src=x onerror=alert(1)>`; then console_browser_test.py drives
+# the browser. Screenshots go to $CONSOLE_ARTIFACTS.
+set -euo pipefail
+pacerd=${PACERD:?}
+pacerctl=${PACERCTL:?}
+kafka_mock=${PACER_KAFKA_MOCK:?}
+artifacts=${CONSOLE_ARTIFACTS:?}
+here=$(cd "$(dirname "$0")" && pwd)
+source "${PACER_SOURCE:?}/scripts/services.sh"
+tmp=$(mktemp -d)
+pid=
+cleanup() {
+  [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
+  pacer_stop_kafka_mock
+  pacer_stop_redis
+  pacer_stop_postgres
+  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  tail -n 40 "$tmp/pacerd.log" >&2 || true
+  exit 1
+}
+for bin in chromium chromedriver; do
+  command -v "$bin" >/dev/null || fail "$bin is not installed (apt-get install chromium chromium-driver python3-selenium; scripts/lib.sh lists them)"
+done
+# Debian's python3 (where python3-selenium is), not another one first on PATH.
+python=/usr/bin/python3
+"$python" -c 'import selenium' 2>/dev/null || fail "python3-selenium is not installed for /usr/bin/python3"
+mkdir -p "$artifacts"
+
+export XSS='<img src=x onerror=alert(1)>'
+export ADMIN_TOKEN=console-test-token-$$
+pacer_start_postgres "$tmp/pg"
+export PACER_POSTGRES=$PACER_PG
+"$pacerd" migrate >/dev/null
+pacer_start_redis "$tmp/redis"
+pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:4 --die-with-parent
+"$pacerctl" provider create sms --rate 400 >/dev/null
+"$pacerctl" campaign create spring --rate 60 --provider sms --total 0 --name "Spring sale" >/dev/null
+"$pacerctl" campaign create news --rate 30 --provider sms --total 0 --name "Newsletter" >/dev/null
+"$pacerctl" campaign create "$XSS" --rate 20 --provider sms --total 0 --name "$XSS" >/dev/null
+# Enough for the whole test at these rates (and at spring's raised rate).
+"$pacerctl" produce --brokers "$PACER_KAFKA" --topic messages --campaign spring --count 12000 >/dev/null
+"$pacerctl" produce --brokers "$PACER_KAFKA" --topic messages --campaign news --count 4000 >/dev/null
+"$pacerctl" produce --brokers "$PACER_KAFKA" --topic messages --campaign "$XSS" --count 3000 >/dev/null
+
+"$pacerd" --brokers "$PACER_KAFKA" --topic messages --no-migrate --sink null --redis "$PACER_REDIS" \
+  --session-timeout-ms 6000 --admin-listen 127.0.0.1:0 --admin-token "$ADMIN_TOKEN" --admin-console-controls on \
+  >/dev/null 2>"$tmp/pacerd.log" &
+pid=$!
+address=
+for _ in $(seq 1 300); do
+  address=$(grep -om1 'event=admin_listening address=[^ ]*' "$tmp/pacerd.log" | cut -d= -f3 || true)
+  [ -n "$address" ] && break
+  kill -0 "$pid" 2>/dev/null || fail "pacerd exited"
+  sleep 0.1
+done
+[ -n "$address" ] || fail "pacerd did not log its admin address"
+grep -q "event=console url=http://$address/console/ controls=on" "$tmp/pacerd.log" || fail "no event=console line"
+
+CONSOLE_BASE="http://$address" CONSOLE_ARTIFACTS="$artifacts" CONSOLE_TMP="$tmp" "$python" "$here/console_browser_test.py" ||
+  fail "the browser test failed"
+grep -q 'event=console_control kind=campaign id="spring" change=set-rate status=200' "$tmp/pacerd.log" ||
+  fail "the accepted control was not logged"
+kill -TERM "$pid"
+wait "$pid" || fail "pacerd exited with $? on SIGTERM"
+pid=
+echo PASS
