@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "admin/metrics.h"
+#include "pacer/admin/metrics.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "sink/http_sink.h"
+#include "pacer/sinks/http_sink.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

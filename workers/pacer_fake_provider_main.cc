@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "fake_provider/fake_provider.h"
+#include "pacer/fakes/fake_provider.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"pacer-fake-provider: a provider API stand-in that records every request"};

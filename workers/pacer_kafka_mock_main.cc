@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kafka_mock/mock_cluster.h"
+#include "pacer/fakes/mock_cluster.h"
 
 int main(int argc, char** argv) {
   CLI::App app{

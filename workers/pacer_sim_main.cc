@@ -7,9 +7,9 @@
 #include <string>
 
 #include "pacer/time.h"
-#include "sim/report.h"
-#include "sim/scenario.h"
-#include "sim/simulator.h"
+#include "pacer/sim/report.h"
+#include "pacer/sim/scenario.h"
+#include "pacer/sim/simulator.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"pacer-sim: run Pacer's scheduler and limiters on simulated time and report what was sent"};

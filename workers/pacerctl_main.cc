@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "control/cli.h"
+#include "pacer/pacerctl/cli.h"
 
 int main(int argc, char** argv) {
   pacer::control::CliEnvironment env;

@@ -18,9 +18,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "config/pacerd_config.h"
-#include "ledger/pg_ledger.h"
-#include "worker/daemon.h"
+#include "pacer/config/pacerd_config.h"
+#include "pacer/ledger/pg_ledger.h"
+#include "pacer/daemon/daemon.h"
 
 namespace {
 

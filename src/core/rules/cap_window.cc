@@ -1,4 +1,4 @@
-#include "core/rules/cap_window.h"
+#include "cap_window.h"
 
 #include <algorithm>
 

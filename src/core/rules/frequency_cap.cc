@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/rules/cap_window.h"
+#include "cap_window.h"
 
 namespace pacer {
 

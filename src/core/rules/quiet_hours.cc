@@ -10,7 +10,7 @@
 // arithmetic on the cached offset; near one, it asks the tz database.
 #include <algorithm>
 
-#include "core/rules/time_zone_table_impl.h"
+#include "time_zone_table_impl.h"
 
 namespace pacer {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "core/rules/time_zone_table_impl.h"
+#include "time_zone_table_impl.h"
 
 namespace pacer {
 namespace {

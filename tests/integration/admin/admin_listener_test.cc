@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "admin/admin_server.h"
+#include "pacer/admin/admin_server.h"
 #include "pacer/time.h"
 
 namespace pacer::admin {

@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "ledger/pg_ledger.h"
-#include "ledger/pg_parking.h"
+#include "pacer/ledger/pg_ledger.h"
+#include "pacer/ledger/pg_parking.h"
 #include "support/kafka_delivery_counter.h"
 #include "support/kafka_mock_process.h"
 #include "support/postgres_server.h"

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "control/cli.h"
-#include "control/pg_control.h"
-#include "control/values.h"
-#include "ledger/pg_ledger.h"
+#include "pacer/pacerctl/cli.h"
+#include "pacer/control/pg_control.h"
+#include "pacer/control/values.h"
+#include "pacer/ledger/pg_ledger.h"
 #include "support/kafka_mock_process.h"
 #include "support/loopback.h"
 #include "support/postgres_server.h"

@@ -1,6 +1,6 @@
 // pacer-fake-provider's own behaviour, over real HTTP on loopback: what tests
 // and benchmarks rely on when they use it as a provider stand-in.
-#include "fake_provider/fake_provider.h"
+#include "pacer/fakes/fake_provider.h"
 
 #include <curl/curl.h>
 #include <gmock/gmock.h>

@@ -1,12 +1,12 @@
 // The HTTP sink against pacer-fake-provider, over real HTTP on loopback.
-#include "sink/http_sink.h"
+#include "pacer/sinks/http_sink.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 
-#include "fake_provider/fake_provider.h"
+#include "pacer/fakes/fake_provider.h"
 
 namespace pacer::sink {
 namespace {

@@ -1,5 +1,5 @@
 // The PostgreSQL ledger against a real PostgreSQL server started for this test.
-#include "ledger/pg_ledger.h"
+#include "pacer/ledger/pg_ledger.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <memory>
 #include <pqxx/pqxx>
 
-#include "ledger/pg_parking.h"
+#include "pacer/ledger/pg_parking.h"
 #include "support/postgres_server.h"
 
 namespace pacer::ledger {

@@ -15,14 +15,14 @@
 #include <thread>
 #include <vector>
 
-#include "fake_provider/fake_provider.h"
-#include "ledger/pg_ledger.h"
-#include "ledger/pg_parking.h"
+#include "pacer/fakes/fake_provider.h"
+#include "pacer/ledger/pg_ledger.h"
+#include "pacer/ledger/pg_parking.h"
 #include "support/kafka_delivery_counter.h"
 #include "support/kafka_mock_process.h"
 #include "support/postgres_server.h"
 #include "support/redis_server.h"
-#include "worker/daemon.h"
+#include "pacer/daemon/daemon.h"
 
 namespace pacer {
 namespace {

@@ -1,5 +1,5 @@
 // The admin listener's answers, decided without sockets on a simulated clock.
-#include "admin/admin_server.h"
+#include "pacer/admin/admin_server.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // Snapshot -> Prometheus text, the rate window, and the Grafana dashboard's
 // queries against the metrics pacerd renders.
-#include "admin/metrics.h"
+#include "pacer/admin/metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

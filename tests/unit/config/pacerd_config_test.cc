@@ -1,4 +1,4 @@
-#include "config/pacerd_config.h"
+#include "pacer/config/pacerd_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The console's pure half: what limits a campaign, the 15-minute series, the
 // state document's scopes, event framing, paths and control bodies.
-#include "console/console_model.h"
+#include "pacer/console/console_model.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

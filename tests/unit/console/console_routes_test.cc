@@ -8,7 +8,7 @@
 #include <regex>
 
 #include "console/console_assets.h"
-#include "console/console_service.h"
+#include "pacer/console/console_service.h"
 
 namespace pacer::console {
 namespace {

@@ -1,5 +1,5 @@
 // pacerctl's aligned tables.
-#include "control/table.h"
+#include "pacer/control/table.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // pacerctl top's arithmetic and rendering, and produce's pacing: pure, no
 // clock, no database.
-#include "control/top.h"
+#include "pacer/control/top.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // pacerctl's value checks, state changes, NOTIFY payload and conninfo redaction.
-#include "control/values.h"
+#include "pacer/control/values.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

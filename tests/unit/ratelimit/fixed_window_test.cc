@@ -1,4 +1,4 @@
-#include "ratelimit/fixed_window.h"
+#include "fixed_window.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "ratelimit/leaky_bucket.h"
+#include "leaky_bucket.h"
 
 #include <gtest/gtest.h>
 

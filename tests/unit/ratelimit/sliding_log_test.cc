@@ -1,4 +1,4 @@
-#include "ratelimit/sliding_log.h"
+#include "sliding_log.h"
 
 #include <gtest/gtest.h>
 

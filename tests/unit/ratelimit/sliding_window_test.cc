@@ -1,4 +1,4 @@
-#include "ratelimit/sliding_window.h"
+#include "sliding_window.h"
 
 #include <gtest/gtest.h>
 

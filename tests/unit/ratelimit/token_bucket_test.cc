@@ -1,4 +1,4 @@
-#include "ratelimit/token_bucket.h"
+#include "token_bucket.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/rules/cap_window.h"
+#include "cap_window.h"
 #include "support/cap_simulation.h"
 
 namespace pacer {

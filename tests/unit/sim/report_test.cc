@@ -1,4 +1,4 @@
-#include "sim/report.h"
+#include "pacer/sim/report.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

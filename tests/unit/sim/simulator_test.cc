@@ -1,6 +1,6 @@
 // The foundation issue's "must show" list, checked through the simulator that
 // pacer-sim runs: the real scheduler and limiters on simulated time.
-#include "sim/simulator.h"
+#include "pacer/sim/simulator.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

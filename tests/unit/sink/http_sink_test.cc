@@ -1,5 +1,5 @@
 // The HTTP sink's pure parts: status classes, Retry-After, URL templates.
-#include "sink/http_sink.h"
+#include "pacer/sinks/http_sink.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "sink/routing_sink.h"
+#include "pacer/sinks/routing_sink.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,113 @@
+// pacerd's loop: a librdkafka consumer group feeding WorkerCore, PostgreSQL
+// for campaigns, the ledger and parking, and one sink. The loop runs on the
+// calling thread until `stop` turns true (SIGTERM/SIGINT in pacerd), or until
+// the work runs out when exit_when_idle is set (demos, benchmarks).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pacer/worker.h"
+#include "pacer/sinks/http_sink.h"
+
+namespace pacer::worker {
+
+// A setting pacerd cannot work with; the message names it.
+class DaemonConfigError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// A provider's own sink (providers.<id>.sink): the settings of the default
+// sink with the provider's overrides.
+struct ProviderSinkOptions {
+  std::string sink = "stdout";
+  std::size_t sink_in_flight = 1000;
+  sink::HttpSinkOptions http;
+  std::string sink_topic;
+  std::string sink_brokers;
+};
+
+struct DaemonOptions {
+  // Kafka
+  std::string brokers;                  // bootstrap.servers
+  std::vector<std::string> topics;      // topics to consume
+  std::string group = "pacer";          // group.id
+  std::string assignment = "range";     // partition.assignment.strategy: range, roundrobin, cooperative-sticky
+  int session_timeout_ms = 10000;
+  std::map<std::string, std::string> kafka;  // any other consumer property
+
+  // PostgreSQL
+  std::string postgres;                 // libpq conninfo
+  bool migrate = true;                  // apply migrations at start
+
+  // Sink
+  std::string sink = "stdout";          // stdout, null, http, kafka
+  std::size_t sink_in_flight = 1000;
+  sink::HttpSinkOptions http;           // sink = http (its max_in_flight is sink_in_flight)
+  std::string sink_topic;               // sink = kafka: the outbound topic
+  std::string sink_brokers;             // sink = kafka: empty means `brokers`
+  // Providers with a sink of their own: their campaigns' messages go there,
+  // every other message through the sink above.
+  std::map<std::string, ProviderSinkOptions> provider_sinks;
+
+  // The global quota on Redis: "HOST:PORT" nodes (empty: local limits only,
+  // so N workers send up to N x each rate). With cluster, any nodes of a
+  // Redis Cluster. The lease and degraded-mode settings are worker.lease and
+  // worker.degraded.
+  std::vector<std::string> redis;
+  bool redis_cluster = false;
+  std::chrono::milliseconds redis_timeout{50};  // connect and command timeout
+
+  WorkerOptions worker;
+  bool parking = true;
+  std::chrono::seconds parking_lease{60};
+
+  std::chrono::milliseconds tick{5};                 // a scheduler tick at least this often
+  std::chrono::milliseconds commit_interval{1000};   // offsets committed at least this often
+  std::chrono::milliseconds refresh_interval{1000};  // campaigns and providers re-read
+  std::chrono::milliseconds shutdown_deadline{10000};
+  std::chrono::milliseconds stats_interval{0};       // a stats line on the log; 0: none
+  // > 0: exit once every assigned partition is at its end and nothing is
+  // left to do for this long (demos and benchmarks).
+  std::chrono::milliseconds exit_when_idle{0};
+  std::string summary_file;                          // per-campaign JSON summary at exit; empty: none
+  // The admin listener (README "Metrics and health"): /metrics, /healthz,
+  // /readyz, POST /admin/drain. "HOST:PORT" (port 0: any free port, logged
+  // as event=admin_listening); "" or "off": none. admin_token guards state
+  // changes (empty: they answer 403); it is never logged.
+  std::string admin_listen = "127.0.0.1:9464";
+  std::string admin_token;
+  // The console (docs/console.md) on the admin listener may pause, resume,
+  // cancel and set rates (with the token); false: read-only (403).
+  bool admin_console_controls = false;
+  std::FILE* log = stderr;
+};
+
+// A configuration reload (SIGHUP in pacerd). The signal handler only sets
+// `requested`; the loop checks it once per turn and calls `reload`, which
+// re-reads and checks the configuration and returns the options to run with
+// now: the current ones with the keys that can change live taken from the new.
+// It throws DaemonConfigError for a configuration it refuses; pacerd then
+// logs `event=reload_failed` and keeps the old one.
+struct ReloadResult {
+  DaemonOptions options;
+  std::vector<std::string> changed;        // applied keys ("limits.max_attempts")
+  std::vector<std::string> needs_restart;  // changed keys kept as they were until a restart
+};
+struct ReloadHook {
+  std::atomic<bool>* requested = nullptr;  // null: no reloads
+  std::function<ReloadResult()> reload;
+};
+
+// Runs until stopped. Returns the process exit code (0 on a clean stop).
+// Throws DaemonConfigError for bad options before anything starts.
+int runDaemon(const DaemonOptions& options, const std::atomic<bool>& stop, ReloadHook reload = {});
+
+}  // namespace pacer::worker

@@ -1,0 +1,296 @@
+#include "pacer/admin/metrics.h"
+
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <deque>
+#include <initializer_list>
+#include <utility>
+
+namespace pacer::admin {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::initializer_list<std::pair<const char*, std::string_view>>;
+
+// The families in the order they are written; a family with no series is
+// left out (no HELP/TYPE lines without a sample). A deque, so the references
+// family() hands out stay valid while more families are added.
+class Families {
+ public:
+  MetricFamily& family(const char* name, const char* help, MetricType type) {
+    out_.push_back(MetricFamily{name, help, type, {}});
+    return out_.back();
+  }
+  static void add(MetricFamily& f, Labels labels, double value) {
+    ClientMetric m;
+    for (const auto& [k, v] : labels) m.label.push_back(ClientMetric::Label{k, std::string(v)});
+    if (f.type == MetricType::Counter)
+      m.counter.value = value;
+    else
+      m.gauge.value = value;
+    f.metric.push_back(std::move(m));
+  }
+  // One series without labels.
+  void single(const char* name, const char* help, MetricType type, double value) {
+    add(family(name, help, type), {}, value);
+  }
+  std::vector<MetricFamily> take() {
+    std::vector<MetricFamily> out;
+    out.reserve(out_.size());
+    for (MetricFamily& f : out_)
+      if (!f.metric.empty()) out.push_back(std::move(f));
+    return out;
+  }
+
+ private:
+  std::deque<MetricFamily> out_;
+};
+
+constexpr MetricType kCounter = MetricType::Counter;
+constexpr MetricType kGauge = MetricType::Gauge;
+
+double d(std::uint64_t v) { return static_cast<double>(v); }
+
+}  // namespace
+
+std::string renderMetrics(const MetricsSnapshot& s) {
+  Families f;
+  // Process
+  f.single("pacer_up", "1 while pacerd runs (the admin listener answers)", kGauge, 1);
+  Families::add(f.family("pacer_build_info", "pacerd's version and mode; always 1", kGauge),
+                {{"version", s.version}, {"sink", s.sink}, {"quota", s.quota_mode}}, 1);
+  f.single("pacer_start_time_seconds", "when pacerd started, Unix time in seconds", kGauge, s.start_time_seconds);
+
+  // Campaigns
+  auto& sent = f.family("pacer_campaign_sent_total", "messages delivered (ledger status sent)", kCounter);
+  auto& failed = f.family("pacer_campaign_failed_total", "messages failed after retries or cancelled", kCounter);
+  auto& rejected = f.family("pacer_campaign_rejected_total", "messages rejected as bad input", kCounter);
+  auto& retries = f.family("pacer_campaign_retries_total", "sends answered with a retry (throttle or fault)", kCounter);
+  auto& rate = f.family("pacer_campaign_send_rate", "configured send_rate, msg/s (absent when unlimited)", kGauge);
+  auto& achieved =
+      f.family("pacer_campaign_achieved_rate", "messages sent per second over the last 10 s by this worker", kGauge);
+  auto& backlog = f.family("pacer_campaign_backlog",
+                           "messages held by this worker: queued, waiting to retry or park, and parked", kGauge);
+  auto& in_flight = f.family("pacer_campaign_in_flight", "messages in the sink now", kGauge);
+  for (const CampaignMetrics& c : s.campaigns) {
+    const Labels l{{"campaign", c.id}, {"provider", c.provider}};
+    Families::add(sent, l, d(c.sent));
+    Families::add(failed, l, d(c.failed));
+    Families::add(rejected, l, d(c.rejected));
+    Families::add(retries, l, d(c.retries));
+    if (c.send_rate) Families::add(rate, l, *c.send_rate);
+    Families::add(achieved, l, c.achieved_rate);
+    Families::add(backlog, l, d(c.backlog));
+    Families::add(in_flight, l, d(c.in_flight));
+  }
+
+  // Providers
+  auto& prate = f.family("pacer_provider_send_rate", "configured provider rate (the ceiling), msg/s", kGauge);
+  auto& peff = f.family("pacer_provider_effective_rate", "adaptive provider rate now, msg/s", kGauge);
+  auto& ppaused = f.family("pacer_provider_paused", "1 while the provider is paused after a 429/503", kGauge);
+  auto& pthrottled =
+      f.family("pacer_provider_throttled_total", "throttles (429, 503 with Retry-After) this worker got", kCounter);
+  auto& pcircuit = f.family("pacer_provider_circuit_open", "1 while the provider's circuit breaker is open", kGauge);
+  auto& pworkers =
+      f.family("pacer_provider_workers", "workers sharing the provider, as last heard from the global quota", kGauge);
+  auto& pdegraded =
+      f.family("pacer_provider_quota_degraded", "1 while the global quota does not answer for the provider", kGauge);
+  for (const ProviderMetrics& p : s.providers) {
+    const Labels l{{"provider", p.id}};
+    if (p.send_rate) Families::add(prate, l, *p.send_rate);
+    if (p.effective_rate) Families::add(peff, l, *p.effective_rate);
+    Families::add(ppaused, l, p.paused ? 1 : 0);
+    Families::add(pthrottled, l, d(p.throttled));
+    Families::add(pdegraded, l, p.degraded ? 1 : 0);
+    Families::add(pcircuit, l, p.circuit_open ? 1 : 0);
+    Families::add(pworkers, l, p.workers);
+  }
+  f.single("pacer_directory_rows_invalid", "campaign and provider rows failing their checks now (skipped)", kGauge,
+           d(s.directory_rows_invalid));
+  f.single("pacer_directory_rows_skipped_total", "times a refresh or a notice skipped an invalid row", kCounter,
+           d(s.directory_rows_skipped_total));
+
+  // Intake (Kafka)
+  f.single("pacer_records_read_total", "Kafka records read", kCounter, d(s.read));
+  f.single("pacer_records_skipped_total", "replayed records skipped, already in the ledger", kCounter,
+           d(s.skipped_finished));
+  f.single("pacer_records_rejected_without_campaign_total",
+           "records rejected that name no known campaign (not in any campaign's rejected_total)", kCounter,
+           d(s.rejected_without_campaign));
+  f.single("pacer_buffered_messages", "messages held in memory", kGauge, d(s.buffered_messages));
+  f.single("pacer_buffered_bytes", "bytes held in memory", kGauge, d(s.buffered_bytes));
+  f.single("pacer_intake_paused", "1 while reading is paused at the memory bound", kGauge, s.intake_paused ? 1 : 0);
+  auto& lag = f.family("pacer_kafka_offset_lag", "high watermark minus committed offset", kGauge);
+  auto& committed = f.family("pacer_kafka_committed_offset", "the offset committed (next to read)", kGauge);
+  for (const PartitionMetrics& p : s.partitions) {
+    const std::string part = std::to_string(p.partition);
+    const Labels l{{"topic", p.topic}, {"partition", part}};
+    if (p.committed >= 0) Families::add(committed, l, static_cast<double>(p.committed));
+    if (p.committed >= 0 && p.high_watermark >= 0)
+      Families::add(lag, l, static_cast<double>(std::max<std::int64_t>(0, p.high_watermark - p.committed)));
+  }
+
+  // Ledger
+  f.single("pacer_ledger_rows_written_total", "ledger rows written (new; replays not counted)", kCounter,
+           d(s.ledger_rows));
+  f.single("pacer_ledger_writes_total", "ledger batches written", kCounter, d(s.ledger_writes));
+  f.single("pacer_ledger_errors_total", "failed ledger or parking writes (each retried)", kCounter, d(s.ledger_errors));
+  f.single("pacer_ledger_pending_rows", "outcomes known but not yet in the ledger", kGauge, d(s.ledger_pending_rows));
+  f.single("pacer_ledger_oldest_pending_seconds", "age of the oldest outcome not yet in the ledger (0: none)", kGauge,
+           s.ledger_oldest_pending_seconds);
+  f.single("pacer_unrecorded_messages", "messages in the sink or awaiting the ledger", kGauge, d(s.unrecorded));
+  f.single("pacer_ledger_failing", "1 while the last ledger or parking write failed", kGauge, s.store_failing ? 1 : 0);
+  f.single("pacer_parked_total", "messages parked in PostgreSQL", kCounter, d(s.parked));
+  f.single("pacer_unparked_total", "parked messages claimed back", kCounter, d(s.unparked));
+
+  // Global quota
+  if (s.has_quota) {
+    const QuotaMetrics& q = s.quota;
+    f.single("pacer_quota_lease_batches_total", "lease batches sent to the quota backend", kCounter, d(q.batches));
+    f.single("pacer_quota_lease_requests_total", "lease requests sent", kCounter, d(q.requests));
+    f.single("pacer_quota_tokens_granted_total", "tokens received in leases", kCounter, d(q.tokens_granted));
+    f.single("pacer_quota_tokens_expired_total", "lease tokens that expired unspent", kCounter, d(q.tokens_expired));
+    f.single("pacer_quota_unavailable_total", "lease requests the quota did not answer", kCounter, d(q.unavailable));
+    f.single("pacer_quota_degraded_entered_total", "provider transitions into degraded mode", kCounter,
+             d(q.degraded_entered));
+    f.single("pacer_quota_degraded_providers", "providers in degraded mode now", kGauge, d(q.degraded_providers));
+    f.single("pacer_quota_throttle_reports_total", "throttles reported to the shared adaptive rate", kCounter,
+             d(q.throttle_reports));
+    f.single("pacer_quota_shared_pauses_total", "pauses first heard of from the quota (another worker's 429)", kCounter,
+             d(q.shared_pauses));
+    f.single("pacer_quota_refused_total", "lease requests granted nothing (a useful share did not fit yet)", kCounter,
+             d(q.refused));
+    f.single("pacer_quota_health_reports_total", "lease requests that carried answers for the circuit breaker",
+             kCounter, d(q.health_reports));
+  }
+  if (s.has_redis) {
+    const RedisQuotaStats& r = s.redis;
+    f.single("pacer_redis_round_trips_total", "round trips to Redis (pipelined batches, script loads, slot maps)",
+             kCounter, d(r.round_trips));
+    auto& errors = f.family("pacer_redis_errors_total", "Redis faults by kind", kCounter);
+    Families::add(errors, {{"kind", "io"}}, d(r.io_errors));
+    Families::add(errors, {{"kind", "timeout"}}, d(r.timeouts));
+    Families::add(errors, {{"kind", "reply"}}, d(r.reply_errors));
+    auto& h = f.family("pacer_redis_round_trip_seconds", "a lease batch's pipelined round trip to Redis",
+                       MetricType::Histogram);
+    ClientMetric m;
+    m.histogram.sample_count = r.round_trip_count;
+    m.histogram.sample_sum = r.round_trip_seconds;
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < kRedisRoundTripBounds.size(); ++i) {
+      cumulative += r.round_trip_buckets[i];
+      m.histogram.bucket.push_back(ClientMetric::Bucket{cumulative, kRedisRoundTripBounds[i]});
+    }
+    h.metric.push_back(std::move(m));  // TextSerializer adds le="+Inf" with sample_count
+  }
+  return prometheus::TextSerializer().Serialize(f.take());
+}
+
+void RateWindow::add(MonoTime now, std::uint64_t count) noexcept {
+  ring_[next_] = {now, count};
+  next_ = (next_ + 1) % kSamples;
+  size_ = std::min(size_ + 1, kSamples);
+}
+
+double RateWindow::rate() const noexcept {
+  if (size_ < 2) return 0.0;
+  const auto at = [&](std::size_t age) -> const std::pair<MonoTime, std::uint64_t>& {
+    return ring_[(next_ + kSamples - 1 - age) % kSamples];  // age 0: the newest
+  };
+  const auto& newest = at(0);
+  std::size_t age = 1;
+  while (age + 1 < size_ && newest.first - at(age).first < kSpan) ++age;
+  const auto& oldest = at(age);
+  const double secs = std::chrono::duration<double>(newest.first - oldest.first).count();
+  if (secs <= 0 || newest.second < oldest.second) return 0.0;
+  return static_cast<double>(newest.second - oldest.second) / secs;
+}
+
+SnapshotBuilder::SnapshotBuilder(std::string version, std::string sink, std::string quota_mode,
+                                 double start_time_seconds)
+    : version_(std::move(version)),
+      sink_(std::move(sink)),
+      quota_mode_(std::move(quota_mode)),
+      start_time_seconds_(start_time_seconds) {}
+
+MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const std::vector<CampaignStats>& campaigns,
+                                       const std::vector<ProviderStats>& providers, const RedisQuotaStats* redis,
+                                       std::vector<PartitionMetrics> partitions, bool joined, bool intake_paused) {
+  MetricsSnapshot s;
+  s.version = version_;
+  s.sink = sink_;
+  s.quota_mode = quota_mode_;
+  s.start_time_seconds = start_time_seconds_;
+  s.read = w.read;
+  s.skipped_finished = w.skipped_finished;
+  s.buffered_messages = w.buffered_messages;
+  s.buffered_bytes = w.buffered_bytes;
+  s.intake_paused = intake_paused;
+  s.ledger_rows = w.ledger_rows;
+  s.ledger_writes = w.ledger_writes;
+  s.ledger_errors = w.ledger_errors;
+  s.ledger_pending_rows = w.pending_rows;
+  if (w.oldest_pending_row && now > *w.oldest_pending_row)
+    s.ledger_oldest_pending_seconds = std::chrono::duration<double>(now - *w.oldest_pending_row).count();
+  s.unrecorded = w.unrecorded;
+  s.store_failing = w.store_failing;
+  s.parked = w.parked;
+  s.unparked = w.unparked;
+
+  std::uint64_t attributed_rejections = 0;
+  s.campaigns.reserve(campaigns.size());
+  for (const CampaignStats& c : campaigns) {
+    attributed_rejections += c.rejected;
+    // Only campaigns this worker has handled a message of: every worker knows
+    // every campaign, and idle ones would multiply the series by the workers.
+    // Once in, a campaign stays (its counters must not vanish).
+    const bool touched = c.sent + c.failed + c.rejected + c.retries + c.queued + c.retrying + c.to_park +
+                             c.parked_waiting + c.in_flight >
+                         0;
+    if (!touched && !windows_.contains(c.id)) continue;
+    CampaignMetrics m;
+    m.id = c.id;
+    m.provider = c.provider;
+    m.sent = c.sent;
+    m.failed = c.failed;
+    m.rejected = c.rejected;
+    m.retries = c.retries;
+    if (c.limit) m.send_rate = c.limit->rate_per_s;
+    RateWindow& window = windows_[c.id];
+    window.add(now, c.sent);
+    m.achieved_rate = window.rate();
+    m.backlog = c.queued + c.retrying + c.to_park + c.parked_waiting;
+    m.in_flight = c.in_flight;
+    s.campaigns.push_back(std::move(m));
+  }
+  s.rejected_without_campaign = w.rejected > attributed_rejections ? w.rejected - attributed_rejections : 0;
+
+  s.providers.reserve(providers.size());
+  std::size_t degraded = 0;
+  for (const ProviderStats& p : providers) {
+    s.providers.push_back(
+        ProviderMetrics{p.id,         p.ceiling,  p.effective,    p.paused,      p.throttled,
+                        p.degraded,   p.circuit_open, p.workers,  p.server_errors});
+    if (p.degraded) ++degraded;
+  }
+  s.partitions = std::move(partitions);
+  s.has_quota = quota_mode_ != "local";
+  s.quota = w.quota;
+  if (redis) {
+    s.has_redis = true;
+    s.redis = *redis;
+  }
+  s.readiness.joined = joined;
+  s.readiness.store_failing = w.store_failing;
+  s.readiness.quota = s.has_quota;
+  s.readiness.providers = providers.size();
+  s.readiness.degraded_providers = degraded;
+  return s;
+}
+
+}  // namespace pacer::admin

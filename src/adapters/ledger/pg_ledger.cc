@@ -1,0 +1,141 @@
+#include "pacer/ledger/pg_ledger.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <pqxx/pqxx>
+
+#include "ledger/migrations.inc"
+#include "pg_common.h"
+
+namespace pacer::ledger {
+namespace {
+
+class PgLedger final : public LedgerInterface {
+ public:
+  explicit PgLedger(PgLedgerOptions options) : options_(std::move(options)) {}
+
+  std::size_t record(std::span<const DeliveryRecord> rows) override {
+    if (rows.empty()) return 0;
+    std::vector<std::string_view> ids, campaigns, topics, statuses, reasons;
+    std::vector<std::int32_t> partitions, attempts;
+    std::vector<std::int64_t> offsets, fingerprints;
+    for (const DeliveryRecord& r : rows) {
+      ids.push_back(r.message_id);
+      campaigns.push_back(r.campaign);
+      topics.push_back(r.topic);
+      partitions.push_back(r.partition);
+      offsets.push_back(r.offset);
+      statuses.push_back(deliveryStatusName(r.status));
+      attempts.push_back(r.attempts);
+      reasons.push_back(r.reason);
+      fingerprints.push_back(static_cast<std::int64_t>(r.fingerprint));
+    }
+    return guarded(conn_, options_, [&](pqxx::connection& c) {
+      pqxx::work tx(c);
+      // Inserts what is new; returns the rows that met an id already held by
+      // another message (another fingerprint, another Kafka record). The
+      // outer SELECT sees the table as before the INSERT, so it compares
+      // against rows that were there already.
+      const pqxx::result clash = tx.exec_params(
+          "WITH incoming AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], "
+          "$6::text[], $7::int[], $8::text[], $9::bigint[]) AS t(message_id, campaign, topic, kafka_partition, "
+          "kafka_offset, status, attempts, reason, fingerprint)), "
+          "ins AS (INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, "
+          "attempts, "
+          "reason, fingerprint) SELECT * FROM incoming ON CONFLICT (message_id) DO NOTHING RETURNING message_id) "
+          "SELECT (SELECT count(*) FROM ins), i.message_id, i.topic, i.kafka_partition, i.kafka_offset, i.status, "
+          "d.topic, d.kafka_partition, d.kafka_offset FROM incoming i JOIN deliveries d USING (message_id) "
+          "WHERE d.fingerprint <> 0 AND i.fingerprint <> 0 AND d.fingerprint <> i.fingerprint "
+          "AND (d.topic, d.kafka_partition, d.kafka_offset) <> (i.topic, i.kafka_partition, i.kafka_offset) "
+          "UNION ALL SELECT (SELECT count(*) FROM ins), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL",
+          textArray(ids), textArray(campaigns), textArray(topics), numberArray(partitions), numberArray(offsets),
+          textArray(statuses), numberArray(attempts), textArray(reasons), numberArray(fingerprints));
+      std::size_t added = clash.empty() ? 0 : clash[0][0].as<std::size_t>();
+      for (const auto& row : clash) {
+        if (row[1].is_null()) continue;
+        const std::string id = row[1].as<std::string>();
+        const auto same = std::find_if(rows.begin(), rows.end(), [&](const DeliveryRecord& r) {
+          return r.message_id == id && r.topic == row[2].as<std::string>() &&
+                 r.partition == row[3].as<std::int32_t>() && r.offset == row[4].as<std::int64_t>();
+        });
+        if (same == rows.end()) continue;
+        const std::string reason =
+            fmt::format("message id '{}' already names another message (at {}/{}/{}); this one was {} under it{}", id,
+                        row[6].as<std::string>(), row[7].as<std::int32_t>(), row[8].as<std::int64_t>(),
+                        row[5].as<std::string>(), same->reason.empty() ? "" : ": " + same->reason);
+        const pqxx::result r = tx.exec_params(
+            "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, attempts, "
+            "reason, fingerprint) VALUES ($1, $2, $3, $4, $5, 'rejected', $6, $7, $8) ON CONFLICT (message_id) DO "
+            "NOTHING",
+            reusedIdKey(*same), same->campaign, same->topic, same->partition, same->offset, same->attempts, reason,
+            static_cast<std::int64_t>(same->fingerprint));
+        added += static_cast<std::size_t>(r.affected_rows());
+      }
+      std::vector<std::string_view> unparked;
+      for (const DeliveryRecord& r : rows)
+        if (r.unpark) unparked.push_back(r.message_id);
+      // A message leaves parking in the transaction that records its outcome.
+      if (!unparked.empty())
+        tx.exec_params("DELETE FROM parked WHERE message_id = ANY($1::text[])", textArray(unparked));
+      tx.commit();
+      return added;
+    });
+  }
+
+  std::vector<std::int64_t> finishedOffsets(const std::string& topic, std::int32_t partition, std::int64_t from,
+                                            std::int64_t to) override {
+    return guarded(conn_, options_, [&](pqxx::connection& c) {
+      pqxx::read_transaction tx(c);
+      const pqxx::result res = tx.exec_params(
+          "SELECT kafka_offset FROM deliveries WHERE topic = $1 AND kafka_partition = $2 "
+          "AND kafka_offset >= $3 AND kafka_offset < $4 "
+          "UNION SELECT kafka_offset FROM parked WHERE topic = $1 AND kafka_partition = $2 "
+          "AND kafka_offset >= $3 AND kafka_offset < $4 ORDER BY 1",
+          topic, partition, from, to);
+      std::vector<std::int64_t> out;
+      out.reserve(res.size());
+      for (const auto& row : res) out.push_back(row[0].as<std::int64_t>());
+      return out;
+    });
+  }
+
+ private:
+  PgLedgerOptions options_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
+
+}  // namespace
+
+LedgerInterfacePtr makePgLedger(const PgLedgerOptions& options) { return std::make_unique<PgLedger>(options); }
+
+int latestSchemaVersion() noexcept { return static_cast<int>(std::size(kMigrations)); }
+
+int migrate(const PgLedgerOptions& options) {
+  std::unique_ptr<pqxx::connection> conn;
+  return guarded(conn, options, [&](pqxx::connection& c) {
+    pqxx::work tx(c);
+    tx.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLockKey);
+    tx.exec(
+        "CREATE TABLE IF NOT EXISTS pacer_schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+        "applied_at timestamptz NOT NULL DEFAULT now())");
+    const int current = tx.exec1("SELECT coalesce(max(version), 0) FROM pacer_schema_migrations")[0].as<int>();
+    if (current > latestSchemaVersion()) {
+      throw LedgerRejectedError(
+          fmt::format("the database is at schema version {}, newer than this build knows ({}): upgrade pacer", current,
+                      latestSchemaVersion()));
+    }
+    int applied = 0;
+    for (const Migration& m : kMigrations) {
+      if (m.version <= current) continue;
+      tx.exec(m.sql);
+      tx.exec_params("INSERT INTO pacer_schema_migrations (version, name) VALUES ($1, $2)", m.version,
+                     std::string(m.name));
+      ++applied;
+    }
+    tx.commit();
+    return applied;
+  });
+}
+
+}  // namespace pacer::ledger

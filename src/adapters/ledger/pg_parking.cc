@@ -1,0 +1,274 @@
+#include "pacer/ledger/pg_parking.h"
+
+#include <algorithm>
+
+#include "pg_common.h"
+
+namespace pacer::ledger {
+namespace {
+
+class PgParking final : public ParkingInterface {
+ public:
+  explicit PgParking(PgParkingOptions options) : options_(std::move(options)) {}
+
+  std::size_t park(std::span<const Message> messages) override {
+    if (messages.empty()) return 0;
+    std::vector<std::string_view> ids, campaigns, topics, recipients, payloads;
+    std::vector<std::int32_t> partitions;
+    std::vector<std::int64_t> offsets;
+    for (const Message& m : messages) {
+      ids.push_back(m.id);
+      campaigns.push_back(m.campaign);
+      topics.push_back(m.position.topic);
+      partitions.push_back(m.position.partition);
+      offsets.push_back(m.position.offset);
+      recipients.push_back(m.recipient);
+      payloads.push_back(m.payload);
+    }
+    return guarded(conn_, options_.connection, [&](pqxx::connection& c) {
+      pqxx::work tx(c);
+      // A message already finished (replayed after a crash) is not parked again.
+      const pqxx::result res = tx.exec_params(
+          "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, recipient, payload) "
+          "SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], "
+          "$7::bytea[]) AS u(id, campaign, topic, p, o, recipient, payload) "
+          "WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = u.id) "
+          "ON CONFLICT (message_id) DO NOTHING",
+          textArray(ids), textArray(campaigns), textArray(topics), numberArray(partitions), numberArray(offsets),
+          textArray(recipients), byteaArray(payloads));
+      tx.commit();
+      return static_cast<std::size_t>(res.affected_rows());
+    });
+  }
+
+  std::vector<Message> claim(const std::string& campaign, std::size_t max) override {
+    if (max == 0) return {};
+    return guarded(conn_, options_.connection, [&](pqxx::connection& c) {
+      pqxx::work tx(c);
+      const pqxx::result res = tx.exec_params(
+          "UPDATE parked SET owner = $1, lease_until = now() + make_interval(secs => $4) "
+          "WHERE seq IN (SELECT seq FROM parked WHERE campaign = $2 AND (owner IS NULL OR lease_until < now()) "
+          "ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED) "
+          "RETURNING seq, message_id, campaign, topic, kafka_partition, kafka_offset, recipient, payload",
+          options_.owner, campaign, static_cast<long long>(max), static_cast<double>(options_.lease.count()));
+      tx.commit();
+      std::vector<std::pair<std::int64_t, Message>> rows;
+      rows.reserve(res.size());
+      for (const auto& row : res) {
+        Message m;
+        m.id = row[1].as<std::string>();
+        m.campaign = row[2].as<std::string>();
+        m.position.topic = row[3].as<std::string>();
+        m.position.partition = row[4].as<std::int32_t>();
+        m.position.offset = row[5].as<std::int64_t>();
+        m.recipient = row[6].as<std::string>();
+        const pqxx::binarystring payload(row[7]);
+        m.payload = payload.str();
+        rows.emplace_back(row[0].as<std::int64_t>(), std::move(m));
+      }
+      std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::vector<Message> out;
+      out.reserve(rows.size());
+      for (auto& [seq, m] : rows) out.push_back(std::move(m));
+      return out;
+    });
+  }
+
+  std::vector<std::pair<std::string, std::size_t>> unclaimed() override {
+    return guarded(conn_, options_.connection, [&](pqxx::connection& c) {
+      pqxx::read_transaction tx(c);
+      const pqxx::result res =
+          tx.exec("SELECT campaign, count(*) FROM parked WHERE owner IS NULL OR lease_until < now() GROUP BY campaign");
+      std::vector<std::pair<std::string, std::size_t>> out;
+      for (const auto& row : res) out.emplace_back(row[0].as<std::string>(), row[1].as<std::size_t>());
+      return out;
+    });
+  }
+
+  void renew() override {
+    guarded(conn_, options_.connection, [&](pqxx::connection& c) {
+      pqxx::work tx(c);
+      tx.exec_params("UPDATE parked SET lease_until = now() + make_interval(secs => $2) WHERE owner = $1",
+                     options_.owner, static_cast<double>(options_.lease.count()));
+      tx.commit();
+      return 0;
+    });
+  }
+
+  std::size_t release() override {
+    return guarded(conn_, options_.connection, [&](pqxx::connection& c) {
+      pqxx::work tx(c);
+      const pqxx::result r =
+          tx.exec_params("UPDATE parked SET owner = NULL, lease_until = NULL WHERE owner = $1", options_.owner);
+      tx.commit();
+      return static_cast<std::size_t>(r.affected_rows());
+    });
+  }
+
+ private:
+  PgParkingOptions options_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
+
+std::optional<RateLimit> limitFrom(const pqxx::field& rate, const pqxx::field& burst) {
+  if (rate.is_null()) return std::nullopt;
+  return RateLimit{rate.as<double>(), burst.as<double>()};
+}
+
+}  // namespace
+
+ParkingInterfacePtr makePgParking(const PgParkingOptions& options) { return std::make_unique<PgParking>(options); }
+
+struct PgDirectory::Impl {
+  PgLedgerOptions options;
+  std::unique_ptr<pqxx::connection> conn;
+};
+
+PgDirectory::PgDirectory(PgLedgerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+}
+
+PgDirectory::~PgDirectory() = default;
+
+namespace {
+// A provider row, or why it cannot be used.
+std::optional<ProviderInfo> providerFrom(const pqxx::row& row, std::string* problem) {
+  ProviderInfo p{row[0].as<std::string>(), limitFrom(row[1], row[2])};
+  if (auto why = rowProblem(p)) {
+    if (problem) *problem = *why;
+    return std::nullopt;
+  }
+  return p;
+}
+}  // namespace
+
+std::vector<ProviderInfo> PgDirectory::providers(std::vector<RowProblem>* problems) {
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::read_transaction tx(c);
+    const pqxx::result res = tx.exec("SELECT id, rate, burst FROM providers ORDER BY id");
+    std::vector<ProviderInfo> out;
+    for (const auto& row : res) {
+      std::string why;
+      if (auto p = providerFrom(row, &why))
+        out.push_back(std::move(*p));
+      else if (problems)
+        problems->push_back(RowProblem{"provider", row[0].as<std::string>(), std::move(why)});
+    }
+    return out;
+  });
+}
+
+namespace {
+constexpr const char* kCampaignColumns = "id, send_rate, burst, weight, coalesce(provider, ''), state";
+
+// nullopt, with the reason, for a row that fails its checks or has a state
+// this build does not know.
+std::optional<CampaignInfo> campaignFrom(const pqxx::row& row, std::string* problem) {
+  CampaignInfo ci;
+  ci.id = row[0].as<std::string>();
+  ci.limit = limitFrom(row[1], row[2]);
+  ci.weight = row[3].as<double>();
+  ci.provider = row[4].as<std::string>();
+  const std::string state_text = row[5].as<std::string>();
+  const auto state = parseCampaignState(state_text);
+  if (!state) {
+    if (problem) *problem = fmt::format("unknown state '{}'", state_text);
+    return std::nullopt;
+  }
+  ci.state = *state;
+  if (auto why = rowProblem(ci)) {
+    if (problem) *problem = *why;
+    return std::nullopt;
+  }
+  return ci;
+}
+}  // namespace
+
+std::vector<CampaignInfo> PgDirectory::campaigns(std::vector<RowProblem>* problems) {
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::read_transaction tx(c);
+    const pqxx::result res = tx.exec(fmt::format("SELECT {} FROM campaigns ORDER BY id", kCampaignColumns));
+    std::vector<CampaignInfo> out;
+    for (const auto& row : res) {
+      std::string why;
+      if (auto ci = campaignFrom(row, &why))
+        out.push_back(std::move(*ci));
+      else if (problems)
+        problems->push_back(RowProblem{"campaign", row[0].as<std::string>(), std::move(why)});
+    }
+    return out;
+  });
+}
+
+std::optional<ProviderInfo> PgDirectory::provider(const std::string& id, std::optional<std::string>* problem) {
+  if (problem) problem->reset();
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) -> std::optional<ProviderInfo> {
+    // One statement, so no BEGIN/COMMIT: one round trip instead of three,
+    // on the path from a NOTIFY to the change being applied.
+    pqxx::nontransaction tx(c);
+    const pqxx::result res = tx.exec_params("SELECT id, rate, burst FROM providers WHERE id = $1", id);
+    if (res.empty()) return std::nullopt;
+    std::string why;
+    auto p = providerFrom(res[0], &why);
+    if (!p && problem) *problem = std::move(why);
+    return p;
+  });
+}
+
+std::optional<CampaignInfo> PgDirectory::campaign(const std::string& id, std::optional<std::string>* problem) {
+  if (problem) problem->reset();
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) -> std::optional<CampaignInfo> {
+    pqxx::nontransaction tx(c);  // one statement, one round trip (see provider())
+    const pqxx::result res =
+        tx.exec_params(fmt::format("SELECT {} FROM campaigns WHERE id = $1", kCampaignColumns), id);
+    if (res.empty()) return std::nullopt;
+    std::string why;
+    auto ci = campaignFrom(res[0], &why);
+    if (!ci && problem) *problem = std::move(why);
+    return ci;
+  });
+}
+
+namespace {
+const char* stateName(CampaignState s) {
+  switch (s) {
+    case CampaignState::kActive: return "active";
+    case CampaignState::kPaused: return "paused";
+    case CampaignState::kCancelled: return "cancelled";
+    case CampaignState::kCompleted: return "completed";
+  }
+  return "active";
+}
+}  // namespace
+
+void PgDirectory::putProvider(const ProviderInfo& p) {
+  guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::work tx(c);
+    // Text, so that "" can stand for NULL (unlimited).
+    const std::string rate = p.limit ? fmt::format("{}", p.limit->rate_per_s) : "";
+    tx.exec_params(
+        "INSERT INTO providers (id, rate, burst) VALUES ($1, NULLIF($2, '')::double precision, $3) ON CONFLICT (id) DO "
+        "UPDATE SET rate = "
+        "EXCLUDED.rate, burst = EXCLUDED.burst, updated_at = now()",
+        p.id, rate, p.limit ? std::max(1.0, p.limit->burst) : 1.0);
+    tx.commit();
+    return 0;
+  });
+}
+
+void PgDirectory::putCampaign(const CampaignInfo& ci) {
+  guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::work tx(c);
+    const std::string rate = ci.limit ? fmt::format("{}", ci.limit->rate_per_s) : "";
+    tx.exec_params(
+        "INSERT INTO campaigns (id, name, send_rate, burst, weight, provider, state) VALUES ($1, $1, "
+        "NULLIF($2, '')::double precision, $3, $4, NULLIF($5, ''), $6) ON CONFLICT (id) DO UPDATE SET send_rate = "
+        "EXCLUDED.send_rate, burst = EXCLUDED.burst, weight = "
+        "EXCLUDED.weight, provider = EXCLUDED.provider, state = EXCLUDED.state, updated_at = now()",
+        ci.id, rate, ci.limit ? std::max(1.0, ci.limit->burst) : 1.0, ci.weight, ci.provider, stateName(ci.state));
+    tx.commit();
+    return 0;
+  });
+}
+
+}  // namespace pacer::ledger

@@ -1,0 +1,469 @@
+// The Redis QuotaBackend: hiredis, pipelining, NOSCRIPT reload, backoff, and
+// Redis Cluster slot routing (CLUSTER SLOTS, MOVED, ASK). See quota_redis.h.
+#include <fmt/format.h>
+#include <hiredis/hiredis.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "pacer/quota_redis.h"
+#include "quota/lease_lua.h"
+#include "lease_reply.h"
+
+namespace pacer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kSlots = 16384;
+constexpr int kMaxAttempts = 4;  // first try + NOSCRIPT / MOVED / ASK retries
+
+enum class Fault { kNone, kIo, kTimeout, kReply };
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+timeval toTimeval(std::chrono::milliseconds ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+Fault classify(const redisContext* c) {
+  if (c == nullptr) return Fault::kIo;
+  const char* s = c->errstr;
+  if (std::strstr(s, "temporarily unavailable") != nullptr || std::strstr(s, "timed out") != nullptr ||
+      std::strstr(s, "Timeout") != nullptr)
+    return Fault::kTimeout;
+  return Fault::kIo;
+}
+
+// One node: a hiredis context plus reconnect backoff. The script is loaded on
+// every new connection, so a restarted server has it before the first call.
+class Node {
+ public:
+  Node(RedisAddress address, const RedisQuotaOptions& options, RedisQuotaStats& stats)
+      : address_(std::move(address)), options_(options), stats_(stats), backoff_(options.backoff_min) {}
+  ~Node() { close(); }
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  const RedisAddress& address() const { return address_; }
+  redisContext* context() { return ctx_; }
+  const std::string& sha() const { return sha_; }
+
+  // Connected (and script loaded), or a fault; honours the backoff.
+  Fault ensure(std::string& why) {
+    if (ctx_ != nullptr) return Fault::kNone;
+    if (Clock::now() < next_try_) {
+      why = "backing off";
+      return Fault::kIo;
+    }
+    ctx_ = redisConnectWithTimeout(address_.host.c_str(), address_.port, toTimeval(options_.connect_timeout));
+    if (ctx_ == nullptr || ctx_->err != 0) {
+      why = ctx_ ? ctx_->errstr : "out of memory";
+      return fail(classify(ctx_), why);
+    }
+    redisSetTimeout(ctx_, toTimeval(options_.command_timeout));
+    redisEnableKeepAlive(ctx_);
+    const Fault f = loadScript(why);
+    if (f != Fault::kNone) return f;
+    ++stats_.connects;
+    if (was_lost_) spdlog::info("pacer quota: redis {}:{} reconnected", address_.host, address_.port);
+    was_lost_ = false;
+    backoff_ = options_.backoff_min;
+    return Fault::kNone;
+  }
+
+  // SCRIPT LOAD on the open connection.
+  Fault loadScript(std::string& why) {
+    ++stats_.script_loads;
+    ++stats_.round_trips;
+    ReplyPtr r(static_cast<redisReply*>(redisCommand(ctx_, "SCRIPT LOAD %s", quota::kLeaseLua)));
+    if (!r) {
+      why = ctx_->errstr;
+      return fail(classify(ctx_), why);
+    }
+    if (r->type != REDIS_REPLY_STRING) {
+      why = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "SCRIPT LOAD: not a string reply";
+      ++stats_.reply_errors;
+      return fail(Fault::kReply, why);
+    }
+    sha_.assign(r->str, r->len);
+    return Fault::kNone;
+  }
+
+  // Drops the connection and starts (or extends) the backoff.
+  Fault fail(Fault f, const std::string& why) {
+    if (f == Fault::kTimeout)
+      ++stats_.timeouts;
+    else if (f == Fault::kIo)
+      ++stats_.io_errors;
+    if (!was_lost_)
+      spdlog::warn("pacer quota: redis {}:{} unavailable ({}); retrying with backoff", address_.host, address_.port,
+                   why);
+    was_lost_ = true;
+    close();
+    next_try_ = Clock::now() + backoff_;
+    backoff_ = std::min(backoff_ * 2, options_.backoff_max);
+    return f;
+  }
+
+  void close() {
+    if (ctx_ != nullptr) redisFree(ctx_);
+    ctx_ = nullptr;
+  }
+
+ private:
+  RedisAddress address_;
+  const RedisQuotaOptions& options_;
+  RedisQuotaStats& stats_;
+  redisContext* ctx_ = nullptr;
+  std::string sha_;
+  Clock::time_point next_try_{};
+  std::chrono::milliseconds backoff_;
+  bool was_lost_ = false;
+};
+
+// "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381" -> address.
+bool parseRedirect(std::string_view msg, RedisAddress& to) {
+  const std::size_t sp = msg.rfind(' ');
+  const std::size_t colon = msg.rfind(':');
+  if (sp == std::string_view::npos || colon == std::string_view::npos || colon < sp) return false;
+  to.host.assign(msg.substr(sp + 1, colon - sp - 1));
+  try {
+    to.port = std::stoi(std::string(msg.substr(colon + 1)));
+  } catch (...) {
+    return false;
+  }
+  return !to.host.empty();
+}
+
+class RedisQuotaBackendImpl final : public RedisQuotaBackend {
+ public:
+  explicit RedisQuotaBackendImpl(RedisQuotaOptions options) : options_(std::move(options)) {
+    if (options_.nodes.empty()) throw std::invalid_argument("redis quota: no nodes configured");
+    if (options_.connect_timeout.count() <= 0 || options_.command_timeout.count() <= 0)
+      throw std::invalid_argument("redis quota: timeouts must be > 0 ms");
+    if (options_.backoff_min.count() <= 0 || options_.backoff_max < options_.backoff_min)
+      throw std::invalid_argument("redis quota: need 0 < backoff_min <= backoff_max");
+    for (const RedisAddress& a : options_.nodes) nodeFor(a);
+    slots_.assign(kSlots, 0);
+    need_slots_ = options_.cluster;
+  }
+
+  void connect() override {
+    std::string why;
+    const Fault f = nodes_[0]->ensure(why);
+    throwFault(f, why);
+    if (options_.cluster) {
+      refreshSlots();
+      if (!have_map_) throw IoError("redis quota: cannot read CLUSTER SLOTS");
+    }
+  }
+
+  const RedisQuotaStats& stats() const noexcept override { return stats_; }
+
+  void acquire(std::span<const LeaseRequest> requests, MonoTime now, std::span<LeaseReply> replies) noexcept override {
+    try {
+      run(requests, replies);
+    } catch (const std::exception& e) {  // out of memory and the like: nothing granted
+      spdlog::error("pacer quota: {}", e.what());
+      for (std::size_t i = 0; i < replies.size(); ++i)
+        if (replies[i].status != QuotaStatus::kOk) replies[i] = LeaseReply{};
+    }
+    // Grants are timed from when their replies arrived, not from `now`
+    // (before the round trip): Redis's clock ran on meanwhile.
+    const MonoTime answered = options_.clock ? std::max(now, options_.clock->now()) : now;
+    for (LeaseReply& r : replies) r.answered_at = answered;
+  }
+
+ private:
+  struct Work {
+    std::size_t request;
+    std::size_t node;
+    bool asking;
+  };
+
+  static void throwFault(Fault f, const std::string& why) {
+    switch (f) {
+      case Fault::kNone: return;
+      case Fault::kTimeout: throw TimeoutError("redis quota: " + why);
+      case Fault::kReply: throw ReplyError("redis quota: " + why);
+      case Fault::kIo: throw IoError("redis quota: " + why);
+    }
+  }
+
+  std::size_t nodeFor(const RedisAddress& a) {
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      if (nodes_[i]->address().host == a.host && nodes_[i]->address().port == a.port) return i;
+    nodes_.push_back(std::make_unique<Node>(a, options_, stats_));
+    return nodes_.size() - 1;
+  }
+
+  // Reads CLUSTER SLOTS from the first node that answers.
+  void refreshSlots() {
+    const std::size_t known = nodes_.size();
+    for (std::size_t n = 0; n < known; ++n) {
+      std::string why;
+      if (nodes_[n]->ensure(why) != Fault::kNone) continue;
+      ++stats_.round_trips;
+      ReplyPtr r(static_cast<redisReply*>(redisCommand(nodes_[n]->context(), "CLUSTER SLOTS")));
+      if (!r) {
+        nodes_[n]->fail(classify(nodes_[n]->context()), nodes_[n]->context()->errstr);
+        continue;
+      }
+      if (r->type != REDIS_REPLY_ARRAY) {
+        ++stats_.reply_errors;
+        spdlog::error("pacer quota: CLUSTER SLOTS from {}:{}: unexpected reply type {}", nodes_[n]->address().host,
+                      nodes_[n]->address().port, r->type);
+        continue;
+      }
+      bool ok = true;
+      for (std::size_t i = 0; i < r->elements && ok; ++i) {
+        const redisReply* e = r->element[i];
+        // [start, end, [host, port, id...], replicas...]
+        ok = e->type == REDIS_REPLY_ARRAY && e->elements >= 3 && e->element[0]->type == REDIS_REPLY_INTEGER &&
+             e->element[1]->type == REDIS_REPLY_INTEGER && e->element[2]->type == REDIS_REPLY_ARRAY &&
+             e->element[2]->elements >= 2 && e->element[2]->element[0]->type == REDIS_REPLY_STRING &&
+             e->element[2]->element[1]->type == REDIS_REPLY_INTEGER;
+        if (!ok) break;
+        const long long lo = e->element[0]->integer;
+        const long long hi = e->element[1]->integer;
+        RedisAddress a{std::string(e->element[2]->element[0]->str, e->element[2]->element[0]->len),
+                       static_cast<int>(e->element[2]->element[1]->integer)};
+        if (a.host.empty()) a.host = nodes_[n]->address().host;
+        const std::size_t idx = nodeFor(a);
+        for (long long s = std::max(0LL, lo); s <= hi && s < static_cast<long long>(kSlots); ++s)
+          slots_[static_cast<std::size_t>(s)] = idx;
+      }
+      if (!ok) {
+        ++stats_.reply_errors;
+        spdlog::error("pacer quota: CLUSTER SLOTS: malformed reply");
+        continue;
+      }
+      ++stats_.slot_refreshes;
+      need_slots_ = false;
+      have_map_ = true;
+      return;
+    }
+  }
+
+  void buildArgs(const LeaseRequest& r, const std::string& sha, std::vector<std::string>& out) {
+    out.clear();
+    out.emplace_back("EVALSHA");
+    out.push_back(sha);
+    const bool adaptive = r.adaptive && r.adaptive->level < r.levels.size();
+    const auto us = [](Nanos d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); };
+    // Keys only when used (lease.lua): a missing key fails a call during a slot migration.
+    out.push_back(fmt::format("{}", r.levels.size() + (adaptive ? 1 : 0) + (r.worker != 0 ? 1 : 0)));
+    for (const QuotaLevel& l : r.levels)
+      out.push_back(fmt::format("{}:{{{}}}:{}", options_.key_prefix, r.scope, l.key));
+    if (adaptive) out.push_back(fmt::format("{}:{{{}}}:a", options_.key_prefix, r.scope));
+    if (r.worker != 0) out.push_back(fmt::format("{}:{{{}}}:w", options_.key_prefix, r.scope));
+    out.push_back(fmt::format("{}", r.want));
+    out.emplace_back(r.fill_new ? "1" : "0");
+    out.push_back(fmt::format("{}", us(r.lookahead)));
+    out.push_back(fmt::format("{}", r.min_grant));
+    out.push_back(fmt::format("{:x}", r.worker));
+    out.push_back(fmt::format("{}", r.debt));
+    out.push_back(fmt::format("{}", adaptive ? r.adaptive->level + 1 : 0));
+    for (const QuotaLevel& l : r.levels) {
+      out.push_back(fmt::format("{}", l.limit.rate_per_s));
+      out.push_back(fmt::format("{}", l.limit.burst));
+    }
+    if (adaptive) {
+      const AdaptiveRateOptions& o = r.adaptive->options;
+      const BreakerOptions& b = r.adaptive->breaker;
+      out.push_back(fmt::format("{}", o.floor));
+      out.push_back(fmt::format("{}", o.decrease));
+      out.push_back(fmt::format("{}", o.hold_fraction));
+      out.push_back(fmt::format("{}", o.fast_climb_per_s));
+      out.push_back(fmt::format("{}", us(o.probe_time)));
+      out.push_back(fmt::format("{}", us(o.hold)));
+      out.push_back(fmt::format("{}", r.adaptive->throttled < Nanos{0} ? -1 : us(r.adaptive->throttled)));
+      out.push_back(fmt::format("{}", r.adaptive->ok));
+      out.push_back(fmt::format("{}", r.adaptive->faults));
+      out.push_back(fmt::format("{}", b.threshold));
+      out.push_back(fmt::format("{}", b.min_requests));
+      out.push_back(fmt::format("{}", us(b.window)));
+      out.push_back(fmt::format("{}", us(b.cooldown)));
+      out.push_back(fmt::format("{}", us(b.max_cooldown)));
+    }
+  }
+
+  bool appendEvalsha(Node& node, const Work& w, const LeaseRequest& r) {
+    buildArgs(r, node.sha(), args_);
+    argv_.clear();
+    lens_.clear();
+    if (w.asking) {
+      argv_.push_back("ASKING");
+      lens_.push_back(6);
+      if (redisAppendCommandArgv(node.context(), 1, argv_.data(), lens_.data()) != REDIS_OK) return false;
+      argv_.clear();
+      lens_.clear();
+    }
+    for (const std::string& a : args_) {
+      argv_.push_back(a.data());
+      lens_.push_back(a.size());
+    }
+    ++stats_.commands;
+    return redisAppendCommandArgv(node.context(), static_cast<int>(argv_.size()), argv_.data(), lens_.data()) ==
+           REDIS_OK;
+  }
+
+  // Every key of a request is "<prefix>:{scope}:...": the slot is the scope's.
+  static std::size_t scopeSlot(const std::string& scope) { return crc16Xmodem(scope) & (kSlots - 1); }
+
+  void run(std::span<const LeaseRequest> requests, std::span<LeaseReply> replies) {
+    const std::size_t n = std::min(requests.size(), replies.size());
+    for (std::size_t i = 0; i < n; ++i) replies[i] = LeaseReply{};
+    if (need_slots_) refreshSlots();
+    if (options_.cluster && !have_map_) return;  // no slot map yet: all unavailable
+    work_.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      const LeaseRequest& r = requests[i];
+      if (r.levels.empty()) continue;
+      const std::size_t node = options_.cluster ? slots_[scopeSlot(r.scope)] : 0;
+      work_.push_back(Work{i, node, false});
+    }
+    for (int attempt = 0; attempt < kMaxAttempts && !work_.empty(); ++attempt) {
+      const Clock::time_point started = Clock::now();
+      retry_.clear();
+      reload_.assign(nodes_.size(), 0);
+      // 1. Append everything, node by node; 2. read node by node. One round
+      // trip per node that has work.
+      sent_.assign(nodes_.size(), 0);
+      for (std::size_t k = 0; k < nodes_.size(); ++k) {
+        Node& node = *nodes_[k];
+        bool any = false;
+        for (const Work& w : work_) any = any || w.node == k;
+        if (!any) continue;
+        std::string why;
+        if (node.ensure(why) != Fault::kNone) continue;  // its requests stay unavailable
+        bool ok = true;
+        for (const Work& w : work_)
+          if (w.node == k && ok) ok = appendEvalsha(node, w, requests[w.request]);
+        if (!ok) {
+          node.fail(Fault::kIo, node.context()->errstr);
+          continue;
+        }
+        sent_[k] = 1;
+        ++stats_.round_trips;
+      }
+      bool reload = false;
+      // Redirects may add nodes while replies are read: only the nodes that
+      // were sent to are read from.
+      for (std::size_t k = 0; k < sent_.size(); ++k) {
+        if (!sent_[k]) continue;
+        Node& node = *nodes_[k];
+        for (const Work& w : work_) {
+          if (w.node != k) continue;
+          if (node.context() == nullptr) break;  // lost mid-batch: the rest stay unavailable
+          if (w.asking && !readOne(node)) break;
+          void* raw = nullptr;
+          if (redisGetReply(node.context(), &raw) != REDIS_OK || raw == nullptr) {
+            node.fail(classify(node.context()), node.context()->errstr);
+            break;
+          }
+          ReplyPtr reply(static_cast<redisReply*>(raw));
+          if (handle(*reply, w, requests[w.request], replies[w.request])) reload = reload || needs_load_;
+        }
+      }
+      if (std::find(sent_.begin(), sent_.end(), 1) != sent_.end()) observeRoundTrip(Clock::now() - started);
+      if (reload) {
+        for (std::size_t k = 0; k < reload_.size() && k < nodes_.size(); ++k) {
+          if (!reload_[k] || nodes_[k]->context() == nullptr) continue;
+          std::string why;
+          nodes_[k]->loadScript(why);
+        }
+      }
+      work_.swap(retry_);
+    }
+  }
+
+  void observeRoundTrip(Clock::duration d) noexcept {
+    const double s = std::chrono::duration<double>(d).count();
+    std::size_t b = 0;
+    while (b < kRedisRoundTripBounds.size() && s > kRedisRoundTripBounds[b]) ++b;
+    ++stats_.round_trip_buckets[b];
+    ++stats_.round_trip_count;
+    stats_.round_trip_seconds += s;
+  }
+
+  // Reads and drops the reply to ASKING.
+  bool readOne(Node& node) {
+    void* raw = nullptr;
+    if (redisGetReply(node.context(), &raw) != REDIS_OK || raw == nullptr) {
+      node.fail(classify(node.context()), node.context()->errstr);
+      return false;
+    }
+    freeReplyObject(raw);
+    return true;
+  }
+
+  // Interprets one EVALSHA reply. Returns true when the request goes again
+  // (needs_load_ says whether that needs a SCRIPT LOAD first).
+  bool handle(const redisReply& r, const Work& w, const LeaseRequest& req, LeaseReply& out) {
+    needs_load_ = false;
+    if (parseLeaseReply(r, req, out)) return false;
+    if (r.type == REDIS_REPLY_ERROR) {
+      const std::string_view msg(r.str, r.len);
+      if (msg.starts_with("NOSCRIPT")) {
+        ++stats_.noscript_retries;
+        if (reload_.size() < nodes_.size()) reload_.resize(nodes_.size(), 0);
+        reload_[w.node] = 1;
+        needs_load_ = true;
+        retry_.push_back(Work{w.request, w.node, w.asking});
+        return true;
+      }
+      RedisAddress to;
+      if ((msg.starts_with("MOVED ") || msg.starts_with("ASK ")) && parseRedirect(msg, to)) {
+        const bool ask = msg.starts_with("ASK ");
+        const std::size_t target = nodeFor(to);
+        if (ask) {
+          ++stats_.asked;
+        } else {
+          ++stats_.moved;
+          slots_[scopeSlot(req.scope)] = target;
+          need_slots_ = true;  // the map is stale: reread it before the next batch
+        }
+        retry_.push_back(Work{w.request, target, ask});
+        return true;
+      }
+      ++stats_.reply_errors;
+      spdlog::error("pacer quota: error reply for scope '{}': {}", req.scope, msg);
+      return false;
+    }
+    ++stats_.reply_errors;
+    spdlog::error("pacer quota: reply of unexpected type {} for scope '{}'; treated as unavailable", r.type, req.scope);
+    return false;
+  }
+
+  RedisQuotaOptions options_;
+  RedisQuotaStats stats_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::size_t> slots_;
+  bool need_slots_ = false;
+  bool have_map_ = false;
+  bool needs_load_ = false;
+  std::vector<Work> work_;
+  std::vector<Work> retry_;
+  std::vector<char> sent_;
+  std::vector<char> reload_;
+  std::vector<std::string> args_;
+  std::vector<const char*> argv_;
+  std::vector<std::size_t> lens_;
+};
+
+}  // namespace
+
+RedisQuotaBackendPtr makeRedisQuotaBackend(RedisQuotaOptions options) {
+  return std::make_unique<RedisQuotaBackendImpl>(std::move(options));
+}
+
+}  // namespace pacer

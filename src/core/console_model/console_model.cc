@@ -1,0 +1,352 @@
+#include "pacer/console/console_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace pacer::console {
+namespace {
+
+template <typename T>
+Json orNull(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+Json textOrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
+
+// The rate a provider's campaigns share now: the shared effective rate, else
+// this worker's view of it, else the configured one.
+std::optional<double> providerRateNow(const ProviderView& p) {
+  if (p.shared_effective) return p.shared_effective;
+  if (p.worker && p.worker->effective) return p.worker->effective;
+  return p.row.limit.rate;
+}
+
+bool providerPaused(const ProviderView& p) { return p.shared_paused_s > 0 || (p.worker && p.worker->paused); }
+
+bool validText(std::string_view s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f) return false;
+  return true;
+}
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+LimitedBy limitedBy(const CampaignView& c, const ProviderView* p, double provider_achieved) {
+  if (c.row.state == "paused") return {"paused", "paused by an operator"};
+  const control::TopFigures f = control::figuresOf(c.top);
+  if (!f.backlog.lower_bound && f.backlog.messages == 0)
+    return {"done", "nothing left to send (sent + failed = total)"};
+  if (p && providerPaused(*p)) return {"provider_paused", fmt::format("provider {} paused after a 429/503", p->row.id)};
+  const std::optional<double> own = c.row.limit.rate;
+  if (own && *own <= 0) return {"campaign_rate", "its send_rate is 0"};
+  if (!c.top.achieved) return {"unknown", "no achieved rate yet"};
+  if (own && *c.top.achieved >= 0.9 * *own) return {"campaign_rate", fmt::format("at its send_rate ({:g}/s)", *own)};
+  if (p) {
+    const std::optional<double> rate = providerRateNow(*p);
+    if (rate && *rate > 0 && provider_achieved >= 0.9 * *rate) {
+      const bool lowered = p->row.limit.rate && *rate < 0.99 * *p->row.limit.rate;
+      return {"provider_rate",
+              lowered ? fmt::format("provider {} at its effective rate {:.0f}/s (configured {:g}/s, lowered after "
+                                    "throttling)",
+                                    p->row.id, *rate, *p->row.limit.rate)
+                      : fmt::format("provider {} at its rate {:g}/s, shared by its campaigns", p->row.id, *rate)};
+    }
+  }
+  if (f.backlog.lower_bound && f.backlog.messages == 0)
+    return {"no_input", "no messages waiting that the database knows of (total unknown, none parked)"};
+  return {"below_limits", "below every configured limit: the sink, the workers or the input"};
+}
+
+// --- histories ------------------------------------------------------------------
+
+void Series::add(double t, std::optional<double> v) {
+  if (!points_.empty() && t < points_.back().first) return;
+  if (v && !std::isfinite(*v)) v.reset();
+  points_.emplace_back(t, v);
+  while (!points_.empty() && points_.front().first < t - kSpanS) points_.pop_front();
+}
+
+Json Series::json() const {
+  Json t = Json::array(), v = Json::array();
+  for (const auto& [at, value] : points_) {
+    t.push_back(std::round(at * 1000) / 1000);
+    v.push_back(orNull(value));
+  }
+  return Json{{"t", std::move(t)}, {"v", std::move(v)}};
+}
+
+void Histories::add(double t, const std::vector<CampaignView>& campaigns, const std::vector<ProviderView>& providers) {
+  for (const CampaignView& c : campaigns) {
+    CampaignSeries& s = campaigns_[c.row.id];
+    s.send_rate.add(t, c.row.limit.rate);
+    s.achieved.add(t, c.top.achieved);
+    s.last_seen = t;
+  }
+  for (const ProviderView& p : providers) {
+    ProviderSeries& s = providers_[p.row.id];
+    const double dt = s.last_seen > 0 ? t - s.last_seen : 0;
+    s.rate.add(t, p.row.limit.rate);
+    s.effective.add(t, providerRateNow(p));
+    s.paused.add(t, providerPaused(p) ? 1.0 : 0.0);
+    // This worker's answers per second since the previous sample; a smaller
+    // count means pacerd restarted: counted from 0.
+    const auto perSecond = [&](std::optional<std::uint64_t>& last, std::uint64_t now) -> std::optional<double> {
+      const std::optional<std::uint64_t> before = last;
+      last = now;
+      if (!before || !(dt > 0)) return std::nullopt;
+      return static_cast<double>(now >= *before ? now - *before : now) / dt;
+    };
+    if (p.worker) {
+      s.throttled.add(t, perSecond(s.last_throttled, p.worker->throttled));
+      s.server_errors.add(t, perSecond(s.last_server_errors, p.worker->server_errors));
+    } else {
+      s.throttled.add(t, std::nullopt);
+      s.server_errors.add(t, std::nullopt);
+    }
+    s.last_seen = t;
+  }
+  std::erase_if(campaigns_, [&](const auto& kv) { return kv.second.last_seen < t - Series::kSpanS; });
+  std::erase_if(providers_, [&](const auto& kv) { return kv.second.last_seen < t - Series::kSpanS; });
+}
+
+Json Histories::json() const {
+  Json cs = Json::object(), ps = Json::object();
+  for (const auto& [id, s] : campaigns_)
+    cs[id] = Json{{"send_rate", s.send_rate.json()}, {"achieved_rate", s.achieved.json()}};
+  for (const auto& [id, s] : providers_)
+    ps[id] = Json{{"rate", s.rate.json()},
+                  {"effective_rate", s.effective.json()},
+                  {"paused", s.paused.json()},
+                  {"throttled_per_s", s.throttled.json()},
+                  {"server_errors_per_s", s.server_errors.json()}};
+  return Json{{"span_s", Series::kSpanS}, {"campaigns", std::move(cs)}, {"providers", std::move(ps)}};
+}
+
+// --- documents ------------------------------------------------------------------
+
+namespace {
+
+Json campaignStateJson(const CampaignView& c, const LimitedBy& why) {
+  const control::TopFigures f = control::figuresOf(c.top);
+  Json j{{"id", c.row.id},
+         {"name", c.row.name},
+         {"state", c.row.state},
+         {"priority", orNull(c.priority)},
+         {"provider", textOrNull(c.row.provider)},
+         {"send_rate", orNull(c.row.limit.rate)},
+         {"burst", c.row.limit.burst},
+         {"weight", c.row.weight},
+         {"total", orNull(c.row.total)},
+         {"sent", c.top.sent},
+         {"failed", c.top.failed},
+         {"rejected", c.top.rejected},
+         {"parked", c.top.parked},
+         {"achieved_rate", orNull(c.top.achieved)},
+         {"backlog", f.backlog.messages},
+         {"backlog_lower_bound", f.backlog.lower_bound},
+         {"progress", orNull(f.progress)},
+         {"eta_s", orNull(f.eta_s)},
+         {"limited_by", Json{{"code", why.code}, {"text", why.text}}}};
+  j["worker"] = c.worker ? Json{{"backlog", c.worker->backlog},
+                                {"in_flight", c.worker->in_flight},
+                                {"retries_total", c.worker->retries},
+                                {"achieved_rate", c.worker->achieved_rate}}
+                         : Json(nullptr);
+  return j;
+}
+
+Json providerStateJson(const ProviderView& p, double achieved) {
+  std::string effective_from = "configured";
+  if (p.shared_effective)
+    effective_from = "redis";
+  else if (p.worker && p.worker->effective)
+    effective_from = "worker";
+  const std::optional<double> rate = providerRateNow(p);
+  std::string paused_from;
+  if (p.shared_paused_s > 0)
+    paused_from = "redis";
+  else if (p.worker && p.worker->paused)
+    paused_from = "worker";
+  Json j{{"id", p.row.id},
+         {"rate", orNull(p.row.limit.rate)},
+         {"burst", p.row.limit.burst},
+         {"campaigns", p.row.campaigns},
+         {"effective_rate", orNull(rate)},
+         {"effective_from", rate ? Json(effective_from) : Json(nullptr)},
+         {"achieved_rate", achieved},
+         {"paused", !paused_from.empty()},
+         {"paused_s", p.shared_paused_s},
+         {"paused_from", textOrNull(paused_from)},
+         {"circuit", orNull(p.circuit)}};
+  j["worker"] = p.worker ? Json{{"effective_rate", orNull(p.worker->effective)},
+                                {"paused", p.worker->paused},
+                                {"degraded", p.worker->degraded},
+                                {"throttled_total", p.worker->throttled},
+                                {"server_errors_total", p.worker->server_errors}}
+                         : Json(nullptr);
+  return j;
+}
+
+}  // namespace
+
+Json stateJson(const std::string& at_utc, double at_epoch_s, double window_s,
+               const std::vector<CampaignView>& campaigns, const std::vector<ProviderView>& providers,
+               const Sources& sources) {
+  std::map<std::string, double> achieved_by_provider;
+  for (const CampaignView& c : campaigns)
+    if (!c.row.provider.empty()) achieved_by_provider[c.row.provider] += c.top.achieved.value_or(0);
+  std::map<std::string, const ProviderView*> by_id;
+  for (const ProviderView& p : providers) by_id[p.row.id] = &p;
+  Json cs = Json::array(), ps = Json::array();
+  double achieved = 0;
+  std::int64_t sent = 0, failed = 0, backlog = 0;
+  bool lower_bound = false;
+  for (const CampaignView& c : campaigns) {
+    const auto it = by_id.find(c.row.provider);
+    const ProviderView* p = it == by_id.end() ? nullptr : it->second;
+    cs.push_back(campaignStateJson(c, limitedBy(c, p, p ? achieved_by_provider[p->row.id] : 0)));
+    const control::TopFigures f = control::figuresOf(c.top);
+    achieved += c.top.achieved.value_or(0);
+    sent += c.top.sent;
+    failed += c.top.failed;
+    backlog += f.backlog.messages;
+    lower_bound = lower_bound || f.backlog.lower_bound;
+  }
+  for (const ProviderView& p : providers) ps.push_back(providerStateJson(p, achieved_by_provider[p.row.id]));
+  return Json{{"at", at_utc},
+              {"at_epoch_s", at_epoch_s},
+              {"window_s", window_s},
+              {"sources",
+               {{"postgres", sources.postgres},
+                {"redis", sources.redis},
+                {"worker", sources.worker},
+                {"version", sources.version},
+                {"controls", sources.controls}}},
+              {"totals",
+               {{"campaigns", campaigns.size()},
+                {"achieved_rate", achieved},
+                {"sent", sent},
+                {"failed", failed},
+                {"backlog", backlog},
+                {"backlog_lower_bound", lower_bound}}},
+              {"campaigns", std::move(cs)},
+              {"providers", std::move(ps)}};
+}
+
+std::string sseFrame(std::string_view name, std::string_view data) {
+  std::string out = fmt::format("event: {}\n", name);
+  out.reserve(out.size() + data.size() + 16);
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t nl = data.find('\n', from);
+    out += "data: ";
+    out += data.substr(from, nl == std::string_view::npos ? std::string_view::npos : nl - from);
+    out += '\n';
+    if (nl == std::string_view::npos) break;
+    from = nl + 1;
+  }
+  return out + "\n";
+}
+
+std::optional<std::string> percentDecode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;
+    const int hi = hexValue(text[i + 1]), lo = hexValue(text[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  if (!validText(out)) return std::nullopt;
+  return out;
+}
+
+Route parseRoute(std::string_view method, std::string_view path) {
+  const bool read = method == "GET" || method == "HEAD";
+  Route r;
+  const auto is = [&](Route::Kind k, const char* allow, bool ok) {
+    r.kind = k;
+    r.allow = allow;
+    r.method_ok = ok;
+    return r;
+  };
+  if (path == "/" || path == "/console") return is(Route::Kind::kRedirect, "GET, HEAD", read);
+  if (path.starts_with("/console/")) {
+    std::string_view name = path.substr(9);
+    if (name.empty()) name = "index.html";
+    if (name.find('/') != std::string_view::npos) return is(Route::Kind::kNotFound, "GET, HEAD", true);
+    r.name = std::string(name);
+    return is(Route::Kind::kAsset, "GET, HEAD", read);
+  }
+  constexpr std::string_view kApi = "/api/v1/";
+  if (!path.starts_with("/api/")) return r;
+  if (!path.starts_with(kApi)) return is(Route::Kind::kNotFound, "GET, HEAD", true);
+  const std::string_view rest = path.substr(kApi.size());
+  static const std::pair<std::string_view, Route::Kind> kReads[] = {
+      {"meta", Route::Kind::kMeta},    {"state", Route::Kind::kState},         {"history", Route::Kind::kHistory},
+      {"top", Route::Kind::kTop},      {"campaigns", Route::Kind::kCampaigns}, {"providers", Route::Kind::kProviders},
+      {"events", Route::Kind::kEvents}};
+  for (const auto& [name, kind] : kReads)
+    if (rest == name) return is(kind, "GET, HEAD", read);
+  const auto withId = [&](std::string_view prefix, bool provider) -> Route {
+    const std::string_view tail = rest.substr(prefix.size());
+    const std::size_t slash = tail.find('/');
+    const std::optional<std::string> id = percentDecode(tail.substr(0, slash));
+    if (!id || id->empty()) return is(Route::Kind::kNotFound, "GET, HEAD", true);
+    r.id = *id;
+    if (slash == std::string_view::npos) {
+      if (provider) return is(Route::Kind::kNotFound, "GET, HEAD", true);
+      return is(Route::Kind::kCampaign, "GET, HEAD", read);
+    }
+    const std::string_view action = tail.substr(slash + 1);
+    const bool known = provider ? action == "rate"
+                                : (action == "pause" || action == "resume" || action == "cancel" || action == "rate");
+    if (!known) return is(Route::Kind::kNotFound, "POST", true);
+    r.action = std::string(action);
+    return is(provider ? Route::Kind::kProviderRate : Route::Kind::kCampaignAction, "POST", method == "POST");
+  };
+  if (rest.starts_with("campaigns/")) return withId("campaigns/", false);
+  if (rest.starts_with("providers/")) return withId("providers/", true);
+  return is(Route::Kind::kNotFound, "GET, HEAD", true);
+}
+
+control::Limit parseLimitBody(std::string_view body) {
+  const Json j = Json::parse(body.begin(), body.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw control::InvalidValueError(
+        "body: expected a JSON object {\"rate\": messages per second or \"unlimited\", \"burst\": optional}");
+  for (const auto& [key, value] : j.items())
+    if (key != "rate" && key != "burst")
+      throw control::InvalidValueError(fmt::format("body: unknown field '{}'; give rate and, optionally, burst", key));
+  const auto text = [](const Json& v, const char* field) -> std::string {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number()) return fmt::format("{}", v.get<double>());
+    throw control::InvalidValueError(fmt::format("{}: expected a number", field));
+  };
+  if (!j.contains("rate"))
+    throw control::InvalidValueError("rate: missing; give messages per second (0 to 10000000) or \"unlimited\"");
+  const Json& rate = j.at("rate");
+  const std::optional<double> r = rate.is_null() ? std::nullopt : control::parseRate(text(rate, "rate"), "rate");
+  std::optional<double> burst;
+  if (j.contains("burst") && !j.at("burst").is_null())
+    burst = control::parseBurst(text(j.at("burst"), "burst"), "burst");
+  return control::makeLimit(r, burst);
+}
+
+std::string errorJson(std::string_view text) { return Json{{"error", text}}.dump(); }
+
+}  // namespace pacer::console

@@ -1,0 +1,95 @@
+#include "pacer/control/json_docs.h"
+
+namespace pacer::control {
+namespace {
+
+Json rateJson(const std::optional<double>& r) { return r ? Json(*r) : Json(nullptr); }
+Json textOrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
+
+template <typename Row>
+Json change(std::string_view kind, std::string_view what, const Change<Row>& c, Json (*toJson)(const Row&)) {
+  Json j{{"change", what}, {"changed", c.changed}};
+  j[std::string(kind)] = toJson(c.after);
+  j["previous"] = toJson(c.before);
+  return j;
+}
+
+}  // namespace
+
+Json campaignJson(const CampaignRow& c) {
+  return Json{{"id", c.id},
+              {"name", c.name},
+              {"state", c.state},
+              {"send_rate", rateJson(c.limit.rate)},
+              {"burst", c.limit.burst},
+              {"weight", c.weight},
+              {"provider", textOrNull(c.provider)},
+              {"updated_at", c.updated_at},
+              {"total", c.total ? Json(*c.total) : Json(nullptr)}};
+}
+
+Json providerJson(const ProviderRow& p) {
+  return Json{{"id", p.id},
+              {"rate", rateJson(p.limit.rate)},
+              {"burst", p.limit.burst},
+              {"campaigns", p.campaigns},
+              {"updated_at", p.updated_at}};
+}
+
+Json ledgerJson(const LedgerCounts& l) {
+  return Json{{"sent", l.sent},
+              {"failed", l.failed},
+              {"rejected", l.rejected},
+              {"last_recorded_at", textOrNull(l.last_recorded_at)}};
+}
+
+Json campaignListJson(const std::vector<CampaignRow>& rows) {
+  Json a = Json::array();
+  for (const CampaignRow& c : rows) a.push_back(campaignJson(c));
+  return a;
+}
+
+Json providerListJson(const std::vector<ProviderRow>& rows) {
+  Json a = Json::array();
+  for (const ProviderRow& p : rows) a.push_back(providerJson(p));
+  return a;
+}
+
+Json campaignDetailJson(const CampaignDetail& d) {
+  Json j = campaignJson(d.campaign);
+  j["ledger"] = ledgerJson(d.ledger);
+  j["parked"] = d.parked;
+  return j;
+}
+
+Json changeJson(std::string_view kind, std::string_view what, const Change<CampaignRow>& c) {
+  return change(kind, what, c, &campaignJson);
+}
+
+Json changeJson(std::string_view kind, std::string_view what, const Change<ProviderRow>& c) {
+  return change(kind, what, c, &providerJson);
+}
+
+TopFrame topFrameOf(const TopSnapshot& snap, double window_s) {
+  TopFrame f;
+  f.at_utc = snap.at_utc;
+  f.window_s = window_s;
+  for (const TopSnapshot::Campaign& c : snap.campaigns) {
+    TopRow r;
+    r.id = c.id;
+    r.state = c.state;
+    r.provider = c.provider;
+    r.send_rate = c.send_rate;
+    r.total = c.total;
+    r.sent = c.sent;
+    r.failed = c.failed;
+    r.rejected = c.rejected;
+    r.parked = c.parked;
+    r.achieved = achievedRate(RateSample{snap.at_epoch_s - window_s, c.sent - c.sent_in_window},
+                              RateSample{snap.at_epoch_s, c.sent});
+    f.rows.push_back(std::move(r));
+  }
+  return f;
+}
+
+}  // namespace pacer::control

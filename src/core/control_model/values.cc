@@ -1,0 +1,196 @@
+#include "pacer/control/values.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "pacer/message.h"
+#include "pacer/rate_limiter.h"
+
+namespace pacer::control {
+namespace {
+
+constexpr std::size_t kMaxIdBytes = 256;
+constexpr std::size_t kMaxNameBytes = 1024;
+constexpr double kMaxWeight = 1e6;
+
+// The whole of `text` as a number, or nullopt ("12x", "", " 1" are not numbers).
+std::optional<double> number(std::string_view text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::optional<double> parseRate(std::string_view text, std::string_view flag) {
+  if (text == "unlimited") return std::nullopt;
+  const auto refuse = [&](std::string_view why) {
+    return InvalidValueError(
+        fmt::format("{} '{}': {}; give messages per second above 0 and at most 10000000 (100, 100/s, 6000/min, 100k/h) "
+                    "or unlimited",
+                    flag, text, why));
+  };
+  // A unit: /s (the default), /min or /h; a multiplier: k or M.
+  std::string_view number_part = text;
+  double per = 1.0;
+  if (const std::size_t slash = text.rfind('/'); slash != std::string_view::npos) {
+    const std::string_view unit = text.substr(slash + 1);
+    if (unit == "s" || unit == "sec")
+      per = 1.0;
+    else if (unit == "min" || unit == "m")
+      per = 60.0;
+    else if (unit == "h" || unit == "hour")
+      per = 3600.0;
+    else
+      throw refuse(fmt::format("unknown unit '/{}' (use /s, /min or /h)", unit));
+    number_part = text.substr(0, slash);
+  }
+  double scale = 1.0;
+  if (!number_part.empty() && (number_part.back() == 'k' || number_part.back() == 'K')) {
+    scale = 1e3;
+    number_part.remove_suffix(1);
+  } else if (!number_part.empty() && number_part.back() == 'M') {
+    scale = 1e6;
+    number_part.remove_suffix(1);
+  }
+  const std::optional<double> n = number(number_part);
+  if (!n) throw refuse("not a number");
+  if (!std::isfinite(*n)) throw refuse("not a finite number");
+  if (*n < 0) throw refuse("a rate cannot be negative");
+  const double v = *n * scale / per;
+  if (v == 0) throw refuse("a rate of 0 sends nothing (pause the campaign instead)");
+  try {
+    validateLimit(RateLimit{v, 1.0}, LimiterOptions{});
+  } catch (const InvalidLimitError& e) {
+    throw refuse(e.what());
+  }
+  return v;
+}
+
+std::int64_t parseCount(std::string_view text, std::string_view flag, std::int64_t min, std::string_view what) {
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+  if (!digits || ec != std::errc() || ptr != end || v < min || v > kMaxCount)
+    throw InvalidValueError(
+        fmt::format("{} '{}': {} is a whole number of messages, {} to {}", flag, text, what, min, kMaxCount));
+  return v;
+}
+
+double parseBurst(std::string_view text, std::string_view flag) {
+  const std::optional<double> v = number(text);
+  if (!v || !std::isfinite(*v) || *v < 1)
+    throw InvalidValueError(
+        fmt::format("{} '{}': a burst is a number of messages, at least 1 (messages that may go at once)", flag, text));
+  return *v;
+}
+
+double parseWeight(std::string_view text, std::string_view flag) {
+  const std::optional<double> v = number(text);
+  if (!v || !std::isfinite(*v) || *v <= 0 || *v > kMaxWeight)
+    throw InvalidValueError(fmt::format(
+        "{} '{}': a weight is a number above 0 and at most 1000000 (the campaign's share of the sink; 1 is even)", flag,
+        text));
+  return *v;
+}
+
+double defaultBurst(std::optional<double> rate) {
+  if (!rate) return 1;
+  return std::ceil(*rate / 100.0) + 1;
+}
+
+Limit makeLimit(std::optional<double> rate, std::optional<double> burst) {
+  if (!rate && burst)
+    throw InvalidValueError("--burst: an unlimited rate has no burst; give a rate with --burst, or leave --burst out");
+  return Limit{rate, burst.value_or(defaultBurst(rate))};
+}
+
+void checkId(std::string_view id, std::string_view what) {
+  if (id.empty()) throw InvalidValueError(fmt::format("{} id: empty; give 1 to 256 bytes of text", what));
+  if (id.size() > kMaxIdBytes)
+    throw InvalidValueError(fmt::format("{} id: {} bytes; at most {} are allowed", what, id.size(), kMaxIdBytes));
+  if (!usableText(id))
+    throw InvalidValueError(
+        fmt::format("{} id: must be UTF-8 text without control characters (the Kafka key must match it)", what));
+}
+
+void checkName(std::string_view name) {
+  if (name.size() > kMaxNameBytes)
+    throw InvalidValueError(fmt::format("--name: {} bytes; at most {} are allowed", name.size(), kMaxNameBytes));
+  if (!usableText(name)) throw InvalidValueError("--name: must be UTF-8 text without control characters");
+}
+
+std::string_view actionName(CampaignAction a) noexcept {
+  switch (a) {
+    case CampaignAction::kPause: return "pause";
+    case CampaignAction::kResume: return "resume";
+    case CampaignAction::kCancel: return "cancel";
+    case CampaignAction::kSetRate: return "set-rate";
+  }
+  return "?";
+}
+
+Transition decideTransition(CampaignAction action, std::string_view state, std::string_view id) {
+  using K = Transition::Kind;
+  const bool live = state == "active" || state == "paused";
+  if (!live && state != "cancelled" && state != "completed")
+    return {K::kRefused, "",
+            fmt::format("campaign '{}' is in state '{}', which this pacerctl does not know", id, state)};
+  switch (action) {
+    case CampaignAction::kPause:
+      if (state == "paused") return {K::kAlready, "paused", ""};
+      if (state == "active") return {K::kChange, "paused", ""};
+      return {K::kRefused, "", fmt::format("campaign '{}' is {}: there is nothing to pause", id, state)};
+    case CampaignAction::kResume:
+      if (state == "active") return {K::kAlready, "active", ""};
+      if (state == "paused") return {K::kChange, "active", ""};
+      return {K::kRefused, "",
+              fmt::format("campaign '{}' is {} and cannot be resumed; create a new campaign to send again", id, state)};
+    case CampaignAction::kCancel:
+      if (state == "cancelled") return {K::kAlready, "cancelled", ""};
+      if (live) return {K::kChange, "cancelled", ""};
+      return {K::kRefused, "", fmt::format("campaign '{}' is completed: there is nothing to cancel", id)};
+    case CampaignAction::kSetRate:
+      if (live) return {K::kChange, std::string(state), ""};
+      return {K::kRefused, "",
+              fmt::format("campaign '{}' is {}: a rate no longer applies to it; create a new campaign to send again",
+                          id, state)};
+  }
+  return {K::kRefused, "", "unknown action"};
+}
+
+std::string notifyPayload(std::string_view kind, std::string_view id, std::string_view change) {
+  nlohmann::ordered_json j;
+  j["kind"] = kind;
+  j["id"] = id;
+  j["change"] = change;
+  return j.dump();
+}
+
+std::optional<ControlNotice> parseNotifyPayload(std::string_view payload) noexcept {
+  try {
+    const auto j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return std::nullopt;
+    const auto text = [&](const char* key) -> std::optional<std::string> {
+      const auto it = j.find(key);
+      if (it == j.end() || !it->is_string()) return std::nullopt;
+      return it->get<std::string>();
+    };
+    auto kind = text("kind");
+    auto id = text("id");
+    auto change = text("change");
+    if (!kind || !id || !change || id->empty()) return std::nullopt;
+    if (*kind != "campaign" && *kind != "provider") return std::nullopt;
+    return ControlNotice{std::move(*kind), std::move(*id), std::move(*change)};
+  } catch (const std::exception&) {  // bad_alloc; parse errors do not throw here
+    return std::nullopt;
+  }
+}
+
+}  // namespace pacer::control

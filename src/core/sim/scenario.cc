@@ -1,0 +1,221 @@
+#include "pacer/sim/scenario.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace pacer::sim {
+namespace {
+
+std::string where(const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  return m.line >= 0 ? fmt::format(" (line {})", m.line + 1) : std::string{};
+}
+
+[[noreturn]] void fail(const std::string& field, const YAML::Node& n, const std::string& what) {
+  throw ScenarioError(fmt::format("{}{}: {}", field, where(n), what));
+}
+
+void checkKeys(const YAML::Node& map, const std::string& field, std::initializer_list<const char*> allowed) {
+  if (!map.IsMap()) fail(field, map, "expected a mapping");
+  for (const auto& kv : map) {
+    const std::string key = kv.first.as<std::string>();
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || key == a;
+    if (!ok) {
+      std::string list;
+      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      fail(field.empty() ? key : field + "." + key, kv.first, fmt::format("unknown key (expected one of: {})", list));
+    }
+  }
+}
+
+double number(const YAML::Node& n, const std::string& field) {
+  if (!n.IsScalar()) fail(field, n, "expected a number");
+  const std::string text = n.Scalar();
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) {
+    fail(field, n, fmt::format("expected a number, got '{}'", text));
+  }
+  return v;
+}
+
+double nonNegative(const YAML::Node& n, const std::string& field) {
+  const double v = number(n, field);
+  if (v < 0) fail(field, n, fmt::format("expected a number >= 0, got {}", v));
+  return v;
+}
+
+double positive(const YAML::Node& n, const std::string& field) {
+  const double v = number(n, field);
+  if (v <= 0) fail(field, n, fmt::format("expected a number > 0, got {}", v));
+  return v;
+}
+
+std::string text(const YAML::Node& n, const std::string& field) {
+  if (!n.IsScalar() || n.Scalar().empty()) fail(field, n, "expected a non-empty string");
+  return n.Scalar();
+}
+
+void checkRate(double rate, const YAML::Node& n, const std::string& field, const Scenario& s) {
+  if (rate > 1e7) fail(field, n, "expected at most 10000000 messages/s");
+  const double per_window = rate * s.window_s;
+  if (rate > 0 && per_window < 1 &&
+      (s.algorithm == Algorithm::kSlidingLog || s.algorithm == Algorithm::kSlidingWindow)) {
+    fail(field, n,
+         fmt::format("{} counts whole messages per window: rate x window_s must be >= 1 (it is {})",
+                     algorithmName(s.algorithm), per_window));
+  }
+  if (s.algorithm == Algorithm::kSlidingLog && per_window > double(LimiterOptions{}.max_log_entries)) {
+    fail(field, n,
+         fmt::format("sliding_log keeps one timestamp per message in the window: rate x window_s must be <= {}",
+                     LimiterOptions{}.max_log_entries));
+  }
+}
+
+double burstFor(const YAML::Node& n, const std::string& field, std::optional<double> rate, double tick_ms) {
+  if (!n) return defaultBurst(rate.value_or(0), tick_ms);
+  const double b = number(n, field);
+  if (b < 1) fail(field, n, fmt::format("expected a number >= 1 (messages), got {}", b));
+  return b;
+}
+
+}  // namespace
+
+double defaultBurst(double rate_per_s, double tick_ms) {
+  return std::max(1.0, std::ceil(rate_per_s * tick_ms / 1000.0) + 1.0);
+}
+
+Scenario parseScenario(const std::string& yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw ScenarioError(fmt::format("not valid YAML: {}", e.what()));
+  }
+  if (!root || !root.IsMap()) throw ScenarioError("scenario: expected a mapping at the top level");
+  checkKeys(root, "",
+            {"duration_s", "tick_ms", "capacity_per_s", "algorithm", "window_s", "stalls", "providers", "campaigns"});
+  Scenario s;
+  if (!root["duration_s"]) throw ScenarioError("duration_s: required (simulated seconds)");
+  s.duration_s = positive(root["duration_s"], "duration_s");
+  if (s.duration_s > 86400) fail("duration_s", root["duration_s"], "expected at most 86400 simulated seconds");
+  if (root["tick_ms"]) s.tick_ms = positive(root["tick_ms"], "tick_ms");
+  if (s.tick_ms < 0.001 || s.tick_ms > 10000) fail("tick_ms", root["tick_ms"], "expected 0.001 to 10000 ms");
+  if (root["capacity_per_s"]) {
+    s.capacity_per_s = nonNegative(root["capacity_per_s"], "capacity_per_s");
+    if (*s.capacity_per_s > 1e10)
+      fail("capacity_per_s", root["capacity_per_s"], "expected at most 1e10 messages/s (omit it for unlimited)");
+  }
+  if (s.duration_s * 1000.0 < s.tick_ms) {
+    fail("duration_s", root["duration_s"], fmt::format("shorter than one tick ({} ms)", s.tick_ms));
+  }
+  if (s.duration_s * 1000.0 / s.tick_ms > 1e8) {
+    fail(
+        "tick_ms", root["tick_ms"] ? root["tick_ms"] : root["duration_s"],
+        fmt::format("duration_s / tick_ms gives {:.0f} ticks; at most 100,000,000", s.duration_s * 1000.0 / s.tick_ms));
+  }
+  if (root["algorithm"]) {
+    const std::string name = text(root["algorithm"], "algorithm");
+    if (!parseAlgorithm(name, s.algorithm)) {
+      fail("algorithm", root["algorithm"],
+           fmt::format("unknown algorithm '{}' (expected token_bucket, leaky_bucket, fixed_window, sliding_log or "
+                       "sliding_window)",
+                       name));
+    }
+  }
+  if (root["window_s"]) {
+    s.window_s = positive(root["window_s"], "window_s");
+    if (s.window_s < 0.001 || s.window_s > 86400) fail("window_s", root["window_s"], "expected 0.001 to 86400 seconds");
+  }
+
+  if (const YAML::Node st = root["stalls"]) {
+    if (!st.IsSequence()) fail("stalls", st, "expected a list of {from_s, to_s}");
+    for (std::size_t i = 0; i < st.size(); ++i) {
+      const std::string f = fmt::format("stalls[{}]", i);
+      checkKeys(st[i], f, {"from_s", "to_s"});
+      if (!st[i]["from_s"] || !st[i]["to_s"]) fail(f, st[i], "needs from_s and to_s");
+      Stall x{nonNegative(st[i]["from_s"], f + ".from_s"), nonNegative(st[i]["to_s"], f + ".to_s")};
+      if (x.to_s < x.from_s) fail(f + ".to_s", st[i]["to_s"], "must not be before from_s");
+      s.stalls.push_back(x);
+    }
+  }
+
+  std::set<std::string> provider_ids;
+  if (const YAML::Node ps = root["providers"]) {
+    if (!ps.IsSequence()) fail("providers", ps, "expected a list");
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      const std::string f = fmt::format("providers[{}]", i);
+      checkKeys(ps[i], f, {"id", "rate", "burst"});
+      ProviderScenario p;
+      if (!ps[i]["id"]) fail(f + ".id", ps[i], "required");
+      p.id = text(ps[i]["id"], f + ".id");
+      if (!provider_ids.insert(p.id).second)
+        fail(f + ".id", ps[i]["id"], fmt::format("duplicate provider id '{}'", p.id));
+      if (ps[i]["rate"]) {
+        p.rate = nonNegative(ps[i]["rate"], f + ".rate");
+        checkRate(*p.rate, ps[i]["rate"], f + ".rate", s);
+      }
+      p.burst = burstFor(ps[i]["burst"], f + ".burst", p.rate, s.tick_ms);
+      s.providers.push_back(p);
+    }
+  }
+
+  const YAML::Node cs = root["campaigns"];
+  if (!cs || !cs.IsSequence() || cs.size() == 0) throw ScenarioError("campaigns: required, a non-empty list");
+  std::set<std::string> campaign_ids;
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    const std::string f = fmt::format("campaigns[{}]", i);
+    checkKeys(cs[i], f, {"id", "provider", "rate", "burst", "weight", "messages", "start_s"});
+    CampaignScenario c;
+    if (!cs[i]["id"]) fail(f + ".id", cs[i], "required");
+    c.id = text(cs[i]["id"], f + ".id");
+    if (!campaign_ids.insert(c.id).second)
+      fail(f + ".id", cs[i]["id"], fmt::format("duplicate campaign id '{}'", c.id));
+    if (cs[i]["provider"]) {
+      c.provider = text(cs[i]["provider"], f + ".provider");
+      if (!provider_ids.count(*c.provider)) {
+        fail(f + ".provider", cs[i]["provider"], fmt::format("no provider with id '{}' in providers", *c.provider));
+      }
+    }
+    if (cs[i]["rate"]) {
+      c.rate = nonNegative(cs[i]["rate"], f + ".rate");
+      checkRate(*c.rate, cs[i]["rate"], f + ".rate", s);
+    }
+    c.burst = burstFor(cs[i]["burst"], f + ".burst", c.rate, s.tick_ms);
+    if (cs[i]["weight"]) c.weight = positive(cs[i]["weight"], f + ".weight");
+    if (cs[i]["messages"]) {
+      const double m = nonNegative(cs[i]["messages"], f + ".messages");
+      if (m != std::floor(m) || m > 1e15) fail(f + ".messages", cs[i]["messages"], "expected a whole number");
+      c.messages = static_cast<std::uint64_t>(m);
+    }
+    if (cs[i]["start_s"]) {
+      c.start_s = nonNegative(cs[i]["start_s"], f + ".start_s");
+      if (c.start_s >= s.duration_s) {
+        fail(f + ".start_s", cs[i]["start_s"],
+             fmt::format("at or after the end of the simulation ({} s)", s.duration_s));
+      }
+    }
+    s.campaigns.push_back(c);
+  }
+  return s;
+}
+
+Scenario loadScenario(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ScenarioError(fmt::format("{}: cannot open the scenario file", path));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  try {
+    return parseScenario(buf.str());
+  } catch (const ScenarioError& e) {
+    throw ScenarioError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+}  // namespace pacer::sim
