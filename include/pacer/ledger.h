@@ -2,6 +2,8 @@
 // recorded durably before its Kafka offset may be committed.
 #pragma once
 
+#include "pacer/error.h"
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -35,16 +37,16 @@ std::string reusedIdKey(const DeliveryRecord& r);
 // The ledger store could not be reached (connection refused, lost, timed
 // out). Nothing in the failed call is durable; the caller keeps its rows and
 // retries later, and commits no offset past them.
-class LedgerUnavailableError : public std::runtime_error {
+class LedgerUnavailableError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit LedgerUnavailableError(const std::string& what) : Error(ErrorKind::kUnavailable, what) {}
 };
 
 // The store refused the call itself (bad schema, a constraint). Retrying the
 // same rows will not help.
-class LedgerRejectedError : public std::runtime_error {
+class LedgerRejectedError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit LedgerRejectedError(const std::string& what) : Error(ErrorKind::kRejected, what) {}
 };
 
 // Thread-safety: implementations are used from one thread at a time.

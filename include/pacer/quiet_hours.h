@@ -10,6 +10,8 @@
 // semantics around daylight-saving changes.
 #pragma once
 
+#include "pacer/error.h"
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -76,9 +78,9 @@ struct ZoneResolution {
 };
 
 // Start-up errors: no tz database, or a campaign default that is not a zone.
-class TimeZoneError : public std::runtime_error {
+class TimeZoneError : public InvalidError {
  public:
-  using std::runtime_error::runtime_error;
+  using InvalidError::InvalidError;
 };
 
 // Zone names -> zones, built once from the OS tz database

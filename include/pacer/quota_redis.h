@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "pacer/error.h"
 #include "pacer/quota.h"
 #include "pacer/time.h"
 
@@ -32,9 +33,9 @@ namespace pacer {
 
 // Errors at the Redis boundary, for the calls that may throw (start-up).
 // The per-tick path reports them as counts and kUnavailable instead.
-class QuotaError : public std::runtime_error {
+class QuotaError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit QuotaError(const std::string& what, ErrorKind kind = ErrorKind::kUnavailable) : Error(kind, what) {}
 };
 class IoError : public QuotaError {  // cannot connect, connection lost
  public:
@@ -46,7 +47,7 @@ class TimeoutError : public QuotaError {  // connect or command timeout
 };
 class ReplyError : public QuotaError {  // an error reply, or a reply of the wrong type
  public:
-  using QuotaError::QuotaError;
+  explicit ReplyError(const std::string& what) : QuotaError(what, ErrorKind::kRejected) {}
 };
 
 struct RedisAddress {

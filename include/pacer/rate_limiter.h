@@ -16,6 +16,8 @@
 // Hot-path calls (canDoWork, available, tryAcquire) never throw or allocate.
 #pragma once
 
+#include "pacer/error.h"
+
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -87,13 +89,9 @@ struct LimiterOptions {
 // Thrown for settings a limiter cannot honour (negative or NaN rate, a
 // sliding log larger than its memory cap, a window of 0). Configuration code
 // turns it into a message naming the field.
-class InvalidLimitError : public std::exception {
+class InvalidLimitError : public InvalidError {
  public:
-  explicit InvalidLimitError(const char* what) noexcept : what_(what) {}
-  const char* what() const noexcept override { return what_; }
-
- private:
-  const char* what_;
+  explicit InvalidLimitError(const char* what) : InvalidError(what) {}
 };
 
 // Checks `limit` against `options`; throws InvalidLimitError with the reason.

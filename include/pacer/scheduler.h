@@ -22,6 +22,8 @@
 // throw SchedulerError for unknown ids or invalid settings.
 #pragma once
 
+#include "pacer/error.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -58,9 +60,9 @@ struct SchedulerOptions {
   LimiterOptions limiter;  // algorithm and window for every limiter it builds
 };
 
-class SchedulerError : public std::invalid_argument {
+class SchedulerError : public InvalidError {
  public:
-  using std::invalid_argument::invalid_argument;
+  using InvalidError::InvalidError;
 };
 
 class Scheduler {

@@ -16,6 +16,8 @@
 // simulated clock); AdminServer puts it on libmicrohttpd.
 #pragma once
 
+#include "pacer/error.h"
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -179,14 +181,14 @@ class AdminHandler {
 };
 
 // A listen address pacerd cannot use ("HOST:PORT" malformed).
-class AdminAddressError : public std::invalid_argument {
+class AdminAddressError : public InvalidError {
  public:
-  using std::invalid_argument::invalid_argument;
+  using InvalidError::InvalidError;
 };
 // The address could not be bound.
-class AdminListenError : public std::runtime_error {
+class AdminListenError : public InvalidError {
  public:
-  using std::runtime_error::runtime_error;
+  using InvalidError::InvalidError;
 };
 
 struct ListenAddress {

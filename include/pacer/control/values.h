@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "pacer/conninfo.h"  // redactConninfo, used with these
+#include "pacer/error.h"
 
 namespace pacer::control {
 
@@ -23,9 +24,9 @@ enum class ExitCode : int {
 };
 
 // Every error pacerctl reports is one of these; the message says what to do.
-class ControlError : public std::runtime_error {
+class ControlError : public Error {
  public:
-  ControlError(ExitCode code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  ControlError(ExitCode code, const std::string& what, ErrorKind kind) : Error(kind, what), code_(code) {}
   ExitCode code() const noexcept { return code_; }
 
  private:
@@ -33,23 +34,24 @@ class ControlError : public std::runtime_error {
 };
 class NotFoundError : public ControlError {
  public:
-  explicit NotFoundError(const std::string& what) : ControlError(ExitCode::kRefused, what) {}
+  explicit NotFoundError(const std::string& what) : ControlError(ExitCode::kRefused, what, ErrorKind::kInvalid) {}
 };
 class RefusedError : public ControlError {  // duplicate id, state change not allowed
  public:
-  explicit RefusedError(const std::string& what) : ControlError(ExitCode::kRefused, what) {}
+  explicit RefusedError(const std::string& what) : ControlError(ExitCode::kRefused, what, ErrorKind::kRejected) {}
 };
 class InvalidValueError : public ControlError {
  public:
-  explicit InvalidValueError(const std::string& what) : ControlError(ExitCode::kUsage, what) {}
+  explicit InvalidValueError(const std::string& what) : ControlError(ExitCode::kUsage, what, ErrorKind::kInvalid) {}
 };
 class UnreachableError : public ControlError {
  public:
-  explicit UnreachableError(const std::string& what) : ControlError(ExitCode::kUnreachable, what) {}
+  explicit UnreachableError(const std::string& what)
+      : ControlError(ExitCode::kUnreachable, what, ErrorKind::kUnavailable) {}
 };
 class DatabaseError : public ControlError {
  public:
-  explicit DatabaseError(const std::string& what) : ControlError(ExitCode::kDatabase, what) {}
+  explicit DatabaseError(const std::string& what) : ControlError(ExitCode::kDatabase, what, ErrorKind::kRejected) {}
 };
 
 // The LISTEN/NOTIFY channel every change is announced on.

@@ -4,6 +4,8 @@
 // the work runs out when exit_when_idle is set (demos, benchmarks).
 #pragma once
 
+#include "pacer/error.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -19,9 +21,9 @@
 namespace pacer::worker {
 
 // A setting pacerd cannot work with; the message names it.
-class DaemonConfigError : public std::invalid_argument {
+class DaemonConfigError : public InvalidError {
  public:
-  using std::invalid_argument::invalid_argument;
+  using InvalidError::InvalidError;
 };
 
 // A provider's own sink (providers.<id>.sink): the settings of the default

@@ -2,6 +2,8 @@
 // over loopback TCP) behind a small class, for pacer-kafka-mock and tests.
 #pragma once
 
+#include "pacer/error.h"
+
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -18,9 +20,9 @@ struct TopicSpec {
 
 // A bad option (topic spec, broker count); the message
 // says which and why.
-class MockConfigError : public std::runtime_error {
+class MockConfigError : public InvalidError {
  public:
-  using std::runtime_error::runtime_error;
+  using InvalidError::InvalidError;
 };
 
 // Parses "NAME:PARTITIONS" (PARTITIONS 1..100000, NAME a legal Kafka topic

@@ -2,6 +2,8 @@
 // YAML); every problem is reported as a ScenarioError naming the field.
 #pragma once
 
+#include "pacer/error.h"
+
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -12,9 +14,9 @@
 
 namespace pacer::sim {
 
-class ScenarioError : public std::runtime_error {
+class ScenarioError : public InvalidError {
  public:
-  using std::runtime_error::runtime_error;
+  using InvalidError::InvalidError;
 };
 
 struct Stall {

@@ -7,6 +7,8 @@
 // answer.
 #pragma once
 
+#include "pacer/error.h"
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -19,9 +21,9 @@ struct redisContext;
 
 namespace pacer::console {
 
-class ProviderStateError : public std::runtime_error {
+class ProviderStateError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ProviderStateError(const std::string& what) : Error(ErrorKind::kUnavailable, what) {}
 };
 
 struct SharedProviderState {

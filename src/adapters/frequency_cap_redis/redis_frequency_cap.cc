@@ -2,6 +2,7 @@
 // EVALSHA with NOSCRIPT reload, backoff on the caller's clock. See
 // include/pacer/frequency_cap_redis.h.
 #include <hiredis/hiredis.h>
+#include "pacer/error.h"
 
 #include <algorithm>
 #include <charconv>
@@ -43,15 +44,15 @@ CapFault worse(CapFault a, CapFault b) { return static_cast<int>(a) >= static_ca
 class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
  public:
   explicit RedisFrequencyCapStoreImpl(RedisFrequencyCapOptions options) : options_(std::move(options)) {
-    if (options_.host.empty()) throw std::invalid_argument("redis frequency cap: empty host");
+    if (options_.host.empty()) throw InvalidError("redis frequency cap: empty host");
     if (options_.port < 1 || options_.port > 65535)
-      throw std::invalid_argument("redis frequency cap: port must be 1..65535");
+      throw InvalidError("redis frequency cap: port must be 1..65535");
     if (options_.connect_timeout.count() <= 0 || options_.command_timeout.count() <= 0)
-      throw std::invalid_argument("redis frequency cap: timeouts must be > 0 ms");
+      throw InvalidError("redis frequency cap: timeouts must be > 0 ms");
     if (options_.backoff_min.count() <= 0 || options_.backoff_max < options_.backoff_min)
-      throw std::invalid_argument("redis frequency cap: need 0 < backoff_min <= backoff_max");
+      throw InvalidError("redis frequency cap: need 0 < backoff_min <= backoff_max");
     if (options_.key_prefix.find_first_of("{}") != std::string::npos)
-      throw std::invalid_argument("redis frequency cap: key_prefix must not hold '{' or '}'");
+      throw InvalidError("redis frequency cap: key_prefix must not hold '{' or '}'");
     backoff_ = options_.backoff_min;
   }
   ~RedisFrequencyCapStoreImpl() override { close(); }

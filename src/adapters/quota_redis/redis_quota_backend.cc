@@ -1,6 +1,7 @@
 // The Redis QuotaBackend: hiredis, pipelining, NOSCRIPT reload, backoff, and
 // Redis Cluster slot routing (CLUSTER SLOTS, MOVED, ASK). See quota_redis.h.
 #include <fmt/format.h>
+#include "pacer/error.h"
 #include <hiredis/hiredis.h>
 #include <spdlog/spdlog.h>
 
@@ -146,11 +147,11 @@ bool parseRedirect(std::string_view msg, RedisAddress& to) {
 class RedisQuotaBackendImpl final : public RedisQuotaBackend {
  public:
   explicit RedisQuotaBackendImpl(RedisQuotaOptions options) : options_(std::move(options)) {
-    if (options_.nodes.empty()) throw std::invalid_argument("redis quota: no nodes configured");
+    if (options_.nodes.empty()) throw InvalidError("redis quota: no nodes configured");
     if (options_.connect_timeout.count() <= 0 || options_.command_timeout.count() <= 0)
-      throw std::invalid_argument("redis quota: timeouts must be > 0 ms");
+      throw InvalidError("redis quota: timeouts must be > 0 ms");
     if (options_.backoff_min.count() <= 0 || options_.backoff_max < options_.backoff_min)
-      throw std::invalid_argument("redis quota: need 0 < backoff_min <= backoff_max");
+      throw InvalidError("redis quota: need 0 < backoff_min <= backoff_max");
     for (const RedisAddress& a : options_.nodes) nodeFor(a);
     slots_.assign(kSlots, 0);
     need_slots_ = options_.cluster;

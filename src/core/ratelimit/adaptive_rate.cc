@@ -1,4 +1,5 @@
 #include "pacer/adaptive_rate.h"
+#include "pacer/error.h"
 
 #include <algorithm>
 #include <cmath>
@@ -139,7 +140,7 @@ void AdaptiveRate::setTuning(const AdaptiveRateOptions& tuning, MonoTime now) no
 }
 
 void validateAdaptive(const AdaptiveRateOptions& o) {
-  auto bad = [](const char* what) { throw std::invalid_argument(std::string("adaptive ") + what); };
+  auto bad = [](const char* what) { throw InvalidError(std::string("adaptive ") + what); };
   if (!(o.decrease > 0 && o.decrease < 1)) bad("decrease must be above 0 and below 1");
   if (!(o.hold_fraction > 0 && o.hold_fraction <= 1)) bad("hold_fraction must be above 0 and at most 1");
   if (!(o.floor >= 0) || !std::isfinite(o.floor)) bad("floor must be a finite rate >= 0");

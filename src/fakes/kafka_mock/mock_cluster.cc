@@ -1,4 +1,5 @@
 #include "pacer/fakes/mock_cluster.h"
+#include "pacer/error.h"
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -56,17 +57,17 @@ MockCluster::MockCluster(int brokers) : handles_(std::make_unique<Handles>()), b
   std::array<char, 512> err{};
   if (rd_kafka_conf_set(conf, "log_level", "3", err.data(), err.size()) != RD_KAFKA_CONF_OK) {
     rd_kafka_conf_destroy(conf);
-    throw std::runtime_error(std::string("rdkafka config: ") + err.data());
+    throw Error(ErrorKind::kUnavailable, std::string("rdkafka config: ") + err.data());
   }
   handles_->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err.data(), err.size());
   if (handles_->rk == nullptr) {
     rd_kafka_conf_destroy(conf);  // not taken on failure
-    throw std::runtime_error(std::string("rd_kafka_new: ") + err.data());
+    throw Error(ErrorKind::kUnavailable, std::string("rd_kafka_new: ") + err.data());
   }
   handles_->cluster = rd_kafka_mock_cluster_new(handles_->rk, brokers);
   if (handles_->cluster == nullptr) {
     rd_kafka_destroy(handles_->rk);
-    throw std::runtime_error("rd_kafka_mock_cluster_new failed (" + std::to_string(brokers) + " brokers)");
+    throw Error(ErrorKind::kUnavailable, "rd_kafka_mock_cluster_new failed (" + std::to_string(brokers) + " brokers)");
   }
 }
 
@@ -79,7 +80,7 @@ void MockCluster::createTopic(const TopicSpec& topic) {
   const rd_kafka_resp_err_t e =
       rd_kafka_mock_topic_create(handles_->cluster, topic.name.c_str(), topic.partitions, brokers_);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-    throw std::runtime_error("cannot create topic '" + topic.name + "': " + rd_kafka_err2str(e));
+    throw Error(ErrorKind::kUnavailable, "cannot create topic '" + topic.name + "': " + rd_kafka_err2str(e));
 }
 
 std::string MockCluster::bootstraps() const { return rd_kafka_mock_cluster_bootstraps(handles_->cluster); }
@@ -87,7 +88,7 @@ std::string MockCluster::bootstraps() const { return rd_kafka_mock_cluster_boots
 void writeFileAtomically(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+  if (f == nullptr) throw Error(ErrorKind::kUnavailable, "cannot write " + tmp + ": " + std::strerror(errno));
   const std::string line = content + "\n";
   const bool written = std::fwrite(line.data(), 1, line.size(), f) == line.size();
   const bool flushed = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
@@ -95,12 +96,12 @@ void writeFileAtomically(const std::string& path, const std::string& content) {
   const bool closed = std::fclose(f) == 0;
   if (!written || !flushed || !closed) {
     std::remove(tmp.c_str());
-    throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(saved));
+    throw Error(ErrorKind::kUnavailable, "cannot write " + tmp + ": " + std::strerror(saved));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int e = errno;
     std::remove(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + std::strerror(e));
+    throw Error(ErrorKind::kUnavailable, "cannot rename " + tmp + " to " + path + ": " + std::strerror(e));
   }
 }
 

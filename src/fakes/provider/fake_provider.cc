@@ -1,4 +1,5 @@
 #include "pacer/fakes/fake_provider.h"
+#include "pacer/error.h"
 
 #include <fmt/format.h>
 #include <microhttpd.h>
@@ -351,7 +352,7 @@ int FakeProvider::start() {
   if (m.daemon != nullptr) throw std::logic_error("the fake provider is already started");
   // Listening with our own backlog before the library takes the socket over.
   const int fd = listenOn(m.options.host, m.options.port);
-  if (fd < 0) throw std::runtime_error(fmt::format("cannot listen on {}:{}", m.options.host, m.options.port));
+  if (fd < 0) throw Error(ErrorKind::kUnavailable, fmt::format("cannot listen on {}:{}", m.options.host, m.options.port));
   m.port = boundPort(fd);
   m.ok = MHD_create_response_from_buffer(kOkBody.size(), const_cast<char*>(kOkBody.data()), MHD_RESPMEM_PERSISTENT);
   MHD_add_response_header(m.ok, "Content-Type", "application/json");
@@ -364,7 +365,7 @@ int FakeProvider::start() {
     ::close(fd);
     MHD_destroy_response(m.ok);
     m.ok = nullptr;
-    throw std::runtime_error(fmt::format("cannot serve HTTP on port {}", m.port));
+    throw Error(ErrorKind::kUnavailable, fmt::format("cannot serve HTTP on port {}", m.port));
   }
   m.timer = std::thread([&m] { m.runTimer(); });
   return m.port;

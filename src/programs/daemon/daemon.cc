@@ -88,7 +88,7 @@ SinkInterfacePtr makeOneSink(const ProviderSinkOptions& o, const std::string& de
     h.max_in_flight = o.sink_in_flight;
     try {
       return sink::makeHttpSink(h);
-    } catch (const std::invalid_argument& e) {
+    } catch (const InvalidError& e) {
       throw DaemonConfigError(fmt::format("{} http: {}", where, e.what()));
     }
   }
@@ -99,7 +99,7 @@ SinkInterfacePtr makeOneSink(const ProviderSinkOptions& o, const std::string& de
     k.max_in_flight = o.sink_in_flight;
     try {
       return sink::makeKafkaSink(k);
-    } catch (const std::invalid_argument& e) {
+    } catch (const InvalidError& e) {
       throw DaemonConfigError(where == "sink" ? std::string(e.what()) : fmt::format("{}: {}", where, e.what()));
     }
   }

@@ -1,25 +1,24 @@
 #include "pacer/pacerctl/cli.h"
 
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <csignal>
 #include <functional>
-#include <thread>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "pacer/control/json_docs.h"
 #include "pacer/control/pg_control.h"
-#include "produce.h"
 #include "pacer/control/table.h"
 #include "pacer/control/top.h"
 #include "pacer/control/values.h"
 #include "pacer/ledger/pg_ledger.h"
+#include "produce.h"
 
 namespace pacer::control {
 namespace {
@@ -131,12 +130,12 @@ class StopSignals {
 
 // Kafka topic names: 1 to 249 of [a-zA-Z0-9._-].
 void checkTopic(const std::string& topic) {
-  const bool ok = !topic.empty() && topic.size() <= 249 &&
-                  topic.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-                      std::string::npos;
+  const bool ok =
+      !topic.empty() && topic.size() <= 249 &&
+      topic.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == std::string::npos;
   if (!ok)
-    throw InvalidValueError(fmt::format("--topic '{}': a Kafka topic is 1 to 249 characters of a-z A-Z 0-9 . _ -",
-                                        topic));
+    throw InvalidValueError(
+        fmt::format("--topic '{}': a Kafka topic is 1 to 249 characters of a-z A-Z 0-9 . _ -", topic));
 }
 
 std::string totalText(const std::optional<std::int64_t>& t) { return t ? std::to_string(*t) : "unknown"; }
@@ -345,11 +344,11 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
     const std::optional<std::int64_t> total =
         *v.total == "unknown" ? std::nullopt : std::optional<std::int64_t>(parseCount(*v.total, "total", 0, "a total"));
     const auto c = s.db().setCampaignTotal(v.id, total);
-    printChange(s, "campaign", "set-total", c,
-                c.changed ? fmt::format("campaign '{}': total {} -> {}", v.id, totalText(c.before.total),
-                                        totalText(c.after.total))
-                          : fmt::format("campaign '{}': total is already {}; nothing changed", v.id,
-                                        totalText(c.after.total)));
+    printChange(
+        s, "campaign", "set-total", c,
+        c.changed
+            ? fmt::format("campaign '{}': total {} -> {}", v.id, totalText(c.before.total), totalText(c.after.total))
+            : fmt::format("campaign '{}': total is already {}; nothing changed", v.id, totalText(c.after.total)));
   };
 
   const auto stateCommand = [&](const char* name, const char* help, CampaignAction action, const char* done,
@@ -404,8 +403,9 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
 
   ProduceArgs pa;
   CLI::App* produce = app.add_subcommand(
-      "produce", "send test messages for a campaign into Kafka (README \"Message contract\"); adds the delivered ones "
-                 "to the campaign's total when it is known");
+      "produce",
+      "send test messages for a campaign into Kafka (README \"Message contract\"); adds the delivered ones "
+      "to the campaign's total when it is known");
   optionalText(produce, "--brokers", pa.brokers,
                "Kafka bootstrap servers HOST:PORT,... (default: $PACER_BROKERS, else $PACER_KAFKA_BROKERS)");
   produce->add_option("--topic", pa.topic, "the topic pacerd reads")->required();
@@ -432,7 +432,8 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
     o.count = parseCount(pa.count, "--count", 1, "a count");
     if (pa.rate) {
       o.rate = parseRate(*pa.rate, "--rate");
-      if (o.rate && *o.rate <= 0) throw InvalidValueError("--rate '0': nothing would ever be sent; give a rate above 0");
+      if (o.rate && *o.rate <= 0)
+        throw InvalidValueError("--rate '0': nothing would ever be sent; give a rate above 0");
     }
     if (pa.partition && *pa.partition < 0) throw InvalidValueError("--partition: must be 0 or more");
     if (pa.timeout_ms < 1) throw InvalidValueError("--timeout-ms: must be at least 1");
@@ -446,9 +447,9 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
     } else {
       // Unique per run, so a second run's messages are new to the ledger
       // (message-id is its idempotency key) instead of skipped as replays.
-      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+      const auto us =
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
       o.id_prefix = fmt::format("{}:{:x}{:x}:", o.campaign, us, static_cast<unsigned>(::getpid()));
     }
     // The campaign's total, when a database is given: it must exist, and
@@ -485,8 +486,12 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
         : !after->total ? "total unknown, not changed (`pacerctl campaign set-total` sets one)"
                         : fmt::format("total {} -> {}", totalText(before->total), totalText(after->total));
     if (s.json) {
-      Json j{{"campaign", o.campaign},  {"topic", o.topic},         {"requested", o.count},
-             {"delivered", r.delivered}, {"failed", r.failed},      {"seconds", r.seconds},
+      Json j{{"campaign", o.campaign},
+             {"topic", o.topic},
+             {"requested", o.count},
+             {"delivered", r.delivered},
+             {"failed", r.failed},
+             {"seconds", r.seconds},
              {"total", with_db && after->total ? Json(*after->total) : Json(nullptr)}};
       if (!r.error.empty()) j["error"] = r.error;
       if (unadded > 0) j["not_added_to_total"] = unadded;
@@ -503,13 +508,14 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
       const std::string what = fmt::format("{} of {} messages were not delivered to topic '{}' (first error: {})",
                                            r.failed, o.count, o.topic, r.error);
       if (r.transient) throw UnreachableError(what + "; check that the brokers are up, then produce the rest");
-      throw ControlError(ExitCode::kDatabase, what + "; the broker refused them");
+      throw ControlError(ExitCode::kDatabase, what + "; the broker refused them", ErrorKind::kRejected);
     }
     if (unadded > 0)
       throw ControlError(total_code,
                          fmt::format("{} delivered message(s) were not added to campaign '{}''s total ({}); do not "
                                      "produce them again: add them with `pacerctl campaign set-total {} N`",
-                                     unadded, o.campaign, total_error, o.campaign));
+                                     unadded, o.campaign, total_error, o.campaign),
+                         total_code == ExitCode::kUnreachable ? ErrorKind::kUnavailable : ErrorKind::kRejected);
   };
 
   TopArgs ta;

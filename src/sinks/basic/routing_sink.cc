@@ -1,4 +1,5 @@
 #include "pacer/sinks/routing_sink.h"
+#include "pacer/error.h"
 
 #include <stdexcept>
 #include <utility>
@@ -12,11 +13,11 @@ class RoutingSink final : public SinkInterface {
   RoutingSink(SinkInterfacePtr fallback, std::map<std::string, SinkInterfacePtr, std::less<>> by_provider,
               ProviderOfCampaign provider_of)
       : fallback_(std::move(fallback)), by_provider_(std::move(by_provider)), provider_of_(std::move(provider_of)) {
-    if (!fallback_) throw std::invalid_argument("routing sink: no default sink");
-    if (!provider_of_) throw std::invalid_argument("routing sink: no campaign-to-provider lookup");
+    if (!fallback_) throw InvalidError("routing sink: no default sink");
+    if (!provider_of_) throw InvalidError("routing sink: no campaign-to-provider lookup");
     all_.push_back(fallback_.get());
     for (auto& [id, s] : by_provider_) {
-      if (!s) throw std::invalid_argument("routing sink: no sink for provider " + id);
+      if (!s) throw InvalidError("routing sink: no sink for provider " + id);
       all_.push_back(s.get());
     }
   }

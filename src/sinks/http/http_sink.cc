@@ -1,4 +1,5 @@
 #include "pacer/sinks/http_sink.h"
+#include "pacer/error.h"
 
 #include <curl/curl.h>
 #include <fmt/format.h>
@@ -95,7 +96,7 @@ class HttpSink final : public SinkInterface {
     static_headers_.push_back(fmt::format("Content-Type: {}", options_.content_type));
     static_headers_.push_back("Expect:");  // no 100-continue round trip
     multi_ = curl_multi_init();
-    if (multi_ == nullptr) throw std::runtime_error("curl_multi_init failed");
+    if (multi_ == nullptr) throw Error(ErrorKind::kUnavailable, "curl_multi_init failed");
     curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(options_.max_in_flight));
     active_.reserve(options_.max_in_flight);
   }
@@ -309,12 +310,12 @@ std::string expandUrl(const std::string& url_template, const Message& m) {
 
 SinkInterfacePtr makeHttpSink(HttpSinkOptions options) {
   if (options.url.rfind("http://", 0) != 0 && options.url.rfind("https://", 0) != 0) {
-    throw std::invalid_argument(fmt::format("sink url must start with http:// or https://, got '{}'", options.url));
+    throw InvalidError(fmt::format("sink url must start with http:// or https://, got '{}'", options.url));
   }
   if (options.method.empty() || options.method.find_first_of(" \r\n") != std::string::npos) {
-    throw std::invalid_argument(fmt::format("sink method '{}' is not an HTTP method", options.method));
+    throw InvalidError(fmt::format("sink method '{}' is not an HTTP method", options.method));
   }
-  if (options.max_in_flight == 0) throw std::invalid_argument("sink max_in_flight must be at least 1");
+  if (options.max_in_flight == 0) throw InvalidError("sink max_in_flight must be at least 1");
   return std::make_unique<HttpSink>(std::move(options));
 }
 

@@ -1,4 +1,5 @@
 #include "pacer/sinks/kafka_sink.h"
+#include "pacer/error.h"
 
 #include <librdkafka/rdkafkacpp.h>
 
@@ -11,7 +12,7 @@ namespace {
 class KafkaSink final : public SinkInterface, public RdKafka::DeliveryReportCb {
  public:
   explicit KafkaSink(const KafkaSinkOptions& o) : topic_(o.topic), max_in_flight_(std::max<std::size_t>(1, o.max_in_flight)) {
-    if (o.topic.empty()) throw std::invalid_argument("kafka sink: the outbound topic is empty");
+    if (o.topic.empty()) throw InvalidError("kafka sink: the outbound topic is empty");
     std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
     std::string err;
     std::map<std::string, std::string> props{{"bootstrap.servers", o.brokers},
@@ -21,11 +22,11 @@ class KafkaSink final : public SinkInterface, public RdKafka::DeliveryReportCb {
     for (const auto& [k, v] : o.properties) props[k] = v;
     for (const auto& [k, v] : props)
       if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK)
-        throw std::invalid_argument("kafka sink: " + k + "=" + v + ": " + err);
+        throw InvalidError("kafka sink: " + k + "=" + v + ": " + err);
     if (conf->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(this), err) != RdKafka::Conf::CONF_OK)
-      throw std::invalid_argument("kafka sink: " + err);
+      throw InvalidError("kafka sink: " + err);
     producer_.reset(RdKafka::Producer::create(conf.get(), err));
-    if (!producer_) throw std::invalid_argument("kafka sink: " + err);
+    if (!producer_) throw InvalidError("kafka sink: " + err);
   }
 
   ~KafkaSink() override {

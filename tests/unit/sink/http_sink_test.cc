@@ -1,6 +1,8 @@
 // The HTTP sink's pure parts: status classes, Retry-After, URL templates.
 #include "pacer/sinks/http_sink.h"
 
+#include "pacer/error.h"
+
 #include <gtest/gtest.h>
 
 namespace pacer::sink {
@@ -66,13 +68,13 @@ TEST(ExpandUrl, FillsRecipientAndCampaignEncoded) {
 TEST(MakeHttpSink, RefusesUnusableSettings) {
   HttpSinkOptions o;
   o.url = "ftp://x";
-  EXPECT_THROW(makeHttpSink(o), std::invalid_argument);
+  EXPECT_THROW(makeHttpSink(o), pacer::InvalidError);
   o.url = "http://127.0.0.1:1/";
   o.method = "PO ST";
-  EXPECT_THROW(makeHttpSink(o), std::invalid_argument);
+  EXPECT_THROW(makeHttpSink(o), pacer::InvalidError);
   o.method = "PUT";
   o.max_in_flight = 0;
-  EXPECT_THROW(makeHttpSink(o), std::invalid_argument);
+  EXPECT_THROW(makeHttpSink(o), pacer::InvalidError);
 }
 
 }  // namespace
