@@ -110,7 +110,12 @@ void workerMain(const Scenario& sc, int port, int workers, int seconds, Shared* 
   lo.seed = static_cast<std::uint64_t>(getpid());  // each worker process its own jitter
   pacer::Scheduler scheduler(pacer::SchedulerOptions{});
   pacer::QuotaLeaser leaser(scheduler, *backend, lo);
-  const std::uint32_t p = leaser.addProvider({"bench-" + sc.name, sc.provider, pacer::DegradedMode::kStop, std::nullopt});
+  pacer::QuotaProviderSpec spec;
+  spec.name = sc.name;
+  spec.name.insert(0, "bench-");  // not "bench-" + name: GCC 12 warns falsely (-Wrestrict) on that
+  spec.limit = sc.provider;
+  spec.degraded = pacer::DegradedMode::kStop;
+  const std::uint32_t p = leaser.addProvider(spec);
   const pacer::MonoTime t0 = mono();
   for (int c = 0; c < sc.campaigns_per_worker; ++c) {
     std::string name = std::to_string(c);

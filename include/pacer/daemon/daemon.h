@@ -89,7 +89,8 @@ struct DaemonOptions {
   // The console (docs/console.md) on the admin listener may pause, resume,
   // cancel and set rates (with the token); false: read-only (403).
   bool admin_console_controls = false;
-  std::FILE* log = stderr;
+  std::FILE* log = stderr;  // null: no log
+  bool log_json = false;     // logging.format: json (one JSON object per line) instead of text
 };
 
 // A configuration reload (SIGHUP in pacerd). The signal handler only sets

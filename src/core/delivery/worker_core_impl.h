@@ -1,0 +1,208 @@
+// WorkerCore's state and the steps it is made of, shared by the files that
+// implement it (worker_core.cc: the public calls; worker_core_ledger.cc:
+// ledger rows, parking and the ids held; worker_core_send.cc: queues,
+// providers, dispatch and answers). Private to src/core/delivery.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <unordered_map>
+
+#include "pacer/adaptive_rate.h"
+#include "pacer/circuit_breaker.h"
+#include "pacer/worker.h"
+
+namespace pacer {
+namespace delivery_detail {
+
+// A message on its way through the worker.
+struct Item {
+  Message msg;
+  int attempts = 0;                                      // attempts so far, of every kind
+  int faults = 0;                                        // of them, answered kFault
+  int throttled = 0;                                     // of them, answered kThrottled
+  bool tracked = true;                                   // its offset is in the tracker (false: it came from parking)
+  std::optional<MonoTime> first_attempt = std::nullopt;  // when the first attempt was handed to the sink
+  std::size_t bytes() const {
+    return sizeof(Item) + msg.id.size() + msg.campaign.size() + msg.recipient.size() + msg.payload.size() +
+           msg.position.topic.size();
+  }
+};
+
+inline bool samePartition(const Position& p, const TopicPartition& tp) {
+  return p.partition == tp.partition && p.topic == tp.topic;
+}
+
+}  // namespace delivery_detail
+
+struct WorkerCore::Impl {
+  using Item = delivery_detail::Item;
+
+  struct Provider;
+  struct Campaign {
+    CampaignInfo info;
+    CampaignId sid = 0;
+    Provider* provider = nullptr;
+    std::deque<Item> queue;
+    std::size_t to_park = 0;         // items of this campaign waiting in to_park
+    std::size_t parked_waiting = 0;  // parked, not yet claimed back (an estimate)
+    MonoTime next_claim{};
+    bool sched_paused = false;
+    bool held = false;          // its row never passed its checks: its messages wait
+    std::size_t in_flight = 0;  // in the sink
+    std::size_t retrying = 0;   // in `retries`
+    CampaignStats stats;
+  };
+  struct Provider {
+    ProviderInfo info;
+    ProviderId sid = kNoProvider;
+    std::uint32_t qid = UINT32_MAX;  // the leaser's provider id (with a global quota)
+    MonoTime paused_until{};
+    bool paused = false;
+    std::optional<AdaptiveRate> adaptive;   // without a global quota (with one it is shared there)
+    std::optional<CircuitBreaker> breaker;  // likewise
+    double applied_rate = 0;
+    std::uint64_t throttled = 0;
+    bool from_row = false;            // set by a good row (upsertProvider), not a placeholder
+    std::uint64_t server_errors = 0;  // answers with a 5xx status (the console plots them)
+    std::vector<Campaign*> campaigns;
+  };
+
+  Impl(WorkerOptions o, LedgerInterface& l, SinkInterface& s, ParkingInterface* p, MonoTime now)
+      : options(std::move(o)),
+        ledger(l),
+        sink(s),
+        parking(p),
+        scheduler(options.scheduler),
+        rng(options.seed),
+        next_scan(now),
+        next_renew(now + options.renew_interval) {
+    if (options.quota) {
+      LeaseOptions lo = options.lease;
+      lo.seed = options.seed;
+      leaser.emplace(scheduler, *options.quota, lo, options.quota_observer);
+    }
+  }
+
+  WorkerOptions options;
+  LedgerInterface& ledger;
+  SinkInterface& sink;
+  ParkingInterface* parking;
+  Scheduler scheduler;
+  std::optional<QuotaLeaser> leaser;  // with a global quota: owns the campaigns' limiters
+  OffsetTracker tracker;
+  std::mt19937_64 rng;
+
+  std::unordered_map<std::string, std::unique_ptr<Campaign>> campaigns;
+  std::unordered_map<std::string, std::pair<std::uint64_t, std::uint32_t>> held_ids;  // id -> (fingerprint, copies)
+  std::vector<Campaign*> by_sid;
+  std::unordered_map<std::string, std::unique_ptr<Provider>> providers;
+  std::map<TopicPartition, std::vector<std::int64_t>> skip;  // finished offsets per assigned partition
+
+  std::unordered_map<std::uint64_t, std::pair<Campaign*, Item>> inflight;
+  std::uint64_t next_ticket = 1;
+  std::multimap<MonoTime, std::pair<Campaign*, Item>> retries;
+  std::vector<std::pair<Campaign*, Item>> to_park;
+  MonoTime to_park_since{};
+  MonoTime park_retry_at{};
+  std::set<Campaign*> with_parked;
+  MonoTime next_scan;
+  MonoTime next_renew;
+
+  std::vector<DeliveryRecord> rows;    // pending, in the order made
+  std::vector<char> rows_tracked;      // per row: its offset is in the tracker
+  std::optional<MonoTime> rows_since;  // when the oldest pending row was made (set at the step that made it)
+  MonoTime ledger_retry_at{};
+  bool ledger_failing = false;   // the last ledger write failed
+  bool parking_failing = false;  // the last park() failed
+
+  MonoTime now{};         // of the current step or offer
+  bool draining = false;  // drain(): no new sends
+  std::size_t queued = 0;
+  std::size_t buffered_bytes = 0;
+  WorkerStats totals;
+  std::vector<SendResult> results;
+  std::vector<Message> scratch;
+
+  // --- accounting -------------------------------------------------------
+
+  std::size_t bufferedMessages() const { return queued + to_park.size() + retries.size() + inflight.size(); }
+  std::size_t unrecorded() const { return inflight.size() + rows.size(); }
+  bool belowBounds() const;
+
+  std::size_t keep(const Campaign& c) const;
+
+  // --- ledger rows --------------------------------------------------------
+
+  void addRow(Campaign* c, const Item& item, DeliveryStatus status, int attempts, std::string reason);
+
+  // --- ids held ---------------------------------------------------------------
+  // The ids of the messages this worker holds (queued, in the sink, retrying,
+  // waiting to be parked), with what they said, so that another message
+  // reusing one of them is caught before it is sent under the same id.
+
+  void hold(const Message& m);
+
+  void release(const Message& m);
+
+  bool clashes(const Message& m) const;
+
+  void pushRow(DeliveryRecord r, bool tracked);
+
+  void count(Campaign* c, DeliveryStatus status);
+
+  bool writeRows(MonoTime now);
+
+  bool ledgerDue(MonoTime now, bool blocked) const;
+
+  // --- parking ------------------------------------------------------------
+
+  bool writeParking(MonoTime now);
+
+  void claimBack(MonoTime now);
+
+  // --- queues -------------------------------------------------------------
+
+  void enqueue(Campaign* c, Item item, bool at_front);
+
+  void route(Campaign* c, Item item, MonoTime now);
+
+  Item popFront(Campaign* c);
+
+  void failQueued(Campaign* c, const std::string& reason);
+
+  // --- pauses ---------------------------------------------------------------
+
+  void applyPause(Campaign* c);
+
+  void providerPauses(MonoTime now);
+
+  Provider* provider(const std::string& id, MonoTime now);
+
+  static std::string quotaName(const std::string& id);
+
+  CampaignId registerCampaign(const CampaignInfo& info, Provider* p, MonoTime now);
+
+  AdaptiveRateOptions adaptiveFor(double ceiling) const;
+
+  Provider* addProvider(const ProviderInfo& info, MonoTime now);
+
+  // --- sink results ---------------------------------------------------------
+
+  void handle(const SendResult& r, MonoTime now);
+
+  void answered(Provider* p, bool fault, MonoTime now);
+
+  void slowAnswer(Provider* p, Nanos latency, MonoTime now);
+
+  void releaseRetries(MonoTime now);
+
+  void dispatch(MonoTime now, bool& blocked);
+};
+
+}  // namespace pacer

@@ -1,0 +1,188 @@
+// WorkerCore's ledger rows, parking and the ids it holds (worker_core_impl.h).
+#include "worker_core_impl.h"
+
+namespace pacer {
+
+using delivery_detail::Item;
+
+bool WorkerCore::Impl::belowBounds() const {
+  return bufferedMessages() < options.max_buffered_messages && buffered_bytes < options.max_buffered_bytes;
+}
+
+std::size_t WorkerCore::Impl::keep(const Campaign& c) const {
+  if (parking && c.held) return options.park_min_keep;  // waits for a good row: park the rest
+  if (!parking || !c.info.limit) return SIZE_MAX;
+  const double secs = std::chrono::duration<double>(options.park_keep_for).count();
+  const double k = c.info.limit->rate_per_s * secs;
+  return std::max<std::size_t>(options.park_min_keep, k >= 1e15 ? SIZE_MAX : static_cast<std::size_t>(k));
+}
+
+void WorkerCore::Impl::addRow(Campaign* c, const Item& item, DeliveryStatus status, int attempts, std::string reason) {
+  DeliveryRecord r;
+  r.message_id = item.msg.id;
+  r.campaign = item.msg.campaign;
+  r.topic = item.msg.position.topic;
+  r.partition = item.msg.position.partition;
+  r.offset = item.msg.position.offset;
+  r.status = status;
+  r.attempts = attempts;
+  r.reason = std::move(reason);
+  r.unpark = !item.tracked;
+  r.fingerprint = item.msg.fingerprint;
+  release(item.msg);
+  pushRow(std::move(r), item.tracked);
+  count(c, status);
+}
+
+void WorkerCore::Impl::hold(const Message& m) {
+  auto [it, fresh] = held_ids.try_emplace(m.id, m.fingerprint, 0);
+  ++it->second.second;
+}
+
+void WorkerCore::Impl::release(const Message& m) {
+  auto it = held_ids.find(m.id);
+  if (it != held_ids.end() && --it->second.second == 0) held_ids.erase(it);
+}
+
+// Another message than the one held under this id (same id, other content).
+bool WorkerCore::Impl::clashes(const Message& m) const {
+  auto it = held_ids.find(m.id);
+  return it != held_ids.end() && it->second.first != m.fingerprint;
+}
+
+void WorkerCore::Impl::pushRow(DeliveryRecord r, bool tracked) {
+  rows.push_back(std::move(r));
+  rows_tracked.push_back(tracked ? 1 : 0);
+}
+
+void WorkerCore::Impl::count(Campaign* c, DeliveryStatus status) {
+  switch (status) {
+    case DeliveryStatus::kSent:
+      ++totals.sent;
+      if (c) {
+        ++c->stats.sent;
+        if (!c->stats.first_sent) c->stats.first_sent = now;
+        c->stats.last_sent = now;
+      }
+      break;
+    case DeliveryStatus::kFailed:
+      ++totals.failed;
+      if (c) ++c->stats.failed;
+      break;
+    case DeliveryStatus::kRejected:
+      ++totals.rejected;
+      if (c) ++c->stats.rejected;
+      break;
+  }
+}
+
+bool WorkerCore::Impl::writeRows(MonoTime now) {
+  if (rows.empty()) return true;
+  try {
+    totals.ledger_rows += ledger.record(rows);
+  } catch (const LedgerUnavailableError&) {
+    ++totals.ledger_errors;
+    ledger_failing = true;
+    ledger_retry_at = now + options.ledger_retry_interval;
+    return false;
+  } catch (const LedgerRejectedError&) {
+    // Never dropped: the rows stay and the write is tried again.
+    ++totals.ledger_errors;
+    ledger_failing = true;
+    ledger_retry_at = now + options.ledger_retry_interval;
+    return false;
+  }
+  ledger_failing = false;
+  ++totals.ledger_writes;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (rows_tracked[i]) tracker.finish(rows[i].topic, rows[i].partition, rows[i].offset);
+  rows.clear();
+  rows_tracked.clear();
+  rows_since.reset();
+  return true;
+}
+
+bool WorkerCore::Impl::ledgerDue(MonoTime now, bool blocked) const {
+  if (rows.empty() || now < ledger_retry_at) return false;
+  return rows.size() >= options.ledger_batch || blocked ||
+         now - rows_since.value_or(now) >= options.ledger_flush_interval;
+}
+
+bool WorkerCore::Impl::writeParking(MonoTime now) {
+  if (to_park.empty()) return true;
+  scratch.clear();
+  for (auto& [c, item] : to_park) scratch.push_back(item.msg);
+  try {
+    parking->park(scratch);
+  } catch (const LedgerUnavailableError&) {
+    ++totals.ledger_errors;
+    parking_failing = true;
+    park_retry_at = now + options.ledger_retry_interval;
+    return false;
+  } catch (const LedgerRejectedError&) {
+    ++totals.ledger_errors;
+    parking_failing = true;
+    park_retry_at = now + options.ledger_retry_interval;
+    return false;
+  }
+  parking_failing = false;
+  for (auto& [c, item] : to_park) {
+    if (item.tracked) tracker.finish(item.msg.position.topic, item.msg.position.partition, item.msg.position.offset);
+    release(item.msg);
+    buffered_bytes -= item.bytes();
+    --c->to_park;
+    ++c->parked_waiting;
+    ++c->stats.parked;
+    ++totals.parked;
+    with_parked.insert(c);
+  }
+  to_park.clear();
+  return true;
+}
+
+void WorkerCore::Impl::claimBack(MonoTime now) {
+  for (auto it = with_parked.begin(); it != with_parked.end();) {
+    Campaign* c = *it;
+    const bool cancelled = c->info.state == CampaignState::kCancelled;
+    const std::size_t k = keep(*c);
+    const bool room = cancelled || (c->info.state == CampaignState::kActive && c->queue.size() < k / 2);
+    if (!room || now < c->next_claim || c->to_park > 0) {
+      ++it;
+      continue;
+    }
+    const std::size_t want = cancelled ? options.ledger_batch : std::min(k - c->queue.size(), options.ledger_batch);
+    std::vector<Message> got;
+    try {
+      got = parking->claim(c->info.id, want);
+    } catch (const std::runtime_error&) {
+      ++totals.ledger_errors;
+      c->next_claim = now + options.ledger_retry_interval;
+      ++it;
+      continue;
+    }
+    c->next_claim = now + std::chrono::milliseconds(100);
+    c->stats.unparked += got.size();
+    totals.unparked += got.size();
+    for (Message& m : got) {
+      Item item;
+      item.msg = std::move(m);
+      item.msg.fingerprint = contentFingerprint(item.msg);
+      item.tracked = false;
+      hold(item.msg);
+      if (cancelled) {
+        addRow(c, item, DeliveryStatus::kFailed, 0, "cancelled");
+      } else {
+        enqueue(c, std::move(item), false);
+      }
+    }
+    if (got.size() < want) {
+      c->parked_waiting = 0;
+      it = with_parked.erase(it);
+    } else {
+      c->parked_waiting = c->parked_waiting > got.size() ? c->parked_waiting - got.size() : 1;
+      ++it;
+    }
+  }
+}
+
+}  // namespace pacer

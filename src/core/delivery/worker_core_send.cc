@@ -1,0 +1,274 @@
+// WorkerCore's queues, providers, dispatch to the sink and its answers (worker_core_impl.h).
+#include "worker_core_impl.h"
+
+namespace pacer {
+
+using delivery_detail::Item;
+
+void WorkerCore::Impl::enqueue(Campaign* c, Item item, bool at_front) {
+  buffered_bytes += item.bytes();
+  if (at_front)
+    c->queue.push_front(std::move(item));
+  else
+    c->queue.push_back(std::move(item));
+  ++queued;
+  scheduler.addBacklog(c->sid, 1);
+}
+
+// A new message for `c`: queued, or parked when the campaign already has
+// more in memory than it can send soon.
+void WorkerCore::Impl::route(Campaign* c, Item item, MonoTime now) {
+  if (parking && item.tracked && (c->parked_waiting > 0 || c->to_park > 0 || c->queue.size() >= keep(*c))) {
+    if (to_park.empty()) to_park_since = now;
+    buffered_bytes += item.bytes();
+    ++c->to_park;
+    to_park.emplace_back(c, std::move(item));
+    return;
+  }
+  enqueue(c, std::move(item), false);
+}
+
+Item WorkerCore::Impl::popFront(Campaign* c) {
+  Item item = std::move(c->queue.front());
+  c->queue.pop_front();
+  --queued;
+  buffered_bytes -= item.bytes();
+  return item;
+}
+
+void WorkerCore::Impl::failQueued(Campaign* c, const std::string& reason) {
+  const std::size_t n = c->queue.size();
+  while (!c->queue.empty()) {
+    Item item = popFront(c);
+    addRow(c, item, DeliveryStatus::kFailed, item.attempts, reason);
+  }
+  scheduler.dropBacklog(c->sid, n);
+}
+
+void WorkerCore::Impl::applyPause(Campaign* c) {
+  const bool want = c->held || c->info.state != CampaignState::kActive || (c->provider && c->provider->paused);
+  if (want == c->sched_paused) return;
+  if (want)
+    scheduler.pause(c->sid);
+  else
+    scheduler.resume(c->sid);
+  c->sched_paused = want;
+}
+
+void WorkerCore::Impl::providerPauses(MonoTime now) {
+  for (auto& [id, p] : providers) {
+    const bool paused = now < p->paused_until;
+    if (paused != p->paused) {
+      p->paused = paused;
+      for (Campaign* c : p->campaigns) applyPause(c);
+    }
+    if (p->adaptive && p->info.limit) {
+      const double r = p->adaptive->rate(now);
+      if (std::abs(r - p->applied_rate) > 0.01 * p->applied_rate) {
+        scheduler.setProviderLimit(p->sid, limitAtRate(*p->info.limit, r), now);
+        p->applied_rate = r;
+      }
+    }
+  }
+}
+
+WorkerCore::Impl::Provider* WorkerCore::Impl::provider(const std::string& id, MonoTime now) {
+  if (id.empty()) return nullptr;
+  auto it = providers.find(id);
+  if (it != providers.end()) return it->second.get();
+  // A campaign names a provider this worker has not loaded: unlimited until it is.
+  ProviderInfo info;
+  info.id = id;
+  return addProvider(info, now);
+}
+
+// A name the quota takes as a key part and hash tag: no '{' or '}'.
+std::string WorkerCore::Impl::quotaName(const std::string& id) {
+  std::string out;
+  out.reserve(id.size());
+  for (char ch : id) {
+    if (ch == '{')
+      out += "%7B";
+    else if (ch == '}')
+      out += "%7D";
+    else if (ch == '%')
+      out += "%25";
+    else
+      out += ch;
+  }
+  return out;
+}
+
+// Registers a campaign with the scheduler: directly, or through the leaser
+// (its limiter then spends global leases) when there is a global quota.
+CampaignId WorkerCore::Impl::registerCampaign(const CampaignInfo& info, Provider* p, MonoTime now) {
+  const ProviderId local = p ? p->sid : kNoProvider;
+  if (!leaser) return scheduler.addCampaign(CampaignSpec{info.limit, info.weight, local}, now);
+  QuotaCampaignSpec spec;
+  spec.name = quotaName(info.id);
+  spec.limit = info.limit;
+  spec.weight = info.weight;
+  spec.provider = p ? p->qid : UINT32_MAX;
+  spec.local_provider = local;
+  return leaser->addCampaign(spec, now);
+}
+
+AdaptiveRateOptions WorkerCore::Impl::adaptiveFor(double ceiling) const {
+  AdaptiveRateOptions ao = options.adaptive;
+  ao.ceiling = ceiling;
+  ao.floor = std::min(ao.floor, ceiling);
+  return ao;
+}
+
+WorkerCore::Impl::Provider* WorkerCore::Impl::addProvider(const ProviderInfo& info, MonoTime now) {
+  auto p = std::make_unique<Provider>();
+  p->info = info;
+  p->sid = scheduler.addProvider(ProviderSpec{info.limit}, now);
+  if (leaser) {
+    QuotaProviderSpec spec;
+    spec.name = quotaName(info.id);
+    spec.limit = info.limit;
+    spec.degraded = options.degraded;
+    spec.adaptive = options.adaptive;
+    spec.breaker = options.breaker;
+    spec.local_provider = p->sid;
+    p->qid = leaser->addProvider(spec);
+  } else {
+    p->breaker.emplace(options.breaker, now);
+    if (info.limit && info.limit->rate_per_s > 0) {
+      p->adaptive.emplace(adaptiveFor(info.limit->rate_per_s), now);
+      p->applied_rate = info.limit->rate_per_s;
+    }
+  }
+  Provider* raw = p.get();
+  providers.emplace(info.id, std::move(p));
+  return raw;
+}
+
+void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
+  auto it = inflight.find(r.ticket);
+  if (it == inflight.end()) return;  // not ours: cannot happen with one owner
+  Campaign* c = it->second.first;
+  Item item = std::move(it->second.second);
+  inflight.erase(it);
+  --c->in_flight;
+  buffered_bytes -= item.bytes();
+  ++item.attempts;
+  if (r.outcome == SendOutcome::kFault) ++item.faults;
+  if (r.outcome == SendOutcome::kThrottled) ++item.throttled;
+  if (c->provider && options.adaptive.latency_threshold > Nanos{0} && r.latency > options.adaptive.latency_threshold)
+    slowAnswer(c->provider, r.latency, now);
+  // Every answer but a throttle counts for the provider's circuit breaker.
+  if (c->provider && r.outcome != SendOutcome::kThrottled) answered(c->provider, r.outcome == SendOutcome::kFault, now);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const AttemptHistory history{item.attempts, item.faults, item.throttled, now - item.first_attempt.value_or(now)};
+  const RetryDecision d = decideRetry(options.retry, r, history, u(rng));
+  if (c->provider && r.status >= 500 && r.status <= 599) ++c->provider->server_errors;
+  switch (d.kind) {
+    case RetryDecision::Kind::kDelivered: addRow(c, item, DeliveryStatus::kSent, item.attempts, ""); return;
+    case RetryDecision::Kind::kFail: addRow(c, item, DeliveryStatus::kFailed, item.attempts, d.reason); return;
+    case RetryDecision::Kind::kRetry: break;
+  }
+  if (d.throttled && c->provider) {
+    Provider* p = c->provider;
+    p->paused_until = std::max(p->paused_until, now + d.delay);
+    ++p->throttled;
+    if (p->adaptive) p->adaptive->onThrottled(now, d.delay);
+    if (leaser && p->qid != UINT32_MAX) leaser->reportThrottle(p->qid, d.delay);  // drops its leases too
+  }
+  ++c->stats.retries;
+  if (c->info.state == CampaignState::kCancelled) {
+    addRow(c, item, DeliveryStatus::kFailed, item.attempts, "cancelled");
+    return;
+  }
+  buffered_bytes += item.bytes();
+  ++c->retrying;
+  retries.emplace(now + d.delay, std::make_pair(c, std::move(item)));
+}
+
+// Every answer but a throttle goes to the provider's circuit breaker: the
+// shared one with a global quota, this worker's own otherwise. Sustained
+// faults open it: the provider pauses for the cooldown and slows down.
+void WorkerCore::Impl::answered(Provider* p, bool fault, MonoTime now) {
+  if (leaser && p->qid != UINT32_MAX) {
+    leaser->reportAnswer(p->qid, fault);
+    return;
+  }
+  if (!p->breaker || !p->breaker->report(fault ? 0 : 1, fault ? 1 : 0, now)) return;
+  p->paused_until = std::max(p->paused_until, p->breaker->openUntil());
+  if (p->adaptive) p->adaptive->onFaults(now, p->breaker->openUntil() - now);
+}
+
+// An answer slower than the latency threshold counts like a throttle for
+// the adaptive rate, without a pause.
+void WorkerCore::Impl::slowAnswer(Provider* p, Nanos latency, MonoTime now) {
+  if (p->adaptive) p->adaptive->onLatency(now, latency);
+  if (leaser && p->qid != UINT32_MAX) leaser->reportSlow(p->qid);
+}
+
+void WorkerCore::Impl::releaseRetries(MonoTime now) {
+  while (!retries.empty() && retries.begin()->first <= now) {
+    auto node = retries.extract(retries.begin());
+    Campaign* c = node.mapped().first;
+    --c->retrying;
+    buffered_bytes -= node.mapped().second.bytes();
+    if (c->info.state == CampaignState::kCancelled) {
+      addRow(c, node.mapped().second, DeliveryStatus::kFailed, node.mapped().second.attempts, "cancelled");
+      continue;
+    }
+    enqueue(c, std::move(node.mapped().second), true);
+  }
+}
+
+void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
+  const std::size_t sink_free = sink.maxInFlight() > sink.inFlight() ? sink.maxInFlight() - sink.inFlight() : 0;
+  const std::size_t unrec = unrecorded();
+  const std::size_t ledger_free = options.max_unrecorded > unrec ? options.max_unrecorded - unrec : 0;
+  const std::size_t capacity = std::min(sink_free, ledger_free);
+  blocked = ledger_free == 0;
+  if (capacity == 0 || queued == 0) return;
+  // One batch for every active campaign running low; the tick then runs
+  // at the time its answers arrived (no earlier than `now`).
+  MonoTime tick_at = now;
+  if (leaser) {
+    leaser->refresh(now);
+    tick_at = std::max(now, leaser->lastAnswer());
+  }
+  const std::span<const Grant> grants = scheduler.tick(tick_at, capacity);
+  // Copy: the spans die at the next non-const scheduler call.
+  std::vector<Grant> copy(grants.begin(), grants.end());
+  // Campaigns whose sink refused a message this tick (a provider's own sink
+  // behind a routing sink can be full while the others have room).
+  std::vector<Campaign*> refused;
+  for (const Grant& g : copy) {
+    Campaign* c = by_sid[g.campaign];
+    if (std::find(refused.begin(), refused.end(), c) != refused.end()) {
+      scheduler.addBacklog(c->sid, g.count);  // still queued: the scheduler must keep counting them
+      continue;
+    }
+    for (std::uint64_t k = 0; k < g.count && !c->queue.empty(); ++k) {
+      Item item = popFront(c);
+      if (!item.first_attempt) item.first_attempt = now;
+      const std::uint64_t ticket = next_ticket++;
+      auto [it, inserted] = inflight.emplace(ticket, std::make_pair(c, std::move(item)));
+      buffered_bytes += it->second.second.bytes();
+      if (!sink.submit(it->second.second.msg, ticket)) {
+        // The sink is full for this campaign after all: back to the front,
+        // and the rest of the grant back into the scheduler's count (the
+        // messages stay queued); tokens already spent are lost (never over,
+        // at worst a little under). Other campaigns' grants go on: their
+        // sink may have room.
+        buffered_bytes -= it->second.second.bytes();
+        Item back = std::move(it->second.second);
+        inflight.erase(it);
+        enqueue(c, std::move(back), true);
+        if (g.count > k + 1) scheduler.addBacklog(c->sid, g.count - k - 1);
+        refused.push_back(c);
+        break;
+      }
+      ++c->in_flight;
+    }
+  }
+}
+
+}  // namespace pacer

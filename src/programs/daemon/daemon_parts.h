@@ -1,0 +1,88 @@
+// pacerd's pieces built from its options (daemon.cc wires them): the sinks,
+// the global quota, the admin listener with the console, the exit summary.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pacer/admin/admin_server.h"
+#include "pacer/admin/metrics.h"
+#include "pacer/console/console_service.h"
+#include "pacer/daemon/daemon.h"
+#include "pacer/ingest/kafka_ingest.h"
+#include "pacer/logging/logging.h"
+#include "pacer/quota.h"
+#include "pacer/quota_redis.h"
+#include "pacer/sinks/routing_sink.h"
+#include "pacer/worker.h"
+
+namespace pacer::worker {
+
+// The default sink and, with providers.<id>.sink, a routing sink in front of
+// it and the providers' own sinks. Throws DaemonConfigError for a bad one.
+SinkInterfacePtr makeSink(const DaemonOptions& o, sink::ProviderOfCampaign provider_of);
+
+// The Redis quota backend, connected if Redis answers now (if not, the
+// leaser runs degraded until it does). Throws DaemonConfigError for a bad node.
+QuotaBackendPtr makeQuota(const DaemonOptions& o, const TimeSource* clock, const logging::LoggerPtr& log);
+
+// Degraded-mode changes of the global quota, one log line each.
+class QuotaLog final : public QuotaObserver {
+ public:
+  explicit QuotaLog(logging::LoggerPtr log) : log_(std::move(log)) {}
+  void onDegraded(std::string_view provider, DegradedMode mode, bool entered) noexcept override;
+
+ private:
+  logging::LoggerPtr log_;
+};
+
+// The per-campaign JSON summary pacerd writes at exit (--summary).
+// Nothing when `file` is empty; a failed write is logged.
+void writeSummary(const std::string& file, MonoTime start, MonoTime end, const WorkerCore& core, bool with_quota,
+                  const std::vector<CampaignInfo>& infos, const logging::LoggerPtr& log);
+
+// What the admin listener shows, gathered by the loop.
+struct AdminFigures {
+  const WorkerCore* core = nullptr;
+  const RedisQuotaStats* redis = nullptr;
+  std::vector<ingest::PartitionState> partitions;
+  bool joined = false;
+  bool intake_paused = false;
+  std::size_t rows_invalid = 0;
+  std::uint64_t rows_skipped = 0;
+};
+
+// pacerd's admin listener (/metrics, /healthz, /readyz, POST /admin/drain and
+// /admin/reload) with the console. The listener's thread reads only the
+// state published here: a snapshot at most every 250 ms, nothing per message.
+class AdminWiring {
+ public:
+  // Starts listening; `address` is parseListenAddress's. Throws AdminListenError.
+  AdminWiring(const DaemonOptions& o, const admin::ListenAddress& address, const TimeSource& clock,
+              logging::LoggerPtr log);
+  ~AdminWiring();
+  // Once per loop turn: the heartbeat and, when due, a snapshot of what
+  // `figures` gathers (called only then). True when a drain was asked for
+  // (the loop then stops as on SIGTERM).
+  bool turn(MonoTime now, const std::function<AdminFigures()>& figures);
+  bool takeReloadRequest() noexcept;
+  void stopping() noexcept;
+
+ private:
+  admin::AdminState state_;
+  std::optional<admin::SnapshotBuilder> snapshots_;
+  std::unique_ptr<console::Console> console_;
+  std::unique_ptr<admin::AdminServer> server_;  // last: stopped before the rest goes
+  logging::LoggerPtr log_;
+  MonoTime next_snapshot_{};
+};
+
+// The --admin-listen address; nullopt when off. Throws DaemonConfigError.
+std::optional<admin::ListenAddress> adminAddress(const DaemonOptions& o);
+
+}  // namespace pacer::worker
