@@ -12,6 +12,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"pacer-fake-provider: a provider API stand-in that records every request"};
+  app.set_version_flag("--version", std::string("pacer-fake-provider ") + PACER_VERSION);
   pacer::fake::FakeProviderOptions o;
   std::string port_file, report_file, record_file;
   int threads = 1;

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "pacer-kafka-mock: librdkafka's mock Kafka cluster on loopback; prints its bootstrap list and runs until "
       "SIGTERM/SIGINT"};
+  app.set_version_flag("--version", std::string("pacer-kafka-mock ") + PACER_VERSION);
   int brokers = 1;
   std::vector<std::string> topic_specs;
   std::string bootstrap_file;

@@ -6,13 +6,14 @@
 #include <cstdio>
 #include <string>
 
-#include "pacer/time.h"
 #include "pacer/sim/report.h"
 #include "pacer/sim/scenario.h"
 #include "pacer/sim/simulator.h"
+#include "pacer/time.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"pacer-sim: run Pacer's scheduler and limiters on simulated time and report what was sent"};
+  app.set_version_flag("--version", std::string("pacer-sim ") + PACER_VERSION);
   std::string scenario_path;
   std::string out_path;
   bool bins = false;

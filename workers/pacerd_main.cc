@@ -19,8 +19,8 @@
 #include <string>
 
 #include "pacer/config/pacerd_config.h"
-#include "pacer/ledger/pg_ledger.h"
 #include "pacer/daemon/daemon.h"
+#include "pacer/ledger/pg_ledger.h"
 
 namespace {
 
@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
                  "SIGHUP reloads it")
       ->envname("PACER_CONFIG");
   pacer::config::addFlags(app, sources.flags);
+  app.set_version_flag("--version", fmt::format("pacerd {}", PACER_VERSION));
 
   // migrate reads postgres.* like the daemon: its own --postgres, else the
   // environment and the --config file (given before or after `migrate`).

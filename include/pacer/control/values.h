@@ -17,10 +17,11 @@ namespace pacer::control {
 // Exit codes, the same for every command (README "pacerctl").
 enum class ExitCode : int {
   kOk = 0,
-  kRefused = 1,      // not found, already exists, or a state change that is not allowed
-  kUsage = 2,        // bad arguments or an invalid value
-  kUnreachable = 3,  // PostgreSQL could not be reached (refused, timed out, lost, authentication)
-  kDatabase = 4,     // PostgreSQL answered but is not usable: no Pacer schema, or a statement refused
+  kRefused = 1,       // not found, already exists, or a state change that is not allowed
+  kUsage = 2,         // bad arguments or an invalid value
+  kUnreachable = 3,   // PostgreSQL (or Kafka, or pacerd's admin listener) could not be reached
+  kDatabase = 4,      // PostgreSQL answered but is not usable: no Pacer schema, or a statement refused
+  kUnauthorized = 5,  // the credentials were refused: PostgreSQL's user/password, or the admin token
 };
 
 // Every error pacerctl reports is one of these; the message says what to do.
@@ -48,6 +49,12 @@ class UnreachableError : public ControlError {
  public:
   explicit UnreachableError(const std::string& what)
       : ControlError(ExitCode::kUnreachable, what, ErrorKind::kUnavailable) {}
+};
+// Credentials refused: PostgreSQL's user or password, or pacerd's admin token.
+class UnauthorizedError : public ControlError {
+ public:
+  explicit UnauthorizedError(const std::string& what)
+      : ControlError(ExitCode::kUnauthorized, what, ErrorKind::kRejected) {}
 };
 class DatabaseError : public ControlError {
  public:

@@ -16,6 +16,8 @@ struct CliEnvironment {
   std::optional<std::string> postgres;  // PACER_POSTGRES
   std::optional<std::string> brokers{};  // PACER_BROKERS, else PACER_KAFKA_BROKERS (produce)
   bool stdout_is_tty = false;           // top redraws the screen in place (ANSI) only on a terminal
+  std::optional<std::string> admin{};        // PACER_ADMIN: HOST:PORT of pacerd's admin listener (worker ...)
+  std::optional<std::string> admin_token{};  // PACER_ADMIN_TOKEN (worker drain|reload)
 };
 
 int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const CliEnvironment& env);

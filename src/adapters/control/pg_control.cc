@@ -138,10 +138,25 @@ struct PgControl::Impl {
   std::unique_ptr<pqxx::connection> conn;
   int schema_version = 0;
 
-  UnreachableError unreachable(const std::string& detail) const {
-    return UnreachableError(fmt::format(
+  // A connection that failed: refused credentials (the server answered
+  // SQLSTATE class 28, which libpq reports only as text) or no server.
+  [[noreturn]] void unreachable(const std::string& detail) const {
+    if (refusedCredentials(detail))
+      throw UnauthorizedError(
+          fmt::format("unauthorized: PostgreSQL at '{}' refused the credentials: {}; check the user and password in "
+                      "--postgres (or PACER_POSTGRES)",
+                      shown, detail));
+    throw UnreachableError(fmt::format(
         "cannot reach PostgreSQL at '{}': {}; check --postgres (or PACER_POSTGRES) and that the server is running",
         shown, detail));
+  }
+
+  static bool refusedCredentials(std::string_view detail) {
+    for (const char* sign : {"password authentication failed", "authentication failed for user", "no password supplied",
+                             "does not exist", "no pg_hba.conf entry", "pg_hba.conf rejects"})
+      if (detail.find(sign) != std::string_view::npos && detail.find("database \"") == std::string_view::npos)
+        return true;
+    return false;
   }
 
   // Runs `fn` and turns libpqxx's errors into ControlErrors.
@@ -157,15 +172,15 @@ struct PgControl::Impl {
           "look with `pacerctl campaign show` / `pacerctl provider list` ({})",
           said(e)));
     } catch (const pqxx::broken_connection& e) {
-      throw unreachable(said(e));
+      unreachable(said(e));
     } catch (const pqxx::foreign_key_violation& e) {
       // A provider removed between the check and the insert.
       throw NotFoundError(fmt::format("a provider named by the campaign does not exist ({})", said(e)));
     } catch (const pqxx::sql_error& e) {
-      if (lostConnection(e.sqlstate())) throw unreachable(said(e));
+      if (lostConnection(e.sqlstate())) unreachable(said(e));
       throw DatabaseError(fmt::format("PostgreSQL refused the statement ({}): {}", e.sqlstate(), said(e)));
     } catch (const pqxx::failure& e) {
-      throw unreachable(said(e));
+      unreachable(said(e));
     }
   }
 

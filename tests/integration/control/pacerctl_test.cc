@@ -586,6 +586,31 @@ TEST_F(PacerctlTest, UnreachablePostgresExitsThreeWithoutThePassword) {
   EXPECT_THAT(r.err, Not(HasSubstr(" pw")));
 }
 
+TEST_F(PacerctlTest, RefusedCredentialsAreUnauthorizedNotUnreachable) {
+  // The server answers (SQLSTATE class 28) for a role it does not know.
+  const std::string as_nobody = conninfo_ + " user=no_such_role password=s3cret-pw";
+  const Outcome r = ctlWith({"--postgres", as_nobody, "campaign", "list"}, CliEnvironment{});
+  EXPECT_EQ(r.code, static_cast<int>(ExitCode::kUnauthorized)) << r;
+  EXPECT_THAT(r.err, HasSubstr("pacerctl: unauthorized: PostgreSQL at"));
+  EXPECT_THAT(r.err, HasSubstr("check the user and password in --postgres (or PACER_POSTGRES)"));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr("s3cret-pw"))) << r;
+}
+
+TEST_F(PacerctlTest, VersionAndAMistypedCommandGetsASuggestion) {
+  Outcome r = ctl({"--version"});
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("pacerctl " PACER_VERSION));
+  r = ctl({"campain", "list"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_THAT(r.err, HasSubstr("unknown command 'campain'. Did you mean 'campaign'?"));
+  r = ctl({"--json", "campaign", "lst"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_THAT(r.err, HasSubstr("unknown command 'campaign lst'. Did you mean 'campaign list'?"));
+  r = ctl({"frobnicate"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_THAT(r.err, HasSubstr("unknown command 'frobnicate'. The commands are: campaign, provider"));
+}
+
 TEST_F(PacerctlTest, ADatabaseWithoutTheSchemaExitsFourAndSaysToMigrate) {
   const std::string empty = server_->createDatabase("t_unmigrated");
   const Outcome r = ctlWith({"--postgres", empty, "campaign", "create", "c1"}, CliEnvironment{});

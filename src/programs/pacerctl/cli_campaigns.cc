@@ -1,0 +1,204 @@
+// pacerctl campaign ... and provider ...: one function per subcommand, each
+// checking its values before it connects.
+#include <fmt/format.h>
+
+#include "cli_parts.h"
+#include "pacer/control/table.h"
+
+namespace pacer::control::cli {
+namespace {
+
+void idArg(CLI::App* cmd, Values& v, const char* what) {
+  cmd->add_option("id", v.id, fmt::format("{} id", what))->required();
+}
+
+void limitArgs(CLI::App* cmd, Values& v, bool rate_positional) {
+  if (rate_positional)
+    optionalText(cmd, "rate", v.rate, "a rate: 100, 100/s, 6000/min, 100k/h, or unlimited")->required();
+  else
+    optionalText(cmd, "--rate", v.rate, "a rate: 100, 100/s, 6000/min, 100k/h, or unlimited (default: unlimited)");
+  optionalText(cmd, "--burst", v.burst,
+               "messages that may go at once, >= 1 (default: ceil(rate / 100) + 1, 10 ms of the rate)");
+}
+
+Limit limitOf(const Values& v, std::string_view rate_flag) {
+  return makeLimit(v.rate ? parseRate(*v.rate, rate_flag) : std::nullopt,
+                   v.burst ? std::optional<double>(parseBurst(*v.burst, "--burst")) : std::nullopt);
+}
+
+void campaignCreate(Session& s, const Values& v) {
+  NewCampaign nc;
+  checkId(v.id, "campaign");
+  nc.id = v.id;
+  nc.name = v.name.value_or("");
+  checkName(nc.name);
+  nc.limit = limitOf(v, "--rate");
+  nc.weight = v.weight ? parseWeight(*v.weight, "--weight") : 1.0;
+  if (v.provider) checkId(*v.provider, "provider");  // an empty one is refused, not taken as none
+  nc.provider = v.provider.value_or("");
+  if (v.total) nc.total = parseCount(*v.total, "--total", 0, "a total");
+  const CampaignRow c = s.db().createCampaign(nc);
+  if (s.json) return s.emit(Json{{"change", "create"}, {"changed", true}, {"campaign", campaignJson(c)}});
+  s.out << fmt::format("campaign '{}' created: state {}, send_rate {}, burst {}, weight {}, provider {}, total {}\n",
+                       c.id, c.state, rateText(c.limit.rate), number(c.limit.burst), number(c.weight),
+                       c.provider.empty() ? "none" : c.provider, totalText(c.total));
+}
+
+void campaignList(Session& s) {
+  const std::vector<CampaignRow> rows = s.db().campaigns();
+  if (s.json) return s.emit(campaignListJson(rows));
+  if (rows.empty()) {
+    s.out << "no campaigns; `pacerctl campaign create ID --rate R` adds one\n";
+    return;
+  }
+  Table t({"ID", "NAME", "STATE", "SEND_RATE", "BURST", "WEIGHT", "PROVIDER", "UPDATED (UTC)"},
+          {false, false, false, true, true, true, false, false});
+  for (const CampaignRow& c : rows)
+    t.add({c.id, c.name.empty() ? "-" : c.name, c.state, rateText(c.limit.rate), number(c.limit.burst),
+           number(c.weight), c.provider.empty() ? "-" : c.provider, c.updated_at});
+  s.out << t.render();
+}
+
+void campaignShow(Session& s, const Values& v) {
+  checkId(v.id, "campaign");
+  const CampaignDetail d = s.db().campaign(v.id);
+  const CampaignRow& c = d.campaign;
+  if (s.json) return s.emit(campaignDetailJson(d));
+  Table t({"FIELD", "VALUE"});
+  t.add({"id", c.id});
+  t.add({"name", c.name.empty() ? "-" : c.name});
+  t.add({"state", c.state});
+  t.add({"send_rate", rateText(c.limit.rate)});
+  t.add({"burst", number(c.limit.burst)});
+  t.add({"weight", number(c.weight)});
+  t.add({"provider", c.provider.empty() ? "-" : c.provider});
+  t.add({"updated_at", c.updated_at});
+  t.add({"total", totalText(c.total)});
+  t.add({"sent", std::to_string(d.ledger.sent)});
+  t.add({"failed", std::to_string(d.ledger.failed)});
+  t.add({"rejected", std::to_string(d.ledger.rejected)});
+  t.add({"last_recorded_at", d.ledger.last_recorded_at.empty() ? "-" : d.ledger.last_recorded_at});
+  t.add({"parked", std::to_string(d.parked)});
+  s.out << t.render();
+}
+
+void campaignSetRate(Session& s, const Values& v) {
+  checkId(v.id, "campaign");
+  const Limit l = limitOf(v, "rate");
+  const auto c = s.db().setCampaignLimit(v.id, l);
+  printChange(s, "campaign", "set-rate", c,
+              fmt::format("campaign '{}': {}", v.id, limitChange("send_rate", c.before.limit, c.after.limit)));
+}
+
+void campaignSetTotal(Session& s, const Values& v) {
+  checkId(v.id, "campaign");
+  const std::optional<std::int64_t> total =
+      *v.total == "unknown" ? std::nullopt : std::optional<std::int64_t>(parseCount(*v.total, "total", 0, "a total"));
+  const auto c = s.db().setCampaignTotal(v.id, total);
+  printChange(
+      s, "campaign", "set-total", c,
+      c.changed
+          ? fmt::format("campaign '{}': total {} -> {}", v.id, totalText(c.before.total), totalText(c.after.total))
+          : fmt::format("campaign '{}': total is already {}; nothing changed", v.id, totalText(c.after.total)));
+}
+
+// pause, resume, cancel: `done` is the past tense, `note` what follows.
+void campaignState(Session& s, const Values& v, CampaignAction action, const char* done, const char* note) {
+  checkId(v.id, "campaign");
+  const auto c = s.db().changeCampaignState(v.id, action);
+  const std::string human = c.changed
+                                ? fmt::format("campaign '{}' {} (was {}){}", v.id, done, c.before.state, note)
+                                : fmt::format("campaign '{}' is already {}; nothing changed", v.id, c.after.state);
+  printChange(s, "campaign", actionName(action), c, human);
+}
+
+void providerCreate(Session& s, const Values& v) {
+  checkId(v.id, "provider");
+  const Limit l = limitOf(v, "--rate");
+  const ProviderRow p = s.db().createProvider(v.id, l);
+  if (s.json) return s.emit(Json{{"change", "create"}, {"changed", true}, {"provider", providerJson(p)}});
+  s.out << fmt::format("provider '{}' created: rate {}, burst {}\n", p.id, rateText(p.limit.rate),
+                       number(p.limit.burst));
+}
+
+void providerList(Session& s) {
+  const std::vector<ProviderRow> rows = s.db().providers();
+  if (s.json) return s.emit(providerListJson(rows));
+  if (rows.empty()) {
+    s.out << "no providers; `pacerctl provider create ID --rate R` adds one\n";
+    return;
+  }
+  Table t({"ID", "RATE", "BURST", "CAMPAIGNS", "UPDATED (UTC)"}, {false, true, true, true, false});
+  for (const ProviderRow& p : rows)
+    t.add({p.id, rateText(p.limit.rate), number(p.limit.burst), std::to_string(p.campaigns), p.updated_at});
+  s.out << t.render();
+}
+
+void providerSetRate(Session& s, const Values& v) {
+  checkId(v.id, "provider");
+  const Limit l = limitOf(v, "rate");
+  const auto c = s.db().setProviderLimit(v.id, l);
+  printChange(s, "provider", "set-rate", c,
+              fmt::format("provider '{}': {}", v.id, limitChange("rate", c.before.limit, c.after.limit)));
+}
+
+}  // namespace
+
+void addCampaignCommands(CLI::App& app, Session& s, Values& v, Commands& commands) {
+  CLI::App* campaign = app.add_subcommand("campaign", "create, list, show and change campaigns");
+  campaign->require_subcommand(1);
+  CLI::App* create = campaign->add_subcommand("create", "add a campaign (state active)");
+  idArg(create, v, "campaign");
+  limitArgs(create, v, false);
+  optionalText(create, "--weight", v.weight, "share of the sink against other campaigns, > 0 (default 1)");
+  optionalText(create, "--provider", v.provider, "the provider whose limit it shares (default: none)");
+  optionalText(create, "--name", v.name, "a name for people (default: empty)");
+  optionalText(create, "--total", v.total,
+               "messages the campaign has in all, for the backlog in `pacerctl top` (default: unknown)");
+  commands[create] = [&] { campaignCreate(s, v); };
+  commands[campaign->add_subcommand("list", "every campaign with its state and limits")] = [&] { campaignList(s); };
+  CLI::App* show = campaign->add_subcommand("show", "one campaign, with its ledger counts and parked messages");
+  idArg(show, v, "campaign");
+  commands[show] = [&] { campaignShow(s, v); };
+  CLI::App* rate = campaign->add_subcommand(
+      "set-rate", "change send_rate (and burst; without --burst it becomes the default for the new rate)");
+  idArg(rate, v, "campaign");
+  limitArgs(rate, v, true);
+  commands[rate] = [&] { campaignSetRate(s, v); };
+  CLI::App* total = campaign->add_subcommand(
+      "set-total", "set how many messages the campaign has in all (a number, or unknown), for the backlog in top");
+  idArg(total, v, "campaign");
+  optionalText(total, "total", v.total, "messages in all, or unknown")->required();
+  commands[total] = [&] { campaignSetTotal(s, v); };
+  const auto state = [&](const char* name, const char* help, CampaignAction action, const char* done,
+                         const char* note) {
+    CLI::App* cmd = campaign->add_subcommand(name, help);
+    idArg(cmd, v, "campaign");
+    commands[cmd] = [&s, &v, action, done, note] { campaignState(s, v, action, done, note); };
+  };
+  state("pause", "stop sending a campaign's messages (they wait; nothing is dropped)", CampaignAction::kPause, "paused",
+        "");
+  state("resume", "send a paused campaign's messages again", CampaignAction::kResume, "resumed", "");
+  state("cancel", "stop a campaign for good: pacerd fails its remaining messages with reason 'cancelled'",
+        CampaignAction::kCancel, "cancelled",
+        "; pacerd fails its remaining messages with reason 'cancelled' as it reads them");
+}
+
+void addProviderCommands(CLI::App& app, Session& s, Values& v, Commands& commands) {
+  CLI::App* provider = app.add_subcommand("provider", "create, list and change providers");
+  provider->require_subcommand(1);
+  CLI::App* create = provider->add_subcommand("create", "add a provider (a limit its campaigns share)");
+  idArg(create, v, "provider");
+  limitArgs(create, v, false);
+  commands[create] = [&] { providerCreate(s, v); };
+  commands[provider->add_subcommand("list", "every provider with its limit and campaign count")] = [&] {
+    providerList(s);
+  };
+  CLI::App* rate = provider->add_subcommand(
+      "set-rate", "change a provider's rate (and burst; without --burst it becomes the default for the new rate)");
+  idArg(rate, v, "provider");
+  limitArgs(rate, v, true);
+  commands[rate] = [&] { providerSetRate(s, v); };
+}
+
+}  // namespace pacer::control::cli

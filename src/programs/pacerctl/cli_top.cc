@@ -1,0 +1,142 @@
+// pacerctl top (the live view) and pacerctl status (the database at a glance).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "cli_parts.h"
+#include "pacer/conninfo.h"
+#include "pacer/control/table.h"
+#include "pacer/control/top.h"
+
+namespace pacer::control::cli {
+namespace {
+
+// `pacerctl top`'s arguments.
+struct TopArgs {
+  int interval_ms = 1000;
+  double window_s = 5;
+  bool once = false;
+};
+
+// Set by SIGINT/SIGTERM while `top` runs its loop.
+volatile std::sig_atomic_t g_top_stop = 0;
+extern "C" void onTopStopSignal(int) { g_top_stop = 1; }
+
+// SIGINT and SIGTERM set g_top_stop for this object's lifetime; the previous
+// handlers come back afterwards.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_top_stop = 0;
+    struct sigaction sa {};
+    sa.sa_handler = onTopStopSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+// The cursor hidden while top redraws a terminal, shown again however it ends.
+class HiddenCursor {
+ public:
+  HiddenCursor(std::ostream& out, bool on) : out_(out), on_(on) {
+    if (on_) out_ << "\x1b[?25l";
+  }
+  ~HiddenCursor() {
+    if (on_) out_ << "\x1b[?25h" << std::flush;
+  }
+  HiddenCursor(const HiddenCursor&) = delete;
+  HiddenCursor& operator=(const HiddenCursor&) = delete;
+
+ private:
+  std::ostream& out_;
+  bool on_;
+};
+
+void top(Session& s, const TopArgs& ta) {
+  if (ta.interval_ms < 100 || ta.interval_ms > 3'600'000)
+    throw InvalidValueError(fmt::format("--interval-ms {}: give 100 to 3600000", ta.interval_ms));
+  if (!(ta.window_s >= 1 && ta.window_s <= 3600))
+    throw InvalidValueError(fmt::format("--window-s {}: give 1 to 3600 seconds", ta.window_s));
+  if (s.json && !ta.once) throw InvalidValueError("--json with top needs --once (one frame as JSON)");
+  PgControl& db = s.db();
+  if (ta.once) {
+    const TopFrame f = topFrameOf(db.topSnapshot(ta.window_s), ta.window_s);
+    s.out << (s.json ? renderTopJson(f) : renderTopText(f));
+    return;
+  }
+  StopSignals signals;
+  const bool tty = s.env.stdout_is_tty;
+  HiddenCursor cursor(s.out, tty);
+  while (!g_top_stop) {
+    const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(ta.interval_ms);
+    const std::string frame = renderTopText(topFrameOf(db.topSnapshot(ta.window_s), ta.window_s));
+    // Drawn over the last frame, not after clearing: no flicker of an empty screen.
+    s.out << (tty ? terminalRedraw(frame) : frame + "\n") << std::flush;
+    while (!g_top_stop && std::chrono::steady_clock::now() < next)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+Json statusJson(const StatusReport& r, const std::string& shown) {
+  Json campaigns = Json::object();
+  std::int64_t total = 0;
+  for (const auto& [state, n] : r.campaigns_by_state) campaigns[state] = n, total += n;
+  campaigns["total"] = total;
+  Json ledger = ledgerJson(r.ledger);
+  ledger["total"] = r.ledger.sent + r.ledger.failed + r.ledger.rejected;
+  return Json{
+      {"postgres", shown},      {"schema", {{"database", r.schema_version}, {"pacerctl", r.build_schema_version}}},
+      {"campaigns", campaigns}, {"providers", r.providers},
+      {"ledger", ledger},       {"parked", {{"total", r.parked}, {"claimed", r.parked_claimed}}}};
+}
+
+void status(Session& s) {
+  const StatusReport r = s.db().status();
+  const std::string shown = redactConninfo(s.postgres ? *s.postgres : s.env.postgres.value_or(""));
+  if (s.json) return s.emit(statusJson(r, shown));
+  Table t({"WHAT", "COUNT"}, {false, true});
+  std::int64_t total = 0;
+  for (const auto& [state, n] : r.campaigns_by_state) t.add({"campaigns " + state, std::to_string(n)}), total += n;
+  t.add({"campaigns (all)", std::to_string(total)});
+  t.add({"providers", std::to_string(r.providers)});
+  t.add({"ledger sent", std::to_string(r.ledger.sent)});
+  t.add({"ledger failed", std::to_string(r.ledger.failed)});
+  t.add({"ledger rejected", std::to_string(r.ledger.rejected)});
+  t.add({"parked", std::to_string(r.parked)});
+  t.add({"parked, claimed by a worker", std::to_string(r.parked_claimed)});
+  s.out << fmt::format("postgres: {}\nschema version: {} (this pacerctl: {})\nlast ledger row: {}\n", shown,
+                       r.schema_version, r.build_schema_version,
+                       r.ledger.last_recorded_at.empty() ? "-" : r.ledger.last_recorded_at)
+        << t.render();
+}
+
+}  // namespace
+
+void addTopCommands(CLI::App& app, Session& s, Commands& commands) {
+  auto ta = std::make_shared<TopArgs>();  // lives as long as the command
+  CLI::App* cmd = app.add_subcommand(
+      "top", "live view of campaigns and providers: achieved rate, what limits each, backlog, ETA (Ctrl-C ends it)");
+  cmd->add_option("--interval-ms", ta->interval_ms, "refresh period")->capture_default_str();
+  cmd->add_option("--window-s", ta->window_s, "the achieved rate counts the sent rows of this many last seconds")
+      ->capture_default_str();
+  cmd->add_flag("--once", ta->once, "print one frame and exit (with --json: the frame as JSON)");
+  commands[cmd] = [&s, ta] { top(s, *ta); };
+  commands[app.add_subcommand("status", "schema version, campaigns by state, ledger totals, parked rows")] = [&s] {
+    status(s);
+  };
+}
+
+}  // namespace pacer::control::cli
