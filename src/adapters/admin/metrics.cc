@@ -56,17 +56,16 @@ constexpr MetricType kGauge = MetricType::Gauge;
 
 double d(std::uint64_t v) { return static_cast<double>(v); }
 
-}  // namespace
-
-std::string renderMetrics(const MetricsSnapshot& s) {
-  Families f;
-  // Process
+// The process.
+void processMetrics(Families& f, const MetricsSnapshot& s) {
   f.single("pacer_up", "1 while pacerd runs (the admin listener answers)", kGauge, 1);
   Families::add(f.family("pacer_build_info", "pacerd's version and mode; always 1", kGauge),
                 {{"version", s.version}, {"sink", s.sink}, {"quota", s.quota_mode}}, 1);
   f.single("pacer_start_time_seconds", "when pacerd started, Unix time in seconds", kGauge, s.start_time_seconds);
+}
 
-  // Campaigns
+// One series per campaign and figure.
+void campaignMetrics(Families& f, const MetricsSnapshot& s) {
   auto& sent = f.family("pacer_campaign_sent_total", "messages delivered (ledger status sent)", kCounter);
   auto& failed = f.family("pacer_campaign_failed_total", "messages failed after retries or cancelled", kCounter);
   auto& rejected = f.family("pacer_campaign_rejected_total", "messages rejected as bad input", kCounter);
@@ -88,8 +87,10 @@ std::string renderMetrics(const MetricsSnapshot& s) {
     Families::add(backlog, l, d(c.backlog));
     Families::add(in_flight, l, d(c.in_flight));
   }
+}
 
-  // Providers
+// One series per provider and figure, and the directory's bad rows.
+void providerMetrics(Families& f, const MetricsSnapshot& s) {
   auto& prate = f.family("pacer_provider_send_rate", "configured provider rate (the ceiling), msg/s", kGauge);
   auto& peff = f.family("pacer_provider_effective_rate", "adaptive provider rate now, msg/s", kGauge);
   auto& ppaused = f.family("pacer_provider_paused", "1 while the provider is paused after a 429/503", kGauge);
@@ -114,8 +115,10 @@ std::string renderMetrics(const MetricsSnapshot& s) {
            d(s.directory_rows_invalid));
   f.single("pacer_directory_rows_skipped_total", "times a refresh or a notice skipped an invalid row", kCounter,
            d(s.directory_rows_skipped_total));
+}
 
-  // Intake (Kafka)
+// Kafka: records, memory, offsets per partition.
+void intakeMetrics(Families& f, const MetricsSnapshot& s) {
   f.single("pacer_records_read_total", "Kafka records read", kCounter, d(s.read));
   f.single("pacer_records_skipped_total", "replayed records skipped, already in the ledger", kCounter,
            d(s.skipped_finished));
@@ -134,8 +137,10 @@ std::string renderMetrics(const MetricsSnapshot& s) {
     if (p.committed >= 0 && p.high_watermark >= 0)
       Families::add(lag, l, static_cast<double>(std::max<std::int64_t>(0, p.high_watermark - p.committed)));
   }
+}
 
-  // Ledger
+// The ledger and parking.
+void ledgerMetrics(Families& f, const MetricsSnapshot& s) {
   f.single("pacer_ledger_rows_written_total", "ledger rows written (new; replays not counted)", kCounter,
            d(s.ledger_rows));
   f.single("pacer_ledger_writes_total", "ledger batches written", kCounter, d(s.ledger_writes));
@@ -147,47 +152,60 @@ std::string renderMetrics(const MetricsSnapshot& s) {
   f.single("pacer_ledger_failing", "1 while the last ledger or parking write failed", kGauge, s.store_failing ? 1 : 0);
   f.single("pacer_parked_total", "messages parked in PostgreSQL", kCounter, d(s.parked));
   f.single("pacer_unparked_total", "parked messages claimed back", kCounter, d(s.unparked));
+}
 
-  // Global quota
-  if (s.has_quota) {
-    const QuotaMetrics& q = s.quota;
-    f.single("pacer_quota_lease_batches_total", "lease batches sent to the quota backend", kCounter, d(q.batches));
-    f.single("pacer_quota_lease_requests_total", "lease requests sent", kCounter, d(q.requests));
-    f.single("pacer_quota_tokens_granted_total", "tokens received in leases", kCounter, d(q.tokens_granted));
-    f.single("pacer_quota_tokens_expired_total", "lease tokens that expired unspent", kCounter, d(q.tokens_expired));
-    f.single("pacer_quota_unavailable_total", "lease requests the quota did not answer", kCounter, d(q.unavailable));
-    f.single("pacer_quota_degraded_entered_total", "provider transitions into degraded mode", kCounter,
-             d(q.degraded_entered));
-    f.single("pacer_quota_degraded_providers", "providers in degraded mode now", kGauge, d(q.degraded_providers));
-    f.single("pacer_quota_throttle_reports_total", "throttles reported to the shared adaptive rate", kCounter,
-             d(q.throttle_reports));
-    f.single("pacer_quota_shared_pauses_total", "pauses first heard of from the quota (another worker's 429)", kCounter,
-             d(q.shared_pauses));
-    f.single("pacer_quota_refused_total", "lease requests granted nothing (a useful share did not fit yet)", kCounter,
-             d(q.refused));
-    f.single("pacer_quota_health_reports_total", "lease requests that carried answers for the circuit breaker",
-             kCounter, d(q.health_reports));
+// The global quota, with one.
+void quotaMetrics(Families& f, const MetricsSnapshot& s) {
+  if (!s.has_quota) return;
+  const QuotaMetrics& q = s.quota;
+  f.single("pacer_quota_lease_batches_total", "lease batches sent to the quota backend", kCounter, d(q.batches));
+  f.single("pacer_quota_lease_requests_total", "lease requests sent", kCounter, d(q.requests));
+  f.single("pacer_quota_tokens_granted_total", "tokens received in leases", kCounter, d(q.tokens_granted));
+  f.single("pacer_quota_tokens_expired_total", "lease tokens that expired unspent", kCounter, d(q.tokens_expired));
+  f.single("pacer_quota_unavailable_total", "lease requests the quota did not answer", kCounter, d(q.unavailable));
+  f.single("pacer_quota_degraded_entered_total", "provider transitions into degraded mode", kCounter,
+           d(q.degraded_entered));
+  f.single("pacer_quota_degraded_providers", "providers in degraded mode now", kGauge, d(q.degraded_providers));
+  f.single("pacer_quota_throttle_reports_total", "throttles reported to the shared adaptive rate", kCounter,
+           d(q.throttle_reports));
+  f.single("pacer_quota_shared_pauses_total", "pauses first heard of from the quota (another worker's 429)", kCounter,
+           d(q.shared_pauses));
+  f.single("pacer_quota_refused_total", "lease requests granted nothing (a useful share did not fit yet)", kCounter,
+           d(q.refused));
+  f.single("pacer_quota_health_reports_total", "lease requests that carried answers for the circuit breaker", kCounter,
+           d(q.health_reports));
+}
+
+// Redis round trips and faults, with a Redis backend.
+void redisMetrics(Families& f, const MetricsSnapshot& s) {
+  if (!s.has_redis) return;
+  const RedisQuotaStats& r = s.redis;
+  f.single("pacer_redis_round_trips_total", "round trips to Redis (pipelined batches, script loads, slot maps)",
+           kCounter, d(r.round_trips));
+  auto& errors = f.family("pacer_redis_errors_total", "Redis faults by kind", kCounter);
+  Families::add(errors, {{"kind", "io"}}, d(r.io_errors));
+  Families::add(errors, {{"kind", "timeout"}}, d(r.timeouts));
+  Families::add(errors, {{"kind", "reply"}}, d(r.reply_errors));
+  auto& h = f.family("pacer_redis_round_trip_seconds", "a lease batch's pipelined round trip to Redis",
+                     MetricType::Histogram);
+  ClientMetric m;
+  m.histogram.sample_count = r.round_trip_count;
+  m.histogram.sample_sum = r.round_trip_seconds;
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < kRedisRoundTripBounds.size(); ++i) {
+    cumulative += r.round_trip_buckets[i];
+    m.histogram.bucket.push_back(ClientMetric::Bucket{cumulative, kRedisRoundTripBounds[i]});
   }
-  if (s.has_redis) {
-    const RedisQuotaStats& r = s.redis;
-    f.single("pacer_redis_round_trips_total", "round trips to Redis (pipelined batches, script loads, slot maps)",
-             kCounter, d(r.round_trips));
-    auto& errors = f.family("pacer_redis_errors_total", "Redis faults by kind", kCounter);
-    Families::add(errors, {{"kind", "io"}}, d(r.io_errors));
-    Families::add(errors, {{"kind", "timeout"}}, d(r.timeouts));
-    Families::add(errors, {{"kind", "reply"}}, d(r.reply_errors));
-    auto& h = f.family("pacer_redis_round_trip_seconds", "a lease batch's pipelined round trip to Redis",
-                       MetricType::Histogram);
-    ClientMetric m;
-    m.histogram.sample_count = r.round_trip_count;
-    m.histogram.sample_sum = r.round_trip_seconds;
-    std::uint64_t cumulative = 0;
-    for (std::size_t i = 0; i < kRedisRoundTripBounds.size(); ++i) {
-      cumulative += r.round_trip_buckets[i];
-      m.histogram.bucket.push_back(ClientMetric::Bucket{cumulative, kRedisRoundTripBounds[i]});
-    }
-    h.metric.push_back(std::move(m));  // TextSerializer adds le="+Inf" with sample_count
-  }
+  h.metric.push_back(std::move(m));  // TextSerializer adds le="+Inf" with sample_count
+}
+
+}  // namespace
+
+std::string renderMetrics(const MetricsSnapshot& s) {
+  Families f;
+  for (auto section :
+       {processMetrics, campaignMetrics, providerMetrics, intakeMetrics, ledgerMetrics, quotaMetrics, redisMetrics})
+    section(f, s);
   return prometheus::TextSerializer().Serialize(f.take());
 }
 
@@ -273,9 +291,8 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
   s.providers.reserve(providers.size());
   std::size_t degraded = 0;
   for (const ProviderStats& p : providers) {
-    s.providers.push_back(
-        ProviderMetrics{p.id,         p.ceiling,  p.effective,    p.paused,      p.throttled,
-                        p.degraded,   p.circuit_open, p.workers,  p.server_errors});
+    s.providers.push_back(ProviderMetrics{p.id, p.ceiling, p.effective, p.paused, p.throttled, p.degraded,
+                                          p.circuit_open, p.workers, p.server_errors});
     if (p.degraded) ++degraded;
   }
   s.partitions = std::move(partitions);

@@ -206,45 +206,33 @@ struct Scheduler::Impl {
     if (c.provider != kNoProvider) providers[c.provider].granted += n;
   }
 
-  std::span<const Grant> tick(MonoTime now, std::uint64_t capacity) {
-    grants.clear();
-    cands.clear();
-    touched.clear();
-    drained.clear();
-    const std::size_t n = active.size();
-    if (n == 0 || capacity == 0) return {};
-    ++stamp;
-    unlimited_tick = capacity == kUnlimitedCapacity;
-    const std::size_t start = static_cast<std::size_t>(rotation++ % n);
-
-    // Gather candidates in rotated order: what each could take right now.
-    for (std::size_t k = 0; k < n; ++k) {
-      const CampaignId id = active[(start + k) % n];
-      CampaignSlot& c = campaigns[id];
-      std::uint64_t cap = std::min(c.backlog, capacity);
-      if (c.limiter) cap = c.limiter->available(now, cap);
-      if (cap == 0) continue;
-      if (c.provider != kNoProvider) {
-        ProviderSlot& ps = providers[c.provider];
-        if (ps.stamp != stamp) {
-          ps.stamp = stamp;
-          ps.available = ps.limiter ? ps.limiter->available(now, capacity) : UINT64_MAX;
-          ps.granted = 0;
-          ps.real_left = ps.limiter ? static_cast<double>(ps.available) : kInf;
-          ps.members.clear();
-          touched.push_back(c.provider);
-        }
-        if (ps.available == 0) continue;
-        cap = std::min(cap, ps.available);
-        ps.members.push_back(static_cast<std::uint32_t>(cands.size()));
+  // What campaign `id` could take right now, within its backlog, its
+  // limiter and its provider's; a candidate when above 0.
+  void gather(CampaignId id, MonoTime now, std::uint64_t capacity) {
+    CampaignSlot& c = campaigns[id];
+    std::uint64_t cap = std::min(c.backlog, capacity);
+    if (c.limiter) cap = c.limiter->available(now, cap);
+    if (cap == 0) return;
+    if (c.provider != kNoProvider) {
+      ProviderSlot& ps = providers[c.provider];
+      if (ps.stamp != stamp) {
+        ps.stamp = stamp;
+        ps.available = ps.limiter ? ps.limiter->available(now, capacity) : UINT64_MAX;
+        ps.granted = 0;
+        ps.real_left = ps.limiter ? static_cast<double>(ps.available) : kInf;
+        ps.members.clear();
+        touched.push_back(c.provider);
       }
-      cands.push_back(Candidate{id, c.provider, c.weight, cap, 0.0, true, 0});
+      if (ps.available == 0) return;
+      cap = std::min(cap, ps.available);
+      ps.members.push_back(static_cast<std::uint32_t>(cands.size()));
     }
-    if (cands.empty()) return {};
+    cands.push_back(Candidate{id, c.provider, c.weight, cap, 0.0, true, 0});
+  }
 
-    waterFill(capacity == kUnlimitedCapacity ? kInf : static_cast<double>(capacity));
-
-    // Whole messages: floor(share + credit), within every bound, in rotated order.
+  // Whole messages: floor(share + credit), within every bound, in rotated
+  // order. Returns the capacity left.
+  std::uint64_t giveWhole(std::uint64_t capacity) {
     std::uint64_t left = capacity;
     for (Candidate& c : cands) {
       const double target = c.share + campaigns[c.id].credit;
@@ -253,10 +241,14 @@ struct Scheduler::Impl {
       whole = std::min({whole, c.cap, providerRoom(c.provider), left});
       give(c, whole, left);
     }
-    // Work conservation: what rounding left over goes one message at a time
-    // to the campaigns owed the most (largest share + credit - given), ties
-    // in rotated order. Each pass gives at most one per campaign; rounding
-    // leaves less than two per campaign, so passes are few.
+    return left;
+  }
+
+  // Work conservation: what rounding left over goes one message at a time
+  // to the campaigns owed the most (largest share + credit - given), ties
+  // in rotated order. Each pass gives at most one per campaign; rounding
+  // leaves less than two per campaign, so passes are few.
+  void giveRemainder(std::uint64_t left) {
     while (left > 0) {
       // What each eligible campaign is owed, in millionths of a message:
       // values equal up to rounding noise become equal keys, a tie that the
@@ -268,7 +260,7 @@ struct Scheduler::Impl {
         const double owed = c.share + campaigns[c.id].credit - static_cast<double>(c.give);
         order.emplace_back(-std::llround(std::clamp(owed, -1e12, 1e12) * 1e6), i);
       }
-      if (order.empty()) break;
+      if (order.empty()) return;
       // Only the `left` most owed need an order: O(n) to find them.
       const std::size_t head = std::min<std::size_t>(order.size(), left);
       if (head < order.size()) std::nth_element(order.begin(), order.begin() + head, order.end());
@@ -282,10 +274,12 @@ struct Scheduler::Impl {
           progress = true;
         }
       }
-      if (!progress) break;
+      if (!progress) return;
     }
+  }
 
-    // Take the tokens and publish the grants.
+  // Takes the tokens from the limiters and publishes the grants.
+  void settle(MonoTime now) {
     for (Candidate& c : cands) {
       CampaignSlot& slot = campaigns[c.id];
       if (c.give > 0 && slot.limiter && !slot.limiter->tryAcquire(c.give, now)) {
@@ -307,6 +301,24 @@ struct Scheduler::Impl {
       if (ps.limiter && ps.granted > 0) ps.limiter->tryAcquire(ps.granted, now);
     }
     for (CampaignId id : drained) refreshActive(id);
+  }
+
+  std::span<const Grant> tick(MonoTime now, std::uint64_t capacity) {
+    grants.clear();
+    cands.clear();
+    touched.clear();
+    drained.clear();
+    const std::size_t n = active.size();
+    if (n == 0 || capacity == 0) return {};
+    ++stamp;
+    unlimited_tick = capacity == kUnlimitedCapacity;
+    // Candidates in rotated order: what each could take right now.
+    const std::size_t start = static_cast<std::size_t>(rotation++ % n);
+    for (std::size_t k = 0; k < n; ++k) gather(active[(start + k) % n], now, capacity);
+    if (cands.empty()) return {};
+    waterFill(capacity == kUnlimitedCapacity ? kInf : static_cast<double>(capacity));
+    giveRemainder(giveWhole(capacity));
+    settle(now);
     return grants;
   }
 };

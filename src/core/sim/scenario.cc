@@ -85,23 +85,8 @@ double burstFor(const YAML::Node& n, const std::string& field, std::optional<dou
   return b;
 }
 
-}  // namespace
-
-double defaultBurst(double rate_per_s, double tick_ms) {
-  return std::max(1.0, std::ceil(rate_per_s * tick_ms / 1000.0) + 1.0);
-}
-
-Scenario parseScenario(const std::string& yaml_text) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw ScenarioError(fmt::format("not valid YAML: {}", e.what()));
-  }
-  if (!root || !root.IsMap()) throw ScenarioError("scenario: expected a mapping at the top level");
-  checkKeys(root, "",
-            {"duration_s", "tick_ms", "capacity_per_s", "algorithm", "window_s", "stalls", "providers", "campaigns"});
-  Scenario s;
+// duration_s, tick_ms, capacity_per_s, algorithm, window_s.
+void readTiming(const YAML::Node& root, Scenario& s) {
   if (!root["duration_s"]) throw ScenarioError("duration_s: required (simulated seconds)");
   s.duration_s = positive(root["duration_s"], "duration_s");
   if (s.duration_s > 86400) fail("duration_s", root["duration_s"], "expected at most 86400 simulated seconds");
@@ -133,7 +118,10 @@ Scenario parseScenario(const std::string& yaml_text) {
     s.window_s = positive(root["window_s"], "window_s");
     if (s.window_s < 0.001 || s.window_s > 86400) fail("window_s", root["window_s"], "expected 0.001 to 86400 seconds");
   }
+}
 
+// stalls: [{from_s, to_s}]: the sink takes nothing between them.
+void readStalls(const YAML::Node& root, Scenario& s) {
   if (const YAML::Node st = root["stalls"]) {
     if (!st.IsSequence()) fail("stalls", st, "expected a list of {from_s, to_s}");
     for (std::size_t i = 0; i < st.size(); ++i) {
@@ -145,7 +133,10 @@ Scenario parseScenario(const std::string& yaml_text) {
       s.stalls.push_back(x);
     }
   }
+}
 
+// providers: [{id, rate, burst}]; returns their ids.
+std::set<std::string> readProviders(const YAML::Node& root, Scenario& s) {
   std::set<std::string> provider_ids;
   if (const YAML::Node ps = root["providers"]) {
     if (!ps.IsSequence()) fail("providers", ps, "expected a list");
@@ -165,44 +156,68 @@ Scenario parseScenario(const std::string& yaml_text) {
       s.providers.push_back(p);
     }
   }
+  return provider_ids;
+}
 
+// campaigns[i]: {id, provider, rate, burst, weight, messages, start_s}.
+CampaignScenario readCampaign(const YAML::Node& node, const std::string& f, const Scenario& s,
+                              const std::set<std::string>& provider_ids, std::set<std::string>& campaign_ids) {
+  checkKeys(node, f, {"id", "provider", "rate", "burst", "weight", "messages", "start_s"});
+  CampaignScenario c;
+  if (!node["id"]) fail(f + ".id", node, "required");
+  c.id = text(node["id"], f + ".id");
+  if (!campaign_ids.insert(c.id).second) fail(f + ".id", node["id"], fmt::format("duplicate campaign id '{}'", c.id));
+  if (node["provider"]) {
+    c.provider = text(node["provider"], f + ".provider");
+    if (!provider_ids.count(*c.provider)) {
+      fail(f + ".provider", node["provider"], fmt::format("no provider with id '{}' in providers", *c.provider));
+    }
+  }
+  if (node["rate"]) {
+    c.rate = nonNegative(node["rate"], f + ".rate");
+    checkRate(*c.rate, node["rate"], f + ".rate", s);
+  }
+  c.burst = burstFor(node["burst"], f + ".burst", c.rate, s.tick_ms);
+  if (node["weight"]) c.weight = positive(node["weight"], f + ".weight");
+  if (node["messages"]) {
+    const double m = nonNegative(node["messages"], f + ".messages");
+    if (m != std::floor(m) || m > 1e15) fail(f + ".messages", node["messages"], "expected a whole number");
+    c.messages = static_cast<std::uint64_t>(m);
+  }
+  if (node["start_s"]) {
+    c.start_s = nonNegative(node["start_s"], f + ".start_s");
+    if (c.start_s >= s.duration_s) {
+      fail(f + ".start_s", node["start_s"], fmt::format("at or after the end of the simulation ({} s)", s.duration_s));
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+double defaultBurst(double rate_per_s, double tick_ms) {
+  return std::max(1.0, std::ceil(rate_per_s * tick_ms / 1000.0) + 1.0);
+}
+
+Scenario parseScenario(const std::string& yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw ScenarioError(fmt::format("not valid YAML: {}", e.what()));
+  }
+  if (!root || !root.IsMap()) throw ScenarioError("scenario: expected a mapping at the top level");
+  checkKeys(root, "",
+            {"duration_s", "tick_ms", "capacity_per_s", "algorithm", "window_s", "stalls", "providers", "campaigns"});
+  Scenario s;
+  readTiming(root, s);
+  readStalls(root, s);
+  const std::set<std::string> provider_ids = readProviders(root, s);
   const YAML::Node cs = root["campaigns"];
   if (!cs || !cs.IsSequence() || cs.size() == 0) throw ScenarioError("campaigns: required, a non-empty list");
   std::set<std::string> campaign_ids;
-  for (std::size_t i = 0; i < cs.size(); ++i) {
-    const std::string f = fmt::format("campaigns[{}]", i);
-    checkKeys(cs[i], f, {"id", "provider", "rate", "burst", "weight", "messages", "start_s"});
-    CampaignScenario c;
-    if (!cs[i]["id"]) fail(f + ".id", cs[i], "required");
-    c.id = text(cs[i]["id"], f + ".id");
-    if (!campaign_ids.insert(c.id).second)
-      fail(f + ".id", cs[i]["id"], fmt::format("duplicate campaign id '{}'", c.id));
-    if (cs[i]["provider"]) {
-      c.provider = text(cs[i]["provider"], f + ".provider");
-      if (!provider_ids.count(*c.provider)) {
-        fail(f + ".provider", cs[i]["provider"], fmt::format("no provider with id '{}' in providers", *c.provider));
-      }
-    }
-    if (cs[i]["rate"]) {
-      c.rate = nonNegative(cs[i]["rate"], f + ".rate");
-      checkRate(*c.rate, cs[i]["rate"], f + ".rate", s);
-    }
-    c.burst = burstFor(cs[i]["burst"], f + ".burst", c.rate, s.tick_ms);
-    if (cs[i]["weight"]) c.weight = positive(cs[i]["weight"], f + ".weight");
-    if (cs[i]["messages"]) {
-      const double m = nonNegative(cs[i]["messages"], f + ".messages");
-      if (m != std::floor(m) || m > 1e15) fail(f + ".messages", cs[i]["messages"], "expected a whole number");
-      c.messages = static_cast<std::uint64_t>(m);
-    }
-    if (cs[i]["start_s"]) {
-      c.start_s = nonNegative(cs[i]["start_s"], f + ".start_s");
-      if (c.start_s >= s.duration_s) {
-        fail(f + ".start_s", cs[i]["start_s"],
-             fmt::format("at or after the end of the simulation ({} s)", s.duration_s));
-      }
-    }
-    s.campaigns.push_back(c);
-  }
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    s.campaigns.push_back(readCampaign(cs[i], fmt::format("campaigns[{}]", i), s, provider_ids, campaign_ids));
   return s;
 }
 

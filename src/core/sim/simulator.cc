@@ -20,116 +20,147 @@ std::optional<RateLimit> limitOf(const std::optional<double>& rate, double burst
   return RateLimit{*rate, burst};
 }
 
-}  // namespace
+// One simulation: the scheduler, the results, and who joins when.
+class Run {
+ public:
+  Run(const Scenario& s, bool keep_bins)
+      : s_(s),
+        keep_bins_(keep_bins),
+        tick_ns_(static_cast<std::int64_t>(std::llround(s.tick_ms * 1e6))),
+        ticks_(static_cast<std::uint64_t>(std::ceil(s.duration_s * 1e9 / static_cast<double>(tick_ns_) - 1e-9))),
+        seconds_(std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(s.duration_s - 1e-9)))),
+        scheduler_(options(s, tick_ns_)) {
+    checkSize();
+    out_.tick_ms = s.tick_ms;
+    out_.ticks = ticks_;
+    addProviders();
+    for (const CampaignScenario& c : s.campaigns)
+      out_.campaigns.push_back(SeriesResult{c.id, c.rate, c.burst, 0, std::nullopt, {}, {}});
+    for (std::vector<SeriesResult>* r : {&out_.campaigns, &out_.providers}) {
+      for (SeriesResult& x : *r) {
+        x.per_s.assign(seconds_, 0);
+        if (keep_bins_) x.bins.assign(ticks_, 0);
+      }
+    }
+    // Campaigns join at the first tick at or after start_s, in start order.
+    for (std::size_t i = 0; i < s.campaigns.size(); ++i)
+      starts_.emplace_back(
+          static_cast<std::uint64_t>(std::ceil(s.campaigns[i].start_s * 1e9 / static_cast<double>(tick_ns_) - 1e-9)),
+          i);
+    std::sort(starts_.begin(), starts_.end());
+    provider_of_.assign(s.campaigns.size(), kNoProvider);
+  }
 
-SimResult simulate(const Scenario& s, bool keep_bins) {
-  const auto tick_ns = static_cast<std::int64_t>(std::llround(s.tick_ms * 1e6));
-  const auto ticks = static_cast<std::uint64_t>(std::ceil(s.duration_s * 1e9 / static_cast<double>(tick_ns) - 1e-9));
-  const auto seconds = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(s.duration_s - 1e-9)));
-  const double series = static_cast<double>(s.campaigns.size() + s.providers.size());
-  const double bytes = series * (static_cast<double>(seconds) + (keep_bins ? static_cast<double>(ticks) : 0.0)) * 8.0;
-  if (bytes > 4.0 * (1u << 30)) {
+  SimResult run() {
+    for (std::uint64_t k = 0; k < ticks_; ++k) {
+      const MonoTime now{Nanos{static_cast<std::int64_t>(k) * tick_ns_}};
+      const double t_s = static_cast<double>(k) * static_cast<double>(tick_ns_) / 1e9;
+      join(k, now);
+      const std::size_t second = std::min(seconds_ - 1, static_cast<std::size_t>(t_s + 1e-12));
+      for (const Grant& g : scheduler_.tick(now, capacityAt(k, t_s))) record(g, k, second, t_s);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  static SchedulerOptions options(const Scenario& s, std::int64_t tick_ns) {
+    SchedulerOptions o;
+    o.limiter.algorithm = s.algorithm;
+    o.limiter.window = Nanos{static_cast<std::int64_t>(std::llround(s.window_s * 1e9))};
+    o.limiter.max_lateness = Nanos{tick_ns};
+    return o;
+  }
+
+  void checkSize() const {
+    const double series = static_cast<double>(s_.campaigns.size() + s_.providers.size());
+    const double bytes =
+        series * (static_cast<double>(seconds_) + (keep_bins_ ? static_cast<double>(ticks_) : 0.0)) * 8.0;
+    if (bytes <= 4.0 * (1u << 30)) return;
     throw ScenarioError(
         fmt::format("the result would need about {:.1f} GiB ({} campaigns and providers x {} s{}): shorten duration_s, "
                     "raise tick_ms{}, or simulate fewer campaigns",
-                    bytes / (1u << 30), s.campaigns.size() + s.providers.size(), seconds,
-                    keep_bins ? " x per-tick bins" : "", keep_bins ? ", drop --bins" : ""));
+                    bytes / (1u << 30), s_.campaigns.size() + s_.providers.size(), seconds_,
+                    keep_bins_ ? " x per-tick bins" : "", keep_bins_ ? ", drop --bins" : ""));
   }
 
-  SchedulerOptions options;
-  options.limiter.algorithm = s.algorithm;
-  options.limiter.window = Nanos{static_cast<std::int64_t>(std::llround(s.window_s * 1e9))};
-  options.limiter.max_lateness = Nanos{tick_ns};
-  Scheduler scheduler(options);
-
-  SimResult out;
-  out.tick_ms = s.tick_ms;
-  out.ticks = ticks;
-  std::map<std::string, ProviderId> provider_ids;
-  std::vector<std::size_t> provider_index;  // ProviderId -> index in out.providers
-  for (const ProviderScenario& p : s.providers) {
-    ProviderId id = 0;
-    try {
-      id = scheduler.addProvider(ProviderSpec{limitOf(p.rate, p.burst)}, MonoTime{});
-    } catch (const SchedulerError& e) {
-      throw ScenarioError(fmt::format("providers[{}] ({}): {}", out.providers.size(), p.id, e.what()));
-    }
-    provider_ids[p.id] = id;
-    provider_index.resize(id + 1);
-    provider_index[id] = out.providers.size();
-    out.providers.push_back(SeriesResult{p.id, p.rate, p.burst, 0, std::nullopt, {}, {}});
-  }
-  for (const CampaignScenario& c : s.campaigns) {
-    out.campaigns.push_back(SeriesResult{c.id, c.rate, c.burst, 0, std::nullopt, {}, {}});
-  }
-  for (std::vector<SeriesResult>* r : {&out.campaigns, &out.providers}) {
-    for (SeriesResult& x : *r) {
-      x.per_s.assign(seconds, 0);
-      if (keep_bins) x.bins.assign(ticks, 0);
+  void addProviders() {
+    for (const ProviderScenario& p : s_.providers) {
+      ProviderId id = 0;
+      try {
+        id = scheduler_.addProvider(ProviderSpec{limitOf(p.rate, p.burst)}, MonoTime{});
+      } catch (const SchedulerError& e) {
+        throw ScenarioError(fmt::format("providers[{}] ({}): {}", out_.providers.size(), p.id, e.what()));
+      }
+      provider_ids_[p.id] = id;
+      provider_index_.resize(id + 1);
+      provider_index_[id] = out_.providers.size();
+      out_.providers.push_back(SeriesResult{p.id, p.rate, p.burst, 0, std::nullopt, {}, {}});
     }
   }
 
-  // Campaigns join at the first tick at or after start_s, in start order.
-  std::vector<std::pair<std::uint64_t, std::size_t>> starts;
-  for (std::size_t i = 0; i < s.campaigns.size(); ++i) {
-    starts.emplace_back(
-        static_cast<std::uint64_t>(std::ceil(s.campaigns[i].start_s * 1e9 / static_cast<double>(tick_ns) - 1e-9)), i);
-  }
-  std::sort(starts.begin(), starts.end());
-  std::size_t next_start = 0;
-  std::vector<std::size_t> by_id;  // CampaignId -> scenario index
-  std::vector<ProviderId> provider_of(s.campaigns.size(), kNoProvider);
-
-  const double cap_per_tick = s.capacity_per_s ? *s.capacity_per_s * static_cast<double>(tick_ns) / 1e9 : 0.0;
-  for (std::uint64_t k = 0; k < ticks; ++k) {
-    const MonoTime now{Nanos{static_cast<std::int64_t>(k) * tick_ns}};
-    const double t_s = static_cast<double>(k) * static_cast<double>(tick_ns) / 1e9;
-    for (; next_start < starts.size() && starts[next_start].first <= k; ++next_start) {
-      const std::size_t i = starts[next_start].second;
-      const CampaignScenario& c = s.campaigns[i];
+  // The campaigns whose start is due at tick k join the scheduler.
+  void join(std::uint64_t k, MonoTime now) {
+    for (; next_start_ < starts_.size() && starts_[next_start_].first <= k; ++next_start_) {
+      const std::size_t i = starts_[next_start_].second;
+      const CampaignScenario& c = s_.campaigns[i];
       CampaignSpec spec{limitOf(c.rate, c.burst), c.weight, kNoProvider};
-      if (c.provider) spec.provider = provider_ids.at(*c.provider);
+      if (c.provider) spec.provider = provider_ids_.at(*c.provider);
       CampaignId id = 0;
       try {
-        id = scheduler.addCampaign(spec, now);
+        id = scheduler_.addCampaign(spec, now);
       } catch (const SchedulerError& e) {
         throw ScenarioError(fmt::format("campaigns[{}] ({}): {}", i, c.id, e.what()));
       }
-      by_id.resize(std::max<std::size_t>(by_id.size(), id + 1));
-      by_id[id] = i;
-      provider_of[i] = spec.provider;
+      by_id_.resize(std::max<std::size_t>(by_id_.size(), id + 1));
+      by_id_[id] = i;
+      provider_of_[i] = spec.provider;
       const std::uint64_t backlog = c.messages.value_or(kEndless);
-      if (backlog == 0) out.campaigns[i].finished_s = std::nullopt;
-      scheduler.addBacklog(id, backlog);
-    }
-
-    std::uint64_t capacity = kUnlimitedCapacity;
-    if (s.capacity_per_s) {
-      // Whole messages per tick that add up to exactly capacity_per_s.
-      capacity = static_cast<std::uint64_t>(std::floor(static_cast<double>(k + 1) * cap_per_tick + 1e-9) -
-                                            std::floor(static_cast<double>(k) * cap_per_tick + 1e-9));
-    }
-    for (const Stall& st : s.stalls) {
-      if (t_s >= st.from_s - 1e-12 && t_s < st.to_s - 1e-12) capacity = 0;
-    }
-
-    const std::size_t second = std::min(seconds - 1, static_cast<std::size_t>(t_s + 1e-12));
-    for (const Grant& g : scheduler.tick(now, capacity)) {
-      const std::size_t i = by_id[g.campaign];
-      SeriesResult& r = out.campaigns[i];
-      r.sent += g.count;
-      r.per_s[second] += g.count;
-      if (keep_bins) r.bins[k] += g.count;
-      if (s.campaigns[i].messages && r.sent == *s.campaigns[i].messages) r.finished_s = t_s;
-      if (provider_of[i] != kNoProvider) {
-        SeriesResult& p = out.providers[provider_index[provider_of[i]]];
-        p.sent += g.count;
-        p.per_s[second] += g.count;
-        if (keep_bins) p.bins[k] += g.count;
-      }
+      if (backlog == 0) out_.campaigns[i].finished_s = std::nullopt;
+      scheduler_.addBacklog(id, backlog);
     }
   }
-  return out;
-}
+
+  // Whole messages per tick that add up to exactly capacity_per_s; none in a stall.
+  std::uint64_t capacityAt(std::uint64_t k, double t_s) const {
+    for (const Stall& st : s_.stalls)
+      if (t_s >= st.from_s - 1e-12 && t_s < st.to_s - 1e-12) return 0;
+    if (!s_.capacity_per_s) return kUnlimitedCapacity;
+    const double per_tick = *s_.capacity_per_s * static_cast<double>(tick_ns_) / 1e9;
+    return static_cast<std::uint64_t>(std::floor(static_cast<double>(k + 1) * per_tick + 1e-9) -
+                                      std::floor(static_cast<double>(k) * per_tick + 1e-9));
+  }
+
+  void record(const Grant& g, std::uint64_t k, std::size_t second, double t_s) {
+    const std::size_t i = by_id_[g.campaign];
+    SeriesResult& r = out_.campaigns[i];
+    r.sent += g.count;
+    r.per_s[second] += g.count;
+    if (keep_bins_) r.bins[k] += g.count;
+    if (s_.campaigns[i].messages && r.sent == *s_.campaigns[i].messages) r.finished_s = t_s;
+    if (provider_of_[i] == kNoProvider) return;
+    SeriesResult& p = out_.providers[provider_index_[provider_of_[i]]];
+    p.sent += g.count;
+    p.per_s[second] += g.count;
+    if (keep_bins_) p.bins[k] += g.count;
+  }
+
+  const Scenario& s_;
+  const bool keep_bins_;
+  const std::int64_t tick_ns_;
+  const std::uint64_t ticks_;
+  const std::size_t seconds_;
+  Scheduler scheduler_;
+  SimResult out_;
+  std::map<std::string, ProviderId> provider_ids_;
+  std::vector<std::size_t> provider_index_;  // ProviderId -> index in out_.providers
+  std::vector<std::pair<std::uint64_t, std::size_t>> starts_;
+  std::size_t next_start_ = 0;
+  std::vector<std::size_t> by_id_;  // CampaignId -> scenario index
+  std::vector<ProviderId> provider_of_;
+};
+
+}  // namespace
+
+SimResult simulate(const Scenario& s, bool keep_bins) { return Run(s, keep_bins).run(); }
 
 }  // namespace pacer::sim

@@ -51,10 +51,7 @@ class Reports : public RdKafka::DeliveryReportCb, public RdKafka::EventCb {
   std::string broker_error;
 };
 
-}  // namespace
-
-ProduceResult produceMessages(const ProduceOptions& o) {
-  Reports reports;
+std::unique_ptr<RdKafka::Producer> makeProducer(const ProduceOptions& o, Reports& reports) {
   std::string err;
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   const std::map<std::string, std::string> props{{"bootstrap.servers", o.brokers},
@@ -71,83 +68,115 @@ ProduceResult produceMessages(const ProduceOptions& o) {
     throw InvalidValueError("librdkafka: " + err);
   std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), err));
   if (!producer) throw InvalidValueError(fmt::format("--brokers '{}': librdkafka refused it: {}", o.brokers, err));
+  return producer;
+}
 
-  ProduceResult result;
-  std::int64_t reported = 0;  // deliveries already passed to on_delivered
-  auto last_report = Clock::now();
-  const auto report = [&](bool force) {
-    if (!o.on_delivered || reports.delivered == reported) return;
-    if (!force && Clock::now() - last_report < std::chrono::seconds(1)) return;
-    const std::int64_t now_delivered = reports.delivered;
-    last_report = Clock::now();
-    o.on_delivered(now_delivered - reported);
-    reported = now_delivered;
-  };
+// One run: pacing, producing, passing deliveries on, and the result.
+class Run {
+ public:
+  explicit Run(const ProduceOptions& o) : o_(o), producer_(makeProducer(o, reports_)) {}
+
+  ProduceResult run() {
+    start_ = Clock::now();
+    try {
+      for (std::int64_t i = 0; i < o_.count && !hopeless(); ++i) {
+        if (o_.rate)
+          waitUntil(start_ + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(produceDueS(i, *o_.rate))));
+        produceOne(i);
+        ++produced_;
+        producer_->poll(0);
+        report(false);
+      }
+      // Wait for every report; poll in slices so an unreachable cluster ends it early.
+      while (producer_->outq_len() > 0 && !hopeless()) {
+        producer_->poll(50);
+        report(false);
+      }
+      if (hopeless()) purge();
+      report(true);
+    } catch (...) {
+      purge();
+      throw;
+    }
+    return result();
+  }
+
+ private:
   // Nothing acknowledged and every broker down: waiting for message.timeout.ms
   // would only delay the same answer.
-  const auto hopeless = [&] { return reports.all_down && reports.delivered == 0; };
+  bool hopeless() const { return reports_.all_down && reports_.delivered == 0; }
 
-  const auto start = Clock::now();
-  const std::int32_t partition = o.partition.value_or(RdKafka::Topic::PARTITION_UA);
-  std::int64_t produced = 0;
-  try {
-    for (std::int64_t i = 0; i < o.count && !hopeless(); ++i) {
-      if (o.rate) {
-        const auto due =
-            start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(produceDueS(i, *o.rate)));
-        for (auto now = Clock::now(); now < due && !hopeless(); now = Clock::now())
-          producer->poll(static_cast<int>(std::clamp<std::int64_t>(
-              std::chrono::duration_cast<std::chrono::milliseconds>(due - now).count(), 0, 100)));
-      }
-      const std::string id = o.id_prefix + std::to_string(i);
-      const std::string recipient = o.recipient_prefix.empty() ? "" : o.recipient_prefix + std::to_string(i);
-      for (;;) {
-        RdKafka::Headers* headers = RdKafka::Headers::create();
-        headers->add("message-id", id);
-        if (!recipient.empty()) headers->add("recipient", recipient);
-        const RdKafka::ErrorCode e =
-            producer->produce(o.topic, partition, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(o.payload.data()),
-                              o.payload.size(), o.campaign.data(), o.campaign.size(), 0, headers, nullptr);
-        if (e == RdKafka::ERR_NO_ERROR) break;
-        delete headers;  // librdkafka keeps them only on success
-        if (e != RdKafka::ERR__QUEUE_FULL) {
-          // Refused locally (unknown partition, message too large): counted
-          // as failed like a refused delivery.
-          ++reports.failed;
-          reports.all_transient = false;
-          if (reports.first_error.empty()) reports.first_error = RdKafka::err2str(e);
-          break;
-        }
-        producer->poll(10);
-      }
-      ++produced;
-      producer->poll(0);
-      report(false);
-    }
-    // Wait for every report; poll in slices so an unreachable cluster ends it early.
-    while (producer->outq_len() > 0 && !hopeless()) {
-      producer->poll(50);
-      report(false);
-    }
-    if (hopeless()) {
-      producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
-      producer->flush(1000);
-    }
-    report(true);
-  } catch (...) {
-    producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
-    producer->flush(1000);
-    throw;
+  void purge() {
+    producer_->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
+    producer_->flush(1000);
   }
-  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  result.delivered = reports.delivered;
-  // Messages never handed to librdkafka (stopped early) count as failed.
-  result.failed = reports.failed + (o.count - produced);
-  result.unreachable = reports.all_down && reports.delivered == 0;
-  result.transient = reports.all_transient;
-  result.error = result.unreachable && !reports.broker_error.empty() ? reports.broker_error : reports.first_error;
-  if (result.error.empty() && result.failed > 0) result.error = reports.broker_error;
-  return result;
-}
+
+  void waitUntil(Clock::time_point due) {
+    for (auto now = Clock::now(); now < due && !hopeless(); now = Clock::now())
+      producer_->poll(static_cast<int>(
+          std::clamp<std::int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(due - now).count(), 0, 100)));
+  }
+
+  // Deliveries go to on_delivered at most once a second (and at the end).
+  void report(bool force) {
+    if (!o_.on_delivered || reports_.delivered == reported_) return;
+    if (!force && Clock::now() - last_report_ < std::chrono::seconds(1)) return;
+    const std::int64_t delivered = reports_.delivered;
+    last_report_ = Clock::now();
+    o_.on_delivered(delivered - reported_);
+    reported_ = delivered;
+  }
+
+  void produceOne(std::int64_t i) {
+    const std::int32_t partition = o_.partition.value_or(RdKafka::Topic::PARTITION_UA);
+    const std::string id = o_.id_prefix + std::to_string(i);
+    const std::string recipient = o_.recipient_prefix.empty() ? "" : o_.recipient_prefix + std::to_string(i);
+    for (;;) {
+      RdKafka::Headers* headers = RdKafka::Headers::create();
+      headers->add("message-id", id);
+      if (!recipient.empty()) headers->add("recipient", recipient);
+      const RdKafka::ErrorCode e =
+          producer_->produce(o_.topic, partition, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(o_.payload.data()),
+                             o_.payload.size(), o_.campaign.data(), o_.campaign.size(), 0, headers, nullptr);
+      if (e == RdKafka::ERR_NO_ERROR) return;
+      delete headers;  // librdkafka keeps them only on success
+      if (e != RdKafka::ERR__QUEUE_FULL) {
+        // Refused locally (unknown partition, message too large): counted
+        // as failed like a refused delivery.
+        ++reports_.failed;
+        reports_.all_transient = false;
+        if (reports_.first_error.empty()) reports_.first_error = RdKafka::err2str(e);
+        return;
+      }
+      producer_->poll(10);
+    }
+  }
+
+  ProduceResult result() const {
+    ProduceResult r;
+    r.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    r.delivered = reports_.delivered;
+    // Messages never handed to librdkafka (stopped early) count as failed.
+    r.failed = reports_.failed + (o_.count - produced_);
+    r.unreachable = hopeless();
+    r.transient = reports_.all_transient;
+    r.error = r.unreachable && !reports_.broker_error.empty() ? reports_.broker_error : reports_.first_error;
+    if (r.error.empty() && r.failed > 0) r.error = reports_.broker_error;
+    return r;
+  }
+
+  const ProduceOptions& o_;
+  Reports reports_;  // before producer_: the producer's callbacks point at it
+  std::unique_ptr<RdKafka::Producer> producer_;
+  Clock::time_point start_;
+  Clock::time_point last_report_ = Clock::now();
+  std::int64_t reported_ = 0;  // deliveries already passed to on_delivered
+  std::int64_t produced_ = 0;
+};
+
+}  // namespace
+
+ProduceResult produceMessages(const ProduceOptions& o) { return Run(o).run(); }
 
 }  // namespace pacer::control
