@@ -23,6 +23,7 @@
 
 #include "pacer/adaptive_rate.h"
 #include "pacer/circuit_breaker.h"
+#include "pacer/campaign_state.h"
 #include "pacer/ledger.h"
 #include "pacer/message.h"
 #include "pacer/offset_tracker.h"
@@ -35,11 +36,6 @@
 #include "pacer/time.h"
 
 namespace pacer {
-
-enum class CampaignState { kActive, kPaused, kCancelled, kCompleted };
-
-// "active", "paused", "cancelled", "completed"; nullopt for anything else.
-std::optional<CampaignState> parseCampaignState(std::string_view s) noexcept;
 
 // A campaign as configured (the campaigns table).
 struct CampaignInfo {

@@ -52,7 +52,7 @@ class ControlFeed {
   void setRefreshInterval(std::chrono::milliseconds interval) noexcept;
 
   bool listening() const;
-  std::size_t invalidRows() const noexcept;   // rows failing their checks now
+  std::size_t invalidRows() const noexcept;    // rows failing their checks now
   std::uint64_t rowsSkipped() const noexcept;  // every time a refresh or a notice skipped one
   // Every campaign as the table has it now (the summary's send_rate); empty
   // if PostgreSQL does not answer.

@@ -21,24 +21,6 @@ struct ConnectOptions {
   int connect_timeout_s = 5;
 };
 
-struct CampaignRow {
-  std::string id;
-  std::string name;
-  std::string state;  // active, paused, cancelled, completed
-  Limit limit;        // send_rate (nullopt: unlimited) and burst
-  double weight = 1;
-  std::string provider;    // empty: none
-  std::string updated_at;  // UTC, ISO 8601 (2026-11-23T09:00:00Z)
-  std::optional<std::int64_t> total;  // messages the campaign has in all; nullopt: unknown
-};
-
-struct ProviderRow {
-  std::string id;
-  Limit limit;
-  std::int64_t campaigns = 0;  // campaigns that name this provider
-  std::string updated_at;
-};
-
 struct LedgerCounts {
   std::int64_t sent = 0;
   std::int64_t failed = 0;
@@ -74,7 +56,7 @@ struct NewCampaign {
   std::string name;
   Limit limit;
   double weight = 1;
-  std::string provider;  // empty: none
+  std::string provider;               // empty: none
   std::optional<std::int64_t> total;  // nullopt: unknown
 };
 

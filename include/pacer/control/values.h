@@ -11,6 +11,7 @@
 
 #include "pacer/conninfo.h"  // redactConninfo, used with these
 #include "pacer/error.h"
+#include "pacer/worker.h"  // CampaignInfo, ProviderInfo
 
 namespace pacer::control {
 
@@ -69,6 +70,34 @@ struct Limit {
   std::optional<double> rate;  // messages per second, 0 to 10,000,000
   double burst = 1;            // messages, >= 1
 };
+
+// A campaign as the campaigns table holds it: the one campaign model. The
+// core's view of it (CampaignInfo: what a worker needs to pace it) is made
+// from it by campaignInfoOf, with the row's checks; the table's columns and
+// their reading are in one place (src/adapters/ledger/table_rows.h).
+struct CampaignRow {
+  std::string id;
+  std::string name;
+  std::string state;  // active, paused, cancelled, completed
+  Limit limit;        // send_rate (nullopt: unlimited) and burst
+  double weight = 1;
+  std::string provider;               // empty: none
+  std::string updated_at;             // UTC, ISO 8601 (2026-11-23T09:00:00Z)
+  std::optional<std::int64_t> total;  // messages the campaign has in all; nullopt: unknown
+};
+
+// A provider as the providers table holds it.
+struct ProviderRow {
+  std::string id;
+  Limit limit;
+  std::int64_t campaigns = 0;  // campaigns that name this provider
+  std::string updated_at;
+};
+
+// The core's view of a row, or nullopt with the reason for a row that fails
+// its checks (a state this build does not know, a rate or weight out of range).
+std::optional<CampaignInfo> campaignInfoOf(const CampaignRow& row, std::string* problem);
+std::optional<ProviderInfo> providerInfoOf(const ProviderRow& row, std::string* problem);
 
 // "unlimited", or a number of messages per second (0 to 10,000,000, as the
 // limiters accept). `flag` names the argument in the error.

@@ -1,12 +1,12 @@
 #include "pacer/control/control_feed.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <optional>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "pacer/control/pg_listener.h"
 #include "pacer/control/values.h"
@@ -43,16 +43,6 @@ std::string burstText(const std::optional<RateLimit>& limit) {
   return limit ? fmt::format("{}", limit->burst) : std::string("-");
 }
 
-const char* stateText(CampaignState s) {
-  switch (s) {
-    case CampaignState::kActive: return "active";
-    case CampaignState::kPaused: return "paused";
-    case CampaignState::kCancelled: return "cancelled";
-    case CampaignState::kCompleted: return "completed";
-  }
-  return "unknown";
-}
-
 }  // namespace
 
 struct ControlFeed::Impl {
@@ -75,9 +65,9 @@ struct ControlFeed::Impl {
   MonoTime last_refresh{};
   MonoTime listen_retry_at{};
   milliseconds listen_backoff{kListenBackoffMin};
-  bool listen_outage = false;            // LISTEN is down (said once)
-  bool directory_failing = false;        // the last full read failed (said once)
-  std::optional<MonoTime> retry_at;      // a notice's row could not be read: re-read all then
+  bool listen_outage = false;        // LISTEN is down (said once)
+  bool directory_failing = false;    // the last full read failed (said once)
+  std::optional<MonoTime> retry_at;  // a notice's row could not be read: re-read all then
   std::map<std::pair<std::string, std::string>, std::string> problems;  // rows held now -> reason
   std::uint64_t skipped = 0;
   std::map<std::string, std::pair<double, double>> warned_burst;
@@ -291,7 +281,7 @@ void ControlFeed::Impl::applyNotice(const ControlNotice& n, MonoTime received) {
   applyCampaign(*c, clock.now(), bad);
   forgetProblem("campaign", n.id, bad);
   logApplied(n.kind, n.id, n.change,
-             fmt::format("state={} send_rate={} burst={} weight={}", stateText(c->state), rateText(c->limit),
+             fmt::format("state={} send_rate={} burst={} weight={}", campaignStateName(c->state), rateText(c->limit),
                          burstText(c->limit), c->weight),
              received);
 }
@@ -323,8 +313,8 @@ void ControlFeed::Impl::warnSmallBurst(const CampaignInfo& c) {
       c.id, c.limit->rate_per_s, c.limit->burst, options.tick.count(), c.limit->burst / tick_s, std::ceil(per_tick));
 }
 
-ControlFeed::ControlFeed(ControlFeedOptions options, WorkerCore& core, const TimeSource& clock,
-                         logging::LoggerPtr log, std::function<void(const CampaignInfo&)> on_campaign)
+ControlFeed::ControlFeed(ControlFeedOptions options, WorkerCore& core, const TimeSource& clock, logging::LoggerPtr log,
+                         std::function<void(const CampaignInfo&)> on_campaign)
     : impl_(std::make_unique<Impl>(std::move(options), core, clock, std::move(log), std::move(on_campaign))) {}
 
 ControlFeed::~ControlFeed() = default;

@@ -7,17 +7,15 @@
 #include <pqxx/pqxx>
 
 #include "pacer/ledger/pg_ledger.h"
+#include "table_rows.h"
 
 namespace pacer::control {
 namespace {
 
-// Timestamps as text in UTC, so nothing depends on the session's time zone.
-#define PACER_UTC(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
-
-constexpr const char* kCampaignColumns =
-    "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at") ", total";
-constexpr const char* kProviderColumns =
-    "id, rate, burst, (SELECT count(*) FROM campaigns c WHERE c.provider = p.id), " PACER_UTC("updated_at");
+using ledger::campaignRowFrom;
+using ledger::kCampaignColumns;
+using ledger::kProviderColumns;
+using ledger::providerRowFrom;
 
 // A rate as two parameters: whether it is limited, and its value. In SQL:
 // CASE WHEN $n THEN $n+1::double precision END (NULL is unlimited).
@@ -27,47 +25,18 @@ struct RateParams {
 };
 RateParams rateParams(const Limit& l) { return RateParams{l.rate.has_value(), l.rate.value_or(0)}; }
 
-Limit limitFrom(const pqxx::field& rate, const pqxx::field& burst) {
-  Limit l;
-  if (!rate.is_null()) l.rate = rate.as<double>();
-  l.burst = burst.as<double>();
-  return l;
-}
-
-CampaignRow campaignFrom(const pqxx::row& r) {
-  CampaignRow c;
-  c.id = r[0].as<std::string>();
-  c.name = r[1].as<std::string>();
-  c.state = r[2].as<std::string>();
-  c.limit = limitFrom(r[3], r[4]);
-  c.weight = r[5].as<double>();
-  c.provider = r[6].as<std::string>();
-  c.updated_at = r[7].as<std::string>();
-  if (!r[8].is_null()) c.total = r[8].as<std::int64_t>();
-  return c;
-}
-
-ProviderRow providerFrom(const pqxx::row& r) {
-  ProviderRow p;
-  p.id = r[0].as<std::string>();
-  p.limit = limitFrom(r[1], r[2]);
-  p.campaigns = r[3].as<std::int64_t>();
-  p.updated_at = r[4].as<std::string>();
-  return p;
-}
-
 std::optional<CampaignRow> fetchCampaign(pqxx::transaction_base& tx, const std::string& id, bool for_update) {
   const pqxx::result r = tx.exec_params(
       fmt::format("SELECT {} FROM campaigns WHERE id = $1{}", kCampaignColumns, for_update ? " FOR UPDATE" : ""), id);
   if (r.empty()) return std::nullopt;
-  return campaignFrom(r[0]);
+  return campaignRowFrom(r[0]);
 }
 
 std::optional<ProviderRow> fetchProvider(pqxx::transaction_base& tx, const std::string& id, bool for_update) {
   const pqxx::result r = tx.exec_params(
       fmt::format("SELECT {} FROM providers p WHERE id = $1{}", kProviderColumns, for_update ? " FOR UPDATE" : ""), id);
   if (r.empty()) return std::nullopt;
-  return providerFrom(r[0]);
+  return providerRowFrom(r[0]);
 }
 
 // Delivered to listeners when (and only if) the transaction commits.
@@ -253,7 +222,7 @@ std::vector<CampaignRow> PgControl::campaigns() {
     pqxx::read_transaction tx(*impl_->conn);
     std::vector<CampaignRow> out;
     for (const auto& r : tx.exec(fmt::format("SELECT {} FROM campaigns ORDER BY id", kCampaignColumns)))
-      out.push_back(campaignFrom(r));
+      out.push_back(campaignRowFrom(r));
     return out;
   });
 }
@@ -448,7 +417,7 @@ std::vector<ProviderRow> PgControl::providers() {
     pqxx::read_transaction tx(*impl_->conn);
     std::vector<ProviderRow> out;
     for (const auto& r : tx.exec(fmt::format("SELECT {} FROM providers p ORDER BY id", kProviderColumns)))
-      out.push_back(providerFrom(r));
+      out.push_back(providerRowFrom(r));
     return out;
   });
 }

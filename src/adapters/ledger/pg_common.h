@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "pacer/ledger/pg_ledger.h"
 #include "pacer/conninfo.h"
+#include "pacer/ledger/pg_ledger.h"
 
 namespace pacer::ledger {
 

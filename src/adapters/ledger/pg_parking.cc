@@ -3,8 +3,13 @@
 #include <algorithm>
 
 #include "pg_common.h"
+#include "table_rows.h"
 
 namespace pacer::ledger {
+
+using ledger::campaignRowFrom;
+using ledger::providerRowFrom;
+
 namespace {
 
 class PgParking final : public ParkingInterface {
@@ -110,11 +115,6 @@ class PgParking final : public ParkingInterface {
   std::unique_ptr<pqxx::connection> conn_;
 };
 
-std::optional<RateLimit> limitFrom(const pqxx::field& rate, const pqxx::field& burst) {
-  if (rate.is_null()) return std::nullopt;
-  return RateLimit{rate.as<double>(), burst.as<double>()};
-}
-
 }  // namespace
 
 ParkingInterfacePtr makePgParking(const PgParkingOptions& options) { return std::make_unique<PgParking>(options); }
@@ -131,115 +131,76 @@ PgDirectory::PgDirectory(PgLedgerOptions options) : impl_(std::make_unique<Impl>
 PgDirectory::~PgDirectory() = default;
 
 namespace {
-// A provider row, or why it cannot be used.
-std::optional<ProviderInfo> providerFrom(const pqxx::row& row, std::string* problem) {
-  ProviderInfo p{row[0].as<std::string>(), limitFrom(row[1], row[2])};
-  if (auto why = rowProblem(p)) {
-    if (problem) *problem = *why;
-    return std::nullopt;
+
+// Each good row's core view; each bad one, with its reason, in `problems`.
+template <typename Info, typename Row, typename Read, typename Convert>
+std::vector<Info> readAll(const pqxx::result& res, const char* kind, Read read, Convert convert,
+                          std::vector<RowProblem>* problems) {
+  std::vector<Info> out;
+  for (const auto& r : res) {
+    std::string why;
+    const Row row = read(r);
+    if (auto info = convert(row, &why))
+      out.push_back(std::move(*info));
+    else if (problems)
+      problems->push_back(RowProblem{kind, row.id, std::move(why)});
   }
-  return p;
+  return out;
 }
+
+// One row's core view, or nullopt (with the reason when the row exists).
+template <typename Info, typename Row, typename Read, typename Convert>
+std::optional<Info> readOne(const pqxx::result& res, Read read, Convert convert, std::optional<std::string>* problem) {
+  if (res.empty()) return std::nullopt;
+  std::string why;
+  auto info = convert(read(res[0]), &why);
+  if (!info && problem) *problem = std::move(why);
+  return info;
+}
+
 }  // namespace
 
 std::vector<ProviderInfo> PgDirectory::providers(std::vector<RowProblem>* problems) {
   return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
     pqxx::read_transaction tx(c);
-    const pqxx::result res = tx.exec("SELECT id, rate, burst FROM providers ORDER BY id");
-    std::vector<ProviderInfo> out;
-    for (const auto& row : res) {
-      std::string why;
-      if (auto p = providerFrom(row, &why))
-        out.push_back(std::move(*p));
-      else if (problems)
-        problems->push_back(RowProblem{"provider", row[0].as<std::string>(), std::move(why)});
-    }
-    return out;
+    return readAll<ProviderInfo, control::ProviderRow>(
+        tx.exec(fmt::format("SELECT {} FROM providers p ORDER BY id", kProviderColumns)), "provider", providerRowFrom,
+        control::providerInfoOf, problems);
   });
 }
-
-namespace {
-constexpr const char* kCampaignColumns = "id, send_rate, burst, weight, coalesce(provider, ''), state";
-
-// nullopt, with the reason, for a row that fails its checks or has a state
-// this build does not know.
-std::optional<CampaignInfo> campaignFrom(const pqxx::row& row, std::string* problem) {
-  CampaignInfo ci;
-  ci.id = row[0].as<std::string>();
-  ci.limit = limitFrom(row[1], row[2]);
-  ci.weight = row[3].as<double>();
-  ci.provider = row[4].as<std::string>();
-  const std::string state_text = row[5].as<std::string>();
-  const auto state = parseCampaignState(state_text);
-  if (!state) {
-    if (problem) *problem = fmt::format("unknown state '{}'", state_text);
-    return std::nullopt;
-  }
-  ci.state = *state;
-  if (auto why = rowProblem(ci)) {
-    if (problem) *problem = *why;
-    return std::nullopt;
-  }
-  return ci;
-}
-}  // namespace
 
 std::vector<CampaignInfo> PgDirectory::campaigns(std::vector<RowProblem>* problems) {
   return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
     pqxx::read_transaction tx(c);
-    const pqxx::result res = tx.exec(fmt::format("SELECT {} FROM campaigns ORDER BY id", kCampaignColumns));
-    std::vector<CampaignInfo> out;
-    for (const auto& row : res) {
-      std::string why;
-      if (auto ci = campaignFrom(row, &why))
-        out.push_back(std::move(*ci));
-      else if (problems)
-        problems->push_back(RowProblem{"campaign", row[0].as<std::string>(), std::move(why)});
-    }
-    return out;
+    return readAll<CampaignInfo, control::CampaignRow>(
+        tx.exec(fmt::format("SELECT {} FROM campaigns ORDER BY id", kCampaignColumns)), "campaign", campaignRowFrom,
+        control::campaignInfoOf, problems);
   });
 }
 
 std::optional<ProviderInfo> PgDirectory::provider(const std::string& id, std::optional<std::string>* problem) {
   if (problem) problem->reset();
-  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) -> std::optional<ProviderInfo> {
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
     // One statement, so no BEGIN/COMMIT: one round trip instead of three,
     // on the path from a NOTIFY to the change being applied.
     pqxx::nontransaction tx(c);
-    const pqxx::result res = tx.exec_params("SELECT id, rate, burst FROM providers WHERE id = $1", id);
-    if (res.empty()) return std::nullopt;
-    std::string why;
-    auto p = providerFrom(res[0], &why);
-    if (!p && problem) *problem = std::move(why);
-    return p;
+    return readOne<ProviderInfo, control::ProviderRow>(
+        tx.exec_params(fmt::format("SELECT {} FROM providers p WHERE id = $1", kProviderColumns), id), providerRowFrom,
+        control::providerInfoOf, problem);
   });
 }
 
 std::optional<CampaignInfo> PgDirectory::campaign(const std::string& id, std::optional<std::string>* problem) {
   if (problem) problem->reset();
-  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) -> std::optional<CampaignInfo> {
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);  // one statement, one round trip (see provider())
-    const pqxx::result res =
-        tx.exec_params(fmt::format("SELECT {} FROM campaigns WHERE id = $1", kCampaignColumns), id);
-    if (res.empty()) return std::nullopt;
-    std::string why;
-    auto ci = campaignFrom(res[0], &why);
-    if (!ci && problem) *problem = std::move(why);
-    return ci;
+    return readOne<CampaignInfo, control::CampaignRow>(
+        tx.exec_params(fmt::format("SELECT {} FROM campaigns WHERE id = $1", kCampaignColumns), id), campaignRowFrom,
+        control::campaignInfoOf, problem);
   });
 }
 
-namespace {
-const char* stateName(CampaignState s) {
-  switch (s) {
-    case CampaignState::kActive: return "active";
-    case CampaignState::kPaused: return "paused";
-    case CampaignState::kCancelled: return "cancelled";
-    case CampaignState::kCompleted: return "completed";
-  }
-  return "active";
-}
-}  // namespace
+namespace {}  // namespace
 
 void PgDirectory::putProvider(const ProviderInfo& p) {
   guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
@@ -265,7 +226,8 @@ void PgDirectory::putCampaign(const CampaignInfo& ci) {
         "NULLIF($2, '')::double precision, $3, $4, NULLIF($5, ''), $6) ON CONFLICT (id) DO UPDATE SET send_rate = "
         "EXCLUDED.send_rate, burst = EXCLUDED.burst, weight = "
         "EXCLUDED.weight, provider = EXCLUDED.provider, state = EXCLUDED.state, updated_at = now()",
-        ci.id, rate, ci.limit ? std::max(1.0, ci.limit->burst) : 1.0, ci.weight, ci.provider, stateName(ci.state));
+        ci.id, rate, ci.limit ? std::max(1.0, ci.limit->burst) : 1.0, ci.weight, ci.provider,
+        std::string(campaignStateName(ci.state)));
     tx.commit();
     return 0;
   });

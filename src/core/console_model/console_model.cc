@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pacer/campaign_state.h"
+
 namespace pacer::console {
 namespace {
 
@@ -41,7 +43,7 @@ int hexValue(char c) {
 }  // namespace
 
 LimitedBy limitedBy(const CampaignView& c, const ProviderView* p, double provider_achieved) {
-  if (c.row.state == "paused") return {"paused", "paused by an operator"};
+  if (c.row.state == campaignStateName(CampaignState::kPaused)) return {"paused", "paused by an operator"};
   const control::TopFigures f = control::figuresOf(c.top);
   if (!f.backlog.lower_bound && f.backlog.messages == 0)
     return {"done", "nothing left to send (sent + failed = total)"};

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "pacer/campaign_state.h"
 #include "pacer/control/table.h"
 
 namespace pacer::control {
@@ -87,7 +88,7 @@ struct Totals {
 Totals totalsOf(const TopFrame& frame) {
   Totals t;
   for (const TopRow& r : frame.rows) {
-    (r.state == "paused" ? t.paused : t.active) += 1;
+    (r.state == campaignStateName(CampaignState::kPaused) ? t.paused : t.active) += 1;
     t.sent += r.sent;
     t.failed += r.failed;
     const Backlog b = figuresOf(r).backlog;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "pacer/campaign_state.h"
 #include "pacer/message.h"
 #include "pacer/rate_limiter.h"
 
@@ -138,26 +139,28 @@ std::string_view actionName(CampaignAction a) noexcept {
 
 Transition decideTransition(CampaignAction action, std::string_view state, std::string_view id) {
   using K = Transition::Kind;
-  const bool live = state == "active" || state == "paused";
-  if (!live && state != "cancelled" && state != "completed")
+  using S = CampaignState;
+  const std::optional<S> now = parseCampaignState(state);
+  if (!now)
     return {K::kRefused, "",
             fmt::format("campaign '{}' is in state '{}', which this pacerctl does not know", id, state)};
+  const auto to = [](S s) { return std::string(campaignStateName(s)); };
   switch (action) {
     case CampaignAction::kPause:
-      if (state == "paused") return {K::kAlready, "paused", ""};
-      if (state == "active") return {K::kChange, "paused", ""};
+      if (*now == S::kPaused) return {K::kAlready, to(S::kPaused), ""};
+      if (*now == S::kActive) return {K::kChange, to(S::kPaused), ""};
       return {K::kRefused, "", fmt::format("campaign '{}' is {}: there is nothing to pause", id, state)};
     case CampaignAction::kResume:
-      if (state == "active") return {K::kAlready, "active", ""};
-      if (state == "paused") return {K::kChange, "active", ""};
+      if (*now == S::kActive) return {K::kAlready, to(S::kActive), ""};
+      if (*now == S::kPaused) return {K::kChange, to(S::kActive), ""};
       return {K::kRefused, "",
               fmt::format("campaign '{}' is {} and cannot be resumed; create a new campaign to send again", id, state)};
     case CampaignAction::kCancel:
-      if (state == "cancelled") return {K::kAlready, "cancelled", ""};
-      if (live) return {K::kChange, "cancelled", ""};
+      if (*now == S::kCancelled) return {K::kAlready, to(S::kCancelled), ""};
+      if (isLive(*now)) return {K::kChange, to(S::kCancelled), ""};
       return {K::kRefused, "", fmt::format("campaign '{}' is completed: there is nothing to cancel", id)};
     case CampaignAction::kSetRate:
-      if (live) return {K::kChange, std::string(state), ""};
+      if (isLive(*now)) return {K::kChange, std::string(state), ""};
       return {K::kRefused, "",
               fmt::format("campaign '{}' is {}: a rate no longer applies to it; create a new campaign to send again",
                           id, state)};
@@ -191,6 +194,39 @@ std::optional<ControlNotice> parseNotifyPayload(std::string_view payload) noexce
   } catch (const std::exception&) {  // bad_alloc; parse errors do not throw here
     return std::nullopt;
   }
+}
+
+}  // namespace pacer::control
+
+namespace pacer::control {
+
+std::optional<CampaignInfo> campaignInfoOf(const CampaignRow& row, std::string* problem) {
+  const std::optional<CampaignState> state = parseCampaignState(row.state);
+  if (!state) {
+    if (problem) *problem = fmt::format("unknown state '{}'", row.state);
+    return std::nullopt;
+  }
+  CampaignInfo ci;
+  ci.id = row.id;
+  if (row.limit.rate) ci.limit = RateLimit{*row.limit.rate, row.limit.burst};
+  ci.weight = row.weight;
+  ci.provider = row.provider;
+  ci.state = *state;
+  if (auto why = rowProblem(ci)) {
+    if (problem) *problem = *why;
+    return std::nullopt;
+  }
+  return ci;
+}
+
+std::optional<ProviderInfo> providerInfoOf(const ProviderRow& row, std::string* problem) {
+  ProviderInfo p{row.id, std::nullopt};
+  if (row.limit.rate) p.limit = RateLimit{*row.limit.rate, row.limit.burst};
+  if (auto why = rowProblem(p)) {
+    if (problem) *problem = *why;
+    return std::nullopt;
+  }
+  return p;
 }
 
 }  // namespace pacer::control

@@ -9,14 +9,6 @@ namespace pacer {
 using delivery_detail::Item;
 using delivery_detail::samePartition;
 
-std::optional<CampaignState> parseCampaignState(std::string_view s) noexcept {
-  if (s == "active") return CampaignState::kActive;
-  if (s == "paused") return CampaignState::kPaused;
-  if (s == "cancelled") return CampaignState::kCancelled;
-  if (s == "completed") return CampaignState::kCompleted;
-  return std::nullopt;
-}
-
 namespace {
 
 std::optional<std::string> limitProblem(const char* rate_name, const std::optional<RateLimit>& limit) {
@@ -97,6 +89,7 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
     c->sid = m.registerCampaign(info, c->provider, now);
     if (m.by_sid.size() <= c->sid) m.by_sid.resize(c->sid + 1, nullptr);
     m.by_sid[c->sid] = c.get();
+    c->queue.attach(m.scheduler, c->sid);
     if (c->provider) c->provider->campaigns.push_back(c.get());
     Impl::Campaign* raw = c.get();
     m.campaigns.emplace(info.id, std::move(c));
@@ -107,7 +100,6 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
   if (info.provider != c->info.provider) {
     // The scheduler cannot move a campaign between providers: register it again.
     if (c->provider) std::erase(c->provider->campaigns, c);
-    const std::uint64_t backlog = m.scheduler.backlog(c->sid);
     if (m.leaser)
       m.leaser->removeCampaign(c->sid);
     else
@@ -117,7 +109,7 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
     c->sid = m.registerCampaign(info, c->provider, now);
     if (m.by_sid.size() <= c->sid) m.by_sid.resize(c->sid + 1, nullptr);
     m.by_sid[c->sid] = c;
-    m.scheduler.addBacklog(c->sid, backlog);
+    c->queue.attach(m.scheduler, c->sid);
     if (c->provider) c->provider->campaigns.push_back(c);
     c->sched_paused = false;
   } else {
@@ -184,20 +176,12 @@ void WorkerCore::revoke(const TopicPartition& tp) {
   Impl& m = *impl_;
   for (auto& [id, c] : m.campaigns) {
     if (c->queue.empty()) continue;
-    const std::size_t before = c->queue.size();
-    std::deque<Item> kept;
-    for (Item& item : c->queue) {
-      if (item.tracked && samePartition(item.msg.position, tp)) {
-        m.buffered_bytes -= item.bytes();
-        m.release(item.msg);
-      } else {
-        kept.push_back(std::move(item));
-      }
-    }
-    const std::size_t dropped = before - kept.size();
-    c->queue = std::move(kept);
-    m.queued -= dropped;
-    m.scheduler.dropBacklog(c->sid, dropped);
+    m.queued -= c->queue.removeIf([&](Item& item) {
+      if (!item.tracked || !samePartition(item.msg.position, tp)) return false;
+      m.buffered_bytes -= item.bytes();
+      m.release(item.msg);
+      return true;
+    });
   }
   for (auto it = m.retries.begin(); it != m.retries.end();) {
     if (it->second.second.tracked && samePartition(it->second.second.msg.position, tp)) {

@@ -15,6 +15,7 @@
 
 #include "pacer/adaptive_rate.h"
 #include "pacer/circuit_breaker.h"
+#include "campaign_queue.h"
 #include "pacer/worker.h"
 
 namespace pacer {
@@ -48,7 +49,7 @@ struct WorkerCore::Impl {
     CampaignInfo info;
     CampaignId sid = 0;
     Provider* provider = nullptr;
-    std::deque<Item> queue;
+    delivery_detail::CampaignQueue<Item> queue;  // and the scheduler's backlog of it
     std::size_t to_park = 0;         // items of this campaign waiting in to_park
     std::size_t parked_waiting = 0;  // parked, not yet claimed back (an estimate)
     MonoTime next_claim{};
@@ -172,7 +173,7 @@ struct WorkerCore::Impl {
 
   void route(Campaign* c, Item item, MonoTime now);
 
-  Item popFront(Campaign* c);
+  Item takeGranted(Campaign* c);
 
   void failQueued(Campaign* c, const std::string& reason);
 

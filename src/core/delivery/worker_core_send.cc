@@ -7,12 +7,8 @@ using delivery_detail::Item;
 
 void WorkerCore::Impl::enqueue(Campaign* c, Item item, bool at_front) {
   buffered_bytes += item.bytes();
-  if (at_front)
-    c->queue.push_front(std::move(item));
-  else
-    c->queue.push_back(std::move(item));
+  c->queue.push(std::move(item), at_front);
   ++queued;
-  scheduler.addBacklog(c->sid, 1);
 }
 
 // A new message for `c`: queued, or parked when the campaign already has
@@ -28,21 +24,19 @@ void WorkerCore::Impl::route(Campaign* c, Item item, MonoTime now) {
   enqueue(c, std::move(item), false);
 }
 
-Item WorkerCore::Impl::popFront(Campaign* c) {
-  Item item = std::move(c->queue.front());
-  c->queue.pop_front();
+Item WorkerCore::Impl::takeGranted(Campaign* c) {
+  Item item = c->queue.takeGranted();
   --queued;
   buffered_bytes -= item.bytes();
   return item;
 }
 
 void WorkerCore::Impl::failQueued(Campaign* c, const std::string& reason) {
-  const std::size_t n = c->queue.size();
-  while (!c->queue.empty()) {
-    Item item = popFront(c);
+  queued -= c->queue.removeIf([&](Item& item) {
+    buffered_bytes -= item.bytes();
     addRow(c, item, DeliveryStatus::kFailed, item.attempts, reason);
-  }
-  scheduler.dropBacklog(c->sid, n);
+    return true;
+  });
 }
 
 void WorkerCore::Impl::applyPause(Campaign* c) {
@@ -243,11 +237,11 @@ void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
   for (const Grant& g : copy) {
     Campaign* c = by_sid[g.campaign];
     if (std::find(refused.begin(), refused.end(), c) != refused.end()) {
-      scheduler.addBacklog(c->sid, g.count);  // still queued: the scheduler must keep counting them
+      c->queue.unused(g.count);  // still queued
       continue;
     }
     for (std::uint64_t k = 0; k < g.count && !c->queue.empty(); ++k) {
-      Item item = popFront(c);
+      Item item = takeGranted(c);
       if (!item.first_attempt) item.first_attempt = now;
       const std::uint64_t ticket = next_ticket++;
       auto [it, inserted] = inflight.emplace(ticket, std::make_pair(c, std::move(item)));
@@ -261,8 +255,8 @@ void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
         buffered_bytes -= it->second.second.bytes();
         Item back = std::move(it->second.second);
         inflight.erase(it);
+        c->queue.unused(g.count - k - 1);
         enqueue(c, std::move(back), true);
-        if (g.count > k + 1) scheduler.addBacklog(c->sid, g.count - k - 1);
         refused.push_back(c);
         break;
       }

@@ -1,0 +1,54 @@
+// The campaigns and providers tables as every reader selects them: one
+// column list each and one function reading a row, for pacerctl and the
+// console (src/adapters/control) and pacerd's directory (pg_parking.cc).
+// Private to the PostgreSQL adapters.
+#pragma once
+
+#include <pqxx/pqxx>
+#include <string>
+
+#include "pacer/control/values.h"
+
+namespace pacer::ledger {
+
+// Timestamps as text in UTC, so nothing depends on the session's time zone.
+#define PACER_UTC(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+
+inline constexpr const char* kCampaignColumns =
+    "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at") ", total";
+// From "providers p": the count of its campaigns is a subquery on p.id.
+inline constexpr const char* kProviderColumns =
+    "id, rate, burst, (SELECT count(*) FROM campaigns c WHERE c.provider = p.id), " PACER_UTC("updated_at");
+
+inline control::Limit limitFrom(const pqxx::field& rate, const pqxx::field& burst) {
+  control::Limit l;
+  if (!rate.is_null()) l.rate = rate.as<double>();
+  l.burst = burst.as<double>();
+  return l;
+}
+
+// A row of SELECT kCampaignColumns FROM campaigns.
+inline control::CampaignRow campaignRowFrom(const pqxx::row& r) {
+  control::CampaignRow c;
+  c.id = r[0].as<std::string>();
+  c.name = r[1].as<std::string>();
+  c.state = r[2].as<std::string>();
+  c.limit = limitFrom(r[3], r[4]);
+  c.weight = r[5].as<double>();
+  c.provider = r[6].as<std::string>();
+  c.updated_at = r[7].as<std::string>();
+  if (!r[8].is_null()) c.total = r[8].as<std::int64_t>();
+  return c;
+}
+
+// A row of SELECT kProviderColumns FROM providers p.
+inline control::ProviderRow providerRowFrom(const pqxx::row& r) {
+  control::ProviderRow p;
+  p.id = r[0].as<std::string>();
+  p.limit = limitFrom(r[1], r[2]);
+  p.campaigns = r[3].as<std::int64_t>();
+  p.updated_at = r[4].as<std::string>();
+  return p;
+}
+
+}  // namespace pacer::ledger
