@@ -1,0 +1,314 @@
+// The ESME session driven by hand: bytes in, bytes out, time as an argument.
+#include "pacer/smpp/session.h"
+
+#include <gtest/gtest.h>
+
+#include "hex.h"
+
+namespace pacer::smpp {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::hex;
+
+MonoTime at(Nanos t) { return monoAt(t); }
+
+// Plays the SMSC: reads what the session wrote, answers with PDUs.
+class SessionTest : public ::testing::Test {
+ protected:
+  SessionTest() : session_(options()) {}
+
+  static SessionOptions options() {
+    SessionOptions o;
+    o.system_id = "pacer";
+    o.password = "secret";
+    o.window = 2;
+    o.enquire_link_interval = 30s;
+    o.response_timeout = 5s;
+    return o;
+  }
+
+  // Every PDU the session wrote since the last call.
+  std::vector<Pdu> written() {
+    std::vector<Pdu> out;
+    Framer f;
+    f.append(session_.output());
+    session_.consumeOutput(session_.output().size());
+    std::string_view frame;
+    while (f.next(frame) == Framer::Next::kPdu) {
+      Pdu p;
+      EXPECT_EQ(decode(frame, p), DecodeError::kNone);
+      out.push_back(p);
+    }
+    return out;
+  }
+
+  void feed(const Pdu& p, Nanos t) {
+    std::string wire;
+    ASSERT_EQ(encode(p, wire), EncodeError::kNone);
+    session_.onBytes(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size(), at(t));
+  }
+
+  void bind(Nanos t = 0s) {
+    session_.start(at(t));
+    const auto w = written();
+    ASSERT_EQ(w.size(), 1u);
+    Pdu resp = makeHeaderOnly(cmd::kBindTransceiverResp, w[0].sequence_number);
+    resp.system_id = "SMSC";
+    feed(resp, t);
+    ASSERT_EQ(session_.state(), SessionState::kBound);
+    session_.events().clear();
+  }
+
+  std::uint32_t submit(std::uint64_t tag, Nanos t) {
+    Pdu p;
+    p.destination_addr = "123";
+    p.short_message = "hi";
+    EXPECT_EQ(session_.submit(p, tag, at(t)), EncodeError::kNone);
+    return p.sequence_number;
+  }
+
+  Pdu submitResp(std::uint32_t seq, std::uint32_t st, std::string id) {
+    Pdu r = makeHeaderOnly(cmd::kSubmitSmResp, seq, st);
+    r.message_id = std::move(id);
+    return r;
+  }
+
+  EsmeSession session_;
+};
+
+TEST_F(SessionTest, BindsWithItsCredentials) {
+  session_.start(at(0s));
+  EXPECT_EQ(session_.state(), SessionState::kBinding);
+  const auto w = written();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].command_id, cmd::kBindTransceiver);
+  EXPECT_EQ(w[0].system_id, "pacer");
+  EXPECT_EQ(w[0].password, "secret");
+  EXPECT_EQ(w[0].interface_version, 0x34);
+  EXPECT_FALSE(session_.canSubmit());
+  feed(makeHeaderOnly(cmd::kBindTransceiverResp, w[0].sequence_number), 1s);
+  EXPECT_EQ(session_.state(), SessionState::kBound);
+  ASSERT_EQ(session_.events().size(), 1u);
+  EXPECT_EQ(session_.events()[0].kind, SessionEvent::Kind::kBound);
+}
+
+TEST_F(SessionTest, RefusedBindClosesWithTheStatus) {
+  session_.start(at(0s));
+  const auto w = written();
+  feed(makeHeaderOnly(cmd::kBindTransceiverResp, w[0].sequence_number, 0x0E), 1s);
+  EXPECT_EQ(session_.state(), SessionState::kClosed);
+  ASSERT_EQ(session_.events().size(), 1u);
+  EXPECT_EQ(session_.events()[0].kind, SessionEvent::Kind::kClosed);
+  EXPECT_EQ(session_.events()[0].status, 0x0Eu);
+  EXPECT_EQ(session_.events()[0].reason, "bind refused: ESME_RINVPASWD");
+  EXPECT_EQ(session_.events()[0].reason.find("secret"), std::string::npos);
+}
+
+TEST_F(SessionTest, UnansweredBindTimesOut) {
+  session_.start(at(0s));
+  session_.tick(at(4s));
+  EXPECT_EQ(session_.state(), SessionState::kBinding);
+  EXPECT_EQ(session_.nextDeadline(), at(5s));
+  session_.tick(at(5s));
+  EXPECT_EQ(session_.state(), SessionState::kClosed);
+  EXPECT_EQ(session_.events().back().reason, "bind_transceiver response timeout");
+}
+
+TEST_F(SessionTest, WindowLimitsOutstandingSubmitsAndAnswersSettleThem) {
+  bind();
+  EXPECT_EQ(session_.windowRoom(), 2u);
+  const auto s1 = submit(11, 1s);
+  const auto s2 = submit(12, 1s);
+  EXPECT_NE(s1, s2);
+  EXPECT_FALSE(session_.canSubmit());
+  EXPECT_EQ(written().size(), 2u);
+  feed(submitResp(s2, 0x58, ""), 2s);
+  feed(submitResp(s1, 0, "m-1"), 2s);
+  EXPECT_EQ(session_.windowRoom(), 2u);
+  auto& ev = session_.events();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].tag, 12u);
+  EXPECT_EQ(ev[0].outcome, SendOutcome::kThrottled);
+  EXPECT_EQ(ev[0].reason, "submit_sm_resp ESME_RTHROTTLED");
+  EXPECT_EQ(ev[1].tag, 11u);
+  EXPECT_EQ(ev[1].outcome, SendOutcome::kDelivered);
+  EXPECT_EQ(ev[1].message_id, "m-1");
+}
+
+TEST_F(SessionTest, UnansweredSubmitBecomesAFaultAndItsLateAnswerIsIgnored) {
+  bind();
+  const auto s1 = submit(5, 1s);
+  session_.tick(at(5s));
+  EXPECT_TRUE(session_.events().empty());
+  session_.tick(at(6s));
+  ASSERT_EQ(session_.events().size(), 1u);
+  EXPECT_EQ(session_.events()[0].outcome, SendOutcome::kFault);
+  EXPECT_EQ(session_.events()[0].reason, "response timeout");
+  EXPECT_EQ(session_.windowRoom(), 2u);
+  session_.events().clear();
+  feed(submitResp(s1, 0, "late"), 7s);
+  ASSERT_EQ(session_.events().size(), 1u);
+  EXPECT_EQ(session_.events()[0].kind, SessionEvent::Kind::kProtocolError);
+  EXPECT_EQ(session_.state(), SessionState::kBound);
+}
+
+TEST_F(SessionTest, EnquireLinkWhenQuietAndClosesWhenUnanswered) {
+  bind(0s);
+  written();
+  submit(1, 0s);
+  written();
+  feed(submitResp(1 + 1, 0, "x"), 1s);  // seq 1 was the bind; the submit got 2
+  session_.events().clear();
+  EXPECT_EQ(session_.nextDeadline(), at(31s));
+  session_.tick(at(30s));
+  EXPECT_TRUE(written().empty());
+  session_.tick(at(31s));
+  auto w = written();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].command_id, cmd::kEnquireLink);
+  const auto s = submit(9, 32s);
+  session_.tick(at(36s));
+  EXPECT_EQ(session_.state(), SessionState::kClosed);
+  auto& ev = session_.events();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].kind, SessionEvent::Kind::kSubmitDone);
+  EXPECT_EQ(ev[0].tag, 9u);
+  EXPECT_EQ(ev[0].outcome, SendOutcome::kFault);
+  EXPECT_EQ(ev[1].kind, SessionEvent::Kind::kClosed);
+  EXPECT_EQ(ev[1].reason, "enquire_link response timeout");
+  (void)s;
+}
+
+TEST_F(SessionTest, AnsweredEnquireLinkKeepsTheSession) {
+  bind(0s);
+  session_.tick(at(30s));
+  auto w = written();
+  ASSERT_EQ(w.size(), 1u);
+  feed(makeHeaderOnly(cmd::kEnquireLinkResp, w[0].sequence_number), 31s);
+  session_.tick(at(40s));
+  EXPECT_EQ(session_.state(), SessionState::kBound);
+  EXPECT_EQ(session_.nextDeadline(), at(61s));
+}
+
+TEST_F(SessionTest, AnswersSmscRequests) {
+  bind();
+  feed(makeHeaderOnly(cmd::kEnquireLink, 500), 1s);
+  Pdu dlr;
+  dlr.command_id = cmd::kDeliverSm;
+  dlr.sequence_number = 501;
+  dlr.esm_class = kEsmClassReceipt;
+  dlr.short_message = "id:m-1 sub:001 dlvrd:001 submit date:2611241530 done date:2611241531 stat:DELIVRD err:000";
+  feed(dlr, 1s);
+  dlr.esm_class = 0;  // a mobile-originated message: answered, not a receipt
+  dlr.sequence_number = 502;
+  feed(dlr, 1s);
+  const std::string data_sm = hex("00000010 00000103 00000000 000001f7");  // data_sm seq 503: not handled, refused
+  session_.onBytes(reinterpret_cast<const std::uint8_t*>(data_sm.data()), data_sm.size(), at(1s));
+  const auto w = written();
+  ASSERT_EQ(w.size(), 4u);
+  EXPECT_EQ(w[0].command_id, cmd::kEnquireLinkResp);
+  EXPECT_EQ(w[0].sequence_number, 500u);
+  EXPECT_EQ(w[1].command_id, cmd::kDeliverSmResp);
+  EXPECT_EQ(w[1].sequence_number, 501u);
+  EXPECT_EQ(w[1].command_status, 0u);
+  EXPECT_EQ(w[2].command_id, cmd::kDeliverSmResp);
+  EXPECT_EQ(w[2].sequence_number, 502u);
+  EXPECT_EQ(w[3].command_id, cmd::kGenericNack);
+  EXPECT_EQ(w[3].command_status, status::kInvCmdId);
+  auto& ev = session_.events();
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].kind, SessionEvent::Kind::kReceipt);
+  EXPECT_EQ(ev[0].receipt.message_id, "m-1");
+  EXPECT_EQ(ev[0].receipt.status, ReceiptStatus::kDelivered);
+  EXPECT_EQ(ev[1].kind, SessionEvent::Kind::kMessage);
+  EXPECT_EQ(ev[2].kind, SessionEvent::Kind::kProtocolError);
+}
+
+TEST_F(SessionTest, MalformedDeliverSmIsStillAnswered) {
+  bind();
+  // deliver_sm, seq 77, with a body cut after service_type.
+  const std::string bad = hex("00000011 00000005 00000000 0000004d 00");
+  session_.onBytes(reinterpret_cast<const std::uint8_t*>(bad.data()), bad.size(), at(1s));
+  const auto w = written();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].command_id, cmd::kDeliverSmResp);
+  EXPECT_EQ(w[0].sequence_number, 77u);
+  EXPECT_EQ(w[0].command_status, status::kRxPAppn);
+  EXPECT_EQ(session_.state(), SessionState::kBound);
+}
+
+TEST_F(SessionTest, GenericNackFailsThatSubmit) {
+  bind();
+  const auto s = submit(3, 1s);
+  feed(makeHeaderOnly(cmd::kGenericNack, s, status::kInvCmdLen), 2s);
+  ASSERT_EQ(session_.events().size(), 1u);
+  EXPECT_EQ(session_.events()[0].outcome, SendOutcome::kFault);
+  EXPECT_EQ(session_.events()[0].reason, "generic_nack ESME_RINVCMDLEN for submit_sm");
+}
+
+TEST_F(SessionTest, UnbindFromSmscAnswersAndFailsOutstanding) {
+  bind();
+  submit(1, 1s);
+  submit(2, 1s);
+  written();
+  feed(makeHeaderOnly(cmd::kUnbind, 900), 2s);
+  const auto w = written();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].command_id, cmd::kUnbindResp);
+  EXPECT_EQ(w[0].sequence_number, 900u);
+  EXPECT_EQ(session_.state(), SessionState::kClosed);
+  auto& ev = session_.events();
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].outcome, SendOutcome::kFault);
+  EXPECT_EQ(ev[1].outcome, SendOutcome::kFault);
+  EXPECT_EQ(ev[2].kind, SessionEvent::Kind::kClosed);
+  EXPECT_EQ(ev[2].reason, "unbind from SMSC");
+}
+
+TEST_F(SessionTest, LostConnectionReturnsEveryOutstandingSubmit) {
+  bind();
+  submit(1, 1s);
+  submit(2, 1s);
+  session_.connectionLost("reset by peer", at(2s));
+  auto& ev = session_.events();
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].reason, "connection lost: reset by peer");
+  EXPECT_EQ(ev[0].outcome, SendOutcome::kFault);
+  EXPECT_EQ(ev[0].tag + ev[1].tag, 3u);
+  EXPECT_TRUE(session_.output().empty());
+  session_.reset();
+  EXPECT_EQ(session_.state(), SessionState::kIdle);
+  EXPECT_EQ(session_.outstandingSubmits(), 0u);
+}
+
+TEST_F(SessionTest, OwnUnbindEndsAfterUnbindResp) {
+  bind();
+  session_.unbind(at(1s));
+  EXPECT_EQ(session_.state(), SessionState::kUnbinding);
+  const auto w = written();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].command_id, cmd::kUnbind);
+  feed(makeHeaderOnly(cmd::kUnbindResp, w[0].sequence_number), 2s);
+  EXPECT_EQ(session_.state(), SessionState::kClosed);
+}
+
+TEST_F(SessionTest, GarbageLengthClosesTheSession) {
+  bind();
+  const std::string bad = hex("ffffffff 00000004 00000000 00000001");
+  session_.onBytes(reinterpret_cast<const std::uint8_t*>(bad.data()), bad.size(), at(1s));
+  EXPECT_EQ(session_.state(), SessionState::kClosed);
+  EXPECT_EQ(session_.events().back().reason, "framing error: bad command_length");
+}
+
+TEST(SmppReconnect, DelayDoublesUpToTheCapWithJitter) {
+  EXPECT_EQ(reconnectDelay(0, 1s, 30s, 0.0), 500ms);
+  EXPECT_EQ(reconnectDelay(0, 1s, 30s, 1.0), 1s);
+  EXPECT_EQ(reconnectDelay(3, 1s, 30s, 1.0), 8s);
+  EXPECT_EQ(reconnectDelay(10, 1s, 30s, 1.0), 30s);
+  EXPECT_EQ(reconnectDelay(10, 1s, 30s, 0.0), 15s);
+  EXPECT_EQ(reconnectDelay(200, 1s, 30s, 0.5), 22500ms);
+}
+
+}  // namespace
+}  // namespace pacer::smpp
