@@ -25,6 +25,9 @@ PACER_PACKAGES+=(tmux)
 # TextSerializer escapes label values and writes histograms), so the format is not hand-made. Only
 # prometheus::core is linked; the admin listener itself is libmicrohttpd (above).
 PACER_PACKAGES+=(prometheus-cpp-dev)
+# SMPP interoperability tests: Net::SMPP, an SMPP 3.4 implementation written independently of
+# Pacer, plays the SMSC for the SMPP sink and the client for pacer-fake-smsc (tests/integration/smpp).
+PACER_PACKAGES+=(libnet-smpp-perl)
 
 pacer_install_packages() {
   local missing=()
