@@ -430,6 +430,11 @@ void SmppSink::expireWaiting(MonoTime now) {
 
 void SmppSink::wait(Nanos max) {
   const MonoTime now = options_.clock->now();
+  // What was submitted since the last poll() goes out before blocking, so
+  // the wait overlaps the SMSC's answer instead of delaying the request.
+  dispatch(now);
+  for (auto& c : conns_)
+    if (c->phase == Conn::Phase::kOpen) flush(*c);
   MonoTime until = now + std::clamp(max, Nanos{0}, Nanos{std::chrono::seconds(1)});
   std::vector<pollfd> fds;
   fds.reserve(conns_.size());
