@@ -5,14 +5,13 @@
 // Prints one JSON line: messages, seconds, submit_sm/s, this process's CPU
 // (getrusage: user + system) in total and per 1,000 submit_sm.
 // Stops by itself after 120 s whatever happened.
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "pacer/smpp_sink.h"
 
