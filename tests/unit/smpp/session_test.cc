@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+
 #include "hex.h"
 
 namespace pacer::smpp {
@@ -14,9 +17,9 @@ using testing::hex;
 MonoTime at(Nanos t) { return monoAt(t); }
 
 // Plays the SMSC: reads what the session wrote, answers with PDUs.
-class SessionTest : public ::testing::Test {
+class SmppSessionTest : public ::testing::Test {
  protected:
-  SessionTest() : session_(options()) {}
+  SmppSessionTest() : session_(options()) {}
 
   static SessionOptions options() {
     SessionOptions o;
@@ -77,7 +80,7 @@ class SessionTest : public ::testing::Test {
   EsmeSession session_;
 };
 
-TEST_F(SessionTest, BindsWithItsCredentials) {
+TEST_F(SmppSessionTest, BindsWithItsCredentials) {
   session_.start(at(0s));
   EXPECT_EQ(session_.state(), SessionState::kBinding);
   const auto w = written();
@@ -93,7 +96,7 @@ TEST_F(SessionTest, BindsWithItsCredentials) {
   EXPECT_EQ(session_.events()[0].kind, SessionEvent::Kind::kBound);
 }
 
-TEST_F(SessionTest, RefusedBindClosesWithTheStatus) {
+TEST_F(SmppSessionTest, RefusedBindClosesWithTheStatus) {
   session_.start(at(0s));
   const auto w = written();
   feed(makeHeaderOnly(cmd::kBindTransceiverResp, w[0].sequence_number, 0x0E), 1s);
@@ -105,7 +108,7 @@ TEST_F(SessionTest, RefusedBindClosesWithTheStatus) {
   EXPECT_EQ(session_.events()[0].reason.find("secret"), std::string::npos);
 }
 
-TEST_F(SessionTest, UnansweredBindTimesOut) {
+TEST_F(SmppSessionTest, UnansweredBindTimesOut) {
   session_.start(at(0s));
   session_.tick(at(4s));
   EXPECT_EQ(session_.state(), SessionState::kBinding);
@@ -115,7 +118,7 @@ TEST_F(SessionTest, UnansweredBindTimesOut) {
   EXPECT_EQ(session_.events().back().reason, "bind_transceiver response timeout");
 }
 
-TEST_F(SessionTest, WindowLimitsOutstandingSubmitsAndAnswersSettleThem) {
+TEST_F(SmppSessionTest, WindowLimitsOutstandingSubmitsAndAnswersSettleThem) {
   bind();
   EXPECT_EQ(session_.windowRoom(), 2u);
   const auto s1 = submit(11, 1s);
@@ -136,7 +139,7 @@ TEST_F(SessionTest, WindowLimitsOutstandingSubmitsAndAnswersSettleThem) {
   EXPECT_EQ(ev[1].message_id, "m-1");
 }
 
-TEST_F(SessionTest, UnansweredSubmitBecomesAFaultAndItsLateAnswerIsIgnored) {
+TEST_F(SmppSessionTest, UnansweredSubmitBecomesAFaultAndItsLateAnswerIsIgnored) {
   bind();
   const auto s1 = submit(5, 1s);
   session_.tick(at(5s));
@@ -153,7 +156,7 @@ TEST_F(SessionTest, UnansweredSubmitBecomesAFaultAndItsLateAnswerIsIgnored) {
   EXPECT_EQ(session_.state(), SessionState::kBound);
 }
 
-TEST_F(SessionTest, EnquireLinkWhenQuietAndClosesWhenUnanswered) {
+TEST_F(SmppSessionTest, EnquireLinkWhenQuietAndClosesWhenUnanswered) {
   bind(0s);
   written();
   submit(1, 0s);
@@ -180,7 +183,7 @@ TEST_F(SessionTest, EnquireLinkWhenQuietAndClosesWhenUnanswered) {
   (void)s;
 }
 
-TEST_F(SessionTest, AnsweredEnquireLinkKeepsTheSession) {
+TEST_F(SmppSessionTest, AnsweredEnquireLinkKeepsTheSession) {
   bind(0s);
   session_.tick(at(30s));
   auto w = written();
@@ -191,7 +194,7 @@ TEST_F(SessionTest, AnsweredEnquireLinkKeepsTheSession) {
   EXPECT_EQ(session_.nextDeadline(), at(61s));
 }
 
-TEST_F(SessionTest, AnswersSmscRequests) {
+TEST_F(SmppSessionTest, AnswersSmscRequests) {
   bind();
   feed(makeHeaderOnly(cmd::kEnquireLink, 500), 1s);
   Pdu dlr;
@@ -225,7 +228,7 @@ TEST_F(SessionTest, AnswersSmscRequests) {
   EXPECT_EQ(ev[2].kind, SessionEvent::Kind::kProtocolError);
 }
 
-TEST_F(SessionTest, MalformedDeliverSmIsStillAnswered) {
+TEST_F(SmppSessionTest, MalformedDeliverSmIsStillAnswered) {
   bind();
   // deliver_sm, seq 77, with a body cut after service_type.
   const std::string bad = hex("00000011 00000005 00000000 0000004d 00");
@@ -238,7 +241,7 @@ TEST_F(SessionTest, MalformedDeliverSmIsStillAnswered) {
   EXPECT_EQ(session_.state(), SessionState::kBound);
 }
 
-TEST_F(SessionTest, GenericNackFailsThatSubmit) {
+TEST_F(SmppSessionTest, GenericNackFailsThatSubmit) {
   bind();
   const auto s = submit(3, 1s);
   feed(makeHeaderOnly(cmd::kGenericNack, s, status::kInvCmdLen), 2s);
@@ -247,7 +250,7 @@ TEST_F(SessionTest, GenericNackFailsThatSubmit) {
   EXPECT_EQ(session_.events()[0].reason, "generic_nack ESME_RINVCMDLEN for submit_sm");
 }
 
-TEST_F(SessionTest, UnbindFromSmscAnswersAndFailsOutstanding) {
+TEST_F(SmppSessionTest, UnbindFromSmscAnswersAndFailsOutstanding) {
   bind();
   submit(1, 1s);
   submit(2, 1s);
@@ -266,7 +269,7 @@ TEST_F(SessionTest, UnbindFromSmscAnswersAndFailsOutstanding) {
   EXPECT_EQ(ev[2].reason, "unbind from SMSC");
 }
 
-TEST_F(SessionTest, LostConnectionReturnsEveryOutstandingSubmit) {
+TEST_F(SmppSessionTest, LostConnectionReturnsEveryOutstandingSubmit) {
   bind();
   submit(1, 1s);
   submit(2, 1s);
@@ -282,7 +285,7 @@ TEST_F(SessionTest, LostConnectionReturnsEveryOutstandingSubmit) {
   EXPECT_EQ(session_.outstandingSubmits(), 0u);
 }
 
-TEST_F(SessionTest, OwnUnbindEndsAfterUnbindResp) {
+TEST_F(SmppSessionTest, OwnUnbindEndsAfterUnbindResp) {
   bind();
   session_.unbind(at(1s));
   EXPECT_EQ(session_.state(), SessionState::kUnbinding);
@@ -293,7 +296,7 @@ TEST_F(SessionTest, OwnUnbindEndsAfterUnbindResp) {
   EXPECT_EQ(session_.state(), SessionState::kClosed);
 }
 
-TEST_F(SessionTest, GarbageLengthClosesTheSession) {
+TEST_F(SmppSessionTest, GarbageLengthClosesTheSession) {
   bind();
   const std::string bad = hex("ffffffff 00000004 00000000 00000001");
   session_.onBytes(reinterpret_cast<const std::uint8_t*>(bad.data()), bad.size(), at(1s));
@@ -308,6 +311,86 @@ TEST(SmppReconnect, DelayDoublesUpToTheCapWithJitter) {
   EXPECT_EQ(reconnectDelay(10, 1s, 30s, 1.0), 30s);
   EXPECT_EQ(reconnectDelay(10, 1s, 30s, 0.0), 15s);
   EXPECT_EQ(reconnectDelay(200, 1s, 30s, 0.5), 22500ms);
+}
+
+}  // namespace
+}  // namespace pacer::smpp
+
+namespace pacer::smpp {
+namespace {
+
+// Random SMSC behaviour over simulated time: answers of every kind, in any
+// order, late answers, generic_nacks, SMSC unbinds and dropped connections.
+// Every submitted tag must come back exactly once, and the window must hold.
+TEST(SmppSessionProperty, EverySubmitComesBackExactlyOnce) {
+  std::mt19937 rng(1414);
+  SessionOptions o;
+  o.system_id = "p";
+  o.window = 5;
+  o.response_timeout = 3s;
+  o.enquire_link_interval = 10s;
+  EsmeSession s(o);
+  std::map<std::uint64_t, int> returned;
+  std::uint64_t next_tag = 1;
+  std::vector<std::uint32_t> open_seqs;  // submits the "SMSC" has not answered
+  Nanos t = 0s;
+  auto feed = [&](const Pdu& p) {
+    std::string wire;
+    ASSERT_EQ(encode(p, wire), EncodeError::kNone);
+    s.onBytes(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size(), monoAt(t));
+  };
+  auto drain = [&] {
+    Framer f;
+    f.append(s.output());
+    s.consumeOutput(s.output().size());
+    std::string_view frame;
+    Pdu p;
+    while (f.next(frame) == Framer::Next::kPdu) {
+      ASSERT_EQ(decode(frame, p), DecodeError::kNone);
+      if (p.command_id == cmd::kBindTransceiver) feed(makeHeaderOnly(cmd::kBindTransceiverResp, p.sequence_number));
+      if (p.command_id == cmd::kSubmitSm) open_seqs.push_back(p.sequence_number);
+      if (p.command_id == cmd::kEnquireLink) feed(makeHeaderOnly(cmd::kEnquireLinkResp, p.sequence_number));
+    }
+    for (const SessionEvent& e : s.events())
+      if (e.kind == SessionEvent::Kind::kSubmitDone) ++returned[e.tag];
+    s.events().clear();
+  };
+  for (int step = 0; step < 20000; ++step) {
+    if (s.state() == SessionState::kIdle || s.state() == SessionState::kClosed) {
+      s.reset();
+      open_seqs.clear();
+      s.start(monoAt(t));
+    }
+    const int action = static_cast<int>(rng() % 100);
+    if (action < 40 && s.canSubmit()) {
+      Pdu p;
+      p.destination_addr = "1";
+      ASSERT_EQ(s.submit(p, next_tag++, monoAt(t)), EncodeError::kNone);
+    } else if (action < 75 && !open_seqs.empty()) {
+      const std::size_t i = rng() % open_seqs.size();
+      const std::uint32_t seq = open_seqs[i];
+      open_seqs.erase(open_seqs.begin() + static_cast<long>(i));
+      const std::uint32_t statuses[] = {0, 0, 0, 0x58, 0x14, 0x0B, 0x08};
+      Pdu r = rng() % 10 == 0 ? makeHeaderOnly(cmd::kGenericNack, seq, 0x02)
+                              : makeHeaderOnly(cmd::kSubmitSmResp, seq, statuses[rng() % 7]);
+      if (r.command_id == cmd::kSubmitSmResp && r.command_status == 0) r.message_id = "id";
+      feed(r);
+    } else if (action < 77) {
+      feed(makeHeaderOnly(cmd::kUnbind, 1000000 + static_cast<std::uint32_t>(step)));
+    } else if (action < 79) {
+      s.connectionLost("test", monoAt(t));
+    } else {
+      t += Nanos(static_cast<Nanos::rep>(rng() % 800) * 1000000);
+      s.tick(monoAt(t));
+    }
+    ASSERT_LE(s.outstandingSubmits(), o.window);
+    drain();
+  }
+  s.connectionLost("end", monoAt(t));
+  drain();
+  EXPECT_GT(next_tag, 3000u);  // the walk did submit a lot
+  ASSERT_EQ(returned.size(), next_tag - 1);
+  for (const auto& [tag, n] : returned) ASSERT_EQ(n, 1) << "tag " << tag;
 }
 
 }  // namespace
