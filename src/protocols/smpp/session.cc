@@ -300,6 +300,7 @@ void EsmeSession::tick(MonoTime now) {
   if (state_ == SessionState::kIdle || state_ == SessionState::kClosed) return;
   // Expired requests; a submit's expiry fails only that submit, anything
   // else means the link is not answering and ends the session.
+  bool submit_expired = false;
   for (std::size_t i = 0; i < pending_.size();) {
     if (pending_[i].deadline > now) {
       ++i;
@@ -310,9 +311,14 @@ void EsmeSession::tick(MonoTime now) {
     pending_[i] = pending_.back();
     pending_.pop_back();
     --outstanding_submits_;
+    submit_expired = true;
     submitDone(p, SendOutcome::kFault, 0, "response timeout");
   }
-  if (state_ == SessionState::kBound && !enquire_pending_ && now - last_rx_ >= options_.enquire_link_interval) {
+  // An unanswered submit may mean a dead link: probe it at once rather than
+  // after a quiet interval; if the probe goes unanswered too, the session
+  // closes and the owner reconnects.
+  const bool quiet = now - last_rx_ >= options_.enquire_link_interval;
+  if (state_ == SessionState::kBound && !enquire_pending_ && (quiet || submit_expired)) {
     request(cmd::kEnquireLink, now);
     enquire_pending_ = true;
   }

@@ -150,10 +150,27 @@ TEST_F(SmppSessionTest, UnansweredSubmitBecomesAFaultAndItsLateAnswerIsIgnored) 
   EXPECT_EQ(session_.events()[0].reason, "response timeout");
   EXPECT_EQ(session_.windowRoom(), 2u);
   session_.events().clear();
+  // The link is probed at once ...
+  auto w = written();
+  ASSERT_EQ(w.size(), 2u);  // the submit, then the probe
+  EXPECT_EQ(w[1].command_id, cmd::kEnquireLink);
+  feed(makeHeaderOnly(cmd::kEnquireLinkResp, w[1].sequence_number), 6s);
+  EXPECT_EQ(session_.state(), SessionState::kBound);  // ... and it answered: the session stays
   feed(submitResp(s1, 0, "late"), 7s);
   ASSERT_EQ(session_.events().size(), 1u);
   EXPECT_EQ(session_.events()[0].kind, SessionEvent::Kind::kProtocolError);
   EXPECT_EQ(session_.state(), SessionState::kBound);
+}
+
+TEST_F(SmppSessionTest, ProbeAfterASubmitTimeoutClosesADeadLink) {
+  bind();
+  submit(1, 0s);
+  session_.tick(at(5s));  // the submit expires, the probe goes out
+  session_.tick(at(9s));
+  EXPECT_EQ(session_.state(), SessionState::kBound);
+  session_.tick(at(10s));  // the probe expires: the link is dead
+  EXPECT_EQ(session_.state(), SessionState::kClosed);
+  EXPECT_EQ(session_.events().back().reason, "enquire_link response timeout");
 }
 
 TEST_F(SmppSessionTest, EnquireLinkWhenQuietAndClosesWhenUnanswered) {
