@@ -23,7 +23,7 @@ struct DeliveryRecord {
   std::int64_t offset = 0;
   DeliveryStatus status = DeliveryStatus::kSent;
   std::int32_t attempts = 1;
-  std::string reason;   // why it was not delivered; empty for sent
+  std::string reason;  // why it was not delivered; empty for sent
   bool unpark = false;  // the message came from parking: leave parking in the same transaction
 };
 
@@ -58,8 +58,8 @@ class LedgerInterface {
   // or are parked (they will be sent from parking: reading them again would
   // send them twice), ascending. One query per call: replay asks once per
   // assigned range.
-  virtual std::vector<std::int64_t> finishedOffsets(const std::string& topic, std::int32_t partition, std::int64_t from,
-                                                    std::int64_t to) = 0;
+  virtual std::vector<std::int64_t> finishedOffsets(const std::string& topic, std::int32_t partition,
+                                                    std::int64_t from, std::int64_t to) = 0;
 };
 using LedgerInterfacePtr = std::unique_ptr<LedgerInterface>;
 

@@ -47,7 +47,7 @@ struct QuotaLevel {
 // business (it reports a slow answer as a throttle without a pause). The
 // level's burst shrinks with the rate: burst * effective / ceiling (>= 1).
 struct AdaptiveLevel {
-  std::uint32_t level = 0;  // index into the request's levels
+  std::uint32_t level = 0;       // index into the request's levels
   AdaptiveRateOptions options;
   // >= 0: the provider throttled just now; decrease (at most once per
   // options.hold, whoever reports) and pause every worker this long.

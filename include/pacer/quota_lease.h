@@ -107,9 +107,9 @@ struct QuotaCampaignSpec {
 struct LeaseOptions {
   Nanos horizon = std::chrono::milliseconds(250);  // a full lease is this much of the worker's share
   Nanos ttl = std::chrono::milliseconds(1000);     // unspent lease tokens expire this long after a grant
-  double refill_fraction = 0.5;                    // ask again when held < target * refill_fraction
-  std::uint32_t live_workers = 1;                  // workers sharing each global rate (configured, >= 1)
-  double safety_factor = 0.8;                      // degraded local share multiplier, in (0, 1]
+  double refill_fraction = 0.5;                   // ask again when held < target * refill_fraction
+  std::uint32_t live_workers = 1;                 // workers sharing each global rate (configured, >= 1)
+  double safety_factor = 0.8;                     // degraded local share multiplier, in (0, 1]
   // How late after a retry time the worker may act on it (its tick): a pause
   // ends this long before a global bucket would be full.
   Nanos tick = std::chrono::milliseconds(5);
@@ -275,9 +275,9 @@ class QuotaLeaser {
   std::vector<LeaseReply> replies_;
   std::vector<CampaignId> asked_;
   std::vector<std::uint32_t> reported_;  // providers whose throttle reports lead this batch
-  std::uint64_t rng_;                    // splitmix64 state for the pause jitter
-  std::size_t rotate_ = 0;               // where the next refresh starts among the active campaigns
-  Nanos spread_{0};                      // a lease is spent evenly over this long: horizon * (1 - refill_fraction)
+  std::uint64_t rng_;  // splitmix64 state for the pause jitter
+  std::size_t rotate_ = 0;  // where the next refresh starts among the active campaigns
+  Nanos spread_{0};         // a lease is spent evenly over this long: horizon * (1 - refill_fraction)
 };
 
 }  // namespace pacer

@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "pacer/adaptive_rate.h"
 #include "pacer/ledger.h"
 #include "pacer/message.h"
 #include "pacer/offset_tracker.h"
 #include "pacer/quota.h"
+#include "pacer/adaptive_rate.h"
 #include "pacer/quota_lease.h"
 #include "pacer/rate_limiter.h"
 #include "pacer/retry.h"
@@ -99,9 +99,9 @@ struct WorkerOptions {
   // Messages handed to the sink whose ledger row is not yet durable, at most.
   // This is the most a crash can send twice (replay skips what is in the ledger).
   std::size_t max_unrecorded = 10'000;
-  std::size_t ledger_batch = 5'000;                              // rows per ledger write, at most
-  Nanos ledger_flush_interval = std::chrono::milliseconds(50);   // a row waits at most this long
-  Nanos ledger_retry_interval = std::chrono::milliseconds(500);  // after the store was unavailable
+  std::size_t ledger_batch = 5'000;                                // rows per ledger write, at most
+  Nanos ledger_flush_interval = std::chrono::milliseconds(50);     // a row waits at most this long
+  Nanos ledger_retry_interval = std::chrono::milliseconds(500);    // after the store was unavailable
   // Parking (when a ParkingInterface is given): a campaign keeps at most
   // max(park_min_keep, send_rate * park_keep_for) messages in memory; the rest
   // is parked and claimed back as the queue drains. The kept messages hold the
@@ -109,18 +109,18 @@ struct WorkerOptions {
   // park_keep_for of the slowest campaign's sending.
   Nanos park_keep_for = std::chrono::seconds(10);
   std::size_t park_min_keep = 10;
-  Nanos unclaimed_scan_interval = std::chrono::seconds(5);  // look for parked messages nobody holds
-  Nanos renew_interval = std::chrono::seconds(20);          // keep this worker's claims
-  std::uint64_t seed = 1;                                   // for retry jitter and the lease pause jitter
+  Nanos unclaimed_scan_interval = std::chrono::seconds(5);         // look for parked messages nobody holds
+  Nanos renew_interval = std::chrono::seconds(20);                 // keep this worker's claims
+  std::uint64_t seed = 1;  // for retry jitter and the lease pause jitter
   // The global quota (not owned; null: local limits only). With it, every
   // campaign's send_rate and every provider's rate are token buckets shared
   // by all workers (include/pacer/quota_lease.h): the scheduler spends leases
   // taken from them, and a provider's pause (429/503) and adaptive rate are
   // shared too: one worker's 429 slows and pauses the provider for all.
   QuotaBackend* quota = nullptr;
-  LeaseOptions lease;                                 // seed is taken from `seed`
-  DegradedMode degraded = DegradedMode::kLocalShare;  // per provider, when the quota is unreachable
-  QuotaObserver* quota_observer = nullptr;            // told of degraded-mode changes (not owned)
+  LeaseOptions lease;                                   // seed is taken from `seed`
+  DegradedMode degraded = DegradedMode::kLocalShare;    // per provider, when the quota is unreachable
+  QuotaObserver* quota_observer = nullptr;              // told of degraded-mode changes (not owned)
 };
 
 // A provider as this worker sees it now.
@@ -140,34 +140,34 @@ struct CampaignStats {
   std::uint64_t failed = 0;
   std::uint64_t rejected = 0;
   std::uint64_t retries = 0;
-  std::uint64_t parked = 0;                       // messages parked
-  std::uint64_t unparked = 0;                     // messages claimed back
-  std::size_t queued = 0;                         // in memory now
+  std::uint64_t parked = 0;     // messages parked
+  std::uint64_t unparked = 0;   // messages claimed back
+  std::size_t queued = 0;       // in memory now
   std::optional<MonoTime> first_sent, last_sent;  // steps that recorded the first and the last `sent`
   // As configured now, and where its messages are now (gauges, for metrics).
-  std::string provider;            // empty: none
-  std::optional<RateLimit> limit;  // send_rate and burst; nullopt = unlimited
-  std::size_t in_flight = 0;       // in the sink
-  std::size_t retrying = 0;        // waiting for a retry (backoff or a provider's pause)
-  std::size_t to_park = 0;         // waiting to be written to parking
-  std::size_t parked_waiting = 0;  // parked by this worker or found unclaimed, not yet claimed back (an estimate)
+  std::string provider;                  // empty: none
+  std::optional<RateLimit> limit;        // send_rate and burst; nullopt = unlimited
+  std::size_t in_flight = 0;             // in the sink
+  std::size_t retrying = 0;              // waiting for a retry (backoff or a provider's pause)
+  std::size_t to_park = 0;               // waiting to be written to parking
+  std::size_t parked_waiting = 0;        // parked by this worker or found unclaimed, not yet claimed back (an estimate)
 };
 
 struct WorkerStats {
   std::uint64_t read = 0;              // records offered
   std::uint64_t skipped_finished = 0;  // replayed records already in the ledger
   std::uint64_t sent = 0, failed = 0, rejected = 0;
-  std::uint64_t ledger_rows = 0;    // rows the ledger took as new
-  std::uint64_t ledger_writes = 0;  // batches written
-  std::uint64_t ledger_errors = 0;  // failed batch writes (each retried)
+  std::uint64_t ledger_rows = 0;       // rows the ledger took as new
+  std::uint64_t ledger_writes = 0;     // batches written
+  std::uint64_t ledger_errors = 0;     // failed batch writes (each retried)
   std::uint64_t parked = 0, unparked = 0;
   std::size_t buffered_messages = 0;
   std::size_t buffered_bytes = 0;
-  std::size_t unrecorded = 0;                  // in the sink or awaiting the ledger
-  std::size_t pending_rows = 0;                // outcomes known, not yet written to the ledger
+  std::size_t unrecorded = 0;          // in the sink or awaiting the ledger
+  std::size_t pending_rows = 0;        // outcomes known, not yet written to the ledger
   std::optional<MonoTime> oldest_pending_row;  // the step that made the oldest of them
-  bool store_failing = false;                  // the last ledger or parking write failed; retried (rows are kept)
-  QuotaMetrics quota;                          // the global quota's counters (all zero without one)
+  bool store_failing = false;          // the last ledger or parking write failed; retried (rows are kept)
+  QuotaMetrics quota;                  // the global quota's counters (all zero without one)
 };
 
 class WorkerCore {
