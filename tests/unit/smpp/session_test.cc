@@ -245,6 +245,16 @@ TEST_F(SmppSessionTest, AnswersSmscRequests) {
   EXPECT_EQ(ev[2].kind, SessionEvent::Kind::kProtocolError);
 }
 
+TEST_F(SmppSessionTest, DeliverSmRespBytes) {
+  bind();
+  Pdu dlr;
+  dlr.command_id = cmd::kDeliverSm;
+  dlr.sequence_number = 0x1f5;
+  feed(dlr, 1s);
+  // length 17, deliver_sm_resp, ESME_ROK, the same sequence number, message_id "" (one NUL).
+  EXPECT_EQ(testing::toHex(session_.output()), testing::toHex(hex("00000011 80000005 00000000 000001f5 00")));
+}
+
 TEST_F(SmppSessionTest, MalformedDeliverSmIsStillAnswered) {
   bind();
   // deliver_sm, seq 77, with a body cut after service_type.
