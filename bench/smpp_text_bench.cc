@@ -13,7 +13,8 @@ namespace {
 
 const std::string kGsm160 = std::string(150, 'a') + " {euro} \u20AC";  // 1 segment, with escapes
 const std::string kGsm3 = std::string(400, 'b');                       // 3 segments
-const std::string kUcs2 = "\u041F\u0440\u0438\u0432\u0435\u0442 \U0001F600 " + std::string(100, 'c');  // UCS-2, 2 segments
+const std::string kUcs2 =
+    "\u041F\u0440\u0438\u0432\u0435\u0442 \U0001F600 " + std::string(100, 'c');  // UCS-2, 2 segments
 
 void BM_CountSegments(benchmark::State& state, const std::string& text) {
   for (auto _ : state) benchmark::DoNotOptimize(pacer::smpp::countSegments(text));
