@@ -33,6 +33,9 @@ PACER_PACKAGES+=(libhowardhinnant-date-dev tzdata)
 # headless Chromium (chromium), driven through WebDriver (chromium-driver) from Python
 # (python3-selenium), all from Debian, so nothing is downloaded at test time.
 PACER_PACKAGES+=(chromium chromium-driver python3-selenium)
+# SMPP interoperability tests: Net::SMPP, an SMPP 3.4 implementation written independently of
+# Pacer, plays the SMSC for the SMPP sink and the client for pacer-fake-smsc (tests/integration/smpp).
+PACER_PACKAGES+=(libnet-smpp-perl)
 
 pacer_install_packages() {
   local missing=()

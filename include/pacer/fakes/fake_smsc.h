@@ -1,0 +1,70 @@
+// pacer-fake-smsc: an SMSC stand-in speaking SMPP 3.4 on loopback, for tests,
+// the demo and benchmarks. It checks passwords, enforces a window per bind
+// and a strict one-second quota in segments per account, injects errors at
+// configurable rates, sends delivery receipts after a delay with a
+// configurable outcome mix, and records what it received. See docs/smpp.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace pacer::fake {
+
+struct FakeSmscAccount {
+  std::string system_id;
+  std::string password;
+  int quota_per_s = 0;  // accepted segments in any 1 s sliding window; 0: none
+};
+
+struct FakeSmscOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: the kernel picks one
+  std::vector<FakeSmscAccount> accounts;
+  std::size_t window = 10;                // unanswered submit_sm per bind; one more is answered ESME_RTHROTTLED
+  int response_delay_ms = 0;              // submit_sm_resp this long after the submit_sm
+  double permanent_rate = 0;              // fraction of submits answered `permanent_status`
+  std::uint32_t permanent_status = 0x0B;  // ESME_RINVDSTADR
+  double transient_rate = 0;              // fraction answered `transient_status`
+  std::uint32_t transient_status = 0x08;  // ESME_RSYSERR
+  int receipt_delay_ms = 0;               // receipt this long after the accepted submit
+  // Receipt outcome mix (weights; normalised): DELIVRD, UNDELIV, EXPIRED, REJECTD.
+  double mix_delivered = 1, mix_undelivered = 0, mix_expired = 0, mix_rejected = 0;
+  bool receipt_tlvs = true;  // also send receipted_message_id and message_state
+  std::string record_path;   // one line per segment received (written as it goes); empty: none
+  std::uint64_t seed = 1;
+};
+
+class FakeSmsc {
+ public:
+  explicit FakeSmsc(FakeSmscOptions options);
+  ~FakeSmsc();
+  FakeSmsc(const FakeSmsc&) = delete;
+  FakeSmsc& operator=(const FakeSmsc&) = delete;
+
+  // Listens and serves on a thread of its own; returns the port. Throws
+  // std::runtime_error when it cannot listen or open the record file.
+  int start();
+  // Stops serving, closes every connection, flushes the record. Idempotent.
+  void stop();
+
+  // Per account: binds, bind_failures, submits, accepted, throttled,
+  // window_exceeded, errors_permanent, errors_transient, max_segments_1s,
+  // receipts_sent {delivered, undelivered, expired, rejected},
+  // receipts_acked, receipts_pending. Safe from any thread.
+  nlohmann::json report() const;
+
+  // Test hooks, safe from any thread, carried out by the server's thread
+  // soon after: an SMSC-initiated unbind on every bound session, or every
+  // connection dropped without a word.
+  void unbindAll();
+  void dropAll();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pacer::fake

@@ -1,0 +1,75 @@
+// The SMPP 3.4 provider sink: Pacer messages as submit_sm over one or more
+// binds to an SMSC, their delivery receipts out of pollReceipts().
+// See docs/smpp.md for every option and the payload contract.
+//
+// Not thread-safe: one owner thread calls everything (like the HTTP sink,
+// it does its socket work inside poll() and wait(); no threads of its own).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "pacer/sink.h"
+#include "pacer/smpp/submit.h"
+#include "pacer/time.h"
+
+namespace pacer::sink {
+
+enum class SmppBindMode {
+  kTransceiver,          // each bind submits and receives receipts
+  kTransmitterReceiver,  // each bind is a transmitter plus a receiver (two connections)
+};
+
+struct SmppSinkOptions {
+  std::string host = "127.0.0.1";
+  int port = 2775;
+  std::string system_id;
+  std::string password;  // from the environment (the daemon's job); never logged or put in a reason
+  std::string system_type;
+  SmppBindMode bind_mode = SmppBindMode::kTransceiver;
+  std::size_t binds = 1;    // binds per worker (in kTransmitterReceiver: transmitter/receiver pairs)
+  std::size_t window = 10;  // outstanding submit_sm per bind
+  Nanos enquire_link_interval = std::chrono::seconds(30);
+  Nanos response_timeout = std::chrono::seconds(10);  // every request; also the most a message waits for a bind
+  Nanos connect_timeout = std::chrono::seconds(5);
+  Nanos reconnect_backoff_min = std::chrono::milliseconds(500);  // doubles per failed attempt, jittered
+  Nanos reconnect_backoff_max = std::chrono::seconds(30);
+  Nanos throttle_retry_after = std::chrono::seconds(1);  // retry_after on ESME_RTHROTTLED / ESME_RMSGQFUL
+  // Source address, TON/NPI, destination TON/NPI, UDH or SAR, which
+  // segments ask for a receipt (registered_delivery).
+  smpp::SubmitOptions submit;
+  std::size_t max_in_flight = 0;      // messages; 0: binds * window
+  std::string provider;               // copied into DeliveryReceipt::provider
+  const TimeSource* clock = nullptr;  // nullptr: the steady clock
+  std::uint64_t seed = 0;             // reconnect jitter; 0: from std::random_device
+  // Called with one line per notable event (bind up/down, refusals,
+  // protocol errors); never with the password. Empty: silent.
+  std::function<void(std::string_view)> log;
+};
+
+struct SmppSinkStats {
+  std::size_t binds_up = 0;         // sessions bound now
+  std::uint64_t connects = 0;       // TCP connections made
+  std::uint64_t bind_failures = 0;  // binds refused or unanswered
+  std::uint64_t disconnects = 0;    // sessions that ended (any reason)
+  std::uint64_t submit_sm = 0;      // PDUs sent
+  std::uint64_t receipts = 0;       // delivery receipts received
+  std::uint64_t protocol_errors = 0;
+};
+
+class SmppSinkInterface : public SinkInterface {
+ public:
+  // Counters for /metrics. Same thread as the rest.
+  virtual SmppSinkStats stats() const = 0;
+};
+
+// Resolves `host` now (start-up); throws std::invalid_argument for unusable
+// options (no system_id, window 0, an unresolvable host, ...), with a message
+// that never contains the password.
+std::unique_ptr<SmppSinkInterface> makeSmppSink(SmppSinkOptions options);
+
+}  // namespace pacer::sink

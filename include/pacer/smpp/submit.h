@@ -1,0 +1,91 @@
+// From one Pacer message to its submit_sm PDUs, and from their answers back
+// to one SendResult. Pure.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pacer/sink.h"
+#include "pacer/smpp/pdu.h"
+#include "pacer/smpp/text.h"
+
+namespace pacer::smpp {
+
+enum class Concatenation { kUdh, kSar };  // UDH (IEI 0x00, 8-bit reference) or sar_* TLVs
+enum class ReceiptRequest {
+  kNone,   // registered_delivery 0 on every segment
+  kFirst,  // only the first segment asks for a receipt: one receipt per message, under its id
+  kAll,    // every segment asks; receipts of segments 2..n name ids no ledger row has
+};
+
+struct SubmitOptions {
+  std::string service_type;
+  std::uint8_t source_addr_ton = 0;
+  std::uint8_t source_addr_npi = 0;
+  std::string source_addr;
+  std::uint8_t dest_addr_ton = 1;  // international
+  std::uint8_t dest_addr_npi = 1;  // E.164
+  Concatenation concatenation = Concatenation::kUdh;
+  ReceiptRequest receipts = ReceiptRequest::kFirst;
+  std::uint8_t priority_flag = 0;
+  std::string validity_period;  // SMPP time format, empty: the SMSC's default
+};
+
+enum class BuildError {
+  kNone,
+  kNoRecipient,   // empty destination
+  kBadRecipient,  // over 20 octets, or a NUL in it
+  kInvalidUtf8,   // the text is not UTF-8
+  kTooLong,       // over 255 segments
+  kBadOptions,    // a source address or service type over its limit
+};
+const char* buildErrorName(BuildError e) noexcept;
+
+// Builds the submit_sm PDUs for `text` to `recipient` (a leading '+' is
+// dropped: the TON says the number is international) into `out[0..count)`,
+// reusing `out`'s and `scratch`'s storage. `reference` numbers the
+// concatenated message (its low 8 bits with UDH, 16 bits with SAR).
+// `reason` gets a human-readable cause on error.
+BuildError buildSubmits(const SubmitOptions& options, std::string_view recipient, std::string_view text,
+                        std::uint16_t reference, EncodedText& scratch, std::vector<Pdu>& out, std::size_t& count,
+                        std::string& reason);
+
+// Collects the answers to one message's segments. The message is delivered
+// only when every segment got ESME_ROK; its provider_message_id is the first
+// segment's message_id. After the first failure no further segment should be
+// sent; the result waits for the segments already sent. When several
+// segments fail, the message takes the gravest class: permanent, then
+// throttled, then fault.
+class SegmentTally {
+ public:
+  void begin(std::size_t segments);
+  // Segment `index` answered.
+  void done(std::size_t index, SendOutcome outcome, std::uint32_t status, std::string_view message_id,
+            std::string_view reason);
+  // A segment was sent (for finished()).
+  void sent() { ++sent_; }
+  // Whether the next segment may go: none has failed.
+  bool mayContinue() const { return !failed_; }
+  // Nothing more will come: every sent segment answered, and either all
+  // were sent or one failed.
+  bool finished() const { return answered_ == sent_ && (sent_ == segments_ || failed_); }
+  // The message's result (call when finished()).
+  SendResult result(std::uint64_t ticket) const;
+  std::size_t segments() const { return segments_; }
+  std::size_t sentCount() const { return sent_; }
+
+ private:
+  std::size_t segments_ = 0;
+  std::size_t sent_ = 0;
+  std::size_t answered_ = 0;
+  bool failed_ = false;
+  SendOutcome worst_ = SendOutcome::kDelivered;
+  std::uint32_t status_ = 0;
+  std::string reason_;
+  std::string first_id_;
+};
+
+}  // namespace pacer::smpp

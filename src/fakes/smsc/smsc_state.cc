@@ -1,0 +1,172 @@
+#include "smsc_state.h"
+
+#include <ctime>
+#include <stdexcept>
+
+#include "pacer/smpp/receipt.h"
+
+namespace pacer::fake {
+namespace {
+
+constexpr const char* kStat[4] = {"DELIVRD", "UNDELIV", "EXPIRED", "REJECTD"};
+constexpr std::uint8_t kState[4] = {smpp::state::kDelivered, smpp::state::kUndeliverable, smpp::state::kExpired,
+                                    smpp::state::kRejected};
+constexpr const char* kStatusKey[4] = {"delivered", "undelivered", "expired", "rejected"};
+
+std::string smppDateNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%y%m%d%H%M", &tm);
+  return buf;
+}
+
+}  // namespace
+
+void segmentOf(const smpp::Pdu& p, int& n, int& m) {
+  n = m = 1;
+  const std::string& sm = p.short_message;
+  if ((p.esm_class & smpp::kEsmClassUdhi) != 0 && sm.size() >= 6) {
+    const auto b = [&](std::size_t i) { return static_cast<unsigned char>(sm[i]); };
+    if (b(1) == 0x00 && b(2) == 3) {
+      m = b(4), n = b(5);
+    } else if (sm.size() >= 7 && b(1) == 0x08 && b(2) == 4) {
+      m = b(5), n = b(6);
+    }
+    return;
+  }
+  if (p.sar_total_segments && p.sar_segment_seqnum) m = *p.sar_total_segments, n = *p.sar_segment_seqnum;
+}
+
+SmscState::SmscState(const FakeSmscOptions& options) : options_(options), rng_(options.seed) {
+  for (const auto& a : options_.accounts) accounts_.push_back(AccountState{a, {}});
+  if (!options_.record_path.empty()) {
+    record_ = std::fopen(options_.record_path.c_str(), "w");
+    if (record_ == nullptr) throw std::runtime_error("cannot open record file " + options_.record_path);
+  }
+}
+
+SmscState::~SmscState() {
+  if (record_ != nullptr) std::fclose(record_);
+}
+
+void SmscState::flushRecord() {
+  if (record_ != nullptr) std::fflush(record_);
+}
+
+int SmscState::authenticate(const smpp::Pdu& bind, std::uint32_t& status) {
+  for (std::size_t i = 0; i < accounts_.size(); ++i) {
+    if (accounts_[i].config.system_id != bind.system_id) continue;
+    if (accounts_[i].config.password != bind.password) {
+      ++accounts_[i].bind_failures;
+      status = smpp::status::kInvPaswd;
+      return -1;
+    }
+    ++accounts_[i].binds;
+    status = 0;
+    return static_cast<int>(i);
+  }
+  status = smpp::status::kBindFail;
+  return -1;
+}
+
+int SmscState::pickOutcome() {
+  const double w[4] = {options_.mix_delivered, options_.mix_undelivered, options_.mix_expired, options_.mix_rejected};
+  const double total = w[0] + w[1] + w[2] + w[3];
+  if (total <= 0) return 0;
+  double x = std::uniform_real_distribution<double>(0, total)(rng_);
+  for (int i = 0; i < 4; ++i) {
+    if (x < w[i]) return i;
+    x -= w[i];
+  }
+  return 0;
+}
+
+std::uint32_t SmscState::submit(std::size_t account, const smpp::Pdu& pdu, bool window_full, Clock::time_point now,
+                                std::string& message_id) {
+  AccountState& a = accounts_[account];
+  ++a.submits;
+  message_id.clear();
+  std::uint32_t st = 0;
+  while (!a.accepted_log.empty() && now - a.accepted_log.front() >= std::chrono::seconds(1)) a.accepted_log.pop_front();
+  std::uniform_real_distribution<double> u(0, 1);
+  if (window_full) {
+    ++a.window_exceeded, ++a.throttled, st = smpp::status::kThrottled;
+  } else if (a.config.quota_per_s > 0 && a.accepted_log.size() >= static_cast<std::size_t>(a.config.quota_per_s)) {
+    ++a.throttled, st = smpp::status::kThrottled;
+  } else if (options_.permanent_rate > 0 && u(rng_) < options_.permanent_rate) {
+    ++a.errors_permanent, st = options_.permanent_status;
+  } else if (options_.transient_rate > 0 && u(rng_) < options_.transient_rate) {
+    ++a.errors_transient, st = options_.transient_status;
+  }
+  if (st == 0) {
+    ++a.accepted;
+    a.accepted_log.push_back(now);
+    a.max_segments_1s = std::max<std::uint64_t>(a.max_segments_1s, a.accepted_log.size());
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "%010llx", static_cast<unsigned long long>(++next_id_));
+    message_id = buf;
+    if ((pdu.registered_delivery & 0x03) != 0) {
+      receipts_.push_back({now + std::chrono::milliseconds(options_.receipt_delay_ms), account, message_id,
+                           pdu.destination_addr, pdu.source_addr, pickOutcome(), smppDateNow()});
+    }
+  }
+  record(now, a.config.system_id, message_id, pdu, st);
+  return st;
+}
+
+void SmscState::record(Clock::time_point now, const std::string& account, const std::string& id, const smpp::Pdu& pdu,
+                       std::uint32_t status) {
+  if (record_ == nullptr) return;
+  int n = 1, m = 1;
+  segmentOf(pdu, n, m);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
+  std::fprintf(record_, "%lld\t%s\t%s\t%s\t%d/%d\t%s\n", static_cast<long long>(ms), account.c_str(),
+               id.empty() ? "-" : id.c_str(), pdu.destination_addr.c_str(), n, m,
+               smpp::commandStatusName(status).c_str());
+}
+
+smpp::Pdu SmscState::receiptPdu(const PendingReceipt& r) const {
+  smpp::Pdu p;
+  p.command_id = smpp::cmd::kDeliverSm;
+  p.source_addr_ton = 1;
+  p.source_addr_npi = 1;
+  p.source_addr = r.source;
+  p.destination_addr = r.destination;
+  p.esm_class = smpp::kEsmClassReceipt;
+  const bool ok = r.outcome == 0;
+  p.short_message = "id:" + r.message_id + " sub:001 dlvrd:" + (ok ? "001" : "000") + " submit date:" + r.submit_date +
+                    " done date:" + smppDateNow() + " stat:" + kStat[r.outcome] + " err:" + (ok ? "000" : "001") +
+                    " text:";
+  if (options_.receipt_tlvs) {
+    p.receipted_message_id = r.message_id;
+    p.message_state = kState[r.outcome];
+  }
+  return p;
+}
+
+nlohmann::json SmscState::report() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const AccountState& a : accounts_) {
+    nlohmann::json sent = nlohmann::json::object();
+    for (int i = 0; i < 4; ++i) sent[kStatusKey[i]] = a.receipts_sent[i];
+    std::uint64_t pending = 0;
+    for (const auto& r : receipts_) pending += &accounts_[r.account] == &a ? 1 : 0;
+    out[a.config.system_id] = {{"binds", a.binds},
+                               {"bind_failures", a.bind_failures},
+                               {"submits", a.submits},
+                               {"accepted", a.accepted},
+                               {"throttled", a.throttled},
+                               {"window_exceeded", a.window_exceeded},
+                               {"errors_permanent", a.errors_permanent},
+                               {"errors_transient", a.errors_transient},
+                               {"max_segments_1s", a.max_segments_1s},
+                               {"receipts_sent", sent},
+                               {"receipts_acked", a.receipts_acked},
+                               {"receipts_pending", pending}};
+  }
+  return {{"accounts", out}};
+}
+
+}  // namespace pacer::fake

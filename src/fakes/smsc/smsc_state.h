@@ -1,0 +1,83 @@
+// pacer-fake-smsc's bookkeeping, apart from its sockets: accounts, the
+// strict sliding quota, error injection, receipts, the record and the report.
+// Called from the server's thread only, except report() (under the mutex
+// the server holds while it changes anything).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pacer/fakes/fake_smsc.h"
+#include "pacer/smpp/pdu.h"
+
+namespace pacer::fake {
+
+using Clock = std::chrono::steady_clock;
+
+struct AccountState {
+  FakeSmscAccount config;
+  std::deque<Clock::time_point> accepted_log;  // accepted segments in the last second
+  std::uint64_t binds = 0, bind_failures = 0, submits = 0, accepted = 0, throttled = 0, window_exceeded = 0;
+  std::uint64_t errors_permanent = 0, errors_transient = 0, max_segments_1s = 0;
+  std::uint64_t receipts_sent[4] = {0, 0, 0, 0};  // delivered, undelivered, expired, rejected
+  std::uint64_t receipts_acked = 0;
+  std::size_t next_receiver = 0;  // round robin among the account's receiving binds
+};
+
+struct PendingReceipt {
+  Clock::time_point due;
+  std::size_t account;
+  std::string message_id;
+  std::string source;  // the submit's destination: the receipt comes from it
+  std::string destination;
+  int outcome;  // 0..3 as in receipts_sent
+  std::string submit_date;
+};
+
+class SmscState {
+ public:
+  explicit SmscState(const FakeSmscOptions& options);
+  ~SmscState();
+
+  // Index of the account, or -1 with `status` set (ESME_RBINDFAIL unknown,
+  // ESME_RINVPASWD wrong password).
+  int authenticate(const smpp::Pdu& bind, std::uint32_t& status);
+  // Decides the answer to one submit_sm of `account` at `now`; fills
+  // `message_id` when accepted, queues its receipt, writes the record line.
+  std::uint32_t submit(std::size_t account, const smpp::Pdu& pdu, bool window_full, Clock::time_point now,
+                       std::string& message_id);
+  // The receipt as a deliver_sm (sequence number left to the caller).
+  smpp::Pdu receiptPdu(const PendingReceipt& r) const;
+
+  std::deque<PendingReceipt>& receipts() { return receipts_; }
+  std::vector<AccountState>& accounts() { return accounts_; }
+  std::mutex& mutex() { return mu_; }
+  nlohmann::json report() const;
+  void flushRecord();
+
+ private:
+  int pickOutcome();
+  void record(Clock::time_point now, const std::string& account, const std::string& id, const smpp::Pdu& pdu,
+              std::uint32_t status);
+
+  FakeSmscOptions options_;
+  std::vector<AccountState> accounts_;
+  std::deque<PendingReceipt> receipts_;
+  std::mt19937_64 rng_;
+  std::uint64_t next_id_ = 0;
+  std::FILE* record_ = nullptr;
+  Clock::time_point start_ = Clock::now();
+  mutable std::mutex mu_;
+};
+
+// "n/m" of a segment, from its UDH (IEI 0x00 or 0x08) or sar_* TLVs; 1/1 if neither.
+void segmentOf(const smpp::Pdu& pdu, int& n, int& m);
+
+}  // namespace pacer::fake

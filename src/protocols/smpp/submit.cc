@@ -1,0 +1,125 @@
+#include "pacer/smpp/submit.h"
+
+namespace pacer::smpp {
+namespace {
+
+// Higher is graver.
+int gravity(SendOutcome o) {
+  switch (o) {
+    case SendOutcome::kDelivered: return 0;
+    case SendOutcome::kFault: return 1;
+    case SendOutcome::kThrottled: return 2;
+    case SendOutcome::kPermanent:
+    case SendOutcome::kInvalidToken: return 3;
+  }
+  return 1;
+}
+
+void fillCommon(const SubmitOptions& o, std::string_view dest, Pdu& p) {
+  p.clear();
+  p.command_id = cmd::kSubmitSm;
+  p.service_type = o.service_type;
+  p.source_addr_ton = o.source_addr_ton;
+  p.source_addr_npi = o.source_addr_npi;
+  p.source_addr = o.source_addr;
+  p.dest_addr_ton = o.dest_addr_ton;
+  p.dest_addr_npi = o.dest_addr_npi;
+  p.destination_addr.assign(dest);
+  p.priority_flag = o.priority_flag;
+  p.validity_period = o.validity_period;
+}
+
+}  // namespace
+
+const char* buildErrorName(BuildError e) noexcept {
+  switch (e) {
+    case BuildError::kNone: return "none";
+    case BuildError::kNoRecipient: return "no_recipient";
+    case BuildError::kBadRecipient: return "bad_recipient";
+    case BuildError::kInvalidUtf8: return "invalid_utf8";
+    case BuildError::kTooLong: return "too_long";
+    case BuildError::kBadOptions: return "bad_options";
+  }
+  return "unknown";
+}
+
+BuildError buildSubmits(const SubmitOptions& o, std::string_view recipient, std::string_view text,
+                        std::uint16_t reference, EncodedText& scratch, std::vector<Pdu>& out, std::size_t& count,
+                        std::string& reason) {
+  count = 0;
+  if (!recipient.empty() && recipient.front() == '+') recipient.remove_prefix(1);
+  if (recipient.empty()) return reason = "no recipient (destination address)", BuildError::kNoRecipient;
+  if (recipient.size() + 1 > limit::kAddress || recipient.find('\0') != std::string_view::npos)
+    return reason = "recipient is not an SMPP address (at most 20 octets)", BuildError::kBadRecipient;
+  if (o.source_addr.size() + 1 > limit::kAddress || o.service_type.size() + 1 > limit::kServiceType ||
+      o.validity_period.size() + 1 > limit::kTime)
+    return reason = "source address, service type or validity period too long", BuildError::kBadOptions;
+  std::size_t bad = 0;
+  const TextError te = encodeText(text, scratch, &bad);
+  if (te == TextError::kInvalidUtf8)
+    return reason = "text is not UTF-8 at byte " + std::to_string(bad), BuildError::kInvalidUtf8;
+  if (te == TextError::kTooLong) return reason = "text needs more than 255 segments", BuildError::kTooLong;
+  const std::size_t n = scratch.count;
+  if (out.size() < n) out.resize(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    Pdu& p = out[k];
+    fillCommon(o, recipient, p);
+    p.data_coding = static_cast<std::uint8_t>(scratch.coding);
+    const bool ask = o.receipts == ReceiptRequest::kAll || (o.receipts == ReceiptRequest::kFirst && k == 0);
+    p.registered_delivery = ask ? 1 : 0;
+    if (n > 1 && o.concatenation == Concatenation::kUdh) {
+      p.esm_class = kEsmClassUdhi;
+      const char udh[6] = {
+          5, 0, 3, static_cast<char>(reference & 0xFF), static_cast<char>(n), static_cast<char>(k + 1)};
+      p.short_message.assign(udh, sizeof udh);
+    } else if (n > 1) {
+      p.sar_msg_ref_num = reference;
+      p.sar_total_segments = static_cast<std::uint8_t>(n);
+      p.sar_segment_seqnum = static_cast<std::uint8_t>(k + 1);
+    }
+    p.short_message.append(scratch.segments[k]);
+  }
+  count = n;
+  return BuildError::kNone;
+}
+
+void SegmentTally::begin(std::size_t segments) {
+  segments_ = segments;
+  sent_ = answered_ = 0;
+  failed_ = false;
+  worst_ = SendOutcome::kDelivered;
+  status_ = 0;
+  reason_.clear();
+  first_id_.clear();
+}
+
+void SegmentTally::done(std::size_t index, SendOutcome outcome, std::uint32_t status, std::string_view message_id,
+                        std::string_view reason) {
+  ++answered_;
+  if (outcome == SendOutcome::kDelivered) {
+    if (index == 0) first_id_.assign(message_id);
+    return;
+  }
+  failed_ = true;
+  if (gravity(outcome) > gravity(worst_)) {
+    worst_ = outcome;
+    status_ = status;
+    reason_.assign(reason);
+    if (segments_ > 1) reason_ += " (segment " + std::to_string(index + 1) + "/" + std::to_string(segments_) + ")";
+  }
+}
+
+SendResult SegmentTally::result(std::uint64_t ticket) const {
+  SendResult r;
+  r.ticket = ticket;
+  r.outcome = worst_;
+  r.status = static_cast<int>(status_);
+  if (worst_ == SendOutcome::kDelivered) {
+    r.provider_message_id = first_id_;
+  } else {
+    r.reason = reason_;
+  }
+  return r;
+}
+
+}  // namespace pacer::smpp

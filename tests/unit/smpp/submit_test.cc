@@ -1,0 +1,123 @@
+#include "pacer/smpp/submit.h"
+
+#include <gtest/gtest.h>
+
+#include "hex.h"
+
+namespace pacer::smpp {
+namespace {
+
+using testing::toHex;
+
+TEST(SmppSubmit, SingleSegmentGsmMessage) {
+  SubmitOptions o;
+  o.source_addr = "Pacer";
+  o.source_addr_ton = 5;
+  EncodedText scratch;
+  std::vector<Pdu> pdus;
+  std::size_t n = 0;
+  std::string reason;
+  ASSERT_EQ(buildSubmits(o, "+4915112345678", "Hi", 1, scratch, pdus, n, reason), BuildError::kNone);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(pdus[0].destination_addr, "4915112345678");
+  EXPECT_EQ(pdus[0].dest_addr_ton, 1);
+  EXPECT_EQ(pdus[0].data_coding, 0);
+  EXPECT_EQ(pdus[0].esm_class, 0);
+  EXPECT_EQ(pdus[0].registered_delivery, 1);
+  EXPECT_EQ(pdus[0].short_message, "Hi");
+}
+
+TEST(SmppSubmit, UdhConcatenationHeaders) {
+  SubmitOptions o;
+  EncodedText scratch;
+  std::vector<Pdu> pdus;
+  std::size_t n = 0;
+  std::string reason;
+  const std::string text(200, 'x');
+  ASSERT_EQ(buildSubmits(o, "123", text, 0x1A7, scratch, pdus, n, reason), BuildError::kNone);
+  ASSERT_EQ(n, 2u);
+  for (std::size_t k = 0; k < n; ++k) {
+    EXPECT_EQ(pdus[k].esm_class, kEsmClassUdhi);
+    EXPECT_EQ(toHex(pdus[k].short_message.substr(0, 6)), k == 0 ? "05 00 03 a7 02 01" : "05 00 03 a7 02 02");
+    EXPECT_FALSE(pdus[k].sar_msg_ref_num.has_value());
+  }
+  EXPECT_EQ(pdus[0].short_message.size(), 6u + 153);
+  EXPECT_EQ(pdus[1].short_message.size(), 6u + 47);
+  // Only the first segment asks for a receipt by default.
+  EXPECT_EQ(pdus[0].registered_delivery, 1);
+  EXPECT_EQ(pdus[1].registered_delivery, 0);
+}
+
+TEST(SmppSubmit, SarConcatenationUsesTlvs) {
+  SubmitOptions o;
+  o.concatenation = Concatenation::kSar;
+  o.receipts = ReceiptRequest::kAll;
+  EncodedText scratch;
+  std::vector<Pdu> pdus;
+  std::size_t n = 0;
+  std::string reason;
+  ASSERT_EQ(buildSubmits(o, "123", std::string(71, 'x') + "\u0416", 0x1A7, scratch, pdus, n, reason),
+            BuildError::kNone);
+  ASSERT_EQ(n, 2u);
+  for (std::size_t k = 0; k < n; ++k) {
+    EXPECT_EQ(pdus[k].esm_class, 0);
+    EXPECT_EQ(pdus[k].data_coding, 8);
+    EXPECT_EQ(pdus[k].sar_msg_ref_num.value_or(0), 0x1A7);
+    EXPECT_EQ(pdus[k].sar_total_segments.value_or(0), 2);
+    EXPECT_EQ(pdus[k].sar_segment_seqnum.value_or(0), k + 1);
+    EXPECT_EQ(pdus[k].registered_delivery, 1);
+  }
+  EXPECT_EQ(pdus[0].short_message.size(), 67u * 2);
+}
+
+TEST(SmppSubmit, BadInputIsATypedError) {
+  SubmitOptions o;
+  EncodedText scratch;
+  std::vector<Pdu> pdus;
+  std::size_t n = 9;
+  std::string reason;
+  EXPECT_EQ(buildSubmits(o, "", "x", 1, scratch, pdus, n, reason), BuildError::kNoRecipient);
+  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(buildSubmits(o, "+", "x", 1, scratch, pdus, n, reason), BuildError::kNoRecipient);
+  EXPECT_EQ(buildSubmits(o, std::string(21, '1'), "x", 1, scratch, pdus, n, reason), BuildError::kBadRecipient);
+  EXPECT_EQ(buildSubmits(o, "1", "bad \xff", 1, scratch, pdus, n, reason), BuildError::kInvalidUtf8);
+  EXPECT_NE(reason.find("byte 4"), std::string::npos);
+  EXPECT_EQ(buildSubmits(o, "1", std::string(153 * 256, 'a'), 1, scratch, pdus, n, reason), BuildError::kTooLong);
+  o.source_addr = std::string(21, 'S');
+  EXPECT_EQ(buildSubmits(o, "1", "x", 1, scratch, pdus, n, reason), BuildError::kBadOptions);
+}
+
+TEST(SmppSegmentTally, DeliveredOnlyWhenEverySegmentIsAccepted) {
+  SegmentTally t;
+  t.begin(3);
+  for (int i = 0; i < 3; ++i) t.sent();
+  t.done(1, SendOutcome::kDelivered, 0, "id-2", "");
+  t.done(0, SendOutcome::kDelivered, 0, "id-1", "");
+  EXPECT_FALSE(t.finished());
+  t.done(2, SendOutcome::kDelivered, 0, "id-3", "");
+  ASSERT_TRUE(t.finished());
+  const SendResult r = t.result(77);
+  EXPECT_EQ(r.ticket, 77u);
+  EXPECT_EQ(r.outcome, SendOutcome::kDelivered);
+  EXPECT_EQ(r.provider_message_id, "id-1");
+}
+
+TEST(SmppSegmentTally, AFailureStopsTheRestAndTheGravestClassWins) {
+  SegmentTally t;
+  t.begin(4);
+  t.sent();
+  t.sent();
+  t.done(0, SendOutcome::kFault, 0x08, "", "submit_sm_resp ESME_RSYSERR");
+  EXPECT_FALSE(t.mayContinue());
+  EXPECT_FALSE(t.finished());  // segment 2 is still out
+  t.done(1, SendOutcome::kThrottled, 0x58, "", "submit_sm_resp ESME_RTHROTTLED");
+  ASSERT_TRUE(t.finished());
+  const SendResult r = t.result(1);
+  EXPECT_EQ(r.outcome, SendOutcome::kThrottled);
+  EXPECT_EQ(r.status, 0x58);
+  EXPECT_EQ(r.reason, "submit_sm_resp ESME_RTHROTTLED (segment 2/4)");
+  EXPECT_TRUE(r.provider_message_id.empty());
+}
+
+}  // namespace
+}  // namespace pacer::smpp
