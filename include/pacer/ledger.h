@@ -14,6 +14,8 @@
 
 namespace pacer {
 
+struct DeliveryReceipt;  // pacer/sink.h
+
 enum class DeliveryStatus { kSent, kFailed, kRejected };
 std::string_view deliveryStatusName(DeliveryStatus s) noexcept;  // "sent", "failed", "rejected"
 
@@ -28,6 +30,8 @@ struct DeliveryRecord {
   std::string reason;             // why it was not delivered; empty for sent
   bool unpark = false;            // the message came from parking: leave parking in the same transaction
   std::uint64_t fingerprint = 0;  // Message::fingerprint; 0: unknown
+  std::string provider;             // the campaign's provider id; empty: none
+  std::string provider_message_id;  // sent: the provider's id for it (SMPP's message_id), empty if none
 };
 
 // The ledger key of a message whose id another message already holds:
@@ -70,6 +74,13 @@ class LedgerInterface {
   // assigned range.
   virtual std::vector<std::int64_t> finishedOffsets(const std::string& topic, std::int32_t partition, std::int64_t from,
                                                     std::int64_t to) = 0;
+
+  // Records delivery receipts durably in one batch, each under (provider,
+  // provider_message_id): a later receipt for the same id replaces an
+  // earlier one. A receipt whose id no delivery row has yet is kept all the
+  // same (its row may be written later, or by another worker; or the id is
+  // unknown, which the operator sees). Throws as record() does.
+  virtual void recordReceipts(std::span<const DeliveryReceipt> receipts) = 0;
 };
 using LedgerInterfacePtr = std::unique_ptr<LedgerInterface>;
 

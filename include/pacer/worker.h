@@ -26,6 +26,7 @@
 #include "pacer/campaign_state.h"
 #include "pacer/ledger.h"
 #include "pacer/message.h"
+#include "pacer/message_cost.h"
 #include "pacer/offset_tracker.h"
 #include "pacer/quota.h"
 #include "pacer/quota_lease.h"
@@ -139,6 +140,8 @@ struct WorkerOptions {
   LeaseOptions lease;                                 // seed is taken from `seed`
   DegradedMode degraded = DegradedMode::kLocalShare;  // per provider, when the quota is unreachable
   QuotaObserver* quota_observer = nullptr;            // told of degraded-mode changes (not owned)
+  // Quota units per message (SMS segments); null: 1 each (not owned).
+  const MessageCostInterface* cost = nullptr;
 };
 
 // A provider as this worker sees it now.
@@ -182,6 +185,8 @@ struct WorkerStats {
   std::uint64_t ledger_writes = 0;  // batches written
   std::uint64_t ledger_errors = 0;  // failed batch writes (each retried)
   std::uint64_t parked = 0, unparked = 0;
+  std::uint64_t receipts = 0;          // delivery receipts written to the ledger
+  std::size_t pending_receipts = 0;    // received, not yet written (kept while the ledger is down)
   std::size_t buffered_messages = 0;
   std::size_t buffered_bytes = 0;
   std::size_t unrecorded = 0;                  // in the sink or awaiting the ledger

@@ -80,6 +80,8 @@ struct MetricsSnapshot {
   // Ledger
   std::uint64_t ledger_rows = 0, ledger_writes = 0, ledger_errors = 0;
   std::uint64_t ledger_pending_rows = 0;     // outcomes not yet in the ledger
+  std::uint64_t receipts = 0;                // delivery receipts written to the ledger
+  std::uint64_t receipts_pending = 0;        // received, not yet written
   double ledger_oldest_pending_seconds = 0;  // age of the oldest of them (0: none)
   std::uint64_t unrecorded = 0;              // in the sink or awaiting the ledger
   bool store_failing = false;

@@ -28,10 +28,18 @@ struct LedgerCounts {
   std::string last_recorded_at;  // empty: no row
 };
 
+// Delivery receipts of a campaign's sent messages (SMPP): matched to the
+// ledger's rows by the provider's message id.
+struct ReceiptCounts {
+  std::int64_t delivered = 0, undelivered = 0, expired = 0, rejected = 0, unknown = 0;
+  std::int64_t pending = 0;  // sent with a provider id, no receipt yet
+};
+
 struct CampaignDetail {
   CampaignRow campaign;
   LedgerCounts ledger;
   std::int64_t parked = 0;  // messages waiting in `parked`
+  ReceiptCounts receipts;   // all 0 before schema 6
 };
 
 struct StatusReport {

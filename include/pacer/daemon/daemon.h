@@ -17,6 +17,7 @@
 
 #include "pacer/worker.h"
 #include "pacer/sinks/http_sink.h"
+#include "pacer/sinks/smpp_sink.h"
 
 namespace pacer::worker {
 
@@ -34,6 +35,8 @@ struct ProviderSinkOptions {
   sink::HttpSinkOptions http;
   std::string sink_topic;
   std::string sink_brokers;
+  sink::SmppSinkOptions smpp;  // sink = smpp (its password read from smpp_password_env at start)
+  std::string smpp_password_env = "PACER_SMPP_PASSWORD";
 };
 
 struct DaemonOptions {
@@ -55,6 +58,8 @@ struct DaemonOptions {
   sink::HttpSinkOptions http;           // sink = http (its max_in_flight is sink_in_flight)
   std::string sink_topic;               // sink = kafka: the outbound topic
   std::string sink_brokers;             // sink = kafka: empty means `brokers`
+  sink::SmppSinkOptions smpp;           // sink = smpp: the SMSC (docs/smpp.md)
+  std::string smpp_password_env = "PACER_SMPP_PASSWORD";  // sink = smpp: the variable holding the password
   // Providers with a sink of their own: their campaigns' messages go there,
   // every other message through the sink above.
   std::map<std::string, ProviderSinkOptions> provider_sinks;

@@ -76,8 +76,17 @@ class SegmentTally {
   SendResult result(std::uint64_t ticket) const;
   std::size_t segments() const { return segments_; }
   std::size_t sentCount() const { return sent_; }
+  // Finished with part of the message accepted and every other answer a
+  // throttle: sending it again from the start would deliver its accepted
+  // segments twice, so only the throttled ones should go again (resume).
+  bool resumable() const;
+  // Puts the throttled segments back to unsent (their indices appended to
+  // `out`) and clears the failure: the message goes on from there.
+  void resume(std::vector<std::size_t>& out);
 
  private:
+  enum class SegmentState : std::uint8_t { kPending, kAccepted, kThrottled, kFailed };
+  std::vector<SegmentState> state_;  // per segment; reused between messages
   std::size_t segments_ = 0;
   std::size_t sent_ = 0;
   std::size_t answered_ = 0;

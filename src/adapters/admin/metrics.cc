@@ -146,6 +146,10 @@ void ledgerMetrics(Families& f, const MetricsSnapshot& s) {
   f.single("pacer_ledger_writes_total", "ledger batches written", kCounter, d(s.ledger_writes));
   f.single("pacer_ledger_errors_total", "failed ledger or parking writes (each retried)", kCounter, d(s.ledger_errors));
   f.single("pacer_ledger_pending_rows", "outcomes known but not yet in the ledger", kGauge, d(s.ledger_pending_rows));
+  f.single("pacer_receipts_recorded_total", "delivery receipts (SMPP) this worker received and wrote to the ledger",
+           kCounter, d(s.receipts));
+  f.single("pacer_receipts_pending", "delivery receipts received, not yet in the ledger", kGauge,
+           d(s.receipts_pending));
   f.single("pacer_ledger_oldest_pending_seconds", "age of the oldest outcome not yet in the ledger (0: none)", kGauge,
            s.ledger_oldest_pending_seconds);
   f.single("pacer_unrecorded_messages", "messages in the sink or awaiting the ledger", kGauge, d(s.unrecorded));
@@ -253,6 +257,8 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
   s.ledger_writes = w.ledger_writes;
   s.ledger_errors = w.ledger_errors;
   s.ledger_pending_rows = w.pending_rows;
+  s.receipts = w.receipts;
+  s.receipts_pending = w.pending_receipts;
   if (w.oldest_pending_row && now > *w.oldest_pending_row)
     s.ledger_oldest_pending_seconds = std::chrono::duration<double>(now - *w.oldest_pending_row).count();
   s.unrecorded = w.unrecorded;

@@ -98,9 +98,9 @@ std::vector<Key> redisKeys() {
 std::vector<Key> sinkKeys() {
   return {
       {"sink.kind", Shape::kScalar, "--sink", FlagForm::kValue, false, false,
-       "where messages go: stdout, null, http, kafka (default stdout)",
+       "where messages go: stdout, null, http, kafka, smpp (default stdout)",
        [](const Raw& r, Ctx& c) {
-         c.o.sink = asChoice(r, {"stdout", "null", "http", "kafka"});
+         c.o.sink = asChoice(r, {"stdout", "null", "http", "kafka", "smpp"});
        }},
       {"sink.in_flight", Shape::kScalar, "--in-flight", FlagForm::kValue, false, false,
        "messages in the sink at once, at most (default 1000)",
@@ -139,6 +139,67 @@ std::vector<Key> sinkKeys() {
          std::string joined;
          for (const std::string& b : asList(r)) joined += (joined.empty() ? "" : ",") + b;
          c.o.sink_brokers = joined;
+       }},
+  };
+}
+
+// sink.smpp (docs/smpp.md): an SMSC over SMPP 3.4
+std::vector<Key> smppKeys() {
+  return {
+      {"sink.smpp.host", Shape::kScalar, "--smpp-host", FlagForm::kValue, false, false,
+       "sink smpp: the SMSC's host (default 127.0.0.1)", [](const Raw& r, Ctx& c) { c.o.smpp.host = asNonEmpty(r); }},
+      {"sink.smpp.port", Shape::kScalar, "--smpp-port", FlagForm::kValue, false, false,
+       "sink smpp: the SMSC's port (default 2775)",
+       [](const Raw& r, Ctx& c) { c.o.smpp.port = static_cast<int>(asInt(r, 1, 65535)); }},
+      {"sink.smpp.system_id", Shape::kScalar, "--smpp-system-id", FlagForm::kValue, false, false,
+       "sink smpp: the account (system_id) to bind as", [](const Raw& r, Ctx& c) { c.o.smpp.system_id = asString(r); }},
+      {"sink.smpp.password_env", Shape::kScalar, "--smpp-password-env", FlagForm::kValue, false, false,
+       "sink smpp: the environment variable holding the bind password (default PACER_SMPP_PASSWORD)",
+       [](const Raw& r, Ctx& c) { c.o.smpp_password_env = asNonEmpty(r); }},
+      {"sink.smpp.system_type", Shape::kScalar, "--smpp-system-type", FlagForm::kValue, false, false,
+       "sink smpp: system_type in the bind (default empty)",
+       [](const Raw& r, Ctx& c) { c.o.smpp.system_type = asString(r); }},
+      {"sink.smpp.bind_mode", Shape::kScalar, "--smpp-bind-mode", FlagForm::kValue, false, false,
+       "sink smpp: transceiver, or transmitter-receiver (two connections per bind) (default transceiver)",
+       [](const Raw& r, Ctx& c) {
+         c.o.smpp.bind_mode = asChoice(r, {"transceiver", "transmitter-receiver"}) == "transceiver"
+                                  ? sink::SmppBindMode::kTransceiver
+                                  : sink::SmppBindMode::kTransmitterReceiver;
+       }},
+      {"sink.smpp.binds", Shape::kScalar, "--smpp-binds", FlagForm::kValue, false, false,
+       "sink smpp: binds per worker (default 1)",
+       [](const Raw& r, Ctx& c) { c.o.smpp.binds = static_cast<std::size_t>(asInt(r, 1, 64)); }},
+      {"sink.smpp.window", Shape::kScalar, "--smpp-window", FlagForm::kValue, false, false,
+       "sink smpp: outstanding submit_sm per bind (default 10)",
+       [](const Raw& r, Ctx& c) { c.o.smpp.window = static_cast<std::size_t>(asInt(r, 1, 10000)); }},
+      {"sink.smpp.enquire_link_ms", Shape::kScalar, "--smpp-enquire-link-ms", FlagForm::kValue, false, false,
+       "sink smpp: enquire_link on an idle bind this often (default 30000)",
+       [](const Raw& r, Ctx& c) { c.o.smpp.enquire_link_interval = ms(asInt(r, 100)); }},
+      {"sink.smpp.response_timeout_ms", Shape::kScalar, "--smpp-response-timeout-ms", FlagForm::kValue, false, false,
+       "sink smpp: an unanswered request is retried on another connection after this (default 10000)",
+       [](const Raw& r, Ctx& c) { c.o.smpp.response_timeout = ms(asInt(r, 10)); }},
+      {"sink.smpp.reconnect_backoff_ms", Shape::kScalar, "--smpp-reconnect-backoff-ms", FlagForm::kValue, false,
+       false, "sink smpp: the first reconnect wait, doubling up to 60 times it, at most 30 s (default 500)",
+       [](const Raw& r, Ctx& c) {
+         c.o.smpp.reconnect_backoff_min = ms(asInt(r, 1, 30000));
+         c.o.smpp.reconnect_backoff_max = std::max<Nanos>(ms(30000), c.o.smpp.reconnect_backoff_min);
+       }},
+      {"sink.smpp.source_addr", Shape::kScalar, "--smpp-source-addr", FlagForm::kValue, false, false,
+       "sink smpp: the sender address (default empty: the SMSC's)",
+       [](const Raw& r, Ctx& c) { c.o.smpp.submit.source_addr = asString(r); }},
+      {"sink.smpp.concatenation", Shape::kScalar, "--smpp-concatenation", FlagForm::kValue, false, false,
+       "sink smpp: how long texts are joined: udh or sar (default udh)",
+       [](const Raw& r, Ctx& c) {
+         c.o.smpp.submit.concatenation =
+             asChoice(r, {"udh", "sar"}) == "udh" ? smpp::Concatenation::kUdh : smpp::Concatenation::kSar;
+       }},
+      {"sink.smpp.receipts", Shape::kScalar, "--smpp-receipts", FlagForm::kValue, false, false,
+       "sink smpp: which segments ask for a delivery receipt: first, all, none (default first)",
+       [](const Raw& r, Ctx& c) {
+         const std::string v = asChoice(r, {"first", "all", "none"});
+         c.o.smpp.submit.receipts = v == "first" ? smpp::ReceiptRequest::kFirst
+                                    : v == "all" ? smpp::ReceiptRequest::kAll
+                                                 : smpp::ReceiptRequest::kNone;
        }},
   };
 }
@@ -328,7 +389,7 @@ std::vector<Key> topLevelKeys() {
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = [] {
     std::vector<Key> all;
-    for (auto section : {kafkaKeys, postgresKeys, redisKeys, sinkKeys, schedulerKeys, limitsKeys, ledgerKeys, adminKeys,
+    for (auto section : {kafkaKeys, postgresKeys, redisKeys, sinkKeys, smppKeys, schedulerKeys, limitsKeys, ledgerKeys, adminKeys,
                          loggingKeys, topLevelKeys}) {
       std::vector<Key> keys = section();
       all.insert(all.end(), keys.begin(), keys.end());

@@ -434,7 +434,8 @@ Config load(const Sources& sources) {
     }
     applyHeaderFiles(p, pp, m, "providers." + id + ".");
     config.values["providers." + id] = "provider";  // a provider added or removed is a change too
-    o.provider_sinks[id] = worker::ProviderSinkOptions{p.sink, p.sink_in_flight, p.http, p.sink_topic, p.sink_brokers};
+    o.provider_sinks[id] = worker::ProviderSinkOptions{p.sink,       p.sink_in_flight, p.http, p.sink_topic,
+                                                       p.sink_brokers, p.smpp,           p.smpp_password_env};
   }
 
   // Checks across keys, and settings derived from others.

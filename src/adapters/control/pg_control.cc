@@ -236,6 +236,17 @@ CampaignDetail PgControl::campaign(const std::string& id) {
     d.campaign = std::move(*row);
     d.ledger = ledgerFrom(tx.exec_params(std::string(kLedgerCounts) + " WHERE campaign = $1", id)[0]);
     d.parked = tx.exec_params("SELECT count(*) FROM parked WHERE campaign = $1", id)[0][0].as<std::int64_t>();
+    if (tx.exec1("SELECT to_regclass('delivery_receipts') IS NOT NULL")[0].as<bool>()) {
+      const pqxx::row r = tx.exec_params1(
+          "SELECT count(*) FILTER (WHERE receipt_status = 'delivered'), "
+          "count(*) FILTER (WHERE receipt_status = 'undelivered'), count(*) FILTER (WHERE receipt_status = 'expired'), "
+          "count(*) FILTER (WHERE receipt_status = 'rejected'), count(*) FILTER (WHERE receipt_status = 'unknown'), "
+          "count(*) FILTER (WHERE receipt_status IS NULL AND provider_message_id IS NOT NULL) "
+          "FROM delivery_receipts WHERE campaign = $1 AND send_status = 'sent'",
+          id);
+      d.receipts = ReceiptCounts{r[0].as<std::int64_t>(), r[1].as<std::int64_t>(), r[2].as<std::int64_t>(),
+                                 r[3].as<std::int64_t>(), r[4].as<std::int64_t>(), r[5].as<std::int64_t>()};
+    }
     return d;
   });
 }

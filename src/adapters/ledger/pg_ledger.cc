@@ -3,13 +3,26 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <pqxx/pqxx>
 
 #include "ledger/migrations.inc"
+#include "pacer/sink.h"
 #include "pg_common.h"
 
 namespace pacer::ledger {
 namespace {
+
+// What a provider sent (an id, a receipt's text) as PostgreSQL text: bytes
+// outside printable ASCII become '?', so that a NUL or invalid UTF-8 from an
+// SMSC can never make a batch fail for ever. The same id gets the same
+// spelling in deliveries and receipts, so they still match.
+std::string printable(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  return out;
+}
 
 class PgLedger final : public LedgerInterface {
  public:
@@ -17,7 +30,9 @@ class PgLedger final : public LedgerInterface {
 
   std::size_t record(std::span<const DeliveryRecord> rows) override {
     if (rows.empty()) return 0;
-    std::vector<std::string_view> ids, campaigns, topics, statuses, reasons;
+    std::vector<std::string_view> ids, campaigns, topics, statuses, reasons, providers, provider_ids;
+    std::vector<std::string> wire_ids;  // provider ids made printable
+    wire_ids.reserve(rows.size());
     std::vector<std::int32_t> partitions, attempts;
     std::vector<std::int64_t> offsets, fingerprints;
     for (const DeliveryRecord& r : rows) {
@@ -30,6 +45,8 @@ class PgLedger final : public LedgerInterface {
       attempts.push_back(r.attempts);
       reasons.push_back(r.reason);
       fingerprints.push_back(static_cast<std::int64_t>(r.fingerprint));
+      providers.push_back(r.provider);
+      provider_ids.push_back(wire_ids.emplace_back(printable(r.provider_message_id)));
     }
     return guarded(conn_, options_, [&](pqxx::connection& c) {
       pqxx::work tx(c);
@@ -39,18 +56,20 @@ class PgLedger final : public LedgerInterface {
       // against rows that were there already.
       const pqxx::result clash = tx.exec_params(
           "WITH incoming AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], "
-          "$6::text[], $7::int[], $8::text[], $9::bigint[]) AS t(message_id, campaign, topic, kafka_partition, "
-          "kafka_offset, status, attempts, reason, fingerprint)), "
+          "$6::text[], $7::int[], $8::text[], $9::bigint[], $10::text[], $11::text[]) AS t(message_id, campaign, "
+          "topic, kafka_partition, kafka_offset, status, attempts, reason, fingerprint, provider, provider_message_id)), "
           "ins AS (INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, "
-          "attempts, "
-          "reason, fingerprint) SELECT * FROM incoming ON CONFLICT (message_id) DO NOTHING RETURNING message_id) "
+          "attempts, reason, fingerprint, provider, provider_message_id) SELECT message_id, campaign, topic, "
+          "kafka_partition, kafka_offset, status, attempts, reason, fingerprint, provider, "
+          "NULLIF(provider_message_id, '') FROM incoming ON CONFLICT (message_id) DO NOTHING RETURNING message_id) "
           "SELECT (SELECT count(*) FROM ins), i.message_id, i.topic, i.kafka_partition, i.kafka_offset, i.status, "
           "d.topic, d.kafka_partition, d.kafka_offset FROM incoming i JOIN deliveries d USING (message_id) "
           "WHERE d.fingerprint <> 0 AND i.fingerprint <> 0 AND d.fingerprint <> i.fingerprint "
           "AND (d.topic, d.kafka_partition, d.kafka_offset) <> (i.topic, i.kafka_partition, i.kafka_offset) "
           "UNION ALL SELECT (SELECT count(*) FROM ins), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL",
           textArray(ids), textArray(campaigns), textArray(topics), numberArray(partitions), numberArray(offsets),
-          textArray(statuses), numberArray(attempts), textArray(reasons), numberArray(fingerprints));
+          textArray(statuses), numberArray(attempts), textArray(reasons), numberArray(fingerprints), textArray(providers),
+          textArray(provider_ids));
       std::size_t added = clash.empty() ? 0 : clash[0][0].as<std::size_t>();
       for (const auto& row : clash) {
         if (row[1].is_null()) continue;
@@ -80,6 +99,43 @@ class PgLedger final : public LedgerInterface {
         tx.exec_params("DELETE FROM parked WHERE message_id = ANY($1::text[])", textArray(unparked));
       tx.commit();
       return added;
+    });
+  }
+
+  void recordReceipts(std::span<const DeliveryReceipt> receipts) override {
+    if (receipts.empty()) return;
+    // One row per (provider, id) in the batch: the last one wins, as a later
+    // batch's would.
+    std::map<std::pair<std::string_view, std::string_view>, const DeliveryReceipt*> last;
+    for (const DeliveryReceipt& r : receipts) last[{r.provider, r.provider_message_id}] = &r;
+    std::vector<std::string> owned;  // what came off the wire, made printable
+    owned.reserve(3 * last.size());
+    std::vector<std::string_view> providers, ids, statuses, codes, texts;
+    std::vector<std::int64_t> done, received;
+    for (const auto& [key, r] : last) {
+      providers.push_back(r->provider);
+      ids.push_back(owned.emplace_back(printable(r->provider_message_id)));
+      statuses.push_back(receiptStatusName(r->status));
+      codes.push_back(owned.emplace_back(printable(r->error_code)));
+      texts.push_back(owned.emplace_back(printable(r->text)));
+      done.push_back(r->done_at_ms);
+      received.push_back(r->received_at_ms);
+    }
+    guarded(conn_, options_, [&](pqxx::connection& c) {
+      pqxx::work tx(c);
+      tx.exec_params(
+          "INSERT INTO receipts (provider, provider_message_id, status, error_code, text, done_at, received_at) "
+          "SELECT p, i, s, e, txt, CASE WHEN d > 0 THEN to_timestamp(d / 1000.0) END, "
+          "CASE WHEN r > 0 THEN to_timestamp(r / 1000.0) ELSE now() END "
+          "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[]) "
+          "AS t(p, i, s, e, txt, d, r) "
+          "ON CONFLICT (provider, provider_message_id) DO UPDATE SET status = EXCLUDED.status, "
+          "error_code = EXCLUDED.error_code, text = EXCLUDED.text, done_at = EXCLUDED.done_at, "
+          "received_at = EXCLUDED.received_at",
+          textArray(providers), textArray(ids), textArray(statuses), textArray(codes), textArray(texts),
+          numberArray(done), numberArray(received));
+      tx.commit();
+      return 0;
     });
   }
 

@@ -59,6 +59,9 @@ Json campaignDetailJson(const CampaignDetail& d) {
   Json j = campaignJson(d.campaign);
   j["ledger"] = ledgerJson(d.ledger);
   j["parked"] = d.parked;
+  j["receipts"] = {{"delivered", d.receipts.delivered}, {"undelivered", d.receipts.undelivered},
+                   {"expired", d.receipts.expired},     {"rejected", d.receipts.rejected},
+                   {"unknown", d.receipts.unknown},     {"pending", d.receipts.pending}};
   return j;
 }
 

@@ -275,8 +275,14 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
     m.rows.back().fingerprint = msg.fingerprint;
     return;
   }
+  MessageCost cost = m.costOf(c, msg);
+  if (cost.units == 0) {
+    reject(msg.campaign, msg.id, std::move(cost.error), DeliveryStatus::kRejected, c);
+    return;
+  }
   Item item;
   item.msg = std::move(msg);
+  item.cost = cost.units;
   m.hold(item.msg);
   m.route(c, std::move(item), now);
 }
@@ -297,7 +303,8 @@ void WorkerCore::step(MonoTime now) {
   for (const SendResult& r : m.results) m.handle(r, now);
   if (m.draining) {
     if (m.parking && !m.to_park.empty() && now >= m.park_retry_at) m.writeParking(now);
-    if (!m.rows.empty() && !m.rows_since) m.rows_since = now;
+    m.sink.pollReceipts(m.receipts);
+    if ((!m.rows.empty() || !m.receipts.empty()) && !m.rows_since) m.rows_since = now;
     if (m.ledgerDue(now, false)) m.writeRows(now);
     return;
   }
@@ -341,7 +348,8 @@ void WorkerCore::step(MonoTime now) {
   m.results.clear();
   m.sink.poll(m.results);
   for (const SendResult& r : m.results) m.handle(r, now);
-  if (!m.rows.empty() && !m.rows_since) m.rows_since = now;
+  m.sink.pollReceipts(m.receipts);
+  if ((!m.rows.empty() || !m.receipts.empty()) && !m.rows_since) m.rows_since = now;
   if (m.ledgerDue(now, blocked)) m.writeRows(now);
 }
 
@@ -393,6 +401,7 @@ WorkerStats WorkerCore::stats() const {
   s.buffered_bytes = impl_->buffered_bytes;
   s.unrecorded = impl_->unrecorded();
   s.pending_rows = impl_->rows.size();
+  s.pending_receipts = impl_->receipts.size();
   if (!impl_->rows.empty()) s.oldest_pending_row = impl_->rows_since.value_or(impl_->now);
   s.store_failing = impl_->ledger_failing || impl_->parking_failing;
   if (impl_->leaser) s.quota = impl_->leaser->metrics();

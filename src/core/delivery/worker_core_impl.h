@@ -28,6 +28,7 @@ struct Item {
   int faults = 0;                                        // of them, answered kFault
   int throttled = 0;                                     // of them, answered kThrottled
   bool tracked = true;                                   // its offset is in the tracker (false: it came from parking)
+  std::uint32_t cost = 1;                                // quota units (MessageCostInterface; SMS segments)
   std::optional<MonoTime> first_attempt = std::nullopt;  // when the first attempt was handed to the sink
   std::size_t bytes() const {
     return sizeof(Item) + msg.id.size() + msg.campaign.size() + msg.recipient.size() + msg.payload.size() +
@@ -116,6 +117,7 @@ struct WorkerCore::Impl {
   MonoTime next_renew;
 
   std::vector<DeliveryRecord> rows;    // pending, in the order made
+  std::vector<DeliveryReceipt> receipts;  // from the sink, not yet in the ledger (written with the rows)
   std::vector<char> rows_tracked;      // per row: its offset is in the tracker
   std::optional<MonoTime> rows_since;  // when the oldest pending row was made (set at the step that made it)
   MonoTime ledger_retry_at{};
@@ -125,6 +127,8 @@ struct WorkerCore::Impl {
   MonoTime now{};         // of the current step or offer
   bool draining = false;  // drain(): no new sends
   std::size_t queued = 0;
+  std::uint64_t queued_units = 0;  // the cost of everything queued, in quota units
+  std::vector<Campaign*> refused_paid;  // a message the sink refused waits paid: tried first next dispatch
   std::size_t buffered_bytes = 0;
   WorkerStats totals;
   std::vector<SendResult> results;
@@ -140,7 +144,8 @@ struct WorkerCore::Impl {
 
   // --- ledger rows --------------------------------------------------------
 
-  void addRow(Campaign* c, const Item& item, DeliveryStatus status, int attempts, std::string reason);
+  void addRow(Campaign* c, const Item& item, DeliveryStatus status, int attempts, std::string reason,
+              std::string provider_message_id = {});
 
   // --- ids held ---------------------------------------------------------------
   // The ids of the messages this worker holds (queued, in the sink, retrying,
@@ -159,6 +164,8 @@ struct WorkerCore::Impl {
 
   bool writeRows(MonoTime now);
 
+  bool writeReceipts(MonoTime now);
+  bool receiptsFailed(MonoTime now);
   bool ledgerDue(MonoTime now, bool blocked) const;
 
   // --- parking ------------------------------------------------------------
@@ -173,7 +180,10 @@ struct WorkerCore::Impl {
 
   void route(Campaign* c, Item item, MonoTime now);
 
-  Item takeGranted(Campaign* c);
+  Item take(Campaign* c);
+  // What `m` costs for `c`'s provider: 1 unit without a cost model; 0 units
+  // (with the reason) for a message the provider cannot take.
+  MessageCost costOf(const Campaign* c, const Message& m) const;
 
   void failQueued(Campaign* c, const std::string& reason);
 
@@ -204,6 +214,7 @@ struct WorkerCore::Impl {
   void releaseRetries(MonoTime now);
 
   void dispatch(MonoTime now, bool& blocked);
+  bool sendPaid(Campaign* c, MonoTime now);
 };
 
 }  // namespace pacer

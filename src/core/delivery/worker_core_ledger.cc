@@ -17,7 +17,8 @@ std::size_t WorkerCore::Impl::keep(const Campaign& c) const {
   return std::max<std::size_t>(options.park_min_keep, k >= 1e15 ? SIZE_MAX : static_cast<std::size_t>(k));
 }
 
-void WorkerCore::Impl::addRow(Campaign* c, const Item& item, DeliveryStatus status, int attempts, std::string reason) {
+void WorkerCore::Impl::addRow(Campaign* c, const Item& item, DeliveryStatus status, int attempts, std::string reason,
+                              std::string provider_message_id) {
   DeliveryRecord r;
   r.message_id = item.msg.id;
   r.campaign = item.msg.campaign;
@@ -29,6 +30,8 @@ void WorkerCore::Impl::addRow(Campaign* c, const Item& item, DeliveryStatus stat
   r.reason = std::move(reason);
   r.unpark = !item.tracked;
   r.fingerprint = item.msg.fingerprint;
+  if (c) r.provider = c->info.provider;
+  r.provider_message_id = std::move(provider_message_id);
   release(item.msg);
   pushRow(std::move(r), item.tracked);
   count(c, status);
@@ -77,7 +80,7 @@ void WorkerCore::Impl::count(Campaign* c, DeliveryStatus status) {
 }
 
 bool WorkerCore::Impl::writeRows(MonoTime now) {
-  if (rows.empty()) return true;
+  if (rows.empty()) return writeReceipts(now);
   try {
     totals.ledger_rows += ledger.record(rows);
   } catch (const LedgerUnavailableError&) {
@@ -99,12 +102,36 @@ bool WorkerCore::Impl::writeRows(MonoTime now) {
   rows.clear();
   rows_tracked.clear();
   rows_since.reset();
+  return writeReceipts(now);
+}
+
+bool WorkerCore::Impl::receiptsFailed(MonoTime now) {
+  ++totals.ledger_errors;
+  ledger_failing = true;
+  ledger_retry_at = now + options.ledger_retry_interval;
+  if (!rows_since) rows_since = now;
+  return false;
+}
+
+// After the rows (a receipt may name a row of this batch): the same retry,
+// nothing dropped.
+bool WorkerCore::Impl::writeReceipts(MonoTime now) {
+  if (receipts.empty()) return true;
+  try {
+    ledger.recordReceipts(receipts);
+  } catch (const LedgerUnavailableError&) {
+    return receiptsFailed(now);
+  } catch (const LedgerRejectedError&) {
+    return receiptsFailed(now);
+  }
+  totals.receipts += receipts.size();
+  receipts.clear();
   return true;
 }
 
 bool WorkerCore::Impl::ledgerDue(MonoTime now, bool blocked) const {
-  if (rows.empty() || now < ledger_retry_at) return false;
-  return rows.size() >= options.ledger_batch || blocked ||
+  if ((rows.empty() && receipts.empty()) || now < ledger_retry_at) return false;
+  return rows.size() + receipts.size() >= options.ledger_batch || blocked ||
          now - rows_since.value_or(now) >= options.ledger_flush_interval;
 }
 
@@ -169,8 +196,12 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
       item.msg.fingerprint = contentFingerprint(item.msg);
       item.tracked = false;
       hold(item.msg);
+      MessageCost cost = cancelled ? MessageCost{} : costOf(c, item.msg);
+      item.cost = cost.units;
       if (cancelled) {
         addRow(c, item, DeliveryStatus::kFailed, 0, "cancelled");
+      } else if (cost.units == 0) {
+        addRow(c, item, DeliveryStatus::kRejected, 0, std::move(cost.error));
       } else {
         enqueue(c, std::move(item), false);
       }

@@ -7,6 +7,7 @@ using delivery_detail::Item;
 
 void WorkerCore::Impl::enqueue(Campaign* c, Item item, bool at_front) {
   buffered_bytes += item.bytes();
+  queued_units += item.cost;
   c->queue.push(std::move(item), at_front);
   ++queued;
 }
@@ -24,9 +25,10 @@ void WorkerCore::Impl::route(Campaign* c, Item item, MonoTime now) {
   enqueue(c, std::move(item), false);
 }
 
-Item WorkerCore::Impl::takeGranted(Campaign* c) {
-  Item item = c->queue.takeGranted();
+Item WorkerCore::Impl::take(Campaign* c) {
+  Item item = c->queue.take();
   --queued;
+  queued_units -= item.cost;
   buffered_bytes -= item.bytes();
   return item;
 }
@@ -34,6 +36,7 @@ Item WorkerCore::Impl::takeGranted(Campaign* c) {
 void WorkerCore::Impl::failQueued(Campaign* c, const std::string& reason) {
   queued -= c->queue.removeIf([&](Item& item) {
     buffered_bytes -= item.bytes();
+    queued_units -= item.cost;
     addRow(c, item, DeliveryStatus::kFailed, item.attempts, reason);
     return true;
   });
@@ -159,7 +162,9 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
   const RetryDecision d = decideRetry(options.retry, r, history, u(rng));
   if (c->provider && r.status >= 500 && r.status <= 599) ++c->provider->server_errors;
   switch (d.kind) {
-    case RetryDecision::Kind::kDelivered: addRow(c, item, DeliveryStatus::kSent, item.attempts, ""); return;
+    case RetryDecision::Kind::kDelivered:
+      addRow(c, item, DeliveryStatus::kSent, item.attempts, "", r.provider_message_id);
+      return;
     case RetryDecision::Kind::kFail: addRow(c, item, DeliveryStatus::kFailed, item.attempts, d.reason); return;
     case RetryDecision::Kind::kRetry: break;
   }
@@ -214,6 +219,11 @@ void WorkerCore::Impl::releaseRetries(MonoTime now) {
   }
 }
 
+MessageCost WorkerCore::Impl::costOf(const Campaign* c, const Message& m) const {
+  if (!options.cost) return MessageCost{};
+  return options.cost->cost(m, c->info.provider);
+}
+
 void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
   const std::size_t sink_free = sink.maxInFlight() > sink.inFlight() ? sink.maxInFlight() - sink.inFlight() : 0;
   const std::size_t unrec = unrecorded();
@@ -221,6 +231,14 @@ void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
   const std::size_t capacity = std::min(sink_free, ledger_free);
   blocked = ledger_free == 0;
   if (capacity == 0 || queued == 0) return;
+  // Paid messages the sink refused last time go first (their campaigns may
+  // have no backlog left for the scheduler to grant).
+  if (!refused_paid.empty()) {
+    std::vector<Campaign*> still;
+    for (Campaign* c : refused_paid)
+      if (!c->sched_paused && !sendPaid(c, now)) still.push_back(c);
+    refused_paid = std::move(still);
+  }
   // One batch for every active campaign running low; the tick then runs
   // at the time its answers arrived (no earlier than `now`).
   MonoTime tick_at = now;
@@ -228,7 +246,10 @@ void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
     leaser->refresh(now);
     tick_at = std::max(now, leaser->lastAnswer());
   }
-  const std::span<const Grant> grants = scheduler.tick(tick_at, capacity);
+  // The tick grants quota units: room for `capacity` messages of the
+  // average queued cost (1 unit each without a cost model).
+  const std::uint64_t per_message = std::max<std::uint64_t>(1, (queued_units + queued - 1) / queued);
+  const std::span<const Grant> grants = scheduler.tick(tick_at, capacity * per_message);
   // Copy: the spans die at the next non-const scheduler call.
   std::vector<Grant> copy(grants.begin(), grants.end());
   // Campaigns whose sink refused a message this tick (a provider's own sink
@@ -236,33 +257,38 @@ void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
   std::vector<Campaign*> refused;
   for (const Grant& g : copy) {
     Campaign* c = by_sid[g.campaign];
-    if (std::find(refused.begin(), refused.end(), c) != refused.end()) {
-      c->queue.unused(g.count);  // still queued
-      continue;
-    }
-    for (std::uint64_t k = 0; k < g.count && !c->queue.empty(); ++k) {
-      Item item = takeGranted(c);
-      if (!item.first_attempt) item.first_attempt = now;
-      const std::uint64_t ticket = next_ticket++;
-      auto [it, inserted] = inflight.emplace(ticket, std::make_pair(c, std::move(item)));
-      buffered_bytes += it->second.second.bytes();
-      if (!sink.submit(it->second.second.msg, ticket)) {
-        // The sink is full for this campaign after all: back to the front,
-        // and the rest of the grant back into the scheduler's count (the
-        // messages stay queued); tokens already spent are lost (never over,
-        // at worst a little under). Other campaigns' grants go on: their
-        // sink may have room.
-        buffered_bytes -= it->second.second.bytes();
-        Item back = std::move(it->second.second);
-        inflight.erase(it);
-        c->queue.unused(g.count - k - 1);
-        enqueue(c, std::move(back), true);
-        refused.push_back(c);
-        break;
-      }
-      ++c->in_flight;
-    }
+    c->queue.grant(g.count);  // paid: spent on whole messages now or at a later tick
+    if (std::find(refused.begin(), refused.end(), c) != refused.end()) continue;
+    if (!sendPaid(c, now)) refused.push_back(c);
   }
+  for (Campaign* c : refused)
+    if (std::find(refused_paid.begin(), refused_paid.end(), c) == refused_paid.end()) refused_paid.push_back(c);
+}
+
+// Hands the campaign's paid messages to the sink; false when the sink
+// refused one (it goes back, first in line and still paid).
+bool WorkerCore::Impl::sendPaid(Campaign* c, MonoTime now) {
+  while (c->queue.affordable()) {
+    Item item = take(c);
+    if (!item.first_attempt) item.first_attempt = now;
+    const std::uint64_t ticket = next_ticket++;
+    auto [it, inserted] = inflight.emplace(ticket, std::make_pair(c, std::move(item)));
+    buffered_bytes += it->second.second.bytes();
+    if (!sink.submit(it->second.second.msg, ticket)) {
+      // The sink is full for this campaign after all. Other campaigns'
+      // grants go on: their sink may have room.
+      buffered_bytes -= it->second.second.bytes();
+      Item back = std::move(it->second.second);
+      inflight.erase(it);
+      buffered_bytes += back.bytes();
+      ++queued;
+      queued_units += back.cost;
+      c->queue.putBack(std::move(back));
+      return false;
+    }
+    ++c->in_flight;
+  }
+  return true;
 }
 
 }  // namespace pacer

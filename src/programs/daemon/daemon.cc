@@ -62,7 +62,8 @@ class Daemon {
     checkRequired(o_);
     const std::optional<admin::ListenAddress> admin_at = adminAddress(o_);
     const ledger::PgLedgerOptions pg{o_.postgres};
-    sink_ = makeSink(o_, [this](std::string_view campaign) { return providerOf(campaign); });
+    sink_ = makeSink(o_, [this](std::string_view campaign) { return providerOf(campaign); }, log_);
+    cost_ = makeMessageCost(o_);
     clock_ = makeSteadyTimeSource();
     if (!o_.redis.empty()) quota_ = makeQuota(o_, clock_.get(), log_);
     if (o_.migrate) {
@@ -92,6 +93,7 @@ class Daemon {
  private:
   WorkerOptions workerOptions() {
     WorkerOptions wo = o_.worker;
+    wo.cost = cost_.get();
     if (!quota_) return wo;
     wo.quota = quota_.get();
     wo.quota_observer = &quota_log_;
@@ -310,6 +312,7 @@ class Daemon {
   QuotaLog quota_log_;
   TimeSourcePtr clock_;
   SinkInterfacePtr sink_;
+  std::unique_ptr<MessageCostInterface> cost_;  // SMS segments for SMPP sinks; null: 1 unit a message
   QuotaBackendPtr quota_;
   LedgerInterfacePtr ledger_;
   ParkingInterfacePtr parking_;

@@ -25,7 +25,13 @@ namespace pacer::worker {
 
 // The default sink and, with providers.<id>.sink, a routing sink in front of
 // it and the providers' own sinks. Throws DaemonConfigError for a bad one.
-SinkInterfacePtr makeSink(const DaemonOptions& o, sink::ProviderOfCampaign provider_of);
+// `log` gets the SMPP sinks' event lines (binds, refusals).
+SinkInterfacePtr makeSink(const DaemonOptions& o, sink::ProviderOfCampaign provider_of, const logging::LoggerPtr& log);
+
+// What a message costs in quota units: its SMS segments where the sink that
+// takes it is an SMPP one (each segment one token of the campaign's and the
+// provider's quota), 1 elsewhere. Null when no sink is an SMPP one.
+std::unique_ptr<MessageCostInterface> makeMessageCost(const DaemonOptions& o);
 
 // The Redis quota backend, connected if Redis answers now (if not, the
 // leaser runs degraded until it does). Throws DaemonConfigError for a bad node.

@@ -79,6 +79,11 @@ void campaignShow(Session& s, const Values& v) {
   t.add({"rejected", std::to_string(d.ledger.rejected)});
   t.add({"last_recorded_at", d.ledger.last_recorded_at.empty() ? "-" : d.ledger.last_recorded_at});
   t.add({"parked", std::to_string(d.parked)});
+  const ReceiptCounts& r = d.receipts;
+  if (r.delivered + r.undelivered + r.expired + r.rejected + r.unknown + r.pending > 0) {
+    t.add({"receipts", fmt::format("delivered {}, undelivered {}, expired {}, rejected {}, pending {}", r.delivered,
+                                   r.undelivered, r.expired, r.rejected, r.pending)});
+  }
   s.out << t.render();
 }
 

@@ -85,6 +85,7 @@ BuildError buildSubmits(const SubmitOptions& o, std::string_view recipient, std:
 
 void SegmentTally::begin(std::size_t segments) {
   segments_ = segments;
+  state_.assign(segments, SegmentState::kPending);
   sent_ = answered_ = 0;
   failed_ = false;
   worst_ = SendOutcome::kDelivered;
@@ -96,6 +97,10 @@ void SegmentTally::begin(std::size_t segments) {
 void SegmentTally::done(std::size_t index, SendOutcome outcome, std::uint32_t status, std::string_view message_id,
                         std::string_view reason) {
   ++answered_;
+  if (index < state_.size())
+    state_[index] = outcome == SendOutcome::kDelivered   ? SegmentState::kAccepted
+                    : outcome == SendOutcome::kThrottled ? SegmentState::kThrottled
+                                                         : SegmentState::kFailed;
   if (outcome == SendOutcome::kDelivered) {
     if (index == 0) first_id_.assign(message_id);
     return;
@@ -107,6 +112,30 @@ void SegmentTally::done(std::size_t index, SendOutcome outcome, std::uint32_t st
     reason_.assign(reason);
     if (segments_ > 1) reason_ += " (segment " + std::to_string(index + 1) + "/" + std::to_string(segments_) + ")";
   }
+}
+
+bool SegmentTally::resumable() const {
+  if (!finished() || !failed_) return false;
+  bool accepted = false;
+  for (SegmentState s : state_) {
+    if (s == SegmentState::kFailed) return false;
+    accepted = accepted || s == SegmentState::kAccepted;
+  }
+  return accepted;
+}
+
+void SegmentTally::resume(std::vector<std::size_t>& out) {
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    if (state_[i] != SegmentState::kThrottled) continue;
+    state_[i] = SegmentState::kPending;
+    --sent_;
+    --answered_;
+    out.push_back(i);
+  }
+  failed_ = false;
+  worst_ = SendOutcome::kDelivered;
+  status_ = 0;
+  reason_.clear();
 }
 
 SendResult SegmentTally::result(std::uint64_t ticket) const {

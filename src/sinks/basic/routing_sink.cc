@@ -28,6 +28,10 @@ class RoutingSink final : public SinkInterface {
     for (SinkInterface* s : all_) s->poll(out);
   }
 
+  void pollReceipts(std::vector<DeliveryReceipt>& out) override {
+    for (SinkInterface* s : all_) s->pollReceipts(out);
+  }
+
   std::size_t inFlight() const override {
     std::size_t n = 0;
     for (const SinkInterface* s : all_) n += s->inFlight();

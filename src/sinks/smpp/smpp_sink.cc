@@ -52,7 +52,17 @@ struct Slot {
   int conn = -1;         // every segment goes over the same bind
   smpp::SegmentTally tally;
   MonoTime accepted_at{};
+  // Throttled segments of a message the SMSC already holds part of: they
+  // go again at resume_at (on any bind), never the whole message.
+  std::vector<std::size_t> resend;
+  MonoTime resume_at{};
+  int resumes = 0;
+  MonoTime waitingSince() const { return std::max(accepted_at, resume_at); }
 };
+
+// How many times the throttled rest of one message is sent again before the
+// message is given back to the worker as throttled.
+constexpr int kMaxResumes = 30;
 
 std::uint64_t tagOf(std::uint32_t generation, std::size_t slot, std::size_t segment) {
   return (std::uint64_t{generation} << 32) | (std::uint64_t{slot} << 8) | segment;
@@ -102,6 +112,9 @@ class SmppSink final : public SmppSinkInterface {
     s.next = 0;
     s.conn = -1;
     s.accepted_at = options_.clock->now();
+    s.resend.clear();
+    s.resume_at = MonoTime{};
+    s.resumes = 0;
     const smpp::BuildError e =
         smpp::buildSubmits(options_.submit, m.recipient, m.payload, ++reference_, scratch_, s.pdus, s.count, reason_);
     if (e != smpp::BuildError::kNone) {
@@ -156,6 +169,7 @@ class SmppSink final : public SmppSinkInterface {
   void segmentDone(const SessionEvent& e, MonoTime now);
   void dispatch(MonoTime now);
   bool progress(std::size_t slot, MonoTime now);
+  bool settle(std::size_t slot, MonoTime now);
   void expireWaiting(MonoTime now);
   void finish(std::size_t slot, SendResult r);
   void note(const std::string& line) const {
@@ -336,10 +350,26 @@ void SmppSink::segmentDone(const SessionEvent& e, MonoTime now) {
   if (!s.used || s.generation != static_cast<std::uint32_t>(e.tag >> 32)) return;  // cannot happen; be safe
   s.tally.done(segment, e.outcome, e.status, e.message_id, e.reason);
   if (!s.tally.finished()) return;
+  if (settle(slot, now)) waiting_.push_back(slot);
+}
+
+// A finished message: its result, or, when the SMSC accepted part of it and
+// throttled the rest, the rest again after the pause (true: it waits).
+bool SmppSink::settle(std::size_t slot, MonoTime now) {
+  Slot& s = slots_[slot];
+  if (s.tally.resumable() && s.resumes < kMaxResumes) {
+    ++s.resumes;
+    ++stats_.segments_resumed;
+    s.tally.resume(s.resend);
+    s.resume_at = now + options_.throttle_retry_after;
+    s.conn = -1;
+    return true;
+  }
   SendResult r = s.tally.result(s.ticket);
   r.latency = now - s.accepted_at;
   if (r.outcome == SendOutcome::kThrottled) r.retry_after = options_.throttle_retry_after;
   finish(slot, std::move(r));
+  return false;
 }
 
 void SmppSink::finish(std::size_t slot, SendResult r) {
@@ -363,6 +393,7 @@ void SmppSink::dispatch(MonoTime now) {
 bool SmppSink::progress(std::size_t slot, MonoTime now) {
   Slot& s = slots_[slot];
   if (!s.used) return false;
+  if (now < s.resume_at) return true;
   if (s.conn < 0) {
     // The bind with the most room, starting the search at a rotating point.
     std::size_t best_room = 0;
@@ -375,6 +406,25 @@ bool SmppSink::progress(std::size_t slot, MonoTime now) {
     rr_ = (rr_ + 1) % conns_.size();
   }
   EsmeSession& session = conns_[static_cast<std::size_t>(s.conn)]->session;
+  while (!s.resend.empty() && session.canSubmit()) {
+    const std::size_t k = s.resend.back();
+    s.resend.pop_back();
+    const smpp::EncodeError e = session.submit(s.pdus[k], tagOf(s.generation, slot, k), now);
+    if (e != smpp::EncodeError::kNone)  // it encoded the first time; be safe all the same
+      s.tally.done(k, SendOutcome::kPermanent, 0, "", std::string("cannot encode: ") + smpp::encodeErrorName(e));
+    else
+      ++stats_.submit_sm;
+    s.tally.sent();
+  }
+  if (!s.resend.empty()) {
+    if (session.state() == SessionState::kBound) return true;  // its window is full: next time
+    // The bind went away: the unsent rest is one fault (as below).
+    s.tally.done(s.resend.back(), SendOutcome::kFault, 0, "", "bind lost between segments: " + last_error_);
+    s.tally.sent();
+    s.resend.clear();
+    if (s.tally.finished()) settle(slot, now);
+    return false;
+  }
   while (s.next < s.count && s.tally.mayContinue()) {
     if (!session.canSubmit()) {
       // The bind went away between segments: the rest cannot follow on it.
@@ -399,12 +449,7 @@ bool SmppSink::progress(std::size_t slot, MonoTime now) {
     s.tally.done(s.next, SendOutcome::kFault, 0, "", "bind lost between segments: " + last_error_);
     s.tally.sent();
   }
-  if (s.tally.finished()) {
-    SendResult r = s.tally.result(s.ticket);
-    r.latency = now - s.accepted_at;
-    if (r.outcome == SendOutcome::kThrottled) r.retry_after = options_.throttle_retry_after;
-    finish(slot, std::move(r));
-  }
+  if (s.tally.finished()) return settle(slot, now);
   return false;
 }
 
@@ -414,7 +459,7 @@ void SmppSink::expireWaiting(MonoTime now) {
   std::size_t keep = 0;
   for (std::size_t i = 0; i < waiting_.size(); ++i) {
     Slot& s = slots_[waiting_[i]];
-    if (s.conn < 0 && now - s.accepted_at >= options_.response_timeout) {
+    if (s.conn < 0 && now >= s.resume_at && now - s.waitingSince() >= options_.response_timeout) {
       SendResult r;
       r.ticket = s.ticket;
       r.outcome = SendOutcome::kFault;
@@ -451,7 +496,9 @@ void SmppSink::wait(Nanos max) {
     }
   }
   for (std::size_t slot : waiting_) {
-    if (slots_[slot].conn < 0) until = std::min(until, slots_[slot].accepted_at + options_.response_timeout);
+    const Slot& s = slots_[slot];
+    if (now < s.resume_at) until = std::min(until, s.resume_at);
+    if (s.conn < 0) until = std::min(until, s.waitingSince() + options_.response_timeout);
   }
   if (!done_.empty() || until <= now) return;
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();

@@ -119,5 +119,48 @@ TEST(SmppSegmentTally, AFailureStopsTheRestAndTheGravestClassWins) {
   EXPECT_TRUE(r.provider_message_id.empty());
 }
 
+TEST(SmppSegmentTally, APartlyAcceptedMessageResumesWithOnlyItsThrottledSegments) {
+  SegmentTally t;
+  t.begin(3);
+  for (int i = 0; i < 3; ++i) t.sent();
+  t.done(0, SendOutcome::kThrottled, 0x58, "", "submit_sm_resp ESME_RTHROTTLED");
+  t.done(1, SendOutcome::kDelivered, 0, "id-2", "");
+  t.done(2, SendOutcome::kThrottled, 0x58, "", "submit_sm_resp ESME_RTHROTTLED");
+  ASSERT_TRUE(t.finished());
+  ASSERT_TRUE(t.resumable());  // segment 2 is at the SMSC: never send it again
+  std::vector<std::size_t> again;
+  t.resume(again);
+  EXPECT_EQ(again, (std::vector<std::size_t>{0, 2}));
+  EXPECT_TRUE(t.mayContinue());
+  EXPECT_FALSE(t.finished());
+  t.sent();
+  t.sent();
+  t.done(2, SendOutcome::kDelivered, 0, "id-3", "");
+  t.done(0, SendOutcome::kDelivered, 0, "id-1", "");
+  ASSERT_TRUE(t.finished());
+  const SendResult r = t.result(5);
+  EXPECT_EQ(r.outcome, SendOutcome::kDelivered);
+  EXPECT_EQ(r.provider_message_id, "id-1");
+}
+
+TEST(SmppSegmentTally, NothingAcceptedOrAnotherFailureIsNotResumed) {
+  SegmentTally all_throttled;
+  all_throttled.begin(2);
+  all_throttled.sent();
+  all_throttled.done(0, SendOutcome::kThrottled, 0x58, "", "throttled");
+  ASSERT_TRUE(all_throttled.finished());
+  EXPECT_FALSE(all_throttled.resumable());  // the worker retries the whole message
+
+  SegmentTally with_fault;
+  with_fault.begin(3);
+  for (int i = 0; i < 3; ++i) with_fault.sent();
+  with_fault.done(0, SendOutcome::kDelivered, 0, "id-1", "");
+  with_fault.done(1, SendOutcome::kThrottled, 0x58, "", "throttled");
+  with_fault.done(2, SendOutcome::kPermanent, 0x0B, "", "bad address");
+  ASSERT_TRUE(with_fault.finished());
+  EXPECT_FALSE(with_fault.resumable());
+  EXPECT_EQ(with_fault.result(1).outcome, SendOutcome::kPermanent);
+}
+
 }  // namespace
 }  // namespace pacer::smpp

@@ -34,6 +34,12 @@ class FakeLedger final : public LedgerInterface {
   std::vector<std::int64_t> finishedOffsets(const std::string&, std::int32_t, std::int64_t, std::int64_t) override {
     return {};
   }
+  void recordReceipts(std::span<const DeliveryReceipt> rs) override {
+    ++calls;
+    if (!available) throw LedgerUnavailableError("down");
+    receipts.insert(receipts.end(), rs.begin(), rs.end());
+  }
+  std::vector<DeliveryReceipt> receipts;
   std::size_t count(DeliveryStatus s) const {
     return static_cast<std::size_t>(
         std::count_if(byId.begin(), byId.end(), [&](const auto& e) { return e.second.status == s; }));
@@ -62,6 +68,11 @@ class FakeSink final : public SinkInterface {
   }
   std::size_t inFlight() const override { return pending_.size() + done_.size(); }
   std::size_t maxInFlight() const override { return max_; }
+  void pollReceipts(std::vector<DeliveryReceipt>& out) override {
+    for (DeliveryReceipt& r : receipts) out.push_back(std::move(r));
+    receipts.clear();
+  }
+  std::vector<DeliveryReceipt> receipts;  // handed out at the next pollReceipts
   void finishAll() {
     for (auto& [m, ticket] : pending_) {
       SendResult r = answer ? answer(m) : SendResult{};
@@ -893,6 +904,94 @@ TEST_F(WorkerCoreTest, OnlySustainedFaultsOpenTheProvidersCircuitBreaker) {
       EXPECT_LT(*p.effective, 1000.0);
     }
   }
+}
+
+// A message costs its payload's length in units, as an SMS costs its
+// segments; "!" cannot be sent at all.
+class LengthCost final : public MessageCostInterface {
+ public:
+  MessageCost cost(const Message& m, std::string_view) const override {
+    if (m.payload == "!") return MessageCost{0, "no room for this text"};
+    return MessageCost{static_cast<std::uint32_t>(m.payload.size()), {}};
+  }
+};
+
+TEST_F(WorkerCoreTest, AMessageTakesAllItsUnitsAtOnceAndNeverMoreThanTheRate) {
+  LengthCost cost;
+  WorkerOptions o;
+  o.cost = &cost;
+  make(o);
+  // Burst 1: a 3-unit message is paid over three grants, then goes whole.
+  core_->upsertCampaign(campaign("a", 100, 1), clock_.now());
+  const std::string payloads[] = {"x", "xx", "xxx"};
+  std::uint64_t offered_units = 0;
+  for (int i = 0; i < 600; ++i) {
+    core_->offer(raw(i, "a", 0, payloads[i % 3]), clock_.now());
+    offered_units += payloads[i % 3].size();
+  }
+  auto unitsSent = [&] {
+    std::uint64_t u = 0;
+    for (const Message& m : sink_.submitted) u += m.payload.size();
+    return u;
+  };
+  for (int s = 1; s <= 10; ++s) {
+    run(seconds(1));
+    EXPECT_LE(unitsSent(), static_cast<std::uint64_t>(100 * s + 1)) << s << " s";
+    // Backlogged throughout: at most one message's worth (3 units) short.
+    EXPECT_GE(unitsSent() + 3, static_cast<std::uint64_t>(100 * s)) << s << " s";
+  }
+  run(seconds(5));
+  EXPECT_EQ(unitsSent(), offered_units);
+  EXPECT_EQ(sink_.submitted.size(), 600u);
+}
+
+TEST_F(WorkerCoreTest, AMessageNoUnitCanCarryIsRejectedWithTheCostModelsReason) {
+  LengthCost cost;
+  WorkerOptions o;
+  o.cost = &cost;
+  make(o);
+  core_->upsertCampaign(campaign("a", 100, 1), clock_.now());
+  core_->offer(raw(0, "a", 0, "!"), clock_.now());
+  core_->offer(raw(1, "a", 0, "ok"), clock_.now());
+  run(seconds(1));
+  ASSERT_EQ(sink_.submitted.size(), 1u);
+  const DeliveryRecord& r = ledger_.byId.at("m0-0");
+  EXPECT_EQ(r.status, DeliveryStatus::kRejected);
+  EXPECT_NE(r.reason.find("no room for this text"), std::string::npos) << r.reason;
+  EXPECT_EQ(committed(), 2);
+}
+
+TEST_F(WorkerCoreTest, TheProvidersIdGoesIntoTheRowAndReceiptsReachTheLedgerThroughAnOutage) {
+  make();
+  core_->upsertProvider(ProviderInfo{"sms", std::nullopt}, clock_.now());
+  core_->upsertCampaign(campaign("a", std::nullopt, 1, "sms"), clock_.now());
+  sink_.answer = [](const Message& m) {
+    SendResult r;
+    r.provider_message_id = "smsc-" + m.id;
+    return r;
+  };
+  core_->offer(raw(0, "a"), clock_.now());
+  run(milliseconds(100));
+  const DeliveryRecord& row = ledger_.byId.at("m0-0");
+  EXPECT_EQ(row.provider, "sms");
+  EXPECT_EQ(row.provider_message_id, "smsc-m0-0");
+
+  // A receipt while the ledger is down is kept and written once it is back.
+  ledger_.available = false;
+  DeliveryReceipt receipt;
+  receipt.provider = "sms";
+  receipt.provider_message_id = "smsc-m0-0";
+  receipt.status = ReceiptStatus::kDelivered;
+  sink_.receipts.push_back(receipt);
+  run(seconds(2));
+  EXPECT_TRUE(ledger_.receipts.empty());
+  EXPECT_EQ(core_->stats().pending_receipts, 1u);
+  ledger_.available = true;
+  run(seconds(2));
+  ASSERT_EQ(ledger_.receipts.size(), 1u);
+  EXPECT_EQ(ledger_.receipts[0].provider_message_id, "smsc-m0-0");
+  EXPECT_EQ(core_->stats().pending_receipts, 0u);
+  EXPECT_EQ(core_->stats().receipts, 1u);
 }
 
 }  // namespace

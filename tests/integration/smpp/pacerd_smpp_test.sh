@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# pacerd with sink kind smpp, end to end: a real pacerd on a real PostgreSQL
+# and pacer-kafka-mock, sending to pacer-fake-smsc (its own strict
+# one-second quota in segments, receipts after a delay). Checked against the
+# SMSC's own record of what arrived, not pacer's:
+# - every segment of every message arrived once, and the quota in segments
+#   was never exceeded in any one-second window;
+# - long and UCS-2 texts take one token per segment: the send takes as long
+#   as the segments, not the messages, say;
+# - an invalid UTF-8 text is a rejected ledger row with the reason;
+# - every sent row holds the SMSC's message id and its receipt lands on it.
+set -euo pipefail
+pacerd=${PACERD:?}
+pacerctl=${PACERCTL:?}
+kafka_mock=${PACER_KAFKA_MOCK:?}
+smsc=${PACER_FAKE_SMSC:?}
+source "${PACER_SOURCE:?}/scripts/services.sh"
+tmp=$(mktemp -d)
+smsc_pid=
+cleanup() {
+  [ -n "$smsc_pid" ] && kill "$smsc_pid" 2>/dev/null && wait "$smsc_pid" 2>/dev/null
+  pacer_stop_kafka_mock
+  pacer_stop_postgres
+  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  tail -n 30 "$tmp/pacerd.log" >&2 || true
+  exit 1
+}
+
+quota=40  # segments/s at the SMSC, the provider's rate in pacer
+"$smsc" --account "pacer:s3cret:$quota" --port-file "$tmp/smsc.port" --receipt-delay-ms 200 \
+  --receipt-mix delivered=3,undelivered=1 --record "$tmp/smsc.tsv" --report "$tmp/smsc.json" &
+smsc_pid=$!
+for _ in $(seq 100); do [ -s "$tmp/smsc.port" ] && break; sleep 0.1; done
+[ -s "$tmp/smsc.port" ] || fail "pacer-fake-smsc did not start"
+
+pacer_start_postgres "$tmp/pg"
+export PACER_POSTGRES=$PACER_PG
+"$pacerd" migrate >/dev/null
+"$pacerctl" provider create sms --rate "$quota" >/dev/null
+"$pacerctl" campaign create promo --rate "$quota" --provider sms >/dev/null
+pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:1 --die-with-parent
+long=$(printf 'x%.0s' $(seq 200))  # 200 GSM characters: 2 segments
+{
+  seq 1 20 | awk '{ printf "promo:short %d\n", $1 }'                  # 20 x 1 segment
+  seq 1 20 | awk -v t="$long" '{ printf "promo:%d %s\n", $1, t }'    # 20 x 2 segments
+  seq 1 20 | awk '{ printf "promo:Привет %d\n", $1 }'                # 20 x 1 segment, UCS-2
+  printf 'promo:bad \xff text\n'                                    # not UTF-8: rejected
+} | kcat -P -b "$PACER_KAFKA" -t messages -K: -H recipient=+4915112345678
+segments=80
+
+cat >"$tmp/pacerd.yaml" <<YAML
+kafka:
+  brokers: [$PACER_KAFKA]
+  topics: [messages]
+postgres:
+  migrate: false
+sink:
+  kind: stdout
+providers:
+  sms:
+    sink:
+      kind: smpp
+      smpp:
+        port: $(cat "$tmp/smsc.port")
+        system_id: pacer
+        password_env: SMSC_PASSWORD
+        window: 5
+exit_when_idle_ms: 3000
+YAML
+start=$(date +%s.%N)
+SMSC_PASSWORD=s3cret timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" ||
+  fail "pacerd exited $?"
+grep -q "s3cret" "$tmp/pacerd.log" "$tmp/pacerd.out" && fail "the SMPP password was logged"
+kill "$smsc_pid"
+wait "$smsc_pid" || true
+smsc_pid=
+
+# The SMSC's record: one line per segment (ms, account, id, dest, n/m, status).
+accepted=$(awk -F'\t' '$6 == "ESME_ROK"' "$tmp/smsc.tsv" | wc -l)
+[ "$accepted" = "$segments" ] || fail "the SMSC accepted $accepted segments, expected $segments"
+dups=$(awk -F'\t' '$6 == "ESME_ROK" { print $3 }' "$tmp/smsc.tsv" | sort | uniq -d | wc -l)
+[ "$dups" = 0 ] || fail "$dups SMSC message ids accepted twice"
+max_1s=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["accounts"]["pacer"]["max_segments_1s"])' \
+  "$tmp/smsc.json")
+[ "$max_1s" -le "$quota" ] || fail "$max_1s segments in one second, above the SMSC's $quota"
+# The first and last accepted segment: 80 segments at 40/s take about 2 s
+# after the first second's burst; counted as messages (61) it would be 1.5 s.
+span_ms=$(awk -F'\t' '$6 == "ESME_ROK" { if (min == "" || $1 < min) min = $1; if ($1 > max) max = $1 }
+  END { print max - min }' "$tmp/smsc.tsv")
+[ "$span_ms" -ge 1000 ] || fail "80 segments at $quota/s went out in $span_ms ms: segments were not counted"
+
+# The ledger.
+rows=$(pacer_psql -c "SELECT status, count(*) FROM deliveries GROUP BY 1 ORDER BY 1" | tr '\n' ' ')
+[ "$rows" = "rejected|1 sent|60 " ] || fail "ledger: $rows"
+reason=$(pacer_psql -c "SELECT reason FROM deliveries WHERE status = 'rejected'")
+case "$reason" in *"not UTF-8 at byte 4"*) ;; *) fail "rejected for: $reason" ;; esac
+with_id=$(pacer_psql -c "SELECT count(DISTINCT provider_message_id) FROM deliveries WHERE status = 'sent' AND provider = 'sms'")
+[ "$with_id" = 60 ] || fail "$with_id sent rows hold the SMSC's id, expected 60"
+# The SMSC's first-segment ids are the ones the ledger holds.
+pacer_psql -c "SELECT provider_message_id FROM deliveries WHERE status = 'sent'" | sort >"$tmp/ledger.ids"
+awk -F'\t' '$6 == "ESME_ROK" && $5 ~ /^1\// { print $3 }' "$tmp/smsc.tsv" | sort >"$tmp/smsc.ids"
+cmp -s "$tmp/ledger.ids" "$tmp/smsc.ids" || fail "ledger ids differ from the SMSC's first-segment ids"
+# Receipts: the SMSC's report says how many of each it sent and had acked.
+read -r sent_d sent_u acked < <(python3 -c 'import json,sys
+a = json.load(open(sys.argv[1]))["accounts"]["pacer"]
+print(a["receipts_sent"]["delivered"], a["receipts_sent"]["undelivered"], a["receipts_acked"])' "$tmp/smsc.json")
+[ $((sent_d + sent_u)) = 60 ] && [ "$acked" = 60 ] || fail "the SMSC sent $sent_d + $sent_u receipts, $acked acked"
+matched=$(pacer_psql -c "SELECT receipt_status, count(*) FROM delivery_receipts WHERE send_status = 'sent'
+  GROUP BY 1 ORDER BY 1" | tr '\n' ' ')
+[ "$matched" = "delivered|$sent_d undelivered|$sent_u " ] || fail "receipts on rows: $matched (SMSC: $sent_d/$sent_u)"
+show=$("$pacerctl" campaign show promo)
+grep -Eq "receipts +delivered $sent_d, undelivered $sent_u, expired 0, rejected 0, pending 0" <<<"$show" ||
+  fail "pacerctl campaign show: $show"
+"$pacerctl" campaign show promo --json | python3 -c 'import json,sys
+r = json.load(sys.stdin)["receipts"]
+assert r["delivered"] + r["undelivered"] == 60 and r["pending"] == 0, r' || fail "campaign show --json receipts"
+echo "pacerd over SMPP: all checks passed ($segments segments, max $max_1s in 1 s, span $span_ms ms," \
+  "receipts $sent_d delivered $sent_u undelivered, $(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s)"
