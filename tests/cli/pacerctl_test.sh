@@ -89,7 +89,7 @@ rows=$(pacer_psql -c "SELECT id || ':' || rate || ':' || burst FROM providers" |
 # then SIGTERM and SIGINT each end it with exit 0.
 expect 0 "campaign 'spring': total unknown -> 40" campaign set-total spring 40
 for sig in TERM INT; do
-  "$pacerctl" top --interval-ms 100 >"$tmp/top.out" 2>"$tmp/top.err" &
+  "$pacerctl" top --interval-ms 100 --width 120 >"$tmp/top.out" 2>"$tmp/top.err" &
   top_pid=$!
   for _ in $(seq 1 100); do
     [ "$(grep -c '^pacer top ' "$tmp/top.out")" -ge 2 ] && break

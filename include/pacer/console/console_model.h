@@ -57,10 +57,7 @@ struct ProviderView {
 
 // Why a campaign goes no faster. `code` is stable (docs/api.md), `text` is
 // for people.
-struct LimitedBy {
-  std::string code;
-  std::string text;
-};
+using LimitedBy = control::LimitedBy;
 // paused, done, provider_paused, provider_rate, campaign_rate, no_input,
 // below_limits (sending below every configured limit: the sink, the workers
 // or the input), unknown (no achieved rate yet). `provider_achieved` is the

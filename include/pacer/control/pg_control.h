@@ -84,8 +84,15 @@ struct TopSnapshot {
     std::int64_t rejected = 0;
     std::int64_t sent_in_window = 0;  // sent rows with recorded_at in (now - window, now]
     std::int64_t parked = 0;          // counted only when the total is unknown (else 0)
+    bool has_receipts = false;        // some sent row carries a provider message id
+    std::int64_t delivered = 0, undelivered = 0, receipts_pending = 0;
   };
   std::vector<Campaign> campaigns;  // by id
+  struct Provider {
+    std::string id;
+    std::optional<double> rate;
+  };
+  std::vector<Provider> providers;  // by id
 };
 
 // topSnapshot() counts a ledger row once and for all when it was recorded at

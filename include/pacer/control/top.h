@@ -66,7 +66,44 @@ struct TopRow {
   std::int64_t rejected = 0;
   std::int64_t parked = 0;
   std::optional<double> achieved;  // sent msg/s over the window; nullopt: unknown
+  // Delivery receipts (SMPP) of its sent messages; has_receipts false: none
+  // of its messages carry a provider id, the columns show "-".
+  bool has_receipts = false;
+  std::int64_t delivered = 0, undelivered = 0, receipts_pending = 0;  // undelivered: also expired, rejected
+  std::string limited_code, limited_text;  // what limits it now (limitedByOf); empty: not worked out
 };
+
+// One provider as top shows it.
+struct TopProviderRow {
+  std::string id;
+  std::optional<double> rate;       // configured quota, msg/s; nullopt: unlimited
+  std::int64_t campaigns = 0;       // live campaigns on it
+  double achieved = 0;              // its campaigns' achieved rates together
+  std::optional<double> effective;  // the rate its campaigns share now (from a worker's API); nullopt: not known
+  std::optional<bool> paused;       // a 429/503 pause in force; nullopt: not known
+  std::optional<std::uint64_t> throttled;  // 429/503 answers the worker asked has seen; nullopt: not known
+};
+
+// What limits a campaign now: a code (paused, done, provider_paused,
+// campaign_rate, provider_rate, no_input, below_limits, unknown) and a
+// sentence. Shared by top and the console.
+struct LimitedBy {
+  std::string code;
+  std::string text;
+};
+struct LimitFacts {
+  bool paused = false;
+  std::optional<double> own_rate;  // send_rate; nullopt: unlimited
+  std::optional<double> achieved;
+  std::int64_t backlog = 0;
+  bool backlog_lower_bound = false;
+  std::string provider;                        // empty: none
+  std::optional<double> provider_rate;         // what its campaigns share now; nullopt: unlimited or unknown
+  std::optional<double> provider_configured;   // its configured rate
+  bool provider_paused = false;
+  double provider_achieved = 0;                // its campaigns together
+};
+LimitedBy limitedByOf(const LimitFacts& f);
 
 // ...and what top works out from it.
 struct TopFigures {
@@ -80,17 +117,30 @@ struct TopFrame {
   std::string at_utc;   // when the sample was taken, "2026-11-23T13:40:05Z"
   double window_s = 5;  // the achieved rate's window
   std::vector<TopRow> rows;
+  std::vector<TopProviderRow> providers;
 };
 
-// The frame as text: a header line with the time and totals, a blank line,
-// then a table (ID STATE PROVIDER RATE ACHIEVED SENT FAILED BACKLOG PROGRESS
-// ETA). A backlog or ETA that is a lower bound is shown with ">=".
-std::string renderTopText(const TopFrame& frame, int bar_width = 20);
+// Works out each campaign's "limited by" from the frame's own figures (the
+// providers' effective rate and pause where known).
+void fillLimitedBy(TopFrame& frame);
+
+// The frame as text, at most `width` columns: a header line with the time
+// and totals, a blank line, the campaigns (ID STATE PROVIDER RATE ACHIEVED
+// SENT FAILED BACKLOG PROGRESS ETA LIMITED-BY, and DLVRD UNDLV PEND when a
+// campaign has delivery receipts), then the providers (QUOTA EFFECTIVE
+// ACHIEVED PAUSED 429s CAMPAIGNS). LIMITED BY in words: own rate, provider,
+// prov paused, paused, done, no input, nothing (below every limit), - (not
+// known yet). Columns that do not fit are dropped, the least useful first
+// (FAILED, PROVIDER, STATE, ETA at 80 columns). A backlog or ETA that is a lower bound is shown with ">=".
+std::string renderTopText(const TopFrame& frame, int width = 80);
 
 // The frame as JSON (pretty-printed): {"at", "window_s", "totals": {...},
 // "campaigns": [{"id", "state", "provider", "send_rate", "achieved_rate",
 // "total", "sent", "failed", "rejected", "parked", "backlog",
-// "backlog_lower_bound", "progress", "eta_s"}]}; unknown values are null.
+// "backlog_lower_bound", "progress", "eta_s", "limited_by": {"code", "text"},
+// "receipts": {"delivered", "undelivered", "pending"}}], "providers": [{"id",
+// "rate", "campaigns", "achieved_rate", "effective_rate", "paused",
+// "throttled_total"}]}; unknown values are null.
 std::string renderTopJson(const TopFrame& frame);
 
 // `frame` redrawn over the previous one on an ANSI terminal: cursor home

@@ -395,6 +395,30 @@ TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
       cutoff = row[15].as<std::string>();
       s.campaigns.push_back(std::move(c));
     }
+    for (const auto& row : tx.exec("SELECT id, rate FROM providers ORDER BY id")) {
+      TopSnapshot::Provider p;
+      p.id = row[0].as<std::string>();
+      if (!row[1].is_null()) p.rate = row[1].as<double>();
+      s.providers.push_back(std::move(p));
+    }
+    // Receipts: only rows with a provider message id (a partial index), so
+    // campaigns sent over HTTP cost nothing here.
+    if (tx.exec1("SELECT to_regclass('delivery_receipts') IS NOT NULL")[0].as<bool>()) {
+      std::map<std::string, TopSnapshot::Campaign*> by_id;
+      for (auto& c : s.campaigns) by_id[c.id] = &c;
+      for (const auto& row : tx.exec(
+               "SELECT campaign, count(*) FILTER (WHERE receipt_status = 'delivered'), "
+               "count(*) FILTER (WHERE receipt_status IN ('undelivered', 'expired', 'rejected', 'unknown')), "
+               "count(*) FILTER (WHERE receipt_status IS NULL) FROM delivery_receipts "
+               "WHERE provider_message_id IS NOT NULL AND send_status = 'sent' GROUP BY campaign")) {
+        auto it = by_id.find(row[0].as<std::string>());
+        if (it == by_id.end()) continue;
+        it->second->has_receipts = true;
+        it->second->delivered = row[1].as<std::int64_t>();
+        it->second->undelivered = row[2].as<std::int64_t>();
+        it->second->receipts_pending = row[3].as<std::int64_t>();
+      }
+    }
     // Only once the read succeeded: campaigns no longer live are forgotten
     // (counted in full again if they come back).
     st.settled = std::move(settled);

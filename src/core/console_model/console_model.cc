@@ -43,29 +43,21 @@ int hexValue(char c) {
 }  // namespace
 
 LimitedBy limitedBy(const CampaignView& c, const ProviderView* p, double provider_achieved) {
-  if (c.row.state == campaignStateName(CampaignState::kPaused)) return {"paused", "paused by an operator"};
-  const control::TopFigures f = control::figuresOf(c.top);
-  if (!f.backlog.lower_bound && f.backlog.messages == 0)
-    return {"done", "nothing left to send (sent + failed = total)"};
-  if (p && providerPaused(*p)) return {"provider_paused", fmt::format("provider {} paused after a 429/503", p->row.id)};
-  const std::optional<double> own = c.row.limit.rate;
-  if (own && *own <= 0) return {"campaign_rate", "its send_rate is 0"};
-  if (!c.top.achieved) return {"unknown", "no achieved rate yet"};
-  if (own && *c.top.achieved >= 0.9 * *own) return {"campaign_rate", fmt::format("at its send_rate ({:g}/s)", *own)};
+  const control::TopFigures fig = control::figuresOf(c.top);
+  control::LimitFacts f;
+  f.paused = c.row.state == campaignStateName(CampaignState::kPaused);
+  f.own_rate = c.row.limit.rate;
+  f.achieved = c.top.achieved;
+  f.backlog = fig.backlog.messages;
+  f.backlog_lower_bound = fig.backlog.lower_bound;
   if (p) {
-    const std::optional<double> rate = providerRateNow(*p);
-    if (rate && *rate > 0 && provider_achieved >= 0.9 * *rate) {
-      const bool lowered = p->row.limit.rate && *rate < 0.99 * *p->row.limit.rate;
-      return {"provider_rate",
-              lowered ? fmt::format("provider {} at its effective rate {:.0f}/s (configured {:g}/s, lowered after "
-                                    "throttling)",
-                                    p->row.id, *rate, *p->row.limit.rate)
-                      : fmt::format("provider {} at its rate {:g}/s, shared by its campaigns", p->row.id, *rate)};
-    }
+    f.provider = p->row.id;
+    f.provider_rate = providerRateNow(*p);
+    f.provider_configured = p->row.limit.rate;
+    f.provider_paused = providerPaused(*p);
+    f.provider_achieved = provider_achieved;
   }
-  if (f.backlog.lower_bound && f.backlog.messages == 0)
-    return {"no_input", "no messages waiting that the database knows of (total unknown, none parked)"};
-  return {"below_limits", "below every configured limit: the sink, the workers or the input"};
+  return control::limitedByOf(f);
 }
 
 // --- histories ------------------------------------------------------------------

@@ -90,8 +90,24 @@ TopFrame topFrameOf(const TopSnapshot& snap, double window_s) {
     r.parked = c.parked;
     r.achieved = achievedRate(RateSample{snap.at_epoch_s - window_s, c.sent - c.sent_in_window},
                               RateSample{snap.at_epoch_s, c.sent});
+    r.has_receipts = c.has_receipts;
+    r.delivered = c.delivered;
+    r.undelivered = c.undelivered;
+    r.receipts_pending = c.receipts_pending;
     f.rows.push_back(std::move(r));
   }
+  for (const TopSnapshot::Provider& p : snap.providers) {
+    TopProviderRow pr;
+    pr.id = p.id;
+    pr.rate = p.rate;
+    for (const TopRow& r : f.rows) {
+      if (r.provider != p.id) continue;
+      ++pr.campaigns;
+      pr.achieved += r.achieved.value_or(0);
+    }
+    f.providers.push_back(std::move(pr));
+  }
+  fillLimitedBy(f);
   return f;
 }
 

@@ -101,26 +101,169 @@ Totals totalsOf(const TopFrame& frame) {
 
 }  // namespace
 
-std::string renderTopText(const TopFrame& frame, int bar_width) {
-  const Totals t = totalsOf(frame);
-  std::string out = fmt::format(
-      "pacer top  {}  campaigns {}: {} active, {} paused  sent {}  failed {}  backlog {}  achieved {:.1f}/s over "
-      "{:g}s\n\n",
-      frame.at_utc, frame.rows.size(), t.active, t.paused, t.sent, t.failed,
-      boundText(t.backlog, t.backlog_lower_bound), t.achieved, frame.window_s);
-  if (frame.rows.empty()) return out + "no active or paused campaigns\n";
-  Table table({"ID", "STATE", "PROVIDER", "RATE", "ACHIEVED", "SENT", "FAILED", "BACKLOG", "PROGRESS", "ETA"},
-              {false, false, false, true, true, true, true, true, false, true});
+LimitedBy limitedByOf(const LimitFacts& f) {
+  if (f.paused) return {"paused", "paused by an operator"};
+  if (!f.backlog_lower_bound && f.backlog == 0) return {"done", "nothing left to send (sent + failed = total)"};
+  if (f.provider_paused) return {"provider_paused", fmt::format("provider {} paused after a 429/503", f.provider)};
+  if (f.own_rate && *f.own_rate <= 0) return {"campaign_rate", "its send_rate is 0"};
+  if (!f.achieved) return {"unknown", "no achieved rate yet"};
+  if (f.own_rate && *f.achieved >= 0.9 * *f.own_rate)
+    return {"campaign_rate", fmt::format("at its send_rate ({:g}/s)", *f.own_rate)};
+  if (!f.provider.empty() && f.provider_rate && *f.provider_rate > 0 &&
+      f.provider_achieved >= 0.9 * *f.provider_rate) {
+    const bool lowered = f.provider_configured && *f.provider_rate < 0.99 * *f.provider_configured;
+    return {"provider_rate",
+            lowered ? fmt::format("provider {} at its effective rate {:.0f}/s (configured {:g}/s, lowered after "
+                                  "throttling)",
+                                  f.provider, *f.provider_rate, *f.provider_configured)
+                    : fmt::format("provider {} at its rate {:g}/s, shared by its campaigns", f.provider,
+                                  *f.provider_rate)};
+  }
+  if (f.backlog_lower_bound && f.backlog == 0)
+    return {"no_input", "no messages waiting that the database knows of (total unknown, none parked)"};
+  return {"below_limits", "below every configured limit: the sink, the workers or the input"};
+}
+
+void fillLimitedBy(TopFrame& frame) {
+  for (TopRow& r : frame.rows) {
+    const TopFigures fig = figuresOf(r);
+    LimitFacts f;
+    f.paused = r.state == campaignStateName(CampaignState::kPaused);
+    f.own_rate = r.send_rate;
+    f.achieved = r.achieved;
+    f.backlog = fig.backlog.messages;
+    f.backlog_lower_bound = fig.backlog.lower_bound;
+    f.provider = r.provider;
+    for (const TopProviderRow& p : frame.providers) {
+      if (p.id != r.provider) continue;
+      f.provider_rate = p.effective ? p.effective : p.rate;
+      f.provider_configured = p.rate;
+      f.provider_paused = p.paused.value_or(false);
+      f.provider_achieved = p.achieved;
+    }
+    const LimitedBy l = limitedByOf(f);
+    r.limited_code = l.code;
+    r.limited_text = l.text;
+  }
+}
+
+namespace {
+
+// A table whose columns can be dropped to fit a width: each column has a
+// rank (lower goes first).
+struct Column {
+  const char* header;
+  bool right;
+  int rank;
+};
+
+std::string renderFitting(const std::vector<Column>& cols, const std::vector<std::vector<std::string>>& rows,
+                          std::size_t width) {
+  std::vector<bool> keep(cols.size(), true);
+  for (;;) {
+    std::vector<std::string> headers;
+    std::vector<bool> right;
+    for (std::size_t c = 0; c < cols.size(); ++c)
+      if (keep[c]) headers.emplace_back(cols[c].header), right.push_back(cols[c].right);
+    Table t(headers, right);
+    for (const auto& row : rows) {
+      std::vector<std::string> cells;
+      for (std::size_t c = 0; c < cols.size(); ++c)
+        if (keep[c]) cells.push_back(row[c]);
+      t.add(std::move(cells));
+    }
+    const std::string text = t.render();
+    std::size_t widest = 0, start = 0;
+    while (start < text.size()) {
+      const std::size_t end = text.find('\n', start);
+      widest = std::max(widest, textWidth(text.substr(start, end - start)));
+      start = end + 1;
+    }
+    // The lowest-ranked column still shown goes next (the first column stays).
+    std::size_t drop = cols.size();
+    for (std::size_t c = 1; c < cols.size(); ++c)
+      if (keep[c] && (drop == cols.size() || cols[c].rank < cols[drop].rank)) drop = c;
+    if (widest <= width || drop == cols.size()) return text;
+    keep[drop] = false;
+  }
+}
+
+std::string countOrDash(bool known, std::int64_t n) { return known ? std::to_string(n) : "-"; }
+
+// "LIMITED BY" in a few letters (the codes are for scripts: --json).
+std::string limitedWord(const std::string& code) {
+  if (code == "campaign_rate") return "own rate";
+  if (code == "provider_rate") return "provider";
+  if (code == "provider_paused") return "prov paused";
+  if (code == "no_input") return "no input";
+  if (code == "below_limits") return "nothing";
+  if (code.empty() || code == "unknown") return "-";
+  return code;  // paused, done
+}
+
+std::string campaignTable(const TopFrame& frame, std::size_t width) {
+  bool receipts = false;
+  for (const TopRow& r : frame.rows) receipts = receipts || r.has_receipts;
+  // Dropped first: FAILED, PROVIDER, STATE ("LIMITED BY" says paused), ETA.
+  std::vector<Column> cols = {{"ID", false, 100},     {"STATE", false, 40},   {"PROVIDER", false, 30},
+                              {"RATE", true, 80},     {"ACHIEVED", true, 90}, {"SENT", true, 70},
+                              {"FAILED", true, 20},   {"BACKLOG", true, 85},  {"PROGRESS", false, 60},
+                              {"ETA", true, 50},      {"LIMITED BY", false, 75}};
+  if (receipts) cols.insert(cols.end(), {{"DLVRD", true, 65}, {"UNDLV", true, 25}, {"PEND", true, 35}});
+  std::vector<std::vector<std::string>> rows;
   for (const TopRow& r : frame.rows) {
     const TopFigures f = figuresOf(r);
     std::string eta = formatDuration(f.eta_s);
     if (f.backlog.lower_bound && f.eta_s) eta = ">=" + eta;
-    table.add({r.id, r.state, r.provider.empty() ? "-" : r.provider,
-               r.send_rate ? fmt::format("{:g}/s", *r.send_rate) : "unlimited", rateText(r.achieved),
-               std::to_string(r.sent), std::to_string(r.failed), boundText(f.backlog.messages, f.backlog.lower_bound),
-               progressBar(f.progress, bar_width), eta});
+    std::vector<std::string> cells = {r.id,
+                                      r.state,
+                                      r.provider.empty() ? "-" : r.provider,
+                                      r.send_rate ? fmt::format("{:g}/s", *r.send_rate) : "unlimited",
+                                      rateText(r.achieved),
+                                      std::to_string(r.sent),
+                                      std::to_string(r.failed),
+                                      boundText(f.backlog.messages, f.backlog.lower_bound),
+                                      progressBar(f.progress, 10),
+                                      eta,
+                                      limitedWord(r.limited_code)};
+    if (receipts) {
+      cells.push_back(countOrDash(r.has_receipts, r.delivered));
+      cells.push_back(countOrDash(r.has_receipts, r.undelivered));
+      cells.push_back(countOrDash(r.has_receipts, r.receipts_pending));
+    }
+    rows.push_back(std::move(cells));
   }
-  return out + table.render();
+  return renderFitting(cols, rows, width);
+}
+
+std::string providerTable(const TopFrame& frame, std::size_t width) {
+  const std::vector<Column> cols = {{"PROVIDER", false, 100}, {"QUOTA", true, 90},   {"EFFECTIVE", true, 80},
+                                    {"ACHIEVED", true, 85},   {"PAUSED", false, 70}, {"429s", true, 60},
+                                    {"CAMPAIGNS", true, 50}};
+  std::vector<std::vector<std::string>> rows;
+  for (const TopProviderRow& p : frame.providers) {
+    rows.push_back({p.id, p.rate ? fmt::format("{:g}/s", *p.rate) : "unlimited",
+                    p.effective ? fmt::format("{:.1f}/s", *p.effective) : "-", fmt::format("{:.1f}/s", p.achieved),
+                    p.paused ? (*p.paused ? "yes" : "no") : "-", p.throttled ? std::to_string(*p.throttled) : "-",
+                    std::to_string(p.campaigns)});
+  }
+  return renderFitting(cols, rows, width);
+}
+
+}  // namespace
+
+std::string renderTopText(const TopFrame& frame, int width) {
+  const std::size_t w = static_cast<std::size_t>(std::max(width, 40));
+  const Totals t = totalsOf(frame);
+  std::string out = fmt::format("pacer top  {}  {:.1f}/s over {:g}s\n", frame.at_utc, t.achieved, frame.window_s);
+  out += fmt::format("campaigns {}: {} active, {} paused  sent {}  failed {}  backlog {}\n\n", frame.rows.size(),
+                     t.active, t.paused, t.sent, t.failed, boundText(t.backlog, t.backlog_lower_bound));
+  if (frame.rows.empty())
+    out += "no active or paused campaigns\n";
+  else
+    out += campaignTable(frame, w);
+  if (!frame.providers.empty()) out += "\n" + providerTable(frame, w);
+  return out;
 }
 
 std::string renderTopJson(const TopFrame& frame) {
@@ -141,8 +284,23 @@ std::string renderTopJson(const TopFrame& frame) {
                         {"backlog", f.backlog.messages},
                         {"backlog_lower_bound", f.backlog.lower_bound},
                         {"progress", orNull(f.progress)},
-                        {"eta_s", orNull(f.eta_s)}});
+                        {"eta_s", orNull(f.eta_s)},
+                        {"limited_by", r.limited_code.empty() ? Json(nullptr)
+                                                              : Json{{"code", r.limited_code}, {"text", r.limited_text}}},
+                        {"receipts", r.has_receipts ? Json{{"delivered", r.delivered},
+                                                           {"undelivered", r.undelivered},
+                                                           {"pending", r.receipts_pending}}
+                                                    : Json(nullptr)}});
   }
+  Json providers = Json::array();
+  for (const TopProviderRow& p : frame.providers)
+    providers.push_back(Json{{"id", p.id},
+                             {"rate", orNull(p.rate)},
+                             {"campaigns", p.campaigns},
+                             {"achieved_rate", p.achieved},
+                             {"effective_rate", orNull(p.effective)},
+                             {"paused", orNull(p.paused)},
+                             {"throttled_total", orNull(p.throttled)}});
   const Json j{{"at", frame.at_utc},
                {"window_s", frame.window_s},
                {"totals",
@@ -154,7 +312,8 @@ std::string renderTopJson(const TopFrame& frame) {
                  {"failed", t.failed},
                  {"backlog", t.backlog},
                  {"backlog_lower_bound", t.backlog_lower_bound}}},
-               {"campaigns", rows}};
+               {"campaigns", rows},
+               {"providers", providers}};
   return j.dump(2) + "\n";
 }
 

@@ -81,6 +81,14 @@ void addProviderCommands(CLI::App& app, Session& s, Values& v, Commands& command
 void addProduceCommand(CLI::App& app, Session& s, Commands& commands);
 // top, status
 void addTopCommands(CLI::App& app, Session& s, Commands& commands);
+// One HTTP request to a pacerd admin listener at HOST:PORT (with a bearer
+// token when not empty); throws UnreachableError when nothing answers.
+struct Answer {
+  long status = 0;
+  std::string body;
+};
+Answer call(const std::string& address, const std::string& path, bool post, const std::string& token, int timeout_ms);
+
 // worker status|drain|reload: a running pacerd's admin listener
 void addWorkerCommands(CLI::App& app, Session& s, Commands& commands);
 

@@ -1,6 +1,9 @@
 // pacerctl top (the live view) and pacerctl status (the database at a glance).
 #include <fmt/format.h>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <csignal>
 #include <thread>
@@ -18,7 +21,54 @@ struct TopArgs {
   int interval_ms = 1000;
   double window_s = 5;
   bool once = false;
+  std::optional<std::string> admin;  // a pacerd's admin listener: the providers' live figures
+  int width = 0;                     // 0: the terminal's, else 80
 };
+
+// The providers' effective rate, pause and 429 count from a worker's state
+// document (GET /api/v1/state: Redis's shared figures, that worker's count),
+// then "limited by" again with them. A worker that does not answer leaves
+// those columns at "-" and says why below the frame.
+std::string mergeLive(TopFrame& f, const std::string& address) {
+  try {
+    const Answer a = call(address, "/api/v1/state", false, "", 2000);
+    if (a.status != 200) return fmt::format("live provider figures: {} answered HTTP {}", address, a.status);
+    const Json doc = Json::parse(a.body);
+    for (const Json& p : doc.at("providers")) {
+      const std::string id = p.at("id").get<std::string>();
+      for (TopProviderRow& row : f.providers) {
+        if (row.id != id) continue;
+        if (!p.at("effective_rate").is_null()) row.effective = p.at("effective_rate").get<double>();
+        row.paused = p.at("paused").get<bool>();
+        if (p.contains("worker") && p.at("worker").is_object())
+          row.throttled = p.at("worker").at("throttled_total").get<std::uint64_t>();
+      }
+    }
+    fillLimitedBy(f);
+    return "";
+  } catch (const UnreachableError& e) {
+    return std::string("live provider figures: ") + e.what();
+  } catch (const Json::exception& e) {
+    return fmt::format("live provider figures: {} sent a state document pacerctl cannot read ({})", address, e.what());
+  }
+}
+
+int terminalWidth(const Session& s, const TopArgs& ta) {
+  if (ta.width > 0) return ta.width;
+  winsize w{};
+  if (s.env.stdout_is_tty && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col >= 40) return w.ws_col;
+  return 80;
+}
+
+std::string frameText(Session& s, const TopArgs& ta, TopFrame f) {
+  std::string note;
+  const std::optional<std::string> admin = ta.admin ? ta.admin : s.env.admin;
+  if (admin) note = mergeLive(f, *admin);
+  if (s.json) return renderTopJson(f);
+  std::string text = renderTopText(f, terminalWidth(s, ta));
+  if (!note.empty()) text += "\n" + note + "\n";
+  return text;
+}
 
 // Set by SIGINT/SIGTERM while `top` runs its loop.
 volatile std::sig_atomic_t g_top_stop = 0;
@@ -72,9 +122,9 @@ void top(Session& s, const TopArgs& ta) {
     throw InvalidValueError(fmt::format("--window-s {}: give 1 to 3600 seconds", ta.window_s));
   if (s.json && !ta.once) throw InvalidValueError("--json with top needs --once (one frame as JSON)");
   PgControl& db = s.db();
+  if (ta.width != 0 && (ta.width < 40 || ta.width > 1000)) throw InvalidValueError("--width: give 40 to 1000 columns");
   if (ta.once) {
-    const TopFrame f = topFrameOf(db.topSnapshot(ta.window_s), ta.window_s);
-    s.out << (s.json ? renderTopJson(f) : renderTopText(f));
+    s.out << frameText(s, ta, topFrameOf(db.topSnapshot(ta.window_s), ta.window_s));
     return;
   }
   StopSignals signals;
@@ -82,7 +132,7 @@ void top(Session& s, const TopArgs& ta) {
   HiddenCursor cursor(s.out, tty);
   while (!g_top_stop) {
     const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(ta.interval_ms);
-    const std::string frame = renderTopText(topFrameOf(db.topSnapshot(ta.window_s), ta.window_s));
+    const std::string frame = frameText(s, ta, topFrameOf(db.topSnapshot(ta.window_s), ta.window_s));
     // Drawn over the last frame, not after clearing: no flicker of an empty screen.
     s.out << (tty ? terminalRedraw(frame) : frame + "\n") << std::flush;
     while (!g_top_stop && std::chrono::steady_clock::now() < next)
@@ -133,6 +183,10 @@ void addTopCommands(CLI::App& app, Session& s, Commands& commands) {
   cmd->add_option("--window-s", ta->window_s, "the achieved rate counts the sent rows of this many last seconds")
       ->capture_default_str();
   cmd->add_flag("--once", ta->once, "print one frame and exit (with --json: the frame as JSON)");
+  optionalText(cmd, "--admin", ta->admin,
+               "HOST:PORT of a pacerd admin listener: adds the providers' effective rate, pause and 429s "
+               "(default: $PACER_ADMIN; without either those columns show -)");
+  cmd->add_option("--width", ta->width, "columns to fit (default: the terminal's, else 80)");
   commands[cmd] = [&s, ta] { top(s, *ta); };
   commands[app.add_subcommand("status", "schema version, campaigns by state, ledger totals, parked rows")] = [&s] {
     status(s);

@@ -14,18 +14,13 @@ struct WorkerArgs {
   int timeout_ms = 5000;
 };
 
-struct Answer {
-  long status = 0;
-  std::string body;
-};
-
 std::size_t collect(char* data, std::size_t size, std::size_t n, void* to) {
   static_cast<std::string*>(to)->append(data, size * n);
   return size * n;
 }
 
-// One request to the admin listener; throws UnreachableError when nothing
-// answers.
+}  // namespace
+
 Answer call(const std::string& address, const std::string& path, bool post, const std::string& token, int timeout_ms) {
   std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) throw UnreachableError("cannot start an HTTP client (libcurl)");
@@ -51,6 +46,8 @@ Answer call(const std::string& address, const std::string& path, bool post, cons
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
   return a;
 }
+
+namespace {
 
 std::string addressOf(const Session& s, const WorkerArgs& wa) {
   const std::string address = wa.admin ? *wa.admin : s.env.admin.value_or("127.0.0.1:9464");

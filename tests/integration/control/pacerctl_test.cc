@@ -782,14 +782,23 @@ TEST_F(PacerctlTest, TopOncePrintsAHeaderAndOneLinePerCampaign) {
   exec(
       "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status) "
       "VALUES ('m1', 'spring', 't', 0, 1, 'sent')");
-  Outcome r = ctl({"top", "--once"});
+  Outcome r = ctl({"top", "--once", "--width", "200"});
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_THAT(r.out, HasSubstr("pacer top  20"));
-  EXPECT_THAT(r.out, HasSubstr("campaigns 1: 1 active, 0 paused  sent 1  failed 0  backlog 3  achieved "));
+  EXPECT_THAT(r.out, HasSubstr("campaigns 1: 1 active, 0 paused  sent 1  failed 0  backlog 3\n"));
   EXPECT_THAT(r.out, HasSubstr("ID      STATE   PROVIDER  RATE  ACHIEVED  SENT  FAILED  BACKLOG  PROGRESS"));
   EXPECT_THAT(r.out, HasSubstr("spring  active  -         40/s"));
-  EXPECT_THAT(r.out, HasSubstr("[#####...............]  25%"));
+  EXPECT_THAT(r.out, HasSubstr("[##........]  25%"));
   EXPECT_THAT(r.out, Not(HasSubstr("\x1b[")));  // not a terminal: no escape codes
+  // Not a terminal, no --width: 80 columns.
+  r = ctl({"top", "--once"});
+  ASSERT_EQ(r.code, 0) << r;
+  for (std::size_t start = 0, end; start < r.out.size(); start = end + 1) {
+    end = r.out.find('\n', start);
+    EXPECT_LE(r.out.substr(start, end - start).size(), 80u) << r.out;
+  }
+  EXPECT_THAT(r.out, HasSubstr("LIMITED BY"));
+  EXPECT_EQ(ctl({"top", "--once", "--width", "20"}).code, 2);
 
   r = ctl({"--json", "top"});
   EXPECT_EQ(r.code, 2) << r;

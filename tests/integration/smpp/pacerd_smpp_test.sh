@@ -118,5 +118,8 @@ grep -Eq "receipts +delivered $sent_d, undelivered $sent_u, expired 0, rejected 
 "$pacerctl" campaign show promo --json | python3 -c 'import json,sys
 r = json.load(sys.stdin)["receipts"]
 assert r["delivered"] + r["undelivered"] == 60 and r["pending"] == 0, r' || fail "campaign show --json receipts"
+top=$("$pacerctl" top --once --width 200)
+grep -Eq "DLVRD +UNDLV +PEND" <<<"$top" && grep -Eq "^promo .* $sent_d +$sent_u +0$" <<<"$top" ||
+  fail "pacerctl top does not show the receipts: $top"
 echo "pacerd over SMPP: all checks passed ($segments segments, max $max_1s in 1 s, span $span_ms ms," \
   "receipts $sent_d delivered $sent_u undelivered, $(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s)"

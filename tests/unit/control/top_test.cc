@@ -1,5 +1,6 @@
 // pacerctl top's arithmetic and rendering, and produce's pacing: pure, no
 // clock, no database.
+#include "pacer/control/table.h"
 #include "pacer/control/top.h"
 
 #include <gmock/gmock.h>
@@ -13,6 +14,7 @@ namespace pacer::control {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(TopRateTest, AchievedRateIsTheCountDifferenceOverTheTimeDifference) {
   EXPECT_DOUBLE_EQ(*achievedRate({100.0, 1000}, {105.0, 1200}), 40.0);
@@ -139,17 +141,76 @@ TopFrame sampleFrame() {
 }
 
 TEST(TopRenderTest, TheTextFrameHasAHeaderWithTotalsAndOneLinePerCampaign) {
-  const std::string text = renderTopText(sampleFrame(), 10);
-  EXPECT_THAT(text, HasSubstr("pacer top  2026-11-23T13:40:05Z  campaigns 2: 1 active, 1 paused  sent 245  failed 8  "
-                              "backlog >=780  achieved 50.0/s over 5s\n\n"));
+  TopFrame f = sampleFrame();
+  f.providers.push_back(TopProviderRow{"sms", 400.0, 1, 50.0, 320.0, false, 3});
+  fillLimitedBy(f);
+  const std::string text = renderTopText(f, 200);
+  EXPECT_THAT(text, HasSubstr("pacer top  2026-11-23T13:40:05Z  50.0/s over 5s\n"
+                              "campaigns 2: 1 active, 1 paused  sent 245  failed 8  backlog >=780\n\n"));
   EXPECT_THAT(text, HasSubstr("\n\nID           STATE   PROVIDER       RATE  ACHIEVED  SENT  FAILED  BACKLOG  PROGRESS"
-                              "           ETA\n"));
-  // 750 left at 50/s: 15 s; 250 of 1000 done.
+                              "           ETA  LIMITED BY\n"));
+  // 750 left at 50/s: 15 s; 250 of 1000 done; at (above) its own rate.
   EXPECT_THAT(text, HasSubstr("\nspring-sale  active  sms            40/s    50.0/s   240       8      750  "
-                              "[##........]  25%  15s\n"));
+                              "[##........]  25%  15s  own rate\n"));
   // Unknown total: the parked count as a lower bound, no bar, no ETA at rate 0.
   EXPECT_THAT(text, HasSubstr("\nvip          paused  -         unlimited     0.0/s     5       0     >=30  -"
-                              "                    -\n"));
+                              "                    -  paused\n"));
+  EXPECT_THAT(text, HasSubstr("\nPROVIDER  QUOTA  EFFECTIVE  ACHIEVED  PAUSED  429s  CAMPAIGNS\n"
+                              "sms       400/s    320.0/s    50.0/s  no         3          1\n"));
+}
+
+TEST(TopRenderTest, EightyColumnsKeepTheFiguresThatMatterAndDropTheRest) {
+  TopFrame f = sampleFrame();
+  f.rows[0].has_receipts = true;
+  f.rows[0].delivered = 200;
+  f.rows[0].undelivered = 30;
+  f.rows[0].receipts_pending = 10;
+  f.providers.push_back(TopProviderRow{"sms", 400.0, 1, 50.0, std::nullopt, std::nullopt, std::nullopt});
+  fillLimitedBy(f);
+  const std::string wide = renderTopText(f, 200);
+  EXPECT_THAT(wide, HasSubstr("DLVRD  UNDLV  PEND"));
+  EXPECT_THAT(wide, HasSubstr("  200     30    10\n"));
+  EXPECT_THAT(wide, HasSubstr("\nvip "));
+  const std::string text = renderTopText(f, 80);
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    EXPECT_LE(textWidth(text.substr(start, end - start)), 80u) << text;
+    start = end + 1;
+  }
+  for (const char* kept : {"ID", "ACHIEVED", "BACKLOG", "LIMITED BY", "RATE", "DLVRD", "own rate", "QUOTA"})
+    EXPECT_THAT(text, HasSubstr(kept)) << text;
+  EXPECT_THAT(text, Not(HasSubstr("PROGRESS"))) << text;  // the widest, least needed column goes first
+}
+
+TEST(TopLimitedByTest, EachCaseNamesWhatHoldsTheCampaignBack) {
+  LimitFacts f;
+  f.backlog = 100;
+  f.paused = true;
+  EXPECT_EQ(limitedByOf(f).code, "paused");
+  f.paused = false;
+  EXPECT_EQ(limitedByOf(f).code, "unknown");  // no achieved rate yet
+  f.achieved = 95;
+  f.own_rate = 100;
+  EXPECT_EQ(limitedByOf(f).code, "campaign_rate");
+  f.own_rate = 1000;
+  f.provider = "sms";
+  f.provider_rate = 320;
+  f.provider_configured = 400;
+  f.provider_achieved = 310;
+  const LimitedBy by_provider = limitedByOf(f);
+  EXPECT_EQ(by_provider.code, "provider_rate");
+  EXPECT_THAT(by_provider.text, HasSubstr("lowered after throttling"));
+  f.provider_paused = true;
+  EXPECT_EQ(limitedByOf(f).code, "provider_paused");
+  f.provider_paused = false;
+  f.provider_achieved = 100;
+  EXPECT_EQ(limitedByOf(f).code, "below_limits");
+  f.backlog = 0;
+  f.backlog_lower_bound = true;
+  EXPECT_EQ(limitedByOf(f).code, "no_input");
+  f.backlog_lower_bound = false;
+  EXPECT_EQ(limitedByOf(f).code, "done");
 }
 
 TEST(TopRenderTest, AnEmptyFrameSaysSo) {
