@@ -21,6 +21,8 @@ PACER_PACKAGES+=(libhiredis-dev libspdlog-dev redis-server redis-tools)
 # scripts/demo runs `pacerctl top` in a detached tmux session and prints
 # `tmux capture-pane -p` frames of it (it falls back to `top --once` without tmux).
 PACER_PACKAGES+=(tmux)
+# scripts/graph renders the CMake target graph into docs/architecture.svg with Graphviz.
+PACER_PACKAGES+=(graphviz)
 # pacerd's /metrics: prometheus-cpp's core library renders the Prometheus text format (its
 # TextSerializer escapes label values and writes histograms), so the format is not hand-made. Only
 # prometheus::core is linked; the admin listener itself is libmicrohttpd (above).
