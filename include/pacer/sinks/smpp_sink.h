@@ -38,7 +38,10 @@ struct SmppSinkOptions {
   Nanos connect_timeout = std::chrono::seconds(5);
   Nanos reconnect_backoff_min = std::chrono::milliseconds(500);  // doubles per failed attempt, jittered
   Nanos reconnect_backoff_max = std::chrono::seconds(30);
-  Nanos throttle_retry_after = std::chrono::seconds(1);  // retry_after on ESME_RTHROTTLED / ESME_RMSGQFUL
+  // retry_after on ESME_RTHROTTLED / ESME_RMSGQFUL: the provider-wide pause.
+  // SMPP gives no Retry-After; the worker also lowers the provider's rate on
+  // each throttle, so a short pause suffices against a one-second window.
+  Nanos throttle_retry_after = std::chrono::milliseconds(250);
   // Source address, TON/NPI, destination TON/NPI, UDH or SAR, which
   // segments ask for a receipt (registered_delivery).
   smpp::SubmitOptions submit;

@@ -184,6 +184,10 @@ std::vector<Key> smppKeys() {
          c.o.smpp.reconnect_backoff_min = ms(asInt(r, 1, 30000));
          c.o.smpp.reconnect_backoff_max = std::max<Nanos>(ms(30000), c.o.smpp.reconnect_backoff_min);
        }},
+      {"sink.smpp.throttle_pause_ms", Shape::kScalar, "--smpp-throttle-pause-ms", FlagForm::kValue, false, false,
+       "sink smpp: ESME_RTHROTTLED/ESME_RMSGQFUL pause the provider this long, then the message is retried "
+       "(default 250)",
+       [](const Raw& r, Ctx& c) { c.o.smpp.throttle_retry_after = ms(asInt(r, 1, 60000)); }},
       {"sink.smpp.source_addr", Shape::kScalar, "--smpp-source-addr", FlagForm::kValue, false, false,
        "sink smpp: the sender address (default empty: the SMSC's)",
        [](const Raw& r, Ctx& c) { c.o.smpp.submit.source_addr = asString(r); }},
