@@ -118,7 +118,8 @@ std::vector<Key> sinkKeys() {
        [](const Raw& r, Ctx& c) {
          auto& hs = c.o.http.headers;
          for (const auto& [k, v] : asMap(r)) {
-           hs.erase(std::remove_if(hs.begin(), hs.end(), [&](const auto& h) { return h.first == k; }), hs.end());
+           const std::string& key = k;  // (Clang 14 cannot capture a structured binding)
+           hs.erase(std::remove_if(hs.begin(), hs.end(), [&](const auto& h) { return h.first == key; }), hs.end());
            hs.emplace_back(k, v);
            c.p.header_rank[k] = r.rank;
          }

@@ -87,7 +87,7 @@ void put(Merged& m, const std::string& key, Raw r) {
     Raw merged = std::move(r);
     for (const auto& [k, v] : it->second.map) {
       const bool replaced =
-          std::any_of(merged.map.begin(), merged.map.end(), [&](const auto& e) { return e.first == k; });
+          std::any_of(merged.map.begin(), merged.map.end(), [&key = k](const auto& e) { return e.first == key; });
       if (!replaced) merged.map.emplace_back(k, v);
     }
     it->second = std::move(merged);
@@ -339,7 +339,7 @@ void applyHeaderFiles(DaemonOptions& o, const Pending& pending, const Merged& me
                                     r.origin, shown, shown, name));
     const std::string value = readSecretFile(r, file);
     auto& hs = o.http.headers;
-    hs.erase(std::remove_if(hs.begin(), hs.end(), [&](const auto& h) { return h.first == name; }), hs.end());
+    hs.erase(std::remove_if(hs.begin(), hs.end(), [&n = name](const auto& h) { return h.first == n; }), hs.end());
     hs.emplace_back(name, value);
   }
 }

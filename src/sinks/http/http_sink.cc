@@ -295,7 +295,10 @@ std::optional<Nanos> retryAfterValue(std::string_view value, std::int64_t now_un
   buf[value.size()] = '\0';
   const std::time_t at = curl_getdate(buf, nullptr);
   if (at < 0) return std::nullopt;
-  return std::chrono::seconds(std::max<std::int64_t>(0, static_cast<std::int64_t>(at) - now_unix_s));
+  // A date centuries ahead (found by the fuzzer: year 20260) is capped like
+  // a number of seconds, so that the pause in nanoseconds cannot overflow.
+  const std::int64_t ahead = std::clamp<std::int64_t>(static_cast<std::int64_t>(at) - now_unix_s, 0, 999'999'999);
+  return std::chrono::seconds(ahead);
 }
 
 Nanos parseRetryAfter(const std::string& value, std::int64_t now_unix_s) noexcept {

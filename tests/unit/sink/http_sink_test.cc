@@ -52,6 +52,10 @@ TEST(ParseRetryAfter, SecondsOrHttpDate) {
   // Sun, 06 Nov 1994 08:49:37 GMT is 784111777.
   EXPECT_EQ(parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", 784111777 - 120), seconds(120));
   EXPECT_EQ(parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", 784111777 + 5), seconds(0));  // in the past
+  // A date far ahead is capped like a huge number of seconds (it overflowed
+  // the nanoseconds before; found by tests/fuzz/http_answer_fuzz).
+  EXPECT_EQ(parseRetryAfter("Wed, 21 Oct 20260 07:28:00 GMT", 0), parseRetryAfter("99999999999", 0));
+  EXPECT_EQ(parseRetryAfter("99999999999", 0), seconds(999'999'999));
 }
 
 TEST(ExpandUrl, FillsRecipientAndCampaignEncoded) {
