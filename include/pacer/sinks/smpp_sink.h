@@ -61,7 +61,7 @@ struct SmppSinkStats {
   std::uint64_t disconnects = 0;    // sessions that ended (any reason)
   std::uint64_t submit_sm = 0;      // PDUs sent
   std::uint64_t receipts = 0;       // delivery receipts received
-  std::uint64_t segments_resumed = 0;  // throttled rests of partly accepted messages sent again
+  std::uint64_t partial_throttles = 0;  // messages partly accepted, the rest throttled: retried without the accepted segments
   std::uint64_t protocol_errors = 0;
 };
 

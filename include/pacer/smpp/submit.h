@@ -78,11 +78,13 @@ class SegmentTally {
   std::size_t sentCount() const { return sent_; }
   // Finished with part of the message accepted and every other answer a
   // throttle: sending it again from the start would deliver its accepted
-  // segments twice, so only the throttled ones should go again (resume).
+  // segments twice, so its retry should send only the others (restore()).
   bool resumable() const;
-  // Puts the throttled segments back to unsent (their indices appended to
-  // `out`) and clears the failure: the message goes on from there.
-  void resume(std::vector<std::size_t>& out);
+  std::vector<bool> acceptedSegments() const;  // per segment: accepted
+  const std::string& firstId() const { return first_id_; }
+  // After begin(): these segments were accepted on an earlier attempt (the
+  // first one under `first_id`); they count as sent and answered.
+  void restore(const std::vector<bool>& accepted, std::string_view first_id);
 
  private:
   enum class SegmentState : std::uint8_t { kPending, kAccepted, kThrottled, kFailed };

@@ -124,18 +124,20 @@ bool SegmentTally::resumable() const {
   return accepted;
 }
 
-void SegmentTally::resume(std::vector<std::size_t>& out) {
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    if (state_[i] != SegmentState::kThrottled) continue;
-    state_[i] = SegmentState::kPending;
-    --sent_;
-    --answered_;
-    out.push_back(i);
+std::vector<bool> SegmentTally::acceptedSegments() const {
+  std::vector<bool> out(state_.size());
+  for (std::size_t i = 0; i < state_.size(); ++i) out[i] = state_[i] == SegmentState::kAccepted;
+  return out;
+}
+
+void SegmentTally::restore(const std::vector<bool>& accepted, std::string_view first_id) {
+  for (std::size_t i = 0; i < accepted.size() && i < state_.size(); ++i) {
+    if (!accepted[i]) continue;
+    state_[i] = SegmentState::kAccepted;
+    ++sent_;
+    ++answered_;
   }
-  failed_ = false;
-  worst_ = SendOutcome::kDelivered;
-  status_ = 0;
-  reason_.clear();
+  if (!accepted.empty() && accepted[0]) first_id_.assign(first_id);
 }
 
 SendResult SegmentTally::result(std::uint64_t ticket) const {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <random>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "pacer/smpp/session.h"
 #include "pacer/smpp/submit.h"
@@ -52,17 +53,21 @@ struct Slot {
   int conn = -1;         // every segment goes over the same bind
   smpp::SegmentTally tally;
   MonoTime accepted_at{};
-  // Throttled segments of a message the SMSC already holds part of: they
-  // go again at resume_at (on any bind), never the whole message.
-  std::vector<std::size_t> resend;
-  MonoTime resume_at{};
-  int resumes = 0;
-  MonoTime waitingSince() const { return std::max(accepted_at, resume_at); }
+  std::string id;               // the message's id (its partial state is kept under it)
+  std::uint16_t reference = 0;  // the concatenation reference of its segments
+  std::vector<bool> skip;       // segments the SMSC accepted on an earlier attempt
 };
 
-// How many times the throttled rest of one message is sent again before the
-// message is given back to the worker as throttled.
-constexpr int kMaxResumes = 30;
+// A message the SMSC accepted part of before throttling the rest: when the
+// worker retries it (through the quota, like any throttled message), only
+// the segments not yet accepted go, with the same reference, so that no
+// segment reaches the handset twice.
+struct Partial {
+  std::uint16_t reference = 0;
+  std::vector<bool> accepted;
+  std::string first_id;
+};
+constexpr std::size_t kMaxPartials = 100000;  // beyond: the whole message goes again (logged)
 
 std::uint64_t tagOf(std::uint32_t generation, std::size_t slot, std::size_t segment) {
   return (std::uint64_t{generation} << 32) | (std::uint64_t{slot} << 8) | segment;
@@ -112,11 +117,11 @@ class SmppSink final : public SmppSinkInterface {
     s.next = 0;
     s.conn = -1;
     s.accepted_at = options_.clock->now();
-    s.resend.clear();
-    s.resume_at = MonoTime{};
-    s.resumes = 0;
+    s.id = m.id;
+    const auto partial = partials_.find(m.id);
+    s.reference = partial != partials_.end() ? partial->second.reference : ++reference_;
     const smpp::BuildError e =
-        smpp::buildSubmits(options_.submit, m.recipient, m.payload, ++reference_, scratch_, s.pdus, s.count, reason_);
+        smpp::buildSubmits(options_.submit, m.recipient, m.payload, s.reference, scratch_, s.pdus, s.count, reason_);
     if (e != smpp::BuildError::kNone) {
       // Bad input is the message's own fault: a dead-letter row, not a retry.
       SendResult r;
@@ -127,6 +132,11 @@ class SmppSink final : public SmppSinkInterface {
       return true;
     }
     s.tally.begin(s.count);
+    s.skip.assign(s.count, false);
+    if (partial != partials_.end() && partial->second.accepted.size() == s.count) {
+      s.skip = partial->second.accepted;
+      s.tally.restore(s.skip, partial->second.first_id);
+    }
     waiting_.push_back(i);
     return true;
   }
@@ -169,7 +179,7 @@ class SmppSink final : public SmppSinkInterface {
   void segmentDone(const SessionEvent& e, MonoTime now);
   void dispatch(MonoTime now);
   bool progress(std::size_t slot, MonoTime now);
-  bool settle(std::size_t slot, MonoTime now);
+  void settle(std::size_t slot, MonoTime now);
   void expireWaiting(MonoTime now);
   void finish(std::size_t slot, SendResult r);
   void note(const std::string& line) const {
@@ -187,6 +197,7 @@ class SmppSink final : public SmppSinkInterface {
   std::vector<std::size_t> waiting_;  // slots with segments not yet sent
   std::vector<SendResult> done_;
   std::vector<DeliveryReceipt> receipts_;
+  std::unordered_map<std::string, Partial> partials_;  // by message id
   smpp::EncodedText scratch_;
   std::string reason_;
   std::string last_error_ = "not bound yet";
@@ -349,27 +360,28 @@ void SmppSink::segmentDone(const SessionEvent& e, MonoTime now) {
   Slot& s = slots_[slot];
   if (!s.used || s.generation != static_cast<std::uint32_t>(e.tag >> 32)) return;  // cannot happen; be safe
   s.tally.done(segment, e.outcome, e.status, e.message_id, e.reason);
-  if (!s.tally.finished()) return;
-  if (settle(slot, now)) waiting_.push_back(slot);
+  if (s.tally.finished()) settle(slot, now);
 }
 
-// A finished message: its result, or, when the SMSC accepted part of it and
-// throttled the rest, the rest again after the pause (true: it waits).
-bool SmppSink::settle(std::size_t slot, MonoTime now) {
+// A finished message: its result. When the SMSC accepted part of it and
+// throttled the rest, what it holds is remembered for the retry.
+void SmppSink::settle(std::size_t slot, MonoTime now) {
   Slot& s = slots_[slot];
-  if (s.tally.resumable() && s.resumes < kMaxResumes) {
-    ++s.resumes;
-    ++stats_.segments_resumed;
-    s.tally.resume(s.resend);
-    s.resume_at = now + options_.throttle_retry_after;
-    s.conn = -1;
-    return true;
+  if (s.tally.resumable()) {
+    if (partials_.size() < kMaxPartials || partials_.count(s.id)) {
+      ++stats_.partial_throttles;
+      partials_[s.id] = Partial{s.reference, s.tally.acceptedSegments(), s.tally.firstId()};
+    } else {
+      note("smpp: " + std::to_string(kMaxPartials) + " partly sent messages remembered already; message " + s.id +
+           " will be sent whole again");
+    }
+  } else if (!partials_.empty()) {
+    partials_.erase(s.id);
   }
   SendResult r = s.tally.result(s.ticket);
   r.latency = now - s.accepted_at;
   if (r.outcome == SendOutcome::kThrottled) r.retry_after = options_.throttle_retry_after;
   finish(slot, std::move(r));
-  return false;
 }
 
 void SmppSink::finish(std::size_t slot, SendResult r) {
@@ -393,7 +405,6 @@ void SmppSink::dispatch(MonoTime now) {
 bool SmppSink::progress(std::size_t slot, MonoTime now) {
   Slot& s = slots_[slot];
   if (!s.used) return false;
-  if (now < s.resume_at) return true;
   if (s.conn < 0) {
     // The bind with the most room, starting the search at a rotating point.
     std::size_t best_room = 0;
@@ -406,26 +417,11 @@ bool SmppSink::progress(std::size_t slot, MonoTime now) {
     rr_ = (rr_ + 1) % conns_.size();
   }
   EsmeSession& session = conns_[static_cast<std::size_t>(s.conn)]->session;
-  while (!s.resend.empty() && session.canSubmit()) {
-    const std::size_t k = s.resend.back();
-    s.resend.pop_back();
-    const smpp::EncodeError e = session.submit(s.pdus[k], tagOf(s.generation, slot, k), now);
-    if (e != smpp::EncodeError::kNone)  // it encoded the first time; be safe all the same
-      s.tally.done(k, SendOutcome::kPermanent, 0, "", std::string("cannot encode: ") + smpp::encodeErrorName(e));
-    else
-      ++stats_.submit_sm;
-    s.tally.sent();
-  }
-  if (!s.resend.empty()) {
-    if (session.state() == SessionState::kBound) return true;  // its window is full: next time
-    // The bind went away: the unsent rest is one fault (as below).
-    s.tally.done(s.resend.back(), SendOutcome::kFault, 0, "", "bind lost between segments: " + last_error_);
-    s.tally.sent();
-    s.resend.clear();
-    if (s.tally.finished()) settle(slot, now);
-    return false;
-  }
   while (s.next < s.count && s.tally.mayContinue()) {
+    if (s.skip[s.next]) {  // accepted on an earlier attempt
+      ++s.next;
+      continue;
+    }
     if (!session.canSubmit()) {
       // The bind went away between segments: the rest cannot follow on it.
       if (session.state() != SessionState::kBound) break;
@@ -449,7 +445,7 @@ bool SmppSink::progress(std::size_t slot, MonoTime now) {
     s.tally.done(s.next, SendOutcome::kFault, 0, "", "bind lost between segments: " + last_error_);
     s.tally.sent();
   }
-  if (s.tally.finished()) return settle(slot, now);
+  if (s.tally.finished()) settle(slot, now);
   return false;
 }
 
@@ -459,7 +455,7 @@ void SmppSink::expireWaiting(MonoTime now) {
   std::size_t keep = 0;
   for (std::size_t i = 0; i < waiting_.size(); ++i) {
     Slot& s = slots_[waiting_[i]];
-    if (s.conn < 0 && now >= s.resume_at && now - s.waitingSince() >= options_.response_timeout) {
+    if (s.conn < 0 && now - s.accepted_at >= options_.response_timeout) {
       SendResult r;
       r.ticket = s.ticket;
       r.outcome = SendOutcome::kFault;
@@ -496,9 +492,7 @@ void SmppSink::wait(Nanos max) {
     }
   }
   for (std::size_t slot : waiting_) {
-    const Slot& s = slots_[slot];
-    if (now < s.resume_at) until = std::min(until, s.resume_at);
-    if (s.conn < 0) until = std::min(until, s.waitingSince() + options_.response_timeout);
+    if (slots_[slot].conn < 0) until = std::min(until, slots_[slot].accepted_at + options_.response_timeout);
   }
   if (!done_.empty() || until <= now) return;
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();

@@ -119,26 +119,28 @@ TEST(SmppSegmentTally, AFailureStopsTheRestAndTheGravestClassWins) {
   EXPECT_TRUE(r.provider_message_id.empty());
 }
 
-TEST(SmppSegmentTally, APartlyAcceptedMessageResumesWithOnlyItsThrottledSegments) {
+TEST(SmppSegmentTally, APartlyAcceptedMessageIsRetriedWithOnlyItsThrottledSegments) {
   SegmentTally t;
   t.begin(3);
   for (int i = 0; i < 3; ++i) t.sent();
-  t.done(0, SendOutcome::kThrottled, 0x58, "", "submit_sm_resp ESME_RTHROTTLED");
-  t.done(1, SendOutcome::kDelivered, 0, "id-2", "");
-  t.done(2, SendOutcome::kThrottled, 0x58, "", "submit_sm_resp ESME_RTHROTTLED");
-  ASSERT_TRUE(t.finished());
-  ASSERT_TRUE(t.resumable());  // segment 2 is at the SMSC: never send it again
-  std::vector<std::size_t> again;
-  t.resume(again);
-  EXPECT_EQ(again, (std::vector<std::size_t>{0, 2}));
-  EXPECT_TRUE(t.mayContinue());
-  EXPECT_FALSE(t.finished());
-  t.sent();
-  t.sent();
-  t.done(2, SendOutcome::kDelivered, 0, "id-3", "");
   t.done(0, SendOutcome::kDelivered, 0, "id-1", "");
+  t.done(1, SendOutcome::kThrottled, 0x58, "", "submit_sm_resp ESME_RTHROTTLED");
+  t.done(2, SendOutcome::kDelivered, 0, "id-3", "");
   ASSERT_TRUE(t.finished());
-  const SendResult r = t.result(5);
+  ASSERT_TRUE(t.resumable());  // segments 1 and 3 are at the SMSC: never send them again
+  EXPECT_EQ(t.result(1).outcome, SendOutcome::kThrottled);
+  const std::vector<bool> accepted = t.acceptedSegments();
+  EXPECT_EQ(accepted, (std::vector<bool>{true, false, true}));
+
+  // The retry: only segment 2 goes; the message is delivered under segment 1's id.
+  SegmentTally retry;
+  retry.begin(3);
+  retry.restore(accepted, t.firstId());
+  EXPECT_FALSE(retry.finished());
+  retry.sent();
+  retry.done(1, SendOutcome::kDelivered, 0, "id-2b", "");
+  ASSERT_TRUE(retry.finished());
+  const SendResult r = retry.result(5);
   EXPECT_EQ(r.outcome, SendOutcome::kDelivered);
   EXPECT_EQ(r.provider_message_id, "id-1");
 }
