@@ -1,4 +1,5 @@
 #include "pacer/sinks/routing_sink.h"
+#include "support/fakes.h"
 
 #include <gtest/gtest.h>
 
@@ -11,35 +12,7 @@
 namespace pacer::sink {
 namespace {
 
-// Takes up to `capacity` messages and answers each at the next poll().
-class FakeSink final : public SinkInterface {
- public:
-  explicit FakeSink(std::size_t capacity) : capacity_(capacity) {}
-  bool submit(const Message& m, std::uint64_t ticket) override {
-    if (pending_.size() >= capacity_) return false;
-    pending_.push_back(ticket);
-    campaigns.push_back(m.campaign);
-    return true;
-  }
-  void poll(std::vector<SendResult>& out) override {
-    for (std::uint64_t t : pending_) {
-      SendResult r;
-      r.ticket = t;
-      out.push_back(r);
-    }
-    pending_.clear();
-  }
-  std::size_t inFlight() const override { return pending_.size(); }
-  std::size_t maxInFlight() const override { return capacity_; }
-  void wait(Nanos max) override { waits.push_back(max); }
-
-  std::vector<std::string> campaigns;  // of every message taken
-  std::vector<Nanos> waits;
-
- private:
-  std::size_t capacity_;
-  std::vector<std::uint64_t> pending_;
-};
+using test_support::FakeSink;  // takes up to its capacity, answers each at the next poll()
 
 Message msg(std::string campaign) {
   Message m;
@@ -82,9 +55,9 @@ TEST(RoutingSink, EachMessageGoesThroughItsProvidersSinkElseTheDefault) {
   EXPECT_TRUE(r.sink->submit(msg("c-other"), 3));  // provider without its own sink
   EXPECT_TRUE(r.sink->submit(msg("c-none"), 4));   // no provider
   EXPECT_TRUE(r.sink->submit(msg("c-sms2"), 5));
-  EXPECT_EQ(r.sms->campaigns, (std::vector<std::string>{"c-sms", "c-sms2"}));
-  EXPECT_EQ(r.push->campaigns, (std::vector<std::string>{"c-push"}));
-  EXPECT_EQ(r.fallback->campaigns, (std::vector<std::string>{"c-other", "c-none"}));
+  EXPECT_EQ(r.sms->campaigns(), (std::vector<std::string>{"c-sms", "c-sms2"}));
+  EXPECT_EQ(r.push->campaigns(), (std::vector<std::string>{"c-push"}));
+  EXPECT_EQ(r.fallback->campaigns(), (std::vector<std::string>{"c-other", "c-none"}));
   EXPECT_EQ(r.sink->inFlight(), 5u);
   EXPECT_EQ(r.sink->maxInFlight(), 4u + 2u + 3u);
 }
@@ -94,7 +67,7 @@ TEST(RoutingSink, AFullProviderSinkRefusesWithoutSpillingToTheDefault) {
   EXPECT_TRUE(r.sink->submit(msg("c-sms"), 1));
   EXPECT_TRUE(r.sink->submit(msg("c-sms"), 2));
   EXPECT_FALSE(r.sink->submit(msg("c-sms"), 3));  // sms holds 2
-  EXPECT_TRUE(r.fallback->campaigns.empty());
+  EXPECT_TRUE(r.fallback->campaigns().empty());
   EXPECT_TRUE(r.sink->submit(msg("c-none"), 4));  // the others still take theirs
 }
 
@@ -147,7 +120,7 @@ TEST(RoutingSink, WithoutProviderSinksEverythingGoesToTheDefault) {
     return std::string_view("sms");
   });
   EXPECT_TRUE(s->submit(msg("c-sms"), 1));
-  EXPECT_EQ(f->campaigns.size(), 1u);
+  EXPECT_EQ(f->campaigns().size(), 1u);
   EXPECT_EQ(lookups, 0);
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "pacer/worker.h"
+#include "support/fakes.h"
 #include "support/series.h"
 
 namespace pacer {
@@ -17,119 +18,9 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// A ledger in memory; `available` false makes every call throw as a lost
-// PostgreSQL would.
-class FakeLedger final : public LedgerInterface {
- public:
-  std::size_t record(std::span<const DeliveryRecord> rows) override {
-    ++calls;
-    if (!available) throw LedgerUnavailableError("down");
-    std::size_t fresh = 0;
-    for (const DeliveryRecord& r : rows) {
-      if (byId.emplace(r.message_id, r).second) ++fresh;
-      if (r.unpark) unparked.insert(r.message_id);
-    }
-    return fresh;
-  }
-  std::vector<std::int64_t> finishedOffsets(const std::string&, std::int32_t, std::int64_t, std::int64_t) override {
-    return {};
-  }
-  void recordReceipts(std::span<const DeliveryReceipt> rs) override {
-    ++calls;
-    if (!available) throw LedgerUnavailableError("down");
-    receipts.insert(receipts.end(), rs.begin(), rs.end());
-  }
-  std::vector<DeliveryReceipt> receipts;
-  std::size_t count(DeliveryStatus s) const {
-    return static_cast<std::size_t>(
-        std::count_if(byId.begin(), byId.end(), [&](const auto& e) { return e.second.status == s; }));
-  }
-  bool available = true;
-  int calls = 0;
-  std::map<std::string, DeliveryRecord> byId;
-  std::set<std::string> unparked;
-};
-
-// A sink whose sends finish when the test says, with the outcome `answer` gives.
-class FakeSink final : public SinkInterface {
- public:
-  explicit FakeSink(std::size_t max) : max_(max) {}
-  bool submit(const Message& m, std::uint64_t ticket) override {
-    if (pending_.size() >= max_) return false;
-    if (refuse && refuse(m)) return false;
-    submitted.push_back(m);
-    pending_.push_back({m, ticket});
-    if (instant) finishAll();
-    return true;
-  }
-  void poll(std::vector<SendResult>& out) override {
-    for (SendResult& r : done_) out.push_back(std::move(r));
-    done_.clear();
-  }
-  std::size_t inFlight() const override { return pending_.size() + done_.size(); }
-  std::size_t maxInFlight() const override { return max_; }
-  void pollReceipts(std::vector<DeliveryReceipt>& out) override {
-    for (DeliveryReceipt& r : receipts) out.push_back(std::move(r));
-    receipts.clear();
-  }
-  std::vector<DeliveryReceipt> receipts;  // handed out at the next pollReceipts
-  void finishAll() {
-    for (auto& [m, ticket] : pending_) {
-      SendResult r = answer ? answer(m) : SendResult{};
-      r.ticket = ticket;
-      done_.push_back(std::move(r));
-    }
-    pending_.clear();
-  }
-  std::function<SendResult(const Message&)> answer;  // default: delivered
-  std::function<bool(const Message&)> refuse;        // true: full for this message (a provider's own sink)
-  bool instant = true;
-  std::vector<Message> submitted;
-
- private:
-  std::size_t max_;
-  std::vector<std::pair<Message, std::uint64_t>> pending_;
-  std::vector<SendResult> done_;
-};
-
-class FakeParking final : public ParkingInterface {
- public:
-  std::size_t park(std::span<const Message> messages) override {
-    if (!available) throw LedgerUnavailableError("down");
-    std::size_t fresh = 0;
-    for (const Message& m : messages)
-      if (ids.insert(m.id).second) {
-        parked[m.campaign].push_back(m);
-        ++fresh;
-      }
-    return fresh;
-  }
-  std::vector<Message> claim(const std::string& campaign, std::size_t max) override {
-    if (!available) throw LedgerUnavailableError("down");
-    auto& q = parked[campaign];
-    std::vector<Message> out;
-    while (!q.empty() && out.size() < max) {
-      out.push_back(q.front());
-      q.pop_front();
-    }
-    return out;
-  }
-  std::vector<std::pair<std::string, std::size_t>> unclaimed() override { return {}; }
-  void renew() override {}
-  std::size_t release() override {
-    ++releases;
-    return 0;
-  }
-  int releases = 0;
-  std::size_t size() const {
-    std::size_t n = 0;
-    for (const auto& [c, q] : parked) n += q.size();
-    return n;
-  }
-  bool available = true;
-  std::set<std::string> ids;
-  std::map<std::string, std::deque<Message>> parked;
-};
+using test_support::FakeLedger;
+using test_support::FakeParking;
+using test_support::FakeSink;
 
 RawMessage raw(std::int64_t offset, std::string campaign, std::int32_t partition = 0, std::string payload = "p") {
   RawMessage r;
