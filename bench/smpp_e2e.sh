@@ -10,7 +10,8 @@
 #   bench/smpp_e2e.sh kill     the same, one worker SIGKILLed a third of the way through
 #   bench/smpp_e2e.sh all      both
 #
-# Environment: MESSAGES (default 20000), WORKERS (4), PACER_KEEP=1 keeps the run directory.
+# Environment: MESSAGES (default 20000), WORKERS (4), PACER_KEEP=1 keeps the run directory,
+# PACER_BENCH_PRESET (default release) the CMake preset whose binaries run.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/../scripts/services.sh"
@@ -25,9 +26,10 @@ case "$mode" in strict | kill) ;; *) echo "usage: $0 strict|kill|all" >&2; exit 
 quota=400
 
 pacer_install_packages "${PACER_PACKAGES[@]}" jq bc >/dev/null
-echo "building the release preset..."
-pacer_build release >/dev/null
-bin=build/release
+preset=${PACER_BENCH_PRESET:-release}
+echo "building the $preset preset..."
+pacer_build "$preset" >/dev/null
+bin=build/$preset
 
 PACER_RUN_DIR=$(mktemp -d /tmp/pacer-smpp-XXXXXX)
 smsc_pid=

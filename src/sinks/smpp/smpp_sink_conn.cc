@@ -1,0 +1,172 @@
+// The SMPP sink's connections: connect without blocking, read and write
+// the session's bytes, lose a bind and schedule its reconnect, and turn the
+// session's events into segment outcomes and receipts.
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "smpp_sink_impl.h"
+
+namespace pacer::sink::smpp_detail {
+
+void SmppSink::addConns() {
+  smpp::SessionOptions so;
+  so.system_id = options_.system_id;
+  so.password = options_.password;
+  so.system_type = options_.system_type;
+  so.window = options_.window;
+  so.enquire_link_interval = options_.enquire_link_interval;
+  so.response_timeout = options_.response_timeout;
+  for (std::size_t i = 0; i < options_.binds; ++i) {
+    if (options_.bind_mode == SmppBindMode::kTransceiver) {
+      so.mode = smpp::BindMode::kTransceiver;
+      conns_.push_back(std::make_unique<Conn>(so));
+    } else {
+      so.mode = smpp::BindMode::kTransmitter;
+      conns_.push_back(std::make_unique<Conn>(so));
+      so.mode = smpp::BindMode::kReceiver;
+      conns_.push_back(std::make_unique<Conn>(so));
+      conns_.back()->transmits = false;
+    }
+  }
+}
+
+void SmppSink::connect(Conn& c, MonoTime now) {
+  c.session.reset();  // its events were handed out by the last service()
+  std::string error;
+  c.fd = tcp::startConnect(endpoint_, error);
+  if (c.fd < 0) {
+    c.phase = Conn::Phase::kOpen;  // so that lose() schedules the retry
+    return lose(c, "connect to " + endpoint_.text + ": " + error, now);
+  }
+  c.phase = Conn::Phase::kConnecting;
+  c.connect_deadline = now + options_.connect_timeout;
+}
+
+void SmppSink::service(std::size_t index, MonoTime now) {
+  Conn& c = *conns_[index];
+  if (c.phase == Conn::Phase::kDown && now >= c.retry_at) connect(c, now);
+  if (c.phase == Conn::Phase::kConnecting) {
+    pollfd p{c.fd, POLLOUT, 0};
+    if (::poll(&p, 1, 0) == 0) {
+      if (now >= c.connect_deadline) lose(c, "connect to " + endpoint_.text + ": timeout", now);
+    } else if (const int err = tcp::connectError(c.fd); err != 0) {
+      lose(c, "connect to " + endpoint_.text + ": " + tcp::errorText(err), now);
+    } else {
+      c.phase = Conn::Phase::kOpen;
+      ++stats_.connects;
+      c.session.start(now);
+    }
+  }
+  if (c.phase == Conn::Phase::kOpen) {
+    readAll(c, now);
+    if (c.phase == Conn::Phase::kOpen) c.session.tick(now);
+  }
+  handleEvents(index, now);
+  if (c.phase == Conn::Phase::kOpen && c.session.state() == SessionState::kClosed) {
+    flush(c);  // an unbind_resp, if that is how it ended
+    closeConn(c, now);
+  }
+}
+
+void SmppSink::readAll(Conn& c, MonoTime now) {
+  while (c.phase == Conn::Phase::kOpen && c.session.state() != SessionState::kClosed) {
+    const ssize_t n = ::recv(c.fd, c.session.prepareRead(kReadChunk), kReadChunk, 0);
+    if (n > 0) {
+      c.session.commitRead(static_cast<std::size_t>(n), now);
+      if (static_cast<std::size_t>(n) < kReadChunk) return;
+      continue;
+    }
+    if (n == 0) return lose(c, "closed by the SMSC", now);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    if (errno == EINTR) continue;
+    return lose(c, tcp::errorText(errno), now);
+  }
+}
+
+void SmppSink::flush(Conn& c) {
+  while (!c.session.output().empty()) {
+    const std::string_view out = c.session.output();
+    const ssize_t n = ::send(c.fd, out.data(), out.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      c.session.consumeOutput(static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return;  // EAGAIN: later; a real error shows up on the next read
+  }
+}
+
+// The connection is gone (or never came): outstanding submits come back as
+// faults through the session's events, and a reconnect is scheduled.
+void SmppSink::lose(Conn& c, const std::string& reason, MonoTime now) {
+  const SessionState st = c.session.state();
+  const bool had_session = st == SessionState::kBinding || st == SessionState::kBound || st == SessionState::kUnbinding;
+  c.session.connectionLost(reason, now);
+  if (!had_session) {  // no session to report it through
+    last_error_ = reason;
+    note("smpp: " + reason);
+  }
+  closeConn(c, now);
+}
+
+void SmppSink::closeConn(Conn& c, MonoTime now) {
+  if (c.fd >= 0) ::close(c.fd);
+  c.fd = -1;
+  c.phase = Conn::Phase::kDown;
+  const double r = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+  c.retry_at =
+      now + smpp::reconnectDelay(c.failures++, options_.reconnect_backoff_min, options_.reconnect_backoff_max, r);
+}
+
+void SmppSink::handleEvents(std::size_t index, MonoTime now) {
+  Conn& c = *conns_[index];
+  for (const SessionEvent& e : c.session.events()) {
+    switch (e.kind) {
+      case SessionEvent::Kind::kBound:
+        c.failures = 0;
+        note("smpp: bound " + std::string(smpp::bindModeName(c.session.options().mode)) + " to " + endpoint_.text);
+        break;
+      case SessionEvent::Kind::kSubmitDone: segmentDone(e, now); break;
+      case SessionEvent::Kind::kReceipt: {
+        ++stats_.receipts;
+        DeliveryReceipt& r = receipts_.emplace_back();
+        r.provider = options_.provider;
+        r.provider_message_id = e.receipt.message_id;
+        r.status = e.receipt.status;
+        r.error_code = e.receipt.error_code;
+        r.done_at_ms = e.receipt.done_at_ms;
+        r.received_at_ms = wallMs();
+        r.text = e.receipt.text.substr(0, kMaxReceiptText);
+        break;
+      }
+      case SessionEvent::Kind::kMessage: break;
+      case SessionEvent::Kind::kProtocolError:
+        ++stats_.protocol_errors;
+        note("smpp: " + e.reason);
+        break;
+      case SessionEvent::Kind::kClosed:
+        ++stats_.disconnects;
+        if (e.reason.rfind("bind", 0) == 0) ++stats_.bind_failures;
+        last_error_ = e.reason;
+        note("smpp: session to " + endpoint_.text + " ended: " + e.reason);
+        break;
+    }
+  }
+  c.session.events().clear();
+}
+
+void SmppSink::segmentDone(const SessionEvent& e, MonoTime now) {
+  const auto slot = static_cast<std::size_t>((e.tag >> 8) & 0xFFFFFF);
+  const auto segment = static_cast<std::size_t>(e.tag & 0xFF);
+  if (slot >= slots_.size()) return;
+  Slot& s = slots_[slot];
+  if (!s.used || s.generation != static_cast<std::uint32_t>(e.tag >> 32)) return;  // cannot happen; be safe
+  s.tally.done(segment, e.outcome, e.status, e.message_id, e.reason);
+  if (s.tally.finished()) settle(slot, now);
+}
+
+}  // namespace pacer::sink::smpp_detail

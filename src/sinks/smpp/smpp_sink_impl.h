@@ -1,0 +1,205 @@
+// The SMPP sink's private parts, shared by its two source files:
+// smpp_sink.cc (messages: submit, dispatch, results, waiting) and
+// smpp_sink_conn.cc (connections: connect, read, write, lose, events).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "pacer/sinks/smpp_sink.h"
+#include "pacer/smpp/session.h"
+#include "pacer/smpp/submit.h"
+#include "tcp.h"
+
+namespace pacer::sink::smpp_detail {
+
+using smpp::EsmeSession;
+using smpp::SessionEvent;
+using smpp::SessionState;
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kMaxReceiptText = 256;
+
+// One TCP connection and the session on it.
+struct Conn {
+  explicit Conn(smpp::SessionOptions o) : session(std::move(o)) {}
+  enum class Phase { kDown, kConnecting, kOpen };
+  EsmeSession session;
+  int fd = -1;
+  Phase phase = Phase::kDown;
+  MonoTime retry_at{};          // kDown: when to connect again
+  MonoTime connect_deadline{};  // kConnecting
+  unsigned failures = 0;        // consecutive, for the backoff
+  bool transmits = true;
+};
+
+// One message between submit() and its result.
+struct Slot {
+  std::uint32_t generation = 0;
+  bool used = false;
+  std::uint64_t ticket = 0;
+  std::vector<smpp::Pdu> pdus;  // kept between messages: no allocation per message in steady state
+  std::size_t count = 0;
+  std::size_t next = 0;  // next segment to send
+  int conn = -1;         // every segment goes over the same bind
+  smpp::SegmentTally tally;
+  MonoTime accepted_at{};
+  std::string id;               // the message's id (its partial state is kept under it)
+  std::uint16_t reference = 0;  // the concatenation reference of its segments
+  std::vector<bool> skip;       // segments the SMSC accepted on an earlier attempt
+};
+
+// A message the SMSC accepted part of before throttling the rest: when the
+// worker retries it (through the quota, like any throttled message), only
+// the segments not yet accepted go, with the same reference, so that no
+// segment reaches the handset twice.
+struct Partial {
+  std::uint16_t reference = 0;
+  std::vector<bool> accepted;
+  std::string first_id;
+};
+constexpr std::size_t kMaxPartials = 100000;  // beyond: the whole message goes again (logged)
+
+inline std::uint64_t tagOf(std::uint32_t generation, std::size_t slot, std::size_t segment) {
+  return (std::uint64_t{generation} << 32) | (std::uint64_t{slot} << 8) | segment;
+}
+
+inline std::int64_t wallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class SmppSink final : public SmppSinkInterface {
+ public:
+  explicit SmppSink(SmppSinkOptions o) : options_(std::move(o)), endpoint_(tcp::resolve(options_.host, options_.port)) {
+    if (options_.clock == nullptr) {
+      own_clock_ = makeSteadyTimeSource();
+      options_.clock = own_clock_.get();
+    }
+    rng_.seed(options_.seed != 0 ? options_.seed : std::random_device{}());
+    max_in_flight_ = options_.max_in_flight != 0 ? options_.max_in_flight : options_.binds * options_.window;
+    slots_.resize(max_in_flight_);
+    for (std::size_t i = max_in_flight_; i-- > 0;) free_.push_back(i);
+    addConns();
+  }
+
+  ~SmppSink() override {
+    // Best effort: tell the SMSC we leave, then close. Anything still in
+    // flight was the owner's to drain before destroying the sink.
+    const MonoTime now = options_.clock->now();
+    for (auto& c : conns_) {
+      if (c->phase != Conn::Phase::kOpen) continue;
+      c->session.unbind(now);
+      flush(*c);
+      ::close(c->fd);
+    }
+    for (auto& c : conns_)
+      if (c->phase == Conn::Phase::kConnecting) ::close(c->fd);
+  }
+
+  bool submit(const Message& m, std::uint64_t ticket) override {
+    if (free_.empty()) return false;
+    const std::size_t i = free_.back();
+    free_.pop_back();
+    Slot& s = slots_[i];
+    s.used = true;
+    ++s.generation;
+    s.ticket = ticket;
+    s.next = 0;
+    s.conn = -1;
+    s.accepted_at = options_.clock->now();
+    s.id = m.id;
+    const auto partial = partials_.find(m.id);
+    s.reference = partial != partials_.end() ? partial->second.reference : ++reference_;
+    const smpp::BuildError e =
+        smpp::buildSubmits(options_.submit, m.recipient, m.payload, s.reference, scratch_, s.pdus, s.count, reason_);
+    if (e != smpp::BuildError::kNone) {
+      // Bad input is the message's own fault: a dead-letter row, not a retry.
+      SendResult r;
+      r.ticket = ticket;
+      r.outcome = SendOutcome::kPermanent;
+      r.reason = reason_;
+      finish(i, std::move(r));
+      return true;
+    }
+    s.tally.begin(s.count);
+    s.skip.assign(s.count, false);
+    if (partial != partials_.end() && partial->second.accepted.size() == s.count) {
+      s.skip = partial->second.accepted;
+      s.tally.restore(s.skip, partial->second.first_id);
+    }
+    waiting_.push_back(i);
+    return true;
+  }
+
+  void poll(std::vector<SendResult>& out) override {
+    const MonoTime now = options_.clock->now();
+    for (std::size_t c = 0; c < conns_.size(); ++c) service(c, now);
+    dispatch(now);
+    for (auto& c : conns_)
+      if (c->phase == Conn::Phase::kOpen) flush(*c);
+    expireWaiting(now);
+    for (auto& r : done_) out.push_back(std::move(r));
+    done_.clear();
+  }
+
+  void pollReceipts(std::vector<DeliveryReceipt>& out) override {
+    for (auto& r : receipts_) out.push_back(std::move(r));
+    receipts_.clear();
+  }
+
+  std::size_t inFlight() const override { return max_in_flight_ - free_.size(); }
+  std::size_t maxInFlight() const override { return max_in_flight_; }
+  void wait(Nanos max) override;
+  SmppSinkStats stats() const override {
+    SmppSinkStats s = stats_;
+    s.binds_up = 0;
+    for (const auto& c : conns_) s.binds_up += c->session.state() == SessionState::kBound ? 1 : 0;
+    return s;
+  }
+
+ private:
+  void addConns();
+  void service(std::size_t index, MonoTime now);
+  void connect(Conn& c, MonoTime now);
+  void readAll(Conn& c, MonoTime now);
+  void flush(Conn& c);
+  void lose(Conn& c, const std::string& reason, MonoTime now);
+  void closeConn(Conn& c, MonoTime now);
+  void handleEvents(std::size_t index, MonoTime now);
+  void segmentDone(const SessionEvent& e, MonoTime now);
+  void dispatch(MonoTime now);
+  bool progress(std::size_t slot, MonoTime now);
+  void settle(std::size_t slot, MonoTime now);
+  void expireWaiting(MonoTime now);
+  void finish(std::size_t slot, SendResult r);
+  void note(const std::string& line) const {
+    if (options_.log) options_.log(line);
+  }
+
+  SmppSinkOptions options_;
+  tcp::Endpoint endpoint_;
+  TimeSourcePtr own_clock_;
+  std::mt19937_64 rng_;
+  std::size_t max_in_flight_ = 0;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::vector<Slot> slots_;
+  std::vector<std::size_t> free_;
+  std::vector<std::size_t> waiting_;  // slots with segments not yet sent
+  std::vector<SendResult> done_;
+  std::vector<DeliveryReceipt> receipts_;
+  std::unordered_map<std::string, Partial> partials_;  // by message id
+  smpp::EncodedText scratch_;
+  std::string reason_;
+  std::string last_error_ = "not bound yet";
+  std::uint16_t reference_ = 0;
+  std::size_t rr_ = 0;  // round-robin start among binds
+  SmppSinkStats stats_;
+};
+
+}  // namespace pacer::sink::smpp_detail
