@@ -204,59 +204,75 @@ void WorkerCore::revoke(const TopicPartition& tp) {
   m.tracker.revoke(tp.topic, tp.partition);
 }
 
+namespace {
+
+// Why a campaign in this state takes no new message; nullopt when it does.
+std::optional<std::pair<DeliveryStatus, std::string>> refusalByState(const CampaignInfo& info) {
+  switch (info.state) {
+    case CampaignState::kCancelled: return std::pair{DeliveryStatus::kFailed, std::string("cancelled")};
+    case CampaignState::kCompleted:
+      return std::pair{DeliveryStatus::kRejected, fmt::format("campaign '{}' is completed", info.id)};
+    case CampaignState::kActive:
+    case CampaignState::kPaused: break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void WorkerCore::Impl::rejectRow(const Position& pos, std::string campaign, std::string id, std::string reason,
+                                 DeliveryStatus status, Campaign* c) {
+  DeliveryRecord r;
+  r.message_id = std::move(id);
+  r.campaign = std::move(campaign);
+  r.topic = pos.topic;
+  r.partition = pos.partition;
+  r.offset = pos.offset;
+  r.status = status;
+  r.attempts = 0;
+  r.reason = std::move(reason);
+  pushRow(std::move(r), true);
+  count(c, status);
+}
+
+// True (and the offset finished) when the ledger already holds this message.
+bool WorkerCore::Impl::skipFinished(const Position& pos) {
+  if (!tracker.add(pos.topic, pos.partition, pos.offset)) {
+    // Read again below what was read before (a seek): start the partition over.
+    tracker.revoke(pos.topic, pos.partition);
+    tracker.add(pos.topic, pos.partition, pos.offset);
+  }
+  auto sk = skip.find(TopicPartition{pos.topic, pos.partition});
+  if (sk == skip.end() || !std::binary_search(sk->second.begin(), sk->second.end(), pos.offset)) return false;
+  ++totals.skipped_finished;
+  tracker.finish(pos.topic, pos.partition, pos.offset);
+  return true;
+}
+
 void WorkerCore::offer(RawMessage raw, MonoTime now) {
   Impl& m = *impl_;
   m.now = now;
   ++m.totals.read;
   const Position pos = raw.position;
-  if (!m.tracker.add(pos.topic, pos.partition, pos.offset)) {
-    // Read again below what was read before (a seek): start the partition over.
-    m.tracker.revoke(pos.topic, pos.partition);
-    m.tracker.add(pos.topic, pos.partition, pos.offset);
-  }
-  auto sk = m.skip.find(TopicPartition{pos.topic, pos.partition});
-  if (sk != m.skip.end() && std::binary_search(sk->second.begin(), sk->second.end(), pos.offset)) {
-    ++m.totals.skipped_finished;
-    m.tracker.finish(pos.topic, pos.partition, pos.offset);
-    return;
-  }
+  if (m.skipFinished(pos)) return;
   if (!m.rows_since && !m.rows.empty()) m.rows_since = now;
   Decoded d = decodeMessage(std::move(raw), m.options.decode);
-  auto reject = [&](std::string campaign, std::string id, std::string reason, DeliveryStatus status,
-                    Impl::Campaign* c) {
-    DeliveryRecord r;
-    r.message_id = std::move(id);
-    r.campaign = std::move(campaign);
-    r.topic = pos.topic;
-    r.partition = pos.partition;
-    r.offset = pos.offset;
-    r.status = status;
-    r.attempts = 0;
-    r.reason = std::move(reason);
-    m.pushRow(std::move(r), true);
-    m.count(c, status);
-  };
   if (!d.message) {
     // The key may be anything here: the row names no campaign.
-    reject("", std::move(d.id), std::move(d.reason), DeliveryStatus::kRejected, nullptr);
+    m.rejectRow(pos, "", std::move(d.id), std::move(d.reason), DeliveryStatus::kRejected, nullptr);
     return;
   }
   Message& msg = *d.message;
   auto it = m.campaigns.find(msg.campaign);
   if (it == m.campaigns.end()) {
-    reject(msg.campaign, msg.id, fmt::format("unknown campaign '{}'", msg.campaign), DeliveryStatus::kRejected,
-           nullptr);
+    m.rejectRow(pos, msg.campaign, msg.id, fmt::format("unknown campaign '{}'", msg.campaign),
+                DeliveryStatus::kRejected, nullptr);
     return;
   }
   Impl::Campaign* c = it->second.get();
-  switch (c->info.state) {
-    case CampaignState::kCancelled: reject(msg.campaign, msg.id, "cancelled", DeliveryStatus::kFailed, c); return;
-    case CampaignState::kCompleted:
-      reject(msg.campaign, msg.id, fmt::format("campaign '{}' is completed", msg.campaign), DeliveryStatus::kRejected,
-             c);
-      return;
-    case CampaignState::kActive:
-    case CampaignState::kPaused: break;
+  if (auto refusal = refusalByState(c->info)) {
+    m.rejectRow(pos, msg.campaign, msg.id, std::move(refusal->second), refusal->first, c);
+    return;
   }
   if (m.clashes(msg)) {
     // Sent under the same id, the provider would take it for the first (an
@@ -268,16 +284,15 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
     r.partition = pos.partition;
     r.offset = pos.offset;
     r.fingerprint = msg.fingerprint;
-    const std::string key = reusedIdKey(r);
-    reject(msg.campaign, key,
-           fmt::format("message id '{}' already names another message this worker holds; not sent", msg.id),
-           DeliveryStatus::kRejected, c);
+    m.rejectRow(pos, msg.campaign, reusedIdKey(r),
+                fmt::format("message id '{}' already names another message this worker holds; not sent", msg.id),
+                DeliveryStatus::kRejected, c);
     m.rows.back().fingerprint = msg.fingerprint;
     return;
   }
   MessageCost cost = m.costOf(c, msg);
   if (cost.units == 0) {
-    reject(msg.campaign, msg.id, std::move(cost.error), DeliveryStatus::kRejected, c);
+    m.rejectRow(pos, msg.campaign, msg.id, std::move(cost.error), DeliveryStatus::kRejected, c);
     return;
   }
   Item item;

@@ -162,6 +162,13 @@ struct WorkerCore::Impl {
 
   void count(Campaign* c, DeliveryStatus status);
 
+  // A dead-letter row for a message read at `pos` that will not be sent.
+  void rejectRow(const Position& pos, std::string campaign, std::string id, std::string reason, DeliveryStatus status,
+                 Campaign* c);
+
+  // True (and the offset finished) when the ledger already holds the message at `pos`.
+  bool skipFinished(const Position& pos);
+
   bool writeRows(MonoTime now);
 
   bool writeReceipts(MonoTime now);
