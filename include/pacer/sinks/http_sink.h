@@ -5,6 +5,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "pacer/sink.h"
+#include "pacer/sinks/http_codec.h"
 
 namespace pacer::sink {
 
@@ -28,6 +31,19 @@ struct HttpSinkOptions {
   bool verify_tls = true;
   std::string ca_file;  // empty: the system's
   bool http2 = true;    // offer HTTP/2 (over TLS, negotiated; plain HTTP stays 1.1)
+  // Connections to the provider: 0 = as many as requests in flight (HTTP/1.1
+  // style); push providers want few connections with many streams each.
+  std::size_t max_connections = 0;
+  // Streams per HTTP/2 connection Pacer opens at most; libcurl also keeps to
+  // the server's SETTINGS_MAX_CONCURRENT_STREAMS, whichever is lower.
+  std::size_t max_streams = 100;
+  // A provider protocol (APNs, FCM): builds each request and reads each
+  // answer instead of the generic POST of the payload. Null: the generic sink.
+  std::shared_ptr<HttpCodec> codec;
+  // Where the sink says why it is waiting (a credential missing); may be empty.
+  std::function<void(std::string_view)> log;
+  // The wall clock handed to the codec (Unix ms); empty: the system clock.
+  std::function<std::int64_t()> wall_clock_ms;
 };
 
 // Throws std::invalid_argument for an unusable URL template or method.

@@ -1,5 +1,4 @@
 #include "pacer/sinks/http_sink.h"
-#include "pacer/error.h"
 
 #include <curl/curl.h>
 #include <fmt/format.h>
@@ -9,6 +8,8 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+
+#include "pacer/error.h"
 
 namespace pacer::sink {
 namespace {
@@ -29,12 +30,15 @@ struct Transfer {
   // The request's header list, built here rather than with curl_slist_append
   // (one malloc per header per request). libcurl only reads the list.
   std::vector<curl_slist> headers;
-  std::string response;  // the first bytes of the answer, for the reason
+  std::string response;               // the first bytes of the answer, for the reason
+  std::size_t keep = kMaxReasonBody;  // how many bytes of the answer to keep
+  bool own = false;                   // the codec's own request (a credential), not a message
+  HttpRequest request;                // with a codec: what it built for this transfer
 };
 
 std::size_t onBody(char* data, std::size_t size, std::size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
-  const std::size_t room = kMaxReasonBody > t->response.size() ? kMaxReasonBody - t->response.size() : 0;
+  const std::size_t room = t->keep > t->response.size() ? t->keep - t->response.size() : 0;
   t->response.append(data, std::min(room, size * n));
   return size * n;
 }
@@ -93,12 +97,17 @@ class HttpSink final : public SinkInterface {
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     url_is_template_ = options_.url.find('{') != std::string::npos;
     for (const auto& [name, value] : options_.headers) static_headers_.push_back(fmt::format("{}: {}", name, value));
-    static_headers_.push_back(fmt::format("Content-Type: {}", options_.content_type));
+    // A codec names its own content type (JSON for a push, a form for a token).
+    if (!options_.codec) static_headers_.push_back(fmt::format("Content-Type: {}", options_.content_type));
     static_headers_.push_back("Expect:");  // no 100-continue round trip
     multi_ = curl_multi_init();
     if (multi_ == nullptr) throw Error(ErrorKind::kUnavailable, "curl_multi_init failed");
-    curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(options_.max_in_flight));
-    active_.reserve(options_.max_in_flight);
+    const std::size_t connections = options_.max_connections != 0 ? options_.max_connections : options_.max_in_flight;
+    curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(connections));
+    curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(connections));
+    curl_multi_setopt(multi_, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+    curl_multi_setopt(multi_, CURLMOPT_MAX_CONCURRENT_STREAMS, static_cast<long>(options_.max_streams));
+    active_.reserve(options_.max_in_flight + 1);
   }
 
   ~HttpSink() override {
@@ -111,7 +120,8 @@ class HttpSink final : public SinkInterface {
   }
 
   bool submit(const Message& m, std::uint64_t ticket) override {
-    if (active_.size() >= options_.max_in_flight) return false;
+    if (inFlight() >= options_.max_in_flight) return false;
+    if (options_.codec) return submitCoded(m, ticket);
     Transfer* t = acquire();
     t->ticket = ticket;
     t->body.assign(m.payload);
@@ -139,6 +149,9 @@ class HttpSink final : public SinkInterface {
   }
 
   void poll(std::vector<SendResult>& out) override {
+    for (SendResult& r : done_) out.push_back(std::move(r));
+    done_.clear();
+    if (options_.codec && !own_in_flight_) startOwnRequest();
     int running = 0;
     curl_multi_perform(multi_, &running);
     int left = 0;
@@ -147,17 +160,21 @@ class HttpSink final : public SinkInterface {
       Transfer* t = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
       const CURLcode code = msg->data.result;  // msg is invalid once the handle is removed
-      out.push_back(resultOf(*t, code));
+      if (t->own) {
+        ownAnswered(*t, code);
+      } else {
+        out.push_back(resultOf(*t, code));
+      }
       curl_multi_remove_handle(multi_, t->easy);
       release(t);
     }
   }
 
-  std::size_t inFlight() const override { return active_.size(); }
+  std::size_t inFlight() const override { return active_.size() - (own_in_flight_ ? 1 : 0) + done_.size(); }
   std::size_t maxInFlight() const override { return options_.max_in_flight; }
 
   void wait(Nanos max) override {
-    if (active_.empty()) return;
+    if (active_.empty() || !done_.empty()) return;
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(max).count();
     int numfds = 0;
     curl_multi_poll(multi_, nullptr, 0, static_cast<int>(std::clamp<std::int64_t>(ms, 0, 1000)), &numfds);
@@ -179,6 +196,14 @@ class HttpSink final : public SinkInterface {
     }
     long status = 0;
     curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
+    if (options_.codec) {
+      const Nanos latency = r.latency;
+      const HeaderLookup header = [&t](const char* name) { return headerOf(t.easy, name); };
+      r = options_.codec->classify(static_cast<int>(status), t.response, header, wallMs());
+      r.ticket = t.ticket;
+      r.latency = latency;
+      return r;
+    }
     std::string_view retry_after;
     if (status == 429 || status == 503) {
       // Read from the answer's headers only when it matters, instead of
@@ -192,6 +217,94 @@ class HttpSink final : public SinkInterface {
     r.ticket = t.ticket;
     r.latency = latency;
     return r;
+  }
+
+  std::int64_t wallMs() const {
+    if (options_.wall_clock_ms) return options_.wall_clock_ms();
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  static std::string_view headerOf(CURL* easy, const char* name) {
+    curl_header* h = nullptr;
+    if (curl_easy_header(easy, name, 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h != nullptr) return h->value;
+    return {};
+  }
+
+  // Points the transfer's header list at the static headers and then the
+  // codec's, reusing the list's storage.
+  void linkHeaders(Transfer& t) {
+    const std::size_t n = static_headers_.size() + t.request.headers.size();
+    t.headers.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string& line =
+          i < static_headers_.size() ? static_headers_[i] : t.request.headers[i - static_headers_.size()];
+      t.headers[i].data = const_cast<char*>(line.c_str());
+      t.headers[i].next = i + 1 < n ? &t.headers[i + 1] : nullptr;
+    }
+    curl_easy_setopt(t.easy, CURLOPT_HTTPHEADER, n == 0 ? nullptr : t.headers.data());
+  }
+
+  bool start(Transfer* t) {
+    CURL* e = t->easy;
+    t->response.clear();
+    curl_easy_setopt(e, CURLOPT_URL, t->request.url.c_str());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->request.body.data());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->request.body.size()));
+    linkHeaders(*t);
+    if (curl_multi_add_handle(multi_, e) != CURLM_OK) {
+      pool_.emplace_back(t);
+      return false;
+    }
+    t->index = active_.size();
+    active_.push_back(t);
+    return true;
+  }
+
+  // A message through the codec: refused at once when it cannot go, held
+  // back (false) while the credential is not usable.
+  bool submitCoded(const Message& m, std::uint64_t ticket) {
+    const std::int64_t now = wallMs();
+    if (!options_.codec->ready(now, waiting_why_)) {
+      if (options_.log && waiting_why_ != last_logged_why_) options_.log(waiting_why_);
+      last_logged_why_ = waiting_why_;
+      return false;
+    }
+    last_logged_why_.clear();
+    Transfer* t = acquire();
+    t->request.clear();
+    SendResult refused;
+    if (!options_.codec->build(m, now, t->request, refused)) {
+      pool_.emplace_back(t);
+      refused.ticket = ticket;
+      done_.push_back(std::move(refused));
+      return true;
+    }
+    t->ticket = ticket;
+    t->own = false;
+    t->keep = kCodecBodyBytes;
+    return start(t);
+  }
+
+  void startOwnRequest() {
+    Transfer* t = acquire();
+    t->request.clear();
+    if (!options_.codec->ownRequest(wallMs(), t->request)) {
+      pool_.emplace_back(t);
+      return;
+    }
+    t->own = true;
+    t->keep = kCodecBodyBytes;
+    own_in_flight_ = start(t);
+  }
+
+  void ownAnswered(Transfer& t, CURLcode code) {
+    own_in_flight_ = false;
+    long status = 0;
+    if (code == CURLE_OK) curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
+    const std::string_view body = code == CURLE_OK ? std::string_view(t.response) : curl_easy_strerror(code);
+    options_.codec->ownAnswer(static_cast<int>(status), body, wallMs());
+    t.own = false;
   }
 
   Transfer* acquire() {
@@ -254,6 +367,10 @@ class HttpSink final : public SinkInterface {
   CURLM* multi_ = nullptr;
   std::vector<Transfer*> active_;
   std::vector<std::unique_ptr<Transfer>> pool_;
+  std::vector<SendResult> done_;  // codec refusals, handed out at the next poll()
+  bool own_in_flight_ = false;
+  std::string waiting_why_;
+  std::string last_logged_why_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 
 #include "pacer/fakes/fake_provider.h"
 
@@ -207,6 +208,92 @@ TEST_F(HttpSinkTest, ProviderQuotaAnswersTooManyRequestsAboveIt) {
   EXPECT_GE(delivered, 10);
   EXPECT_LE(delivered, 10 + static_cast<int>(10 * elapsed_s) + 1);
   EXPECT_EQ(delivered + throttled, 30);
+}
+
+
+// A provider protocol plugged into the sink: it needs a credential from its
+// own endpoint before any message goes, refuses a bad message without a
+// request, and reads each answer itself.
+class TokenFirstCodec final : public HttpCodec {
+ public:
+  explicit TokenFirstCodec(int port) : base_("http://127.0.0.1:" + std::to_string(port)) {}
+  bool ready(std::int64_t, std::string& why) override {
+    if (!token_) why = "waiting for a token";
+    return token_;
+  }
+  bool ownRequest(std::int64_t, HttpRequest& out) override {
+    if (token_) return false;
+    ++token_requests;
+    out.url = base_ + "/token";
+    out.headers = {"Content-Type: application/x-www-form-urlencoded", "Pacer-Campaign: token"};
+    out.body = "grant=x";
+    return true;
+  }
+  void ownAnswer(int status, std::string_view, std::int64_t) override { token_ = status == 200; }
+  bool build(const Message& m, std::int64_t, HttpRequest& out, SendResult& refused) override {
+    if (m.payload.empty() || m.payload[0] != '{') {
+      refused.outcome = SendOutcome::kPermanent;
+      refused.reason = "payload is not a JSON object";
+      return false;
+    }
+    out.url = base_ + "/push/" + m.recipient;
+    out.headers = {"Content-Type: application/json", "Pacer-Campaign: " + m.campaign};
+    if (m.recipient == "dead") out.headers.push_back("X-Fake-Status: 410");
+    out.body = m.payload;
+    return true;
+  }
+  SendResult classify(int status, std::string_view, const HeaderLookup&, std::int64_t) override {
+    SendResult r;
+    r.status = status;
+    if (status == 410) r.outcome = SendOutcome::kInvalidToken;
+    return r;
+  }
+  int token_requests = 0;
+
+ private:
+  std::string base_;
+  bool token_ = false;
+};
+
+TEST_F(HttpSinkTest, ACodecFetchesItsCredentialFirstThenBuildsAndReadsEveryRequest) {
+  startProvider();
+  auto codec = std::make_shared<TokenFirstCodec>(port_);
+  HttpSinkOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(port_);
+  o.max_in_flight = 8;
+  o.max_connections = 1;
+  o.codec = codec;
+  std::vector<std::string> logged;
+  o.log = [&logged](std::string_view line) { logged.emplace_back(line); };
+  auto s = makeHttpSink(o);
+  EXPECT_FALSE(s->submit(msg("early"), 1));  // no credential yet: the message waits
+  EXPECT_EQ(logged, std::vector<std::string>{"waiting for a token"});
+  std::string why;
+  const auto end = std::chrono::steady_clock::now() + seconds(20);
+  std::vector<SendResult> none;
+  while (!codec->ready(0, why) && std::chrono::steady_clock::now() < end) {
+    s->poll(none);
+    s->wait(milliseconds(20));
+  }
+  ASSERT_TRUE(codec->ready(0, why));
+  EXPECT_TRUE(none.empty());  // the credential's own request is no message's result
+  EXPECT_EQ(s->inFlight(), 0u);
+  ASSERT_TRUE(s->submit(msg("bad", "promo", "not json"), 2));
+  ASSERT_TRUE(s->submit([] { Message m = msg("dead-one"); m.recipient = "dead"; return m; }(), 3));
+  ASSERT_TRUE(s->submit(msg("good"), 4));
+  EXPECT_EQ(s->inFlight(), 3u);
+  auto results = collect(*s, 3);
+  ASSERT_EQ(results.size(), 3u);
+  std::map<std::uint64_t, SendResult> by;
+  for (auto& r : results) by[r.ticket] = r;
+  EXPECT_EQ(by[2].outcome, SendOutcome::kPermanent);
+  EXPECT_EQ(by[2].reason, "payload is not a JSON object");
+  EXPECT_EQ(by[3].outcome, SendOutcome::kInvalidToken);
+  EXPECT_EQ(by[4].outcome, SendOutcome::kDelivered);
+  EXPECT_EQ(codec->token_requests, 1);
+  const auto report = provider_->report();
+  EXPECT_EQ(report["token"]["requests"], 1);
+  EXPECT_EQ(report["promo"]["requests"], 2);  // the bad message never left
 }
 
 }  // namespace
