@@ -6,7 +6,8 @@
 // 3000 signatures), so the encoding is not the reason. The reasons are that
 // it takes the key as PEM text on every jwt_set_alg() and parses it again on
 // every encode, so a bad key is only found at the first send, with nothing
-// but an errno; it reaches keys through OpenSSL 1.1 calls deprecated in 3.0
+// but an errno (and an encrypted key makes OpenSSL's default passphrase
+// callback prompt on the terminal); it reaches keys through OpenSSL 1.1 calls deprecated in 3.0
 // (EVP_PKEY_get1_EC_KEY); and it would add libjwt and jansson for what is two
 // base64url strings and one EVP_DigestSign here. docs/push.md has the same.
 #include <openssl/bio.h>
