@@ -38,6 +38,10 @@ PACER_PACKAGES+=(chromium chromium-driver python3-selenium)
 # SMPP interoperability tests: Net::SMPP, an SMPP 3.4 implementation written independently of
 # Pacer, plays the SMSC for the SMPP sink and the client for pacer-fake-smsc (tests/integration/smpp).
 PACER_PACKAGES+=(libnet-smpp-perl)
+# APNs and FCM (pacer::push): OpenSSL 3 signs the ES256 / RS256 JWTs (libssl-dev; docs/push.md says
+# why not libjwt). The cli.push_jwt test checks those JWTs with PyJWT, an independent implementation
+# (python3-jwt, whose ES256/RS256 need python3-cryptography), on keys made by the openssl CLI (openssl).
+PACER_PACKAGES+=(libssl-dev openssl python3-jwt python3-cryptography)
 
 pacer_install_packages() {
   local missing=()

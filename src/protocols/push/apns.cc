@@ -1,0 +1,151 @@
+// APNs requests and answers (docs/push.md has the table and the reasons).
+#include "pacer/push/apns.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+#include "answer_text.h"
+#include "pacer/error.h"
+
+namespace pacer::push {
+namespace {
+
+// Pacer's namespace for apns-id (a fixed random UUID; changing it would give
+// every message id a new apns-id).
+constexpr std::array<unsigned char, 16> kApnsIdNamespace = {0x6f, 0x1d, 0x3c, 0x2e, 0x8a, 0x4b, 0x4e, 0x57,
+                                                            0x9c, 0x0d, 0x2b, 0x7a, 0x5e, 0x91, 0xf3, 0xa8};
+
+constexpr std::array<std::string_view, 9> kPushTypes = {
+    "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk"};
+
+bool printableAscii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) { return c > 0x20 && c < 0x7f; });
+}
+
+// A JSON object, judged without building it.
+bool isJsonObject(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] == '{' && nlohmann::json::accept(text);
+}
+
+}  // namespace
+
+void validateApnsOptions(const ApnsOptions& o) {
+  if (o.topic.empty() || !printableAscii(o.topic)) throw InvalidError("APNs topic must be a non-empty bundle id");
+  if (std::find(kPushTypes.begin(), kPushTypes.end(), o.push_type) == kPushTypes.end()) {
+    throw InvalidError("APNs push_type '" + o.push_type + "' is not one APNs knows");
+  }
+  if (o.priority != 1 && o.priority != 5 && o.priority != 10) throw InvalidError("APNs priority must be 1, 5 or 10");
+  // APNs refuses background pushes sent at priority 10.
+  if (o.push_type == "background" && o.priority == 10)
+    throw InvalidError("APNs background pushes need priority 5 or 1");
+  if (o.expiration && *o.expiration < 0) throw InvalidError("APNs expiration must be Unix seconds, or 0");
+  if (o.collapse_id.size() > 64) throw InvalidError("APNs collapse_id is limited to 64 bytes");
+  if (!printableAscii(o.collapse_id)) throw InvalidError("APNs collapse_id must be printable ASCII");
+}
+
+bool validDeviceToken(std::string_view token) noexcept {
+  return token.size() >= 64 && token.size() <= 200 && token.size() % 2 == 0 &&
+         std::all_of(token.begin(), token.end(), [](unsigned char c) { return std::isxdigit(c) != 0; });
+}
+
+std::string apnsIdFor(std::string_view message_id) {
+  // RFC 4122 §4.3: SHA-1 over the namespace's bytes then the name's.
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int len = 0;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  const bool ok = ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha1(), nullptr) == 1 &&
+                  EVP_DigestUpdate(ctx, kApnsIdNamespace.data(), kApnsIdNamespace.size()) == 1 &&
+                  EVP_DigestUpdate(ctx, message_id.data(), message_id.size()) == 1 &&
+                  EVP_DigestFinal_ex(ctx, digest.data(), &len) == 1;
+  EVP_MD_CTX_free(ctx);
+  if (!ok || len < 16) throw InvalidError("SHA-1 is unavailable for apns-id");
+  digest[6] = static_cast<unsigned char>((digest[6] & 0x0f) | 0x50);  // version 5
+  digest[8] = static_cast<unsigned char>((digest[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(36);
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 0x0f]);
+  }
+  return out;
+}
+
+std::size_t apnsMaxPayload(std::string_view push_type) noexcept { return push_type == "voip" ? 5120 : 4096; }
+
+BuiltRequest buildApnsRequest(const Message& message, const ApnsOptions& options, std::string_view jwt) {
+  BuiltRequest built;
+  if (!validDeviceToken(message.recipient)) {
+    built.reason = "invalid device token";
+    return built;
+  }
+  if (!isJsonObject(message.payload)) {
+    built.reason = "payload is not a JSON object";
+    return built;
+  }
+  if (message.payload.size() > apnsMaxPayload(options.push_type)) {
+    built.reason = "payload over " + std::to_string(apnsMaxPayload(options.push_type)) + " bytes";
+    return built;
+  }
+  PushRequest& r = built.request;
+  r.path = "/3/device/" + message.recipient;
+  r.headers = {{"authorization", "bearer " + std::string(jwt)},
+               {"apns-id", apnsIdFor(message.id)},
+               {"apns-topic", options.topic},
+               {"apns-push-type", options.push_type},
+               {"apns-priority", std::to_string(options.priority)}};
+  if (options.expiration) r.headers.emplace_back("apns-expiration", std::to_string(*options.expiration));
+  if (!options.collapse_id.empty()) r.headers.emplace_back("apns-collapse-id", options.collapse_id);
+  r.body = message.payload;
+  built.ok = true;
+  return built;
+}
+
+PushVerdict classifyApnsAnswer(int status, std::string_view body, std::optional<Nanos> retry_after,
+                               std::string_view apns_id) {
+  PushVerdict v;
+  SendResult& r = v.result;
+  r.status = status;
+  if (status == 200) {
+    r.outcome = SendOutcome::kDelivered;
+    r.provider_message_id = std::string(apns_id);
+    return v;
+  }
+  const nlohmann::json doc = nlohmann::json::parse(body, nullptr, false);
+  std::string reason;
+  if (doc.is_object() && doc.contains("reason") && doc["reason"].is_string()) reason = doc["reason"].get<std::string>();
+  r.reason = answerReason("APNs", status, reason, body);
+  if (status == 410) {
+    // Unregistered (the app is gone from the device) or ExpiredToken.
+    r.outcome = SendOutcome::kInvalidToken;
+    if (doc.is_object() && doc.contains("timestamp") && doc["timestamp"].is_number_integer()) {
+      r.invalid_since_ms = std::max<std::int64_t>(0, doc["timestamp"].get<std::int64_t>());
+    }
+  } else if (status == 400 && (reason == "BadDeviceToken" || reason == "DeviceTokenNotForTopic")) {
+    // DeviceTokenNotForTopic: the token belongs to another app (another
+    // bundle id); for this sender it can never work, like a dead token.
+    r.outcome = SendOutcome::kInvalidToken;
+  } else if (status == 403 && reason == "ExpiredProviderToken") {
+    r.outcome = SendOutcome::kFault;
+    v.refresh_credential = true;
+  } else if (status == 403 && (reason == "InvalidProviderToken" || reason == "MissingProviderToken")) {
+    r.outcome = SendOutcome::kFault;
+    v.credential_failure = true;
+  } else if (status == 429 || (status == 503 && retry_after)) {
+    r.outcome = SendOutcome::kThrottled;
+    r.retry_after = retry_after.value_or(Nanos{0});
+  } else if (status >= 400 && status < 500 && status != 408) {
+    r.outcome = SendOutcome::kPermanent;
+  } else {
+    r.outcome = SendOutcome::kFault;
+  }
+  return v;
+}
+
+}  // namespace pacer::push
