@@ -17,6 +17,7 @@
 
 #include "pacer/worker.h"
 #include "pacer/sinks/http_sink.h"
+#include "pacer/sinks/push_sink.h"
 #include "pacer/sinks/smpp_sink.h"
 
 namespace pacer::worker {
@@ -37,6 +38,7 @@ struct ProviderSinkOptions {
   std::string sink_brokers;
   sink::SmppSinkOptions smpp;  // sink = smpp (its password read from smpp_password_env at start)
   std::string smpp_password_env = "PACER_SMPP_PASSWORD";
+  sink::PushSinkOptions push;  // sink = apns or fcm (docs/push.md)
 };
 
 struct DaemonOptions {
@@ -53,13 +55,14 @@ struct DaemonOptions {
   bool migrate = true;                  // apply migrations at start
 
   // Sink
-  std::string sink = "stdout";          // stdout, null, http, kafka
+  std::string sink = "stdout";          // stdout, null, http, kafka, smpp, apns, fcm
   std::size_t sink_in_flight = 1000;
   sink::HttpSinkOptions http;           // sink = http (its max_in_flight is sink_in_flight)
   std::string sink_topic;               // sink = kafka: the outbound topic
   std::string sink_brokers;             // sink = kafka: empty means `brokers`
   sink::SmppSinkOptions smpp;           // sink = smpp: the SMSC (docs/smpp.md)
   std::string smpp_password_env = "PACER_SMPP_PASSWORD";  // sink = smpp: the variable holding the password
+  sink::PushSinkOptions push;           // sink = apns or fcm: provider, credential, HTTP/2 transport
   // Providers with a sink of their own: their campaigns' messages go there,
   // every other message through the sink above.
   std::map<std::string, ProviderSinkOptions> provider_sinks;
@@ -97,6 +100,12 @@ struct DaemonOptions {
   std::FILE* log = stderr;  // null: no log
   bool log_json = false;     // logging.format: json (one JSON object per line) instead of text
 };
+
+// The default sink's settings as a provider's sink takes them.
+inline ProviderSinkOptions defaultSinkOptions(const DaemonOptions& o) {
+  return ProviderSinkOptions{o.sink, o.sink_in_flight, o.http, o.sink_topic, o.sink_brokers,
+                             o.smpp, o.smpp_password_env, o.push};
+}
 
 // A configuration reload (SIGHUP in pacerd). The signal handler only sets
 // `requested`; the loop checks it once per turn and calls `reload`, which

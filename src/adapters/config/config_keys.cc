@@ -98,9 +98,9 @@ std::vector<Key> redisKeys() {
 std::vector<Key> sinkKeys() {
   return {
       {"sink.kind", Shape::kScalar, "--sink", FlagForm::kValue, false, false,
-       "where messages go: stdout, null, http, kafka, smpp (default stdout)",
+       "where messages go: stdout, null, http, kafka, smpp, apns, fcm (default stdout)",
        [](const Raw& r, Ctx& c) {
-         c.o.sink = asChoice(r, {"stdout", "null", "http", "kafka", "smpp"});
+         c.o.sink = asChoice(r, {"stdout", "null", "http", "kafka", "smpp", "apns", "fcm"});
        }},
       {"sink.in_flight", Shape::kScalar, "--in-flight", FlagForm::kValue, false, false,
        "messages in the sink at once, at most (default 1000)",
@@ -394,7 +394,7 @@ std::vector<Key> topLevelKeys() {
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = [] {
     std::vector<Key> all;
-    for (auto section : {kafkaKeys, postgresKeys, redisKeys, sinkKeys, smppKeys, schedulerKeys, limitsKeys, ledgerKeys, adminKeys,
+    for (auto section : {kafkaKeys, postgresKeys, redisKeys, sinkKeys, smppKeys, pushKeys, schedulerKeys, limitsKeys, ledgerKeys, adminKeys,
                          loggingKeys, topLevelKeys}) {
       std::vector<Key> keys = section();
       all.insert(all.end(), keys.begin(), keys.end());

@@ -92,6 +92,8 @@ inline std::chrono::milliseconds ms(long long v) { return std::chrono::milliseco
 // The table: every setting of pacerd. Order is the order of
 // config/pacerd.example.yaml and of the checks.
 const std::vector<Key>& keys();
+// The push sinks' section of the table (config_keys_push.cc).
+std::vector<Key> pushKeys();
 // The key at `path` ("sink.http.url"); nullptr if there is none.
 const Key* findKey(std::string_view path);
 

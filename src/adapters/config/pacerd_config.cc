@@ -434,8 +434,7 @@ Config load(const Sources& sources) {
     }
     applyHeaderFiles(p, pp, m, "providers." + id + ".");
     config.values["providers." + id] = "provider";  // a provider added or removed is a change too
-    o.provider_sinks[id] = worker::ProviderSinkOptions{p.sink,       p.sink_in_flight, p.http, p.sink_topic,
-                                                       p.sink_brokers, p.smpp,           p.smpp_password_env};
+    o.provider_sinks[id] = worker::defaultSinkOptions(p);
   }
 
   // Checks across keys, and settings derived from others.

@@ -55,6 +55,18 @@ SinkInterfacePtr makeSmpp(const ProviderSinkOptions& o, const std::string& provi
   }
 }
 
+// APNs or FCM: the credential is read here, so a missing key file stops
+// pacerd at start with the key named (exit 2), not at the first message.
+SinkInterfacePtr makePush(const ProviderSinkOptions& o, const std::string& where, const logging::LoggerPtr& log) {
+  auto note = [log, where, kind = o.sink](std::string_view line) { log->warn("event=push_waiting sink={} kind={} {}", where, kind, line); };
+  try {
+    return o.sink == "apns" ? sink::makeApnsSink(o.push, o.sink_in_flight, note)
+                            : sink::makeFcmSink(o.push, o.sink_in_flight, note);
+  } catch (const InvalidError& e) {
+    throw DaemonConfigError(where == "sink" ? std::string(e.what()) : fmt::format("{}: {}", where, e.what()));
+  }
+}
+
 // One sink; `where` names it in errors ("sink", "providers.sms.sink").
 SinkInterfacePtr makeOneSink(const ProviderSinkOptions& o, const std::string& default_brokers, const std::string& where,
                              const std::string& provider, const logging::LoggerPtr& log) {
@@ -63,7 +75,8 @@ SinkInterfacePtr makeOneSink(const ProviderSinkOptions& o, const std::string& de
   if (o.sink == "http") return makeHttp(o, where);
   if (o.sink == "kafka") return makeKafka(o, default_brokers, where);
   if (o.sink == "smpp") return makeSmpp(o, provider, where, log);
-  throw DaemonConfigError(fmt::format("{}: '{}' is not one of stdout, null, http, kafka, smpp", where, o.sink));
+  if (o.sink == "apns" || o.sink == "fcm") return makePush(o, where, log);
+  throw DaemonConfigError(fmt::format("{}: '{}' is not one of stdout, null, http, kafka, smpp, apns, fcm", where, o.sink));
 }
 
 class SegmentCost final : public MessageCostInterface {
@@ -92,9 +105,7 @@ class SegmentCost final : public MessageCostInterface {
 }  // namespace
 
 SinkInterfacePtr makeSink(const DaemonOptions& o, sink::ProviderOfCampaign provider_of, const logging::LoggerPtr& log) {
-  SinkInterfacePtr main = makeOneSink(ProviderSinkOptions{o.sink, o.sink_in_flight, o.http, o.sink_topic,
-                                                          o.sink_brokers, o.smpp, o.smpp_password_env},
-                                      o.brokers, "sink", "", log);
+  SinkInterfacePtr main = makeOneSink(defaultSinkOptions(o), o.brokers, "sink", "", log);
   if (o.provider_sinks.empty()) return main;
   std::map<std::string, SinkInterfacePtr, std::less<>> by_provider;
   for (const auto& [id, ps] : o.provider_sinks)

@@ -1,0 +1,84 @@
+// FCM HTTP v1: messages go with the cached OAuth 2.0 access token; the
+// codec's own request fetches it (an RS256 assertion to the account's
+// token_uri) ahead of expiry, and a 401 fetches it once more.
+#include <fmt/format.h>
+
+#include "codecs.h"
+#include "pacer/push/fcm.h"
+#include "pacer/sinks/http_sink.h"
+
+namespace pacer::sink {
+namespace {
+
+class FcmCodec final : public HttpCodec {
+ public:
+  FcmCodec(const PushSinkOptions& o, const push::ServiceAccount& account, std::string project_id, LogFn log)
+      : base_(o.fcm_url), project_id_(std::move(project_id)), cache_(account), log_(std::move(log)) {
+    push::fcmPath(project_id_);  // throws InvalidError for an unusable project id
+  }
+
+  bool ready(std::int64_t now_ms, std::string& why) override {
+    if (cache_.usable(wallOf(now_ms))) return true;
+    why = last_failure_.empty() ? "fcm: waiting for an access token"
+                                : fmt::format("fcm: no access token ({}); messages wait", last_failure_);
+    return false;
+  }
+
+  bool ownRequest(std::int64_t now_ms, HttpRequest& out) override {
+    const WallTime now = wallOf(now_ms);
+    if (!cache_.wantsFetch(now)) return false;
+    push::TokenRequest t = cache_.startFetch(now);
+    out.url = std::move(t.url);
+    out.headers.assign({"content-type: " + t.content_type});
+    out.body = std::move(t.body);
+    return true;
+  }
+
+  void ownAnswer(int status, std::string_view body, std::int64_t now_ms) override {
+    const WallTime now = wallOf(now_ms);
+    if (status == 0) {
+      cache_.onFetchFailed(now);
+      last_failure_ = fmt::format("token endpoint unreachable: {}", body);
+    } else if (push::FetchResult r = cache_.onFetchAnswer(now, status, body); !r.ok) {
+      last_failure_ = std::move(r.reason);
+    } else {
+      last_failure_.clear();
+      return;
+    }
+    if (log_) log_(fmt::format("fcm: access token fetch failed: {}", last_failure_));
+  }
+
+  bool build(const Message& m, std::int64_t, HttpRequest& out, SendResult& refused) override {
+    push::BuiltRequest built = push::buildFcmRequest(m, project_id_, cache_.accessToken());
+    if (!built.ok) {
+      refused.outcome = SendOutcome::kPermanent;
+      refused.reason = std::move(built.reason);
+      return false;
+    }
+    toHttpRequest(base_, std::move(built.request), out);
+    return true;
+  }
+
+  SendResult classify(int status, std::string_view body, const HeaderLookup& header, std::int64_t now_ms) override {
+    const auto retry_after = retryAfterValue(header("retry-after"), now_ms / 1000);
+    push::PushVerdict v = push::classifyFcmAnswer(status, body, retry_after);
+    if (v.refresh_credential) cache_.on401(wallOf(now_ms), cache_.accessToken());
+    return std::move(v.result);
+  }
+
+ private:
+  std::string base_;
+  std::string project_id_;
+  push::OAuthTokenCache cache_;
+  LogFn log_;
+  std::string last_failure_;
+};
+
+}  // namespace
+
+std::unique_ptr<HttpCodec> makeFcmCodec(const PushSinkOptions& o, const push::ServiceAccount& account,
+                                        std::string project_id, LogFn log) {
+  return std::make_unique<FcmCodec>(o, account, std::move(project_id), std::move(log));
+}
+
+}  // namespace pacer::sink
