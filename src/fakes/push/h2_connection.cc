@@ -26,7 +26,7 @@ int onBeginHeaders(nghttp2_session* session, const nghttp2_frame* frame, void* u
   if (c.open_streams >= c.server.maxConcurrentStreams()) {
     s->refused = true;
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_REFUSED_STREAM);
-    c.server.onStreamRefused();
+    c.server.onStreamRefused(c.settings_acked);
   } else {
     ++c.open_streams;
     c.server.onStreamOpened(c.open_streams);
@@ -70,6 +70,10 @@ int onDataChunk(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* dat
 }
 
 int onFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+  if (frame->hd.type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
+    conn(user).settings_acked = true;
+    return 0;
+  }
   const bool request_end = (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
                            (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (!request_end) return 0;

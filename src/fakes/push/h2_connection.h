@@ -43,8 +43,9 @@ struct Connection {
   nghttp2_session* session = nullptr;
   bool handshake_done = false;
   bool settings_patched = false;
-  bool broken = false;  // a TLS or HTTP/2 error: close without more I/O
-  std::string out;      // bytes from nghttp2 not yet written to TLS
+  bool settings_acked = false;  // the client has taken our SETTINGS (and so knows the limit)
+  bool broken = false;          // a TLS or HTTP/2 error: close without more I/O
+  std::string out;              // bytes from nghttp2 not yet written to TLS
   std::size_t out_off = 0;
   std::uint32_t events = 0;  // what epoll watches for now
   std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams;

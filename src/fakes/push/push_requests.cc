@@ -45,6 +45,7 @@ std::string PushServer::reportJson() const {
                       {"bad_requests", c.bad_requests},
                       {"tokens_issued", c.tokens_issued},
                       {"streams_refused", c.streams_refused},
+                      {"streams_refused_before_ack", c.streams_refused_before_ack},
                       {"connections", c.connections},
                       {"max_concurrent_streams", config_.max_concurrent_streams},
                       {"max_concurrent_streams_seen", c.max_concurrent_streams_seen},

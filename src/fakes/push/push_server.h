@@ -31,7 +31,8 @@ struct ServerConfig {
 // /_report, not refused streams).
 struct PushCounters {
   std::uint64_t requests = 0, accepted = 0, throttled = 0, invalid = 0, faults = 0, auth_failures = 0, bad_requests = 0,
-                tokens_issued = 0, streams_refused = 0, connections = 0, max_concurrent_streams_seen = 0;
+                tokens_issued = 0, streams_refused = 0, streams_refused_before_ack = 0, connections = 0,
+                max_concurrent_streams_seen = 0;
 };
 
 // Appends one JSON line per accepted request through a large stdio buffer.
@@ -65,7 +66,12 @@ class PushServer {
 
   // From the HTTP/2 callbacks of a connection:
   std::uint32_t maxConcurrentStreams() const noexcept { return config_.max_concurrent_streams; }
-  void onStreamRefused() noexcept { ++counters_.streams_refused; }
+  // A stream over the limit; before the client acknowledged our SETTINGS it
+  // could not have known the limit, so those are counted apart too.
+  void onStreamRefused(bool settings_acked) noexcept {
+    ++counters_.streams_refused;
+    if (!settings_acked) ++counters_.streams_refused_before_ack;
+  }
   void onStreamOpened(std::uint32_t open) noexcept;
   // A complete request: classify, count, record, answer now or after --latency-ms.
   void onRequest(Connection& c, Stream& s);
