@@ -2,6 +2,7 @@
 
 #include <openssl/bio.h>
 #include <openssl/ecdsa.h>
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
@@ -31,6 +32,9 @@ bool verifyDigest(EVP_PKEY* key, std::string_view input, const unsigned char* si
       EVP_DigestVerifyInit(ctx, nullptr, EVP_sha256(), nullptr, key) == 1 &&
       EVP_DigestVerify(ctx, sig, sig_len, reinterpret_cast<const unsigned char*>(input.data()), input.size()) == 1;
   EVP_MD_CTX_free(ctx);
+  // A failed verification leaves errors on this thread's queue, where SSL_get_error
+  // would later find them and take a clean WANT_READ for a broken connection.
+  ERR_clear_error();
   return ok;
 }
 
@@ -132,6 +136,7 @@ PublicKey loadPublicKeyPem(std::string_view pem, const std::string& what) {
     }
   }
   BIO_free(bio);
+  ERR_clear_error();
   if (key == nullptr) throw std::runtime_error(what + ": not a PEM public key or certificate");
   return PublicKey(key);
 }

@@ -176,6 +176,7 @@ void PushServer::acceptAll() {
 }
 
 bool PushServer::handshake(Connection& c) {
+  ERR_clear_error();  // SSL_get_error reads the queue: only this call's errors may be on it
   const int rc = SSL_do_handshake(c.ssl);
   if (rc != 1) {
     const int err = SSL_get_error(c.ssl, rc);
@@ -209,6 +210,7 @@ void PushServer::serve(Connection& c, std::uint32_t events) {
 bool PushServer::readTls(Connection& c) {
   unsigned char buf[kReadChunk];
   while (c.out.size() - c.out_off < kMaxPendingOut) {
+    ERR_clear_error();
     const int n = SSL_read(c.ssl, buf, sizeof buf);
     if (n <= 0) {
       const int err = SSL_get_error(c.ssl, n);
@@ -229,6 +231,7 @@ bool PushServer::writeTls(Connection& c) {
   }
   if (!c.settings_patched) c.settings_patched = patchMaxConcurrentStreams(c.out, config_.max_concurrent_streams);
   while (c.out_off < c.out.size()) {
+    ERR_clear_error();
     const int n = SSL_write(c.ssl, c.out.data() + c.out_off, static_cast<int>(c.out.size() - c.out_off));
     if (n <= 0) {
       const int err = SSL_get_error(c.ssl, n);
