@@ -18,6 +18,7 @@ bash "$support/make_test_certs.sh" "$work" >/dev/null
 start_fake() {
   local name=$1 bin=$2
   shift 2
+  : >"$work/$name.out"  # exists before the background job gets to open it
   "$bin" --cert "$work/server.pem" --key "$work/server.key" --listen 127.0.0.1:0 "$@" \
     >"$work/$name.out" 2>"$work/$name.err" &
   local pid=$!
