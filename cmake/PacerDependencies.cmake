@@ -16,3 +16,6 @@ pkg_check_modules(RDKAFKAXX REQUIRED IMPORTED_TARGET GLOBAL rdkafka++)
 pkg_check_modules(PQXX REQUIRED IMPORTED_TARGET GLOBAL libpqxx)
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET GLOBAL hiredis)
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET GLOBAL libmicrohttpd)
+# The fake push providers (src/fakes/push): nghttp2's server sessions and OpenSSL's TLS and signatures.
+find_package(OpenSSL 3 REQUIRED)
+pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET GLOBAL libnghttp2)
