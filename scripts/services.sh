@@ -109,3 +109,27 @@ pacer_stop_redis() {
   wait "$PACER_REDIS_PID" 2>/dev/null || true
   PACER_REDIS_PID=
 }
+
+# --- for the test scripts under tests/ ---------------------------------------
+# fail MESSAGE: says it, shows the last 30 lines of each file the test named
+# in the array PACER_TEST_LOGS, and exits 1.
+fail() {
+  echo "FAIL: $*" >&2
+  local f
+  for f in ${PACER_TEST_LOGS[@]+"${PACER_TEST_LOGS[@]}"}; do
+    echo "--- $f (last 30 lines)" >&2
+    tail -n 30 "$f" >&2 || true
+  done
+  exit 1
+}
+
+# wait_for_line SECONDS FILE REGEX: true as soon as a line of FILE matches
+# REGEX (grep -E), false once SECONDS have passed without one.
+wait_for_line() {
+  local until=$(($(date +%s%N) + $1 * 1000000000))
+  while [ "$(date +%s%N)" -lt "$until" ]; do
+    grep -qE -- "$3" "$2" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}

@@ -21,11 +21,8 @@ cleanup() {
   if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  tail -n 40 "$tmp/pacerd.log" >&2 || true
-  exit 1
-}
+# fail (scripts/services.sh) shows these logs.
+PACER_TEST_LOGS=("$tmp/pacerd.log")
 for bin in chromium chromedriver; do
   command -v "$bin" >/dev/null || fail "$bin is not installed (apt-get install chromium chromium-driver python3-selenium; scripts/lib.sh lists them)"
 done

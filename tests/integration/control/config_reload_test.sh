@@ -17,12 +17,8 @@ cleanup() {
   if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- pacerd log (last 30 lines)" >&2
-  tail -n 30 "$tmp/pacerd.log" >&2 || true
-  exit 1
-}
+# fail (scripts/services.sh) shows these logs.
+PACER_TEST_LOGS=("$tmp/pacerd.log")
 count() { grep -cE -- "$1" "$tmp/pacerd.log" 2>/dev/null || true; }
 # wait_count SECONDS PATTERN N: true once the log has at least N lines matching PATTERN (grep -E).
 wait_count() {

@@ -21,31 +21,19 @@ cleanup() {
   if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for w in 1 2; do echo "--- worker $w log (last 30 lines)" >&2; tail -n 30 "$tmp/w$w.log" >&2 || true; done
-  exit 1
-}
+# fail (scripts/services.sh) shows these logs.
+PACER_TEST_LOGS=("$tmp/w1.log" "$tmp/w2.log")
 # Applying within this is well inside the 60 s refresh, and loose enough for a
 # loaded machine or the sanitizer build.
 limit_s=${LIVE_CONTROL_LIMIT_S:-5}
 
-# wait_for SECONDS FILE PATTERN: true once FILE has a line matching PATTERN (grep -E).
-wait_for() {
-  local until=$(($(date +%s%N) + $1 * 1000000000))
-  while [ "$(date +%s%N)" -lt "$until" ]; do
-    grep -qE -- "$3" "$2" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  return 1
-}
 # both_apply WHAT PATTERN: both workers log control_applied matching PATTERN within limit_s.
 both_apply() {
   local what=$1 pattern="event=control_applied $2"
   local t0 w
   t0=$(date +%s%N)
   for w in 1 2; do
-    wait_for "$limit_s" "$tmp/w$w.log" "$pattern" ||
+    wait_for_line "$limit_s" "$tmp/w$w.log" "$pattern" ||
       fail "worker $w did not apply '$what' within ${limit_s}s (no line matching '$pattern')"
   done
   echo "$what: applied by both workers within $((($(date +%s%N) - t0) / 1000000)) ms of pacerctl's exit" \
@@ -69,7 +57,7 @@ for w in 1 2; do
   pids+=($!)
 done
 for w in 1 2; do
-  wait_for 30 "$tmp/w$w.log" "event=control_listening channel=pacer_control" || fail "worker $w is not listening"
+  wait_for_line 30 "$tmp/w$w.log" "event=control_listening channel=pacer_control" || fail "worker $w is not listening"
 done
 # Both in the group and sending: each holds partitions of the backlog.
 until_s=$(($(date +%s) + 40))
@@ -98,8 +86,8 @@ killed=$(psql "$PACER_PG" -qAt -c "SELECT count(pg_terminate_backend(pid)) FROM 
                                     WHERE query = 'LISTEN \"pacer_control\"'")
 [ "$killed" = 2 ] || fail "expected two LISTEN connections on the server, found $killed"
 for w in 1 2; do
-  wait_for "$limit_s" "$tmp/w$w.log" "event=control_listen_lost" || fail "worker $w did not notice the lost LISTEN"
-  wait_for "$limit_s" "$tmp/w$w.log" "event=control_listening .*after_outage=true" || fail "worker $w did not reconnect"
+  wait_for_line "$limit_s" "$tmp/w$w.log" "event=control_listen_lost" || fail "worker $w did not notice the lost LISTEN"
+  wait_for_line "$limit_s" "$tmp/w$w.log" "event=control_listening .*after_outage=true" || fail "worker $w did not reconnect"
   [ "$(grep -c 'event=control_listen_lost' "$tmp/w$w.log")" = 1 ] || fail "worker $w logged the loss more than once"
 done
 

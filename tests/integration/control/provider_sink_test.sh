@@ -15,11 +15,8 @@ cleanup() {
   if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  tail -n 30 "$tmp/pacerd.log" >&2 || true
-  exit 1
-}
+# fail (scripts/services.sh) shows these logs.
+PACER_TEST_LOGS=("$tmp/pacerd.log")
 
 pacer_start_postgres "$tmp/pg"
 export PACER_POSTGRES=$PACER_PG

@@ -32,12 +32,8 @@ cleanup() {
   if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- pacerd log (last 30 lines)" >&2
-  tail -n 30 "$tmp/pacerd.log" >&2 || true
-  exit 1
-}
+# fail (scripts/services.sh) shows these logs.
+PACER_TEST_LOGS=("$tmp/pacerd.log")
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 rows() { pacer_psql -c "SELECT count(*) FROM deliveries"; }
 report() {  # report FIELD: the provider's figure over every campaign

@@ -24,11 +24,8 @@ cleanup() {
   if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  tail -n 30 "$tmp/pacerd.log" >&2 || true
-  exit 1
-}
+# fail (scripts/services.sh) shows these logs.
+PACER_TEST_LOGS=("$tmp/pacerd.log")
 
 quota=40  # segments/s at the SMSC, the provider's rate in pacer
 "$smsc" --account "pacer:s3cret:$quota" --port-file "$tmp/smsc.port" --receipt-delay-ms 200 \
