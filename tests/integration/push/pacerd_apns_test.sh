@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# pacerd with sink kind apns, end to end: a real pacerd on a real PostgreSQL
+# and pacer-kafka-mock, sending over HTTP/2 with TLS (the test's own CA) to
+# pacer-fake-apns, which checks every provider token's ES256 signature itself.
+# Checked against the fake's own record and report, not pacer's:
+# - every good message arrived once, under a stable apns-id (a UUID of its id);
+# - three dead device tokens are invalid_token rows, not retried, and the
+#   invalid_tokens table holds each once with its hits;
+# - a recipient that is no device token and a payload that is no JSON object
+#   are failed rows with the reason, and never reached the provider;
+# - the key's bytes never appear in pacerd's output.
+set -euo pipefail
+pacerd=${PACERD:?}
+pacerctl=${PACERCTL:?}
+kafka_mock=${PACER_KAFKA_MOCK:?}
+apns=${PACER_FAKE_APNS:?}
+source "${PACER_SOURCE:?}/scripts/services.sh"
+tmp=$(mktemp -d)
+apns_pid=
+cleanup() {
+  [ -n "$apns_pid" ] && kill "$apns_pid" 2>/dev/null && wait "$apns_pid" 2>/dev/null
+  pacer_stop_kafka_mock
+  pacer_stop_postgres
+  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+PACER_TEST_LOGS=("$tmp/pacerd.log" "$tmp/apns.err")
+
+bash "$PACER_SOURCE/tests/support/make_test_certs.sh" "$tmp" >/dev/null
+openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$tmp/key.p8"
+openssl ec -in "$tmp/key.p8" -pubout -out "$tmp/key.pub" 2>/dev/null
+ok=$(printf 'a1%.0s' $(seq 32))   # 64 hex characters
+dead=()
+for i in 1 2 3; do dead+=("$(printf "d$i%.0s" $(seq 32))"); done
+printf '%s\n' "${dead[@]}" >"$tmp/dead.txt"
+
+"$apns" --cert "$tmp/server.pem" --key "$tmp/server.key" --listen 127.0.0.1:0 --auth-key "$tmp/key.pub" \
+  --key-id KEY0000001 --team-id TEAM000001 --invalid-tokens "$tmp/dead.txt" --record "$tmp/record.jsonl" \
+  --max-concurrent-streams 8 >"$tmp/apns.out" 2>"$tmp/apns.err" &
+apns_pid=$!
+port=
+for _ in $(seq 100); do
+  port=$(sed -n 's/^listening 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$tmp/apns.out")
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || fail "pacer-fake-apns did not start"
+
+pacer_start_postgres "$tmp/pg"
+export PACER_POSTGRES=$PACER_PG
+"$pacerd" migrate >/dev/null
+"$pacerctl" provider create apple --rate 2000 >/dev/null
+"$pacerctl" campaign create promo --rate 1000 --provider apple >/dev/null
+pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:1 --die-with-parent
+body='{"aps":{"alert":"hello"}}'
+seq 1 50 | sed "s/.*/promo:$body/" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$ok"
+for d in "${dead[@]}"; do
+  seq 1 2 | sed "s/.*/promo:$body/" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$d"
+done
+echo "promo:$body" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=not-a-device-token"
+echo "promo:plain text" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$ok"
+
+cat >"$tmp/pacerd.yaml" <<YAML
+kafka:
+  brokers: [$PACER_KAFKA]
+  topics: [messages]
+postgres:
+  migrate: false
+sink:
+  kind: apns
+  in_flight: 64
+  apns:
+    url: https://127.0.0.1:$port
+    key_file: $tmp/key.p8
+    key_id: KEY0000001
+    team_id: TEAM000001
+    topic: com.example.app
+    campaign_headers: {"promo/apns-priority": "5"}
+  push:
+    ca_file: $tmp/ca.pem
+exit_when_idle_ms: 3000
+YAML
+timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" || fail "pacerd exited $?"
+key_line=$(sed -n 2p "$tmp/key.p8")
+grep -qF -- "$key_line" "$tmp/pacerd.log" "$tmp/pacerd.out" && fail "the APNs key was logged"
+
+report=$(curl -sS --cacert "$tmp/ca.pem" --http2 "https://127.0.0.1:$port/_report")
+field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$report" "$1"; }
+[ "$(field accepted)" = 50 ] || fail "the fake accepted $(field accepted), expected 50: $report"
+[ "$(field invalid)" = 6 ] || fail "the fake answered $(field invalid) unregistered, expected 6 (3 tokens x 2)"
+[ "$(field auth_failures)" = 0 ] || fail "provider tokens refused: $report"
+[ "$(field requests)" = 56 ] || fail "$(field requests) requests: the bad messages must not be sent ($report)"
+[ "$(field max_concurrent_streams_seen)" -le 8 ] || fail "more streams than the server allows: $report"
+kill -TERM "$apns_pid"
+wait "$apns_pid" || true
+apns_pid=
+
+# The fake's record: 50 accepted, 50 distinct apns-ids, and each is the UUID
+# the ledger holds for its message.
+[ "$(wc -l <"$tmp/record.jsonl")" = 50 ] || fail "record has $(wc -l <"$tmp/record.jsonl") lines"
+python3 -c 'import json,sys; print("\n".join(json.loads(l)["id"] for l in open(sys.argv[1])))' "$tmp/record.jsonl" |
+  sort >"$tmp/fake.ids"
+[ "$(uniq -d "$tmp/fake.ids" | wc -l)" = 0 ] || fail "an apns-id arrived twice"
+pacer_psql -c "SELECT provider_message_id FROM deliveries WHERE status = 'sent'" | sort >"$tmp/ledger.ids"
+cmp -s "$tmp/fake.ids" "$tmp/ledger.ids" || fail "the ledger's apns-ids differ from those the fake received"
+
+rows=$(pacer_psql -c "SELECT status, count(*) FROM deliveries GROUP BY 1 ORDER BY 1" | tr '\n' ' ')
+[ "$rows" = "failed|2 invalid_token|6 sent|50 " ] || fail "ledger: $rows"
+reasons=$(pacer_psql -c "SELECT reason FROM deliveries WHERE status = 'failed' ORDER BY reason" | tr '\n' '|')
+case "$reasons" in *"invalid device token"*"JSON object"* | *"JSON object"*"invalid device token"*) ;;
+  *) fail "failed rows' reasons: $reasons" ;; esac
+retried=$(pacer_psql -c "SELECT count(*) FROM deliveries WHERE status = 'invalid_token' AND attempts <> 1")
+[ "$retried" = 0 ] || fail "$retried invalid_token rows were retried"
+tokens=$(pacer_psql -c "SELECT token || ':' || hits FROM invalid_tokens WHERE provider = 'apple' ORDER BY token" | tr '\n' ' ')
+[ "$tokens" = "${dead[0]}:2 ${dead[1]}:2 ${dead[2]}:2 " ] || fail "invalid_tokens: $tokens"
+export_csv=$("$pacerctl" tokens export --provider apple)
+[ "$(grep -c . <<<"$export_csv")" = 4 ] || fail "tokens export: $export_csv"
+for d in "${dead[@]}"; do grep -q "^apple,$d,Unregistered" <<<"$export_csv" || fail "tokens export lacks $d: $export_csv"; done
+echo "PASS"
