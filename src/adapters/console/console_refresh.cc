@@ -146,7 +146,8 @@ admin::AdminResponse Console::Impl::detail(const std::string& id) {
       return it == o.by_status.end() ? std::int64_t{0} : it->second;
     };
     control::CampaignDetail d{
-        std::move(row), control::LedgerCounts{count("sent"), count("failed"), count("rejected"), o.last_recorded_at},
+        std::move(row), control::LedgerCounts{count("sent"), count("failed"), count("rejected"), count("invalid_token"),
+                                              o.last_recorded_at},
         o.parked};
     Json j = control::campaignDetailJson(d);
     j["outcomes"] = o.by_status;

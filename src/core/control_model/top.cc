@@ -71,8 +71,9 @@ std::string formatDuration(std::optional<double> seconds) {
 
 TopFigures figuresOf(const TopRow& row) noexcept {
   TopFigures f;
-  f.backlog = backlogOf(row.total, row.sent + row.failed + row.rejected, row.parked);
-  f.progress = progressOf(row.total, row.sent + row.failed + row.rejected);
+  const std::int64_t finished = row.sent + row.failed + row.rejected + row.invalid_token;
+  f.backlog = backlogOf(row.total, finished, row.parked);
+  f.progress = progressOf(row.total, finished);
   f.eta_s = etaSeconds(f.backlog, row.achieved);
   return f;
 }
@@ -280,6 +281,7 @@ std::string renderTopJson(const TopFrame& frame) {
                         {"sent", r.sent},
                         {"failed", r.failed},
                         {"rejected", r.rejected},
+                        {"invalid_token", r.invalid_token},
                         {"parked", r.parked},
                         {"backlog", f.backlog.messages},
                         {"backlog_lower_bound", f.backlog.lower_bound},
