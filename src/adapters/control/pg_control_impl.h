@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "pacer/control/pg_control.h"
 #include "pacer/conninfo.h"
+#include "pacer/control/pg_control.h"
 
 namespace pacer::control {
 

@@ -15,8 +15,7 @@ constexpr int kTokenPage = 5000;
 
 // The filter as SQL on parameters $1 (has provider), $2 (provider), $3 (has
 // since), $4 (since).
-constexpr const char* kTokenWhere =
-    "(NOT $1 OR provider = $2) AND (NOT $3 OR last_seen >= $4::timestamptz)";
+constexpr const char* kTokenWhere = "(NOT $1 OR provider = $2) AND (NOT $3 OR last_seen >= $4::timestamptz)";
 
 }  // namespace
 
@@ -27,12 +26,11 @@ void PgControl::invalidTokens(const TokenFilter& f, const std::function<void(con
     bool first = true;
     for (;;) {
       const pqxx::result r = tx.exec_params(
-          std::string("SELECT provider, token, reason, ") + PACER_UTC("first_seen") + ", " +
-              PACER_UTC("last_seen") + ", " + PACER_UTC("provider_timestamp") +
-              ", campaign, hits FROM invalid_tokens WHERE " + kTokenWhere +
+          std::string("SELECT provider, token, reason, ") + PACER_UTC("first_seen") + ", " + PACER_UTC("last_seen") +
+              ", " + PACER_UTC("provider_timestamp") + ", campaign, hits FROM invalid_tokens WHERE " + kTokenWhere +
               " AND ($5 OR (provider, token) > ($6, $7)) ORDER BY provider, token LIMIT $8",
-          f.provider.has_value(), f.provider.value_or(""), f.since.has_value(),
-          f.since.value_or("-infinity"), first, after_provider, after_token, kTokenPage);
+          f.provider.has_value(), f.provider.value_or(""), f.since.has_value(), f.since.value_or("-infinity"), first,
+          after_provider, after_token, kTokenPage);
       for (const auto& row : r) {
         InvalidTokenRow t;
         t.provider = row[0].as<std::string>();
@@ -58,9 +56,8 @@ std::int64_t PgControl::countInvalidTokens(const TokenFilter& f) {
   return impl_->guarded([&] {
     pqxx::read_transaction tx(*impl_->conn);
     return tx
-        .exec_params1(std::string("SELECT count(*) FROM invalid_tokens WHERE ") + kTokenWhere,
-                      f.provider.has_value(), f.provider.value_or(""), f.since.has_value(),
-                      f.since.value_or("-infinity"))[0]
+        .exec_params1(std::string("SELECT count(*) FROM invalid_tokens WHERE ") + kTokenWhere, f.provider.has_value(),
+                      f.provider.value_or(""), f.since.has_value(), f.since.value_or("-infinity"))[0]
         .as<std::int64_t>();
   });
 }

@@ -104,8 +104,8 @@ std::string parseSinceTime(std::string_view text, std::string_view flag) {
   int year = 0, month = 0, day = 0;
   std::string out;
   bool ok = digits(text, pos, 4, year) && expect(text, pos, '-') && digits(text, pos, 2, month) &&
-            expect(text, pos, '-') && digits(text, pos, 2, day) && year >= 1 && month >= 1 && month <= 12 &&
-            day >= 1 && day <= daysIn(year, month);
+            expect(text, pos, '-') && digits(text, pos, 2, day) && year >= 1 && month >= 1 && month <= 12 && day >= 1 &&
+            day <= daysIn(year, month);
   if (ok) {
     out = fmt::format("{:04}-{:02}-{:02}", year, month, day);
     if (pos < text.size() && (text[pos] == 'T' || text[pos] == 't' || text[pos] == ' ')) {
@@ -117,10 +117,10 @@ std::string parseSinceTime(std::string_view text, std::string_view flag) {
   }
   ok = ok && zone(text, pos, out);
   if (!ok)
-    throw InvalidValueError(fmt::format(
-        "{}: '{}' is not a time; give an ISO 8601 time such as 2026-11-23, 2026-11-23T08:00:00Z or "
-        "2026-11-23T09:00:00+01:00 (no zone: UTC)",
-        flag, text));
+    throw InvalidValueError(
+        fmt::format("{}: '{}' is not a time; give an ISO 8601 time such as 2026-11-23, 2026-11-23T08:00:00Z or "
+                    "2026-11-23T09:00:00+01:00 (no zone: UTC)",
+                    flag, text));
   return out;
 }
 

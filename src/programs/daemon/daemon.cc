@@ -300,8 +300,8 @@ class Daemon {
     log_->info(
         "event=stats read={} sent={} failed={} rejected={} invalid_token={} skipped={} parked={} unparked={} "
         "ledger_rows={} ledger_errors={} buffered={} unrecorded={} quota_batches={} quota_degraded_providers={}",
-        s.read, s.sent, s.failed, s.rejected, s.invalid_tokens, s.skipped_finished, s.parked, s.unparked, s.ledger_rows, s.ledger_errors,
-        s.buffered_messages, s.unrecorded, s.quota.batches, s.quota.degraded_providers);
+        s.read, s.sent, s.failed, s.rejected, s.invalid_tokens, s.skipped_finished, s.parked, s.unparked, s.ledger_rows,
+        s.ledger_errors, s.buffered_messages, s.unrecorded, s.quota.batches, s.quota.degraded_providers);
   }
 
   DaemonOptions o_;  // a copy: a reload changes its live keys

@@ -9,22 +9,21 @@
 
 #include <chrono>
 #include <memory>
-#include <set>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "pacer/pacerctl/cli.h"
 #include "pacer/control/pg_control.h"
 #include "pacer/control/values.h"
 #include "pacer/ledger/pg_ledger.h"
+#include "pacer/pacerctl/cli.h"
+#include "pacerctl_fixture.h"
 #include "support/kafka_mock_process.h"
 #include "support/loopback.h"
 #include "support/postgres_server.h"
-
-#include "pacerctl_fixture.h"
 
 namespace pacer::control {
 namespace {
@@ -170,9 +169,9 @@ TEST_F(PacerctlTest, CampaignShowCountsTheLedgerAndParkedForThatCampaignOnly) {
   const Json j = Json::parse(r.out);
   EXPECT_EQ(j.at("id"), "c1");
   EXPECT_EQ(j.at("send_rate"), 10.0);
-  EXPECT_EQ(j.at("ledger"),
-            Json::parse(
-                R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,"last_recorded_at":"2026-11-23T08:00:07Z"})"));
+  EXPECT_EQ(
+      j.at("ledger"),
+      Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,"last_recorded_at":"2026-11-23T08:00:07Z"})"));
   EXPECT_EQ(j.at("parked"), 2);
 
   r = ctl({"campaign", "show", "c1"});
@@ -411,9 +410,8 @@ TEST_F(PacerctlTest, StatusCountsCampaignsByStateLedgerAndParked) {
   EXPECT_EQ(j.at("schema").at("pacerctl"), ledger::latestSchemaVersion());
   EXPECT_EQ(j.at("campaigns"), Json::parse(R"({"active":2,"paused":1,"cancelled":1,"completed":0,"total":4})"));
   EXPECT_EQ(j.at("providers"), 1);
-  EXPECT_EQ(j.at("ledger"),
-            Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,)"
-                        R"("last_recorded_at":"2026-11-23T08:30:00Z","total":5})"));
+  EXPECT_EQ(j.at("ledger"), Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,)"
+                                        R"("last_recorded_at":"2026-11-23T08:30:00Z","total":5})"));
   EXPECT_EQ(j.at("parked"), Json::parse(R"({"total":3,"claimed":1})"));
 
   r = ctl({"status"});

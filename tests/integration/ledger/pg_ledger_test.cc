@@ -235,9 +235,10 @@ TEST_F(PgLedgerTest, TheStatusCheckTakesInvalidTokenAndStillRefusesOthers) {
   pqxx::connection c(options_.conninfo);
   auto insert = [&](const std::string& status) {
     pqxx::work tx(c);
-    tx.exec_params("INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status) "
-                   "VALUES ($1, 'c', 't', 0, 0, $1)",
-                   status);
+    tx.exec_params(
+        "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status) "
+        "VALUES ($1, 'c', 't', 0, 0, $1)",
+        status);
     tx.commit();
   };
   EXPECT_NO_THROW(insert("invalid_token"));

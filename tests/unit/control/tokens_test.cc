@@ -31,8 +31,9 @@ TEST(TokenCsv, FieldsWithCommasQuotesOrNewlinesAreQuotedWithQuotesDoubled) {
   r.reason = "said \"no\", twice";
   r.campaign = "line\nbreak";
   r.provider_timestamp = "2026-11-19T12:00:00Z";
-  EXPECT_EQ(tokenCsvLine(r), "apns,a1b2,\"said \"\"no\"\", twice\",2026-11-20T08:00:00Z,2026-11-23T09:30:00Z,"
-                             "2026-11-19T12:00:00Z,\"line\nbreak\",3\n");
+  EXPECT_EQ(tokenCsvLine(r),
+            "apns,a1b2,\"said \"\"no\"\", twice\",2026-11-20T08:00:00Z,2026-11-23T09:30:00Z,"
+            "2026-11-19T12:00:00Z,\"line\nbreak\",3\n");
 }
 
 TEST(TokenJson, AnAbsentProviderTimestampIsNull) {
@@ -55,10 +56,10 @@ TEST(ParseSinceTime, TakesDatesTimesAndZonesAndMeansUtcWithoutOne) {
 }
 
 TEST(ParseSinceTime, RefusesAnythingElseNamingTheFlag) {
-  for (const char* bad : {"", "yesterday", "2026-11-23T", "2026-13-01", "2026-02-29", "2026-11-31", "2026-11-23T24:00",
-                          "2026-11-23T08:60", "2026-11-23T08:00:61", "2026-11-23T08:00:00.", "2026-11-23Z1",
-                          "2026-11-23T08:00:00+1", "2026-11-23T08:00:00+15:00", "2026-11-23T08:00:00 UTC",
-                          "1700000000", "2026-11-23T08:00:00Zjunk"}) {
+  for (const char* bad :
+       {"", "yesterday", "2026-11-23T", "2026-13-01", "2026-02-29", "2026-11-31", "2026-11-23T24:00",
+        "2026-11-23T08:60", "2026-11-23T08:00:61", "2026-11-23T08:00:00.", "2026-11-23Z1", "2026-11-23T08:00:00+1",
+        "2026-11-23T08:00:00+15:00", "2026-11-23T08:00:00 UTC", "1700000000", "2026-11-23T08:00:00Zjunk"}) {
     try {
       parseSinceTime(bad, "--since");
       ADD_FAILURE() << "took '" << bad << "'";
