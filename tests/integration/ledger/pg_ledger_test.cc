@@ -9,6 +9,9 @@
 #include <pqxx/pqxx>
 
 #include "pacer/ledger/pg_parking.h"
+#include "pacer/sink.h"
+#include "pacer/time.h"
+#include "pacer/worker.h"
 #include "support/postgres_server.h"
 
 namespace pacer::ledger {
@@ -226,6 +229,93 @@ TEST_F(PgLedgerTest, ARefusedBatchCountsNoToken) {
   pqxx::connection c(options_.conninfo);
   pqxx::read_transaction tx(c);
   EXPECT_EQ(tx.exec1("SELECT hits FROM invalid_tokens WHERE provider = 'apns' AND token = 'bb22'")[0].as<int>(), 1);
+}
+
+// A sink that answers at once: kInvalidToken for recipients starting with
+// "dead", delivered for the others.
+class DeadTokenSink final : public SinkInterface {
+ public:
+  bool submit(const Message& m, std::uint64_t ticket) override {
+    SendResult r;
+    r.ticket = ticket;
+    if (m.recipient.rfind("dead", 0) == 0) {
+      r.outcome = SendOutcome::kInvalidToken;
+      r.status = 410;
+      r.reason = "Unregistered";
+      r.invalid_since_ms = 1795000000000;
+    }
+    done_.push_back(std::move(r));
+    return true;
+  }
+  void poll(std::vector<SendResult>& out) override {
+    for (SendResult& r : done_) out.push_back(std::move(r));
+    done_.clear();
+  }
+  std::size_t inFlight() const override { return done_.size(); }
+  std::size_t maxInFlight() const override { return 100; }
+
+ private:
+  std::vector<SendResult> done_;
+};
+
+// From the worker core to the table: the token travels with its row, and
+// while PostgreSQL is down nothing is committed, the token is not lost and
+// is counted once it is back (invariant 2).
+TEST_F(PgLedgerTest, AWorkerCoresDeadTokenReachesInvalidTokensBeforeItsOffsetIsCommitted) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  DeadTokenSink sink;
+  SimulatedTimeSource clock(monoAt(std::chrono::seconds(1000)));
+  WorkerOptions o;
+  o.ledger_flush_interval = std::chrono::milliseconds(50);
+  o.ledger_retry_interval = std::chrono::milliseconds(100);
+  WorkerCore core(o, *ledger, sink, nullptr, clock.now());
+  CampaignInfo promo;
+  promo.id = "promo";
+  promo.provider = "apns";
+  core.upsertCampaign(promo, clock.now());
+  const auto offer = [&](std::int64_t offset, const std::string& recipient) {
+    RawMessage raw;
+    raw.position = Position{"messages", 3, offset};
+    raw.key = "promo";
+    raw.headers.emplace_back("message-id", "m-" + std::to_string(offset));
+    raw.headers.emplace_back("recipient", recipient);
+    raw.value = "hello";
+    core.offer(std::move(raw), clock.now());
+  };
+  const auto run = [&](std::chrono::milliseconds d) {
+    for (auto end = clock.now() + d; clock.now() < end;) {
+      clock.advance(std::chrono::milliseconds(10));
+      core.step(clock.now());
+    }
+  };
+  const TopicPartition tp{"messages", 3};
+
+  server_->stop();
+  offer(0, "dead-1");
+  offer(1, "alive");
+  offer(2, "dead-1");
+  run(std::chrono::milliseconds(500));
+  EXPECT_EQ(core.committable(tp).value_or(0), 0) << "no offset before its outcome is in the ledger";
+  EXPECT_GT(core.stats().ledger_errors, 0u);
+  server_->start();
+  run(std::chrono::milliseconds(500));
+  EXPECT_EQ(core.committable(tp), 3);
+  EXPECT_EQ(core.stats().invalid_tokens, 2u);
+
+  EXPECT_EQ(count("status = 'invalid_token' AND provider = 'apns' AND reason = 'invalid token: Unregistered' AND "
+                  "attempts = 1"),
+            2);
+  EXPECT_EQ(count("message_id = 'm-1' AND status = 'sent'"), 1);
+  pqxx::connection c(options_.conninfo);
+  pqxx::read_transaction tx(c);
+  const pqxx::row t = tx.exec1(
+      "SELECT provider, token, hits, campaign, extract(epoch FROM provider_timestamp)::bigint FROM invalid_tokens");
+  EXPECT_EQ(t[0].as<std::string>(), "apns");
+  EXPECT_EQ(t[1].as<std::string>(), "dead-1");
+  EXPECT_EQ(t[2].as<int>(), 2);
+  EXPECT_EQ(t[3].as<std::string>(), "promo");
+  EXPECT_EQ(t[4].as<std::int64_t>(), 1795000000);
 }
 
 // Migration 7 widens the status check and nothing more: any other status is
