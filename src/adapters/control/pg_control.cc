@@ -57,8 +57,8 @@ LedgerCounts ledgerFrom(const pqxx::row& r) {
 
 constexpr const char* kLedgerCounts =
     "SELECT count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'), "
-    "count(*) FILTER (WHERE status = 'rejected'), count(*) FILTER (WHERE status = 'invalid_token'), " PACER_UTC(
-        "max(recorded_at)") " FROM deliveries";
+    "count(*) FILTER (WHERE status = 'rejected'), "
+    "count(*) FILTER (WHERE status = 'invalid_token'), " PACER_UTC("max(recorded_at)") " FROM deliveries";
 
 using SnapshotRead = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
 
