@@ -231,6 +231,25 @@ TEST_F(PgLedgerTest, ARefusedBatchCountsNoToken) {
   EXPECT_EQ(tx.exec1("SELECT hits FROM invalid_tokens WHERE provider = 'apns' AND token = 'bb22'")[0].as<int>(), 1);
 }
 
+// A dead token whose message reused another message's id gets its own
+// `rejected` row (as any such message does) and is counted all the same:
+// the token is dead whatever id it came under; a retried batch counts it once.
+TEST_F(PgLedgerTest, ADeadTokenUnderAReusedIdIsCountedOnce) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  DeliveryRecord first = row("order-7", 10);
+  first.fingerprint = 111;
+  ASSERT_EQ(ledger->record(std::vector<DeliveryRecord>{first}), 1u);
+  DeliveryRecord other = deadToken(row("order-7", 25), "fcm", "cc33");
+  other.fingerprint = 222;
+  EXPECT_EQ(ledger->record(std::vector<DeliveryRecord>{other}), 1u);
+  EXPECT_EQ(count("message_id = 'order-7@messages/3/25' AND status = 'rejected'"), 1);
+  EXPECT_EQ(ledger->record(std::vector<DeliveryRecord>{other}), 0u);
+  pqxx::connection c(options_.conninfo);
+  pqxx::read_transaction tx(c);
+  EXPECT_EQ(tx.exec1("SELECT hits FROM invalid_tokens WHERE provider = 'fcm' AND token = 'cc33'")[0].as<int>(), 1);
+}
+
 // A sink that answers at once: kInvalidToken for recipients starting with
 // "dead", delivered for the others.
 class DeadTokenSink final : public SinkInterface {
