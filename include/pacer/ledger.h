@@ -1,5 +1,5 @@
-// The delivery ledger: every message outcome (sent, failed, rejected) is
-// recorded durably before its Kafka offset may be committed.
+// The delivery ledger: every message outcome (sent, failed, rejected,
+// invalid_token) is recorded durably before its Kafka offset may be committed.
 #pragma once
 
 #include "pacer/error.h"
@@ -16,8 +16,12 @@ namespace pacer {
 
 struct DeliveryReceipt;  // pacer/sink.h
 
-enum class DeliveryStatus { kSent, kFailed, kRejected };
-std::string_view deliveryStatusName(DeliveryStatus s) noexcept;  // "sent", "failed", "rejected"
+// kInvalidToken: the provider said the recipient's push token is dead (a
+// dead-letter row like kFailed, kept apart so the operator can export and
+// prune the tokens).
+enum class DeliveryStatus { kSent, kFailed, kRejected, kInvalidToken };
+// "sent", "failed", "rejected", "invalid_token".
+std::string_view deliveryStatusName(DeliveryStatus s) noexcept;
 
 struct DeliveryRecord {
   std::string message_id;  // idempotency key; unique in the ledger
@@ -32,6 +36,12 @@ struct DeliveryRecord {
   std::uint64_t fingerprint = 0;  // Message::fingerprint; 0: unknown
   std::string provider;             // the campaign's provider id; empty: none
   std::string provider_message_id;  // sent: the provider's id for it (SMPP's message_id), empty if none
+  // kInvalidToken: the dead token (the message's recipient) and when the
+  // provider says it stopped being valid (APNs "timestamp", Unix ms; 0: it
+  // did not say). The ledger keeps one invalid_tokens row per (provider,
+  // token), counted once per new delivery row. Empty/0 for other statuses.
+  std::string token;
+  std::int64_t invalid_since_ms = 0;
 };
 
 // The ledger key of a message whose id another message already holds:
@@ -63,7 +73,9 @@ class LedgerInterface {
   // a crash is not recorded twice), unless the row there is another message
   // (another fingerprint, another Kafka record): then this one gets a row of
   // its own under reusedIdKey(), `rejected`, saying so and what became of it,
-  // never a silent skip. Returns how many rows were new. Throws
+  // never a silent skip. A new kInvalidToken row with a token also counts one
+  // hit on its (provider, token) invalid_tokens row in the same batch (a
+  // replayed one counts nothing). Returns how many rows were new. Throws
   // LedgerUnavailableError or LedgerRejectedError; on a throw nothing of the
   // batch is durable.
   virtual std::size_t record(std::span<const DeliveryRecord> rows) = 0;

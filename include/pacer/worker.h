@@ -163,6 +163,7 @@ struct CampaignStats {
   std::uint64_t sent = 0;
   std::uint64_t failed = 0;
   std::uint64_t rejected = 0;
+  std::uint64_t invalid_tokens = 0;  // `invalid_token` rows: the recipient's push token is dead
   std::uint64_t retries = 0;
   std::uint64_t parked = 0;                       // messages parked
   std::uint64_t unparked = 0;                     // messages claimed back
@@ -181,6 +182,7 @@ struct WorkerStats {
   std::uint64_t read = 0;              // records offered
   std::uint64_t skipped_finished = 0;  // replayed records already in the ledger
   std::uint64_t sent = 0, failed = 0, rejected = 0;
+  std::uint64_t invalid_tokens = 0;  // `invalid_token` rows
   std::uint64_t ledger_rows = 0;    // rows the ledger took as new
   std::uint64_t ledger_writes = 0;  // batches written
   std::uint64_t ledger_errors = 0;  // failed batch writes (each retried)

@@ -27,6 +27,7 @@ struct CampaignMetrics {
   std::string id;
   std::string provider;  // empty: none
   std::uint64_t sent = 0, failed = 0, rejected = 0, retries = 0;
+  std::uint64_t invalid_tokens = 0;  // ledger rows `invalid_token`
   std::optional<double> send_rate;  // configured; nullopt: unlimited (the series is left out)
   double achieved_rate = 0;         // sent per second over the last AchievedRateWindow::kSpan
   std::uint64_t backlog = 0;        // queued + waiting to retry + waiting to park + parked by/for this worker

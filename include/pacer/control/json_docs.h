@@ -19,7 +19,7 @@ using Json = nlohmann::ordered_json;
 Json campaignJson(const CampaignRow& c);
 // {"id", "rate" (null: unlimited), "burst", "campaigns", "updated_at"}
 Json providerJson(const ProviderRow& p);
-// {"sent", "failed", "rejected", "last_recorded_at" (null: no row)}
+// {"sent", "failed", "rejected", "invalid_token", "last_recorded_at" (null: no row)}
 Json ledgerJson(const LedgerCounts& l);
 
 Json campaignListJson(const std::vector<CampaignRow>& rows);  // `campaign list --json`

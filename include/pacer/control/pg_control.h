@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "pacer/control/tokens.h"
 #include "pacer/control/values.h"
 
 namespace pacer::control {
@@ -25,7 +27,8 @@ struct LedgerCounts {
   std::int64_t sent = 0;
   std::int64_t failed = 0;
   std::int64_t rejected = 0;
-  std::string last_recorded_at;  // empty: no row
+  std::int64_t invalid_token = 0;  // the recipient's push token was dead
+  std::string last_recorded_at;    // empty: no row
 };
 
 // Delivery receipts of a campaign's sent messages (SMPP): matched to the
@@ -50,6 +53,12 @@ struct StatusReport {
   LedgerCounts ledger;
   std::int64_t parked = 0;
   std::int64_t parked_claimed = 0;  // claimed back by a live worker (lease not expired)
+};
+
+// Which dead push tokens `pacerctl tokens export|count` reads.
+struct TokenFilter {
+  std::optional<std::string> provider;  // nullopt: every provider
+  std::optional<std::string> since;     // last_seen at or after it (parseSinceTime's form); nullopt: any
 };
 
 template <typename Row>
@@ -82,6 +91,7 @@ struct TopSnapshot {
     std::int64_t sent = 0;
     std::int64_t failed = 0;
     std::int64_t rejected = 0;
+    std::int64_t invalid_token = 0;
     std::int64_t sent_in_window = 0;  // sent rows with recorded_at in (now - window, now]
     std::int64_t parked = 0;          // counted only when the total is unknown (else 0)
     bool has_receipts = false;        // some sent row carries a provider message id
@@ -146,6 +156,13 @@ class PgControl {
   Change<ProviderRow> setProviderLimit(const std::string& id, const Limit& limit);  // NotFoundError
 
   StatusReport status();
+
+  // Hands every invalid_tokens row that `filter` lets through to `each`, by
+  // (provider, token), from one snapshot read in pages (memory stays bounded
+  // however many tokens there are). `each` may throw; nothing is written.
+  void invalidTokens(const TokenFilter& filter, const std::function<void(const InvalidTokenRow&)>& each);
+  // How many invalid_tokens rows `filter` lets through.
+  std::int64_t countInvalidTokens(const TokenFilter& filter);
 
  private:
   struct Impl;

@@ -64,6 +64,7 @@ struct TopRow {
   std::int64_t sent = 0;
   std::int64_t failed = 0;
   std::int64_t rejected = 0;
+  std::int64_t invalid_token = 0;  // dead push tokens: finished, like failed
   std::int64_t parked = 0;
   std::optional<double> achieved;  // sent msg/s over the window; nullopt: unknown
   // Delivery receipts (SMPP) of its sent messages; has_receipts false: none
@@ -136,7 +137,7 @@ std::string renderTopText(const TopFrame& frame, int width = 80);
 
 // The frame as JSON (pretty-printed): {"at", "window_s", "totals": {...},
 // "campaigns": [{"id", "state", "provider", "send_rate", "achieved_rate",
-// "total", "sent", "failed", "rejected", "parked", "backlog",
+// "total", "sent", "failed", "rejected", "invalid_token", "parked", "backlog",
 // "backlog_lower_bound", "progress", "eta_s", "limited_by": {"code", "text"},
 // "receipts": {"delivered", "undelivered", "pending"}}], "providers": [{"id",
 // "rate", "campaigns", "achieved_rate", "effective_rate", "paused",

@@ -69,6 +69,9 @@ void campaignMetrics(Families& f, const MetricsSnapshot& s) {
   auto& sent = f.family("pacer_campaign_sent_total", "messages delivered (ledger status sent)", kCounter);
   auto& failed = f.family("pacer_campaign_failed_total", "messages failed after retries or cancelled", kCounter);
   auto& rejected = f.family("pacer_campaign_rejected_total", "messages rejected as bad input", kCounter);
+  auto& invalid_tokens =
+      f.family("pacer_campaign_invalid_tokens_total",
+               "messages whose push token the provider called dead (ledger status invalid_token)", kCounter);
   auto& retries = f.family("pacer_campaign_retries_total", "sends answered with a retry (throttle or fault)", kCounter);
   auto& rate = f.family("pacer_campaign_send_rate", "configured send_rate, msg/s (absent when unlimited)", kGauge);
   auto& achieved =
@@ -81,6 +84,7 @@ void campaignMetrics(Families& f, const MetricsSnapshot& s) {
     Families::add(sent, l, d(c.sent));
     Families::add(failed, l, d(c.failed));
     Families::add(rejected, l, d(c.rejected));
+    Families::add(invalid_tokens, l, d(c.invalid_tokens));
     Families::add(retries, l, d(c.retries));
     if (c.send_rate) Families::add(rate, l, *c.send_rate);
     Families::add(achieved, l, c.achieved_rate);
@@ -273,8 +277,8 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
     // Only campaigns this worker has handled a message of: every worker knows
     // every campaign, and idle ones would multiply the series by the workers.
     // Once in, a campaign stays (its counters must not vanish).
-    const bool touched = c.sent + c.failed + c.rejected + c.retries + c.queued + c.retrying + c.to_park +
-                             c.parked_waiting + c.in_flight >
+    const bool touched = c.sent + c.failed + c.rejected + c.invalid_tokens + c.retries + c.queued + c.retrying +
+                             c.to_park + c.parked_waiting + c.in_flight >
                          0;
     if (!touched && !windows_.contains(c.id)) continue;
     CampaignMetrics m;
@@ -283,6 +287,7 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
     m.sent = c.sent;
     m.failed = c.failed;
     m.rejected = c.rejected;
+    m.invalid_tokens = c.invalid_tokens;
     m.retries = c.retries;
     if (c.limit) m.send_rate = c.limit->rate_per_s;
     RateWindow& window = windows_[c.id];

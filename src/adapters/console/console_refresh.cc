@@ -145,9 +145,10 @@ admin::AdminResponse Console::Impl::detail(const std::string& id) {
       const auto it = o.by_status.find(status);
       return it == o.by_status.end() ? std::int64_t{0} : it->second;
     };
-    control::CampaignDetail d{
-        std::move(row), control::LedgerCounts{count("sent"), count("failed"), count("rejected"), o.last_recorded_at},
-        o.parked};
+    control::CampaignDetail d{std::move(row),
+                              control::LedgerCounts{count("sent"), count("failed"), count("rejected"),
+                                                    count("invalid_token"), o.last_recorded_at},
+                              o.parked};
     Json j = control::campaignDetailJson(d);
     j["outcomes"] = o.by_status;
     Json letters = Json::array();

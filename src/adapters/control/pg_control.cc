@@ -7,6 +7,7 @@
 #include <pqxx/pqxx>
 
 #include "pacer/ledger/pg_ledger.h"
+#include "pg_control_impl.h"
 #include "table_rows.h"
 
 namespace pacer::control {
@@ -49,13 +50,15 @@ LedgerCounts ledgerFrom(const pqxx::row& r) {
   l.sent = r[0].as<std::int64_t>();
   l.failed = r[1].as<std::int64_t>();
   l.rejected = r[2].as<std::int64_t>();
-  if (!r[3].is_null()) l.last_recorded_at = r[3].as<std::string>();
+  l.invalid_token = r[3].as<std::int64_t>();
+  if (!r[4].is_null()) l.last_recorded_at = r[4].as<std::string>();
   return l;
 }
 
 constexpr const char* kLedgerCounts =
     "SELECT count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'), "
-    "count(*) FILTER (WHERE status = 'rejected'), " PACER_UTC("max(recorded_at)") " FROM deliveries";
+    "count(*) FILTER (WHERE status = 'rejected'), "
+    "count(*) FILTER (WHERE status = 'invalid_token'), " PACER_UTC("max(recorded_at)") " FROM deliveries";
 
 using SnapshotRead = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
 
@@ -74,11 +77,6 @@ std::string textArrayLiteral(const std::vector<std::string>& items) {
   return out + "}";
 }
 
-bool lostConnection(const std::string& sqlstate) {
-  // 08: connection exceptions; 57P: the server is shutting down or restarting.
-  return sqlstate.rfind("08", 0) == 0 || sqlstate.rfind("57P", 0) == 0;
-}
-
 }  // namespace
 
 std::string campaignNotFound(const std::string& id) {
@@ -88,81 +86,6 @@ std::string campaignNotFound(const std::string& id) {
 std::string providerNotFound(const std::string& id) {
   return fmt::format("provider '{}' not found; `pacerctl provider list` shows the providers", id);
 }
-
-struct PgControl::Impl {
-  // What topSnapshot() has counted for good: per campaign, its ledger rows
-  // recorded before `cutoff` (the database's own timestamp, as text, so the
-  // next refresh splits at exactly the same instant).
-  struct Tally {
-    std::int64_t sent = 0, failed = 0, rejected = 0;
-  };
-  struct TopState {
-    std::map<std::string, Tally> settled;
-    std::string cutoff;  // empty: nothing counted yet
-  };
-  TopState top;
-
-  std::string conninfo;
-  std::string shown;  // the conninfo without its password, for messages
-  std::unique_ptr<pqxx::connection> conn;
-  int schema_version = 0;
-
-  // A connection that failed: refused credentials (the server answered
-  // SQLSTATE class 28, which libpq reports only as text) or no server.
-  [[noreturn]] void unreachable(const std::string& detail) const {
-    if (refusedCredentials(detail))
-      throw UnauthorizedError(
-          fmt::format("unauthorized: PostgreSQL at '{}' refused the credentials: {}; check the user and password in "
-                      "--postgres (or PACER_POSTGRES)",
-                      shown, detail));
-    throw UnreachableError(fmt::format(
-        "cannot reach PostgreSQL at '{}': {}; check --postgres (or PACER_POSTGRES) and that the server is running",
-        shown, detail));
-  }
-
-  static bool refusedCredentials(std::string_view detail) {
-    for (const char* sign : {"password authentication failed", "authentication failed for user", "no password supplied",
-                             "does not exist", "no pg_hba.conf entry", "pg_hba.conf rejects"})
-      if (detail.find(sign) != std::string_view::npos && detail.find("database \"") == std::string_view::npos)
-        return true;
-    return false;
-  }
-
-  // Runs `fn` and turns libpqxx's errors into ControlErrors.
-  template <typename Fn>
-  auto guarded(Fn&& fn) {
-    try {
-      return fn();
-    } catch (const ControlError&) {
-      throw;
-    } catch (const pqxx::in_doubt_error& e) {
-      throw UnreachableError(fmt::format(
-          "the connection to PostgreSQL was lost while committing, so the change may or may not have been made; "
-          "look with `pacerctl campaign show` / `pacerctl provider list` ({})",
-          said(e)));
-    } catch (const pqxx::broken_connection& e) {
-      unreachable(said(e));
-    } catch (const pqxx::foreign_key_violation& e) {
-      // A provider removed between the check and the insert.
-      throw NotFoundError(fmt::format("a provider named by the campaign does not exist ({})", said(e)));
-    } catch (const pqxx::sql_error& e) {
-      if (lostConnection(e.sqlstate())) unreachable(said(e));
-      throw DatabaseError(fmt::format("PostgreSQL refused the statement ({}): {}", e.sqlstate(), said(e)));
-    } catch (const pqxx::failure& e) {
-      unreachable(said(e));
-    }
-  }
-
-  // A library's message, on one line and without the connection's passwords.
-  std::string said(const std::exception& e) const { return hidePasswords(oneLine(e.what()), conninfo); }
-
-  static std::string oneLine(std::string text) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    for (char& c : text)
-      if (c == '\n' || c == '\t') c = ' ';
-    return text;
-  }
-};
 
 PgControl::PgControl(const ConnectOptions& options) : impl_(std::make_unique<Impl>()) {
   impl_->conninfo = options.conninfo;
@@ -348,7 +271,7 @@ TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
         "SELECT c.id, c.state, coalesce(c.provider, ''), c.send_rate, c.total, "
         "  d.settled_sent, d.settled_failed, d.settled_rejected, d.live_sent, d.live_failed, d.live_rejected, "
         "  d.recent, coalesce(p.parked, 0), extract(epoch FROM t.at)::double precision, " PACER_UTC("t.at") ", "
-        "  t.cutoff::text "
+        "  t.cutoff::text, d.settled_invalid, d.live_invalid "
         "FROM campaigns c CROSS JOIN t "
         "CROSS JOIN LATERAL (SELECT "
         "  count(*) FILTER (WHERE status = 'sent' AND recorded_at < t.cutoff) AS settled_sent, "
@@ -357,6 +280,8 @@ TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
         "  count(*) FILTER (WHERE status = 'sent' AND recorded_at >= t.cutoff) AS live_sent, "
         "  count(*) FILTER (WHERE status = 'failed' AND recorded_at >= t.cutoff) AS live_failed, "
         "  count(*) FILTER (WHERE status = 'rejected' AND recorded_at >= t.cutoff) AS live_rejected, "
+        "  count(*) FILTER (WHERE status = 'invalid_token' AND recorded_at < t.cutoff) AS settled_invalid, "
+        "  count(*) FILTER (WHERE status = 'invalid_token' AND recorded_at >= t.cutoff) AS live_invalid, "
         "  count(*) FILTER (WHERE status = 'sent' AND recorded_at > t.at - make_interval(secs => $2)) AS recent "
         "  FROM deliveries WHERE campaign = c.id AND recorded_at >= "
         "    CASE WHEN c.id = ANY($3::text[]) THEN $4::timestamptz ELSE '-infinity'::timestamptz END) d "
@@ -384,10 +309,12 @@ TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
       t.sent += row[5].as<std::int64_t>();
       t.failed += row[6].as<std::int64_t>();
       t.rejected += row[7].as<std::int64_t>();
+      t.invalid_token += row[16].as<std::int64_t>();
       settled[c.id] = t;
       c.sent = t.sent + row[8].as<std::int64_t>();
       c.failed = t.failed + row[9].as<std::int64_t>();
       c.rejected = t.rejected + row[10].as<std::int64_t>();
+      c.invalid_token = t.invalid_token + row[17].as<std::int64_t>();
       c.sent_in_window = row[11].as<std::int64_t>();
       c.parked = row[12].as<std::int64_t>();
       s.at_epoch_s = row[13].as<double>();

@@ -24,17 +24,60 @@ std::string printable(std::string_view s) {
   return out;
 }
 
+// Adds the hits of `tokens` (provider, token, reason, since_ms, campaign,
+// hits) to invalid_tokens: a new token gets its first campaign, a known one
+// its count, last answer and the provider's latest timestamp.
+constexpr const char* kTokenUpsert =
+    "INSERT INTO invalid_tokens (provider, token, first_seen, last_seen, reason, provider_timestamp, campaign, hits) "
+    "SELECT provider, token, now(), now(), reason, since, campaign, hits FROM tokens "
+    "ON CONFLICT (provider, token) DO UPDATE SET hits = invalid_tokens.hits + EXCLUDED.hits, "
+    "last_seen = EXCLUDED.last_seen, reason = EXCLUDED.reason, "
+    "provider_timestamp = greatest(invalid_tokens.provider_timestamp, EXCLUDED.provider_timestamp)";
+
+// The batch statement of record(): inserts what is new, and counts the dead
+// tokens of the rows that are new (the first row per id in the batch, as
+// the INSERT keeps) in invalid_tokens; returns the rows that met an id
+// already held by another message (another fingerprint, another Kafka
+// record). The outer SELECT sees the tables as before the INSERTs, so it
+// compares against rows that were there already.
+const std::string& recordSql() {
+  static const std::string sql = fmt::format(
+      "WITH incoming AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], "
+      "$6::text[], $7::int[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::bigint[]) "
+      "WITH ORDINALITY AS t(message_id, campaign, topic, kafka_partition, kafka_offset, status, attempts, reason, "
+      "fingerprint, provider, provider_message_id, token, invalid_since, n)), "
+      "ins AS (INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, "
+      "attempts, reason, fingerprint, provider, provider_message_id) SELECT message_id, campaign, topic, "
+      "kafka_partition, kafka_offset, status, attempts, reason, fingerprint, provider, "
+      "NULLIF(provider_message_id, '') FROM incoming ORDER BY n ON CONFLICT (message_id) DO NOTHING "
+      "RETURNING message_id), "
+      "tokens AS (SELECT i.provider, i.token, (array_agg(i.reason ORDER BY i.n DESC))[1] AS reason, "
+      "max(CASE WHEN i.invalid_since > 0 THEN to_timestamp(i.invalid_since / 1000.0) END) AS since, "
+      "(array_agg(i.campaign ORDER BY i.n))[1] AS campaign, count(*)::int AS hits "
+      "FROM (SELECT DISTINCT ON (message_id) * FROM incoming ORDER BY message_id, n) i "
+      "JOIN ins USING (message_id) WHERE i.status = 'invalid_token' AND i.token <> '' "
+      "GROUP BY i.provider, i.token), "
+      "upserted AS ({}) "
+      "SELECT (SELECT count(*) FROM ins), i.message_id, i.topic, i.kafka_partition, i.kafka_offset, i.status, "
+      "d.topic, d.kafka_partition, d.kafka_offset FROM incoming i JOIN deliveries d USING (message_id) "
+      "WHERE d.fingerprint <> 0 AND i.fingerprint <> 0 AND d.fingerprint <> i.fingerprint "
+      "AND (d.topic, d.kafka_partition, d.kafka_offset) <> (i.topic, i.kafka_partition, i.kafka_offset) "
+      "UNION ALL SELECT (SELECT count(*) FROM ins), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL",
+      kTokenUpsert);
+  return sql;
+}
+
 class PgLedger final : public LedgerInterface {
  public:
   explicit PgLedger(PgLedgerOptions options) : options_(std::move(options)) {}
 
   std::size_t record(std::span<const DeliveryRecord> rows) override {
     if (rows.empty()) return 0;
-    std::vector<std::string_view> ids, campaigns, topics, statuses, reasons, providers, provider_ids;
+    std::vector<std::string_view> ids, campaigns, topics, statuses, reasons, providers, provider_ids, tokens;
     std::vector<std::string> wire_ids;  // provider ids made printable
     wire_ids.reserve(rows.size());
     std::vector<std::int32_t> partitions, attempts;
-    std::vector<std::int64_t> offsets, fingerprints;
+    std::vector<std::int64_t> offsets, fingerprints, invalid_since;
     for (const DeliveryRecord& r : rows) {
       ids.push_back(r.message_id);
       campaigns.push_back(r.campaign);
@@ -47,29 +90,17 @@ class PgLedger final : public LedgerInterface {
       fingerprints.push_back(static_cast<std::int64_t>(r.fingerprint));
       providers.push_back(r.provider);
       provider_ids.push_back(wire_ids.emplace_back(printable(r.provider_message_id)));
+      tokens.push_back(r.status == DeliveryStatus::kInvalidToken ? std::string_view(r.token) : std::string_view());
+      invalid_since.push_back(r.invalid_since_ms);
     }
     return guarded(conn_, options_, [&](pqxx::connection& c) {
       pqxx::work tx(c);
-      // Inserts what is new; returns the rows that met an id already held by
-      // another message (another fingerprint, another Kafka record). The
-      // outer SELECT sees the table as before the INSERT, so it compares
-      // against rows that were there already.
-      const pqxx::result clash = tx.exec_params(
-          "WITH incoming AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], "
-          "$6::text[], $7::int[], $8::text[], $9::bigint[], $10::text[], $11::text[]) AS t(message_id, campaign, "
-          "topic, kafka_partition, kafka_offset, status, attempts, reason, fingerprint, provider, provider_message_id)), "
-          "ins AS (INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, "
-          "attempts, reason, fingerprint, provider, provider_message_id) SELECT message_id, campaign, topic, "
-          "kafka_partition, kafka_offset, status, attempts, reason, fingerprint, provider, "
-          "NULLIF(provider_message_id, '') FROM incoming ON CONFLICT (message_id) DO NOTHING RETURNING message_id) "
-          "SELECT (SELECT count(*) FROM ins), i.message_id, i.topic, i.kafka_partition, i.kafka_offset, i.status, "
-          "d.topic, d.kafka_partition, d.kafka_offset FROM incoming i JOIN deliveries d USING (message_id) "
-          "WHERE d.fingerprint <> 0 AND i.fingerprint <> 0 AND d.fingerprint <> i.fingerprint "
-          "AND (d.topic, d.kafka_partition, d.kafka_offset) <> (i.topic, i.kafka_partition, i.kafka_offset) "
-          "UNION ALL SELECT (SELECT count(*) FROM ins), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL",
-          textArray(ids), textArray(campaigns), textArray(topics), numberArray(partitions), numberArray(offsets),
-          textArray(statuses), numberArray(attempts), textArray(reasons), numberArray(fingerprints), textArray(providers),
-          textArray(provider_ids));
+      // recordSql(): the rows, the dead tokens, and the clashes to record apart.
+      const pqxx::result clash =
+          tx.exec_params(recordSql(), textArray(ids), textArray(campaigns), textArray(topics), numberArray(partitions),
+                         numberArray(offsets), textArray(statuses), numberArray(attempts), textArray(reasons),
+                         numberArray(fingerprints), textArray(providers), textArray(provider_ids), textArray(tokens),
+                         numberArray(invalid_since));
       std::size_t added = clash.empty() ? 0 : clash[0][0].as<std::size_t>();
       for (const auto& row : clash) {
         if (row[1].is_null()) continue;
@@ -90,6 +121,13 @@ class PgLedger final : public LedgerInterface {
             reusedIdKey(*same), same->campaign, same->topic, same->partition, same->offset, same->attempts, reason,
             static_cast<std::int64_t>(same->fingerprint));
         added += static_cast<std::size_t>(r.affected_rows());
+        // The token is dead whatever id its message came under.
+        if (r.affected_rows() == 1 && same->status == DeliveryStatus::kInvalidToken && !same->token.empty())
+          tx.exec_params(fmt::format("WITH tokens AS (SELECT $1::text AS provider, $2::text AS token, $3::text AS "
+                                     "reason, CASE WHEN $4::bigint > 0 THEN to_timestamp($4::bigint / 1000.0) END "
+                                     "AS since, $5::text AS campaign, 1 AS hits) {}",
+                                     kTokenUpsert),
+                         same->provider, same->token, same->reason, same->invalid_since_ms, same->campaign);
       }
       std::vector<std::string_view> unparked;
       for (const DeliveryRecord& r : rows)

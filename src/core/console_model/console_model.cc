@@ -143,6 +143,7 @@ Json campaignStateJson(const CampaignView& c, const LimitedBy& why) {
          {"sent", c.top.sent},
          {"failed", c.top.failed},
          {"rejected", c.top.rejected},
+         {"invalid_token", c.top.invalid_token},
          {"parked", c.top.parked},
          {"achieved_rate", orNull(c.top.achieved)},
          {"backlog", f.backlog.messages},

@@ -40,6 +40,7 @@ Json ledgerJson(const LedgerCounts& l) {
   return Json{{"sent", l.sent},
               {"failed", l.failed},
               {"rejected", l.rejected},
+              {"invalid_token", l.invalid_token},
               {"last_recorded_at", textOrNull(l.last_recorded_at)}};
 }
 
@@ -87,6 +88,7 @@ TopFrame topFrameOf(const TopSnapshot& snap, double window_s) {
     r.sent = c.sent;
     r.failed = c.failed;
     r.rejected = c.rejected;
+    r.invalid_token = c.invalid_token;
     r.parked = c.parked;
     r.achieved = achievedRate(RateSample{snap.at_epoch_s - window_s, c.sent - c.sent_in_window},
                               RateSample{snap.at_epoch_s, c.sent});

@@ -71,8 +71,9 @@ std::string formatDuration(std::optional<double> seconds) {
 
 TopFigures figuresOf(const TopRow& row) noexcept {
   TopFigures f;
-  f.backlog = backlogOf(row.total, row.sent + row.failed + row.rejected, row.parked);
-  f.progress = progressOf(row.total, row.sent + row.failed + row.rejected);
+  const std::int64_t finished = row.sent + row.failed + row.rejected + row.invalid_token;
+  f.backlog = backlogOf(row.total, finished, row.parked);
+  f.progress = progressOf(row.total, finished);
   f.eta_s = etaSeconds(f.backlog, row.achieved);
   return f;
 }
@@ -271,26 +272,28 @@ std::string renderTopJson(const TopFrame& frame) {
   Json rows = Json::array();
   for (const TopRow& r : frame.rows) {
     const TopFigures f = figuresOf(r);
-    rows.push_back(Json{{"id", r.id},
-                        {"state", r.state},
-                        {"provider", r.provider.empty() ? Json(nullptr) : Json(r.provider)},
-                        {"send_rate", orNull(r.send_rate)},
-                        {"achieved_rate", orNull(r.achieved)},
-                        {"total", orNull(r.total)},
-                        {"sent", r.sent},
-                        {"failed", r.failed},
-                        {"rejected", r.rejected},
-                        {"parked", r.parked},
-                        {"backlog", f.backlog.messages},
-                        {"backlog_lower_bound", f.backlog.lower_bound},
-                        {"progress", orNull(f.progress)},
-                        {"eta_s", orNull(f.eta_s)},
-                        {"limited_by", r.limited_code.empty() ? Json(nullptr)
-                                                              : Json{{"code", r.limited_code}, {"text", r.limited_text}}},
-                        {"receipts", r.has_receipts ? Json{{"delivered", r.delivered},
-                                                           {"undelivered", r.undelivered},
-                                                           {"pending", r.receipts_pending}}
-                                                    : Json(nullptr)}});
+    rows.push_back(
+        Json{{"id", r.id},
+             {"state", r.state},
+             {"provider", r.provider.empty() ? Json(nullptr) : Json(r.provider)},
+             {"send_rate", orNull(r.send_rate)},
+             {"achieved_rate", orNull(r.achieved)},
+             {"total", orNull(r.total)},
+             {"sent", r.sent},
+             {"failed", r.failed},
+             {"rejected", r.rejected},
+             {"invalid_token", r.invalid_token},
+             {"parked", r.parked},
+             {"backlog", f.backlog.messages},
+             {"backlog_lower_bound", f.backlog.lower_bound},
+             {"progress", orNull(f.progress)},
+             {"eta_s", orNull(f.eta_s)},
+             {"limited_by",
+              r.limited_code.empty() ? Json(nullptr) : Json{{"code", r.limited_code}, {"text", r.limited_text}}},
+             {"receipts",
+              r.has_receipts
+                  ? Json{{"delivered", r.delivered}, {"undelivered", r.undelivered}, {"pending", r.receipts_pending}}
+                  : Json(nullptr)}});
   }
   Json providers = Json::array();
   for (const TopProviderRow& p : frame.providers)

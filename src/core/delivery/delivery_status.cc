@@ -7,6 +7,7 @@ std::string_view deliveryStatusName(DeliveryStatus s) noexcept {
     case DeliveryStatus::kSent: return "sent";
     case DeliveryStatus::kFailed: return "failed";
     case DeliveryStatus::kRejected: return "rejected";
+    case DeliveryStatus::kInvalidToken: return "invalid_token";
   }
   return "unknown";
 }

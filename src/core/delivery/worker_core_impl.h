@@ -144,8 +144,9 @@ struct WorkerCore::Impl {
 
   // --- ledger rows --------------------------------------------------------
 
-  void addRow(Campaign* c, const Item& item, DeliveryStatus status, int attempts, std::string reason,
-              std::string provider_message_id = {});
+  // Returns the row, still pending, for the caller to add what only it knows.
+  DeliveryRecord& addRow(Campaign* c, const Item& item, DeliveryStatus status, int attempts, std::string reason,
+                         std::string provider_message_id = {});
 
   // --- ids held ---------------------------------------------------------------
   // The ids of the messages this worker holds (queued, in the sink, retrying,

@@ -17,8 +17,8 @@ std::size_t WorkerCore::Impl::keep(const Campaign& c) const {
   return std::max<std::size_t>(options.park_min_keep, k >= 1e15 ? SIZE_MAX : static_cast<std::size_t>(k));
 }
 
-void WorkerCore::Impl::addRow(Campaign* c, const Item& item, DeliveryStatus status, int attempts, std::string reason,
-                              std::string provider_message_id) {
+DeliveryRecord& WorkerCore::Impl::addRow(Campaign* c, const Item& item, DeliveryStatus status, int attempts,
+                                         std::string reason, std::string provider_message_id) {
   DeliveryRecord r;
   r.message_id = item.msg.id;
   r.campaign = item.msg.campaign;
@@ -35,6 +35,7 @@ void WorkerCore::Impl::addRow(Campaign* c, const Item& item, DeliveryStatus stat
   release(item.msg);
   pushRow(std::move(r), item.tracked);
   count(c, status);
+  return rows.back();
 }
 
 void WorkerCore::Impl::hold(const Message& m) {
@@ -75,6 +76,10 @@ void WorkerCore::Impl::count(Campaign* c, DeliveryStatus status) {
     case DeliveryStatus::kRejected:
       ++totals.rejected;
       if (c) ++c->stats.rejected;
+      break;
+    case DeliveryStatus::kInvalidToken:
+      ++totals.invalid_tokens;
+      if (c) ++c->stats.invalid_tokens;
       break;
   }
 }

@@ -165,7 +165,16 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
     case RetryDecision::Kind::kDelivered:
       addRow(c, item, DeliveryStatus::kSent, item.attempts, "", r.provider_message_id);
       return;
-    case RetryDecision::Kind::kFail: addRow(c, item, DeliveryStatus::kFailed, item.attempts, d.reason); return;
+    case RetryDecision::Kind::kFail:
+      if (r.outcome == SendOutcome::kInvalidToken) {
+        // A dead-letter row of its own, carrying the token to the ledger's invalid_tokens.
+        DeliveryRecord& row = addRow(c, item, DeliveryStatus::kInvalidToken, item.attempts, d.reason);
+        row.token = item.msg.recipient;
+        row.invalid_since_ms = r.invalid_since_ms;
+        return;
+      }
+      addRow(c, item, DeliveryStatus::kFailed, item.attempts, d.reason);
+      return;
     case RetryDecision::Kind::kRetry: break;
   }
   if (d.throttled && c->provider) {

@@ -298,10 +298,10 @@ class Daemon {
   void logStats() {
     const WorkerStats s = core_->stats();
     log_->info(
-        "event=stats read={} sent={} failed={} rejected={} skipped={} parked={} unparked={} ledger_rows={} "
-        "ledger_errors={} buffered={} unrecorded={} quota_batches={} quota_degraded_providers={}",
-        s.read, s.sent, s.failed, s.rejected, s.skipped_finished, s.parked, s.unparked, s.ledger_rows, s.ledger_errors,
-        s.buffered_messages, s.unrecorded, s.quota.batches, s.quota.degraded_providers);
+        "event=stats read={} sent={} failed={} rejected={} invalid_token={} skipped={} parked={} unparked={} "
+        "ledger_rows={} ledger_errors={} buffered={} unrecorded={} quota_batches={} quota_degraded_providers={}",
+        s.read, s.sent, s.failed, s.rejected, s.invalid_tokens, s.skipped_finished, s.parked, s.unparked, s.ledger_rows,
+        s.ledger_errors, s.buffered_messages, s.unrecorded, s.quota.batches, s.quota.degraded_providers);
   }
 
   DaemonOptions o_;  // a copy: a reload changes its live keys

@@ -158,6 +158,7 @@ int runPacerctl(int argc, const char* const* argv, std::ostream& out, std::ostre
   cli::addProduceCommand(app, s, commands);
   cli::addTopCommands(app, s, commands);
   cli::addWorkerCommands(app, s, commands);
+  cli::addTokenCommands(app, s, commands);
   const CLI::App* where = nullptr;
   if (const std::string word = unknownCommand(app, argc, argv, where); !word.empty()) {
     err << didYouMean(*where, word);

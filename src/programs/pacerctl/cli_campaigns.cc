@@ -77,6 +77,7 @@ void campaignShow(Session& s, const Values& v) {
   t.add({"sent", std::to_string(d.ledger.sent)});
   t.add({"failed", std::to_string(d.ledger.failed)});
   t.add({"rejected", std::to_string(d.ledger.rejected)});
+  t.add({"invalid_token", std::to_string(d.ledger.invalid_token)});
   t.add({"last_recorded_at", d.ledger.last_recorded_at.empty() ? "-" : d.ledger.last_recorded_at});
   t.add({"parked", std::to_string(d.parked)});
   const ReceiptCounts& r = d.receipts;

@@ -92,4 +92,7 @@ Answer call(const std::string& address, const std::string& path, bool post, cons
 // worker status|drain|reload: a running pacerd's admin listener
 void addWorkerCommands(CLI::App& app, Session& s, Commands& commands);
 
+// tokens export|count: the dead push tokens in invalid_tokens
+void addTokenCommands(CLI::App& app, Session& s, Commands& commands);
+
 }  // namespace pacer::control::cli

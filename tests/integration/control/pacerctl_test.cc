@@ -9,17 +9,18 @@
 
 #include <chrono>
 #include <memory>
-#include <set>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "pacer/pacerctl/cli.h"
 #include "pacer/control/pg_control.h"
 #include "pacer/control/values.h"
 #include "pacer/ledger/pg_ledger.h"
+#include "pacer/pacerctl/cli.h"
+#include "pacerctl_fixture.h"
 #include "support/kafka_mock_process.h"
 #include "support/loopback.h"
 #include "support/postgres_server.h"
@@ -27,134 +28,8 @@
 namespace pacer::control {
 namespace {
 
-using pacer::testing::PostgresServer;
-using ::testing::Contains;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::Not;
+using namespace pacer::control::test;  // the harness, pacerctl_fixture.h
 using Json = nlohmann::json;
-
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::ostream& operator<<(std::ostream& os, const Outcome& r) {
-  return os << "exit " << r.code << "\nstdout:\n" << r.out << "stderr:\n" << r.err;
-}
-
-// Collects what arrives on the pacer_control channel.
-class Listener : public pqxx::notification_receiver {
- public:
-  Listener(pqxx::connection_base& c) : pqxx::notification_receiver(c, std::string(kControlChannel)) {}
-  void operator()(const std::string& payload, int) override { payloads.push_back(payload); }
-  std::vector<std::string> payloads;
-};
-
-constexpr const char* kSentinel = "sentinel";
-
-class PacerctlTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = std::make_unique<PostgresServer>(); }
-  static void TearDownTestSuite() {
-    kafka_.reset();
-    server_.reset();
-  }
-
-  // One pacer-kafka-mock for the produce tests, started by the first of them.
-  static const std::string& kafka() {
-    if (!kafka_) {
-      pacer::testing::KafkaMockOptions o;
-      o.topics = {"messages:2"};
-      kafka_ = std::make_unique<pacer::testing::KafkaMockProcess>(o);
-    }
-    return kafka_->bootstraps();
-  }
-
-  void SetUp() override {
-    const std::string db = "t_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    conninfo_ = server_->createDatabase(db);
-    ledger::migrate(ledger::PgLedgerOptions{conninfo_});
-    listen_conn_ = std::make_unique<pqxx::connection>(conninfo_);
-    listener_ = std::make_unique<Listener>(*listen_conn_);
-  }
-
-  // pacerctl ARGS... with --postgres pointing at this test's database.
-  Outcome ctl(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--postgres", conninfo_});
-    return ctlWith(args, CliEnvironment{});
-  }
-
-  static Outcome ctlWith(const std::vector<std::string>& args, const CliEnvironment& env) {
-    std::vector<const char*> argv{"pacerctl"};
-    for (const std::string& a : args) argv.push_back(a.c_str());
-    std::ostringstream out, err;
-    Outcome r;
-    r.code = runPacerctl(static_cast<int>(argv.size()), argv.data(), out, err, env);
-    r.out = out.str();
-    r.err = err.str();
-    return r;
-  }
-
-  // Every payload announced since the last call, in commit order. A sentinel
-  // sent after the command marks the end, so "nothing was announced" is
-  // checked without waiting for a timeout.
-  std::vector<std::string> announced() {
-    {
-      pqxx::connection c(conninfo_);
-      pqxx::nontransaction tx(c);
-      tx.exec(fmt::format("NOTIFY {}, '{}'", kControlChannel, kSentinel));
-    }
-    for (int i = 0; i < 100; ++i) {
-      if (!listener_->payloads.empty() && listener_->payloads.back() == kSentinel) break;
-      listen_conn_->await_notification(10, 0);
-    }
-    std::vector<std::string> got = std::move(listener_->payloads);
-    listener_->payloads.clear();
-    EXPECT_FALSE(got.empty());
-    if (!got.empty() && got.back() == kSentinel) got.pop_back();
-    return got;
-  }
-
-  pqxx::row row(const std::string& sql) {
-    pqxx::connection c(conninfo_);
-    pqxx::read_transaction tx(c);
-    return tx.exec1(sql);
-  }
-
-  void exec(const std::string& sql) {
-    pqxx::connection c(conninfo_);
-    pqxx::work tx(c);
-    tx.exec(sql);
-    tx.commit();
-  }
-
-  // send_rate ('null' when unlimited), burst, weight, provider, state, name of a campaign.
-  std::string campaignRow(const std::string& id) {
-    const pqxx::row r = row(
-        fmt::format("SELECT coalesce(send_rate::text, 'null'), burst, weight, coalesce(provider, 'null'), state, name "
-                    "FROM campaigns WHERE id = '{}'",
-                    id));
-    return fmt::format("{} {} {} {} {} '{}'", r[0].c_str(), r[1].as<double>(), r[2].as<double>(), r[3].c_str(),
-                       r[4].c_str(), r[5].c_str());
-  }
-
-  std::int64_t count(const std::string& table) { return row("SELECT count(*) FROM " + table)[0].as<std::int64_t>(); }
-
-  static std::string payload(const char* kind, const char* id, const char* change) {
-    return notifyPayload(kind, id, change);
-  }
-
-  static std::unique_ptr<PostgresServer> server_;
-  static std::unique_ptr<pacer::testing::KafkaMockProcess> kafka_;
-  std::string conninfo_;
-  std::unique_ptr<pqxx::connection> listen_conn_;
-  std::unique_ptr<Listener> listener_;
-};
-std::unique_ptr<PostgresServer> PacerctlTest::server_;
-std::unique_ptr<pacer::testing::KafkaMockProcess> PacerctlTest::kafka_;
 
 // --- campaign create -------------------------------------------------------
 
@@ -283,6 +158,7 @@ TEST_F(PacerctlTest, CampaignShowCountsTheLedgerAndParkedForThatCampaignOnly) {
       "('m2', 'c1', 't', 0, 2, 'sent', '', '2026-11-23 08:00:05+00'), "
       "('m3', 'c1', 't', 0, 3, 'failed', 'HTTP 400', '2026-11-23 08:00:07+00'), "
       "('m4', 'c1', 't', 0, 4, 'rejected', 'too big', '2026-11-23 08:00:06+00'), "
+      "('m6', 'c1', 't', 0, 9, 'invalid_token', 'invalid token: Unregistered', '2026-11-23 08:00:01+00'), "
       "('m5', 'c2', 't', 0, 5, 'sent', '', '2026-11-23 09:00:00+00')");
   exec(
       "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, payload) VALUES "
@@ -293,14 +169,16 @@ TEST_F(PacerctlTest, CampaignShowCountsTheLedgerAndParkedForThatCampaignOnly) {
   const Json j = Json::parse(r.out);
   EXPECT_EQ(j.at("id"), "c1");
   EXPECT_EQ(j.at("send_rate"), 10.0);
-  EXPECT_EQ(j.at("ledger"),
-            Json::parse(R"({"sent":2,"failed":1,"rejected":1,"last_recorded_at":"2026-11-23T08:00:07Z"})"));
+  EXPECT_EQ(
+      j.at("ledger"),
+      Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,"last_recorded_at":"2026-11-23T08:00:07Z"})"));
   EXPECT_EQ(j.at("parked"), 2);
 
   r = ctl({"campaign", "show", "c1"});
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_THAT(r.out, HasSubstr("\nsend_rate         10/s\n"));
   EXPECT_THAT(r.out, HasSubstr("\nsent              2\n"));
+  EXPECT_THAT(r.out, HasSubstr("\ninvalid_token     1\n"));
   EXPECT_THAT(r.out, HasSubstr("\nlast_recorded_at  2026-11-23T08:00:07Z\n"));
   EXPECT_THAT(r.out, HasSubstr("\nparked            2\n"));
 
@@ -518,7 +396,8 @@ TEST_F(PacerctlTest, StatusCountsCampaignsByStateLedgerAndParked) {
       "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, recorded_at) "
       "VALUES ('m1', 'a', 't', 0, 1, 'sent', '2026-11-23 08:00:00+00'), ('m2', 'b', 't', 0, 2, 'sent', "
       "'2026-11-23 08:30:00+00'), ('m3', 'c', 't', 0, 3, 'failed', '2026-11-23 08:10:00+00'), "
-      "('m4', '', 't', 0, 4, 'rejected', '2026-11-23 08:20:00+00')");
+      "('m4', '', 't', 0, 4, 'rejected', '2026-11-23 08:20:00+00'), "
+      "('m5', 'a', 't', 0, 8, 'invalid_token', '2026-11-23 08:25:00+00')");
   exec(
       "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, payload, owner, lease_until) "
       "VALUES ('p1', 'a', 't', 0, 5, 'x', NULL, NULL), ('p2', 'a', 't', 0, 6, 'x', 'w1', now() + interval '1 "
@@ -531,8 +410,8 @@ TEST_F(PacerctlTest, StatusCountsCampaignsByStateLedgerAndParked) {
   EXPECT_EQ(j.at("schema").at("pacerctl"), ledger::latestSchemaVersion());
   EXPECT_EQ(j.at("campaigns"), Json::parse(R"({"active":2,"paused":1,"cancelled":1,"completed":0,"total":4})"));
   EXPECT_EQ(j.at("providers"), 1);
-  EXPECT_EQ(j.at("ledger"),
-            Json::parse(R"({"sent":2,"failed":1,"rejected":1,"last_recorded_at":"2026-11-23T08:30:00Z","total":4})"));
+  EXPECT_EQ(j.at("ledger"), Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,)"
+                                        R"("last_recorded_at":"2026-11-23T08:30:00Z","total":5})"));
   EXPECT_EQ(j.at("parked"), Json::parse(R"({"total":3,"claimed":1})"));
 
   r = ctl({"status"});
@@ -541,6 +420,7 @@ TEST_F(PacerctlTest, StatusCountsCampaignsByStateLedgerAndParked) {
                                            ledger::latestSchemaVersion())));
   EXPECT_THAT(r.out, HasSubstr("\ncampaigns active                 2\n"));
   EXPECT_THAT(r.out, HasSubstr("\nledger rejected                  1\n"));
+  EXPECT_THAT(r.out, HasSubstr("\nledger invalid_token             1\n"));
   EXPECT_THAT(r.out, HasSubstr("\nparked, claimed by a worker      1\n"));
   EXPECT_THAT(announced(), Not(IsEmpty()));  // the creates above
 }
@@ -711,7 +591,8 @@ TEST_F(PacerctlTest, TopOnceJsonCountsEachLiveCampaignsLedgerBacklogAndProgress)
   ASSERT_EQ(ctl({"campaign", "create", "p", "--total", "20"}).code, 0);
   ASSERT_EQ(ctl({"campaign", "cancel", "gone"}).code, 0);
   ASSERT_EQ(ctl({"campaign", "pause", "p"}).code, 0);
-  // a: 30 sent two hours ago, 10 sent now, 5 failed, 2 rejected; b: 3 sent
+  // a: 30 sent two hours ago, 10 sent now, 5 failed, 2 rejected, 3 dead
+  // tokens (one two hours ago, settled; two now, live); b: 3 sent
   // and 4 parked; p: 20 sent two hours ago (done); gone: not shown.
   exec(
       "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, recorded_at) "
@@ -719,6 +600,8 @@ TEST_F(PacerctlTest, TopOnceJsonCountsEachLiveCampaignsLedgerBacklogAndProgress)
       "UNION ALL SELECT 'a-new-' || i, 'a', 't', 0, 100 + i, 'sent', now() FROM generate_series(1, 10) i "
       "UNION ALL SELECT 'a-failed-' || i, 'a', 't', 0, 200 + i, 'failed', now() FROM generate_series(1, 5) i "
       "UNION ALL SELECT 'a-rejected-' || i, 'a', 't', 0, 300 + i, 'rejected', now() FROM generate_series(1, 2) i "
+      "UNION ALL SELECT 'a-dead-' || i, 'a', 't', 0, 700 + i, 'invalid_token', "
+      "CASE WHEN i = 1 THEN now() - interval '2 hours' ELSE now() END FROM generate_series(1, 3) i "
       "UNION ALL SELECT 'b-' || i, 'b', 't', 0, 400 + i, 'sent', now() - interval '2 hours' "
       "FROM generate_series(1, 3) i "
       "UNION ALL SELECT 'p-' || i, 'p', 't', 0, 500 + i, 'sent', now() - interval '2 hours' "
@@ -745,12 +628,13 @@ TEST_F(PacerctlTest, TopOnceJsonCountsEachLiveCampaignsLedgerBacklogAndProgress)
   EXPECT_EQ(a.at("sent"), 40);
   EXPECT_EQ(a.at("failed"), 5);
   EXPECT_EQ(a.at("rejected"), 2);
-  EXPECT_EQ(a.at("backlog"), 100 - 47);
+  EXPECT_EQ(a.at("invalid_token"), 3);
+  EXPECT_EQ(a.at("backlog"), 100 - 50) << "a dead token is finished, like a failed message";
   EXPECT_EQ(a.at("backlog_lower_bound"), false);
-  EXPECT_DOUBLE_EQ(a.at("progress").get<double>(), 0.47);
-  // 10 sent rows in the 600 s window; 53 left at that rate.
+  EXPECT_DOUBLE_EQ(a.at("progress").get<double>(), 0.50);
+  // 10 sent rows in the 600 s window; 50 left at that rate.
   EXPECT_DOUBLE_EQ(a.at("achieved_rate").get<double>(), 10.0 / 600);
-  EXPECT_NEAR(a.at("eta_s").get<double>(), 53 / (10.0 / 600), 1e-6);
+  EXPECT_NEAR(a.at("eta_s").get<double>(), 50 / (10.0 / 600), 1e-6);
 
   const Json& b = rows.at(1);
   EXPECT_EQ(b.at("id"), "b");
@@ -771,7 +655,7 @@ TEST_F(PacerctlTest, TopOnceJsonCountsEachLiveCampaignsLedgerBacklogAndProgress)
   EXPECT_EQ(p.at("eta_s"), 0.0);
 
   EXPECT_EQ(j.at("totals").at("sent"), 63);
-  EXPECT_EQ(j.at("totals").at("backlog"), 57);
+  EXPECT_EQ(j.at("totals").at("backlog"), 54);
   EXPECT_EQ(j.at("totals").at("backlog_lower_bound"), true);
   EXPECT_EQ(j.at("totals").at("active"), 2);
   EXPECT_EQ(j.at("totals").at("paused"), 1);
@@ -823,6 +707,7 @@ TEST_F(PacerctlTest, TopSnapshotsAddOnlyNewRowsAndCountACampaignSeenLateInFull) 
   insert("a", "old", 30, "sent", "2 hours");
   insert("a", "mid", 20, "sent", "30 seconds");  // recent at a 60 s cutoff, settled at a 10 s one
   insert("a", "midf", 4, "failed", "30 seconds");
+  insert("a", "midt", 2, "invalid_token", "30 seconds");
   insert("a", "new", 10, "sent", "0 seconds");
 
   PgControl db(ConnectOptions{conninfo_});
@@ -835,11 +720,13 @@ TEST_F(PacerctlTest, TopSnapshotsAddOnlyNewRowsAndCountACampaignSeenLateInFull) 
   TopSnapshot s = db.topSnapshot(5, 60);
   EXPECT_EQ(a_of(s, "a").sent, 60);
   EXPECT_EQ(a_of(s, "a").failed, 4);
+  EXPECT_EQ(a_of(s, "a").invalid_token, 2);
 
   // The 30-second-old rows become settled at a 10 s cutoff: still counted once.
   s = db.topSnapshot(5, 10);
   EXPECT_EQ(a_of(s, "a").sent, 60);
   EXPECT_EQ(a_of(s, "a").failed, 4);
+  EXPECT_EQ(a_of(s, "a").invalid_token, 2);
   s = db.topSnapshot(5, 10);
   EXPECT_EQ(a_of(s, "a").sent, 60);
 
@@ -857,6 +744,7 @@ TEST_F(PacerctlTest, TopSnapshotsAddOnlyNewRowsAndCountACampaignSeenLateInFull) 
   s = db.topSnapshot(5, 10);
   EXPECT_EQ(a_of(s, "a").sent, 65);
   EXPECT_EQ(a_of(s, "a").failed, 4);
+  EXPECT_EQ(a_of(s, "a").invalid_token, 2);
   EXPECT_EQ(a_of(s, "z").sent, 7);
 
   // A campaign that leaves the view and comes back is counted in full again.

@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <pqxx/pqxx>
 
 #include "pacer/ledger/pg_parking.h"
+#include "pacer/sink.h"
+#include "pacer/time.h"
+#include "pacer/worker.h"
 #include "support/postgres_server.h"
 
 namespace pacer::ledger {
@@ -122,6 +126,232 @@ TEST_F(PgLedgerTest, AReusedIdWithOtherContentGetsItsOwnRowNeverASilentSkip) {
   // Written again (a retried batch): nothing more.
   EXPECT_EQ(ledger->record(std::vector<DeliveryRecord>{other}), 0u);
   EXPECT_EQ(count(), 2);
+}
+
+// A dead push token: an invalid_token delivery row, and one invalid_tokens
+// row per (provider, token) counting the new delivery rows that hit it.
+DeliveryRecord deadToken(DeliveryRecord r, const std::string& provider, const std::string& token,
+                         std::int64_t since_ms = 0, const std::string& reason = "invalid token: Unregistered") {
+  r.status = DeliveryStatus::kInvalidToken;
+  r.reason = reason;
+  r.provider = provider;
+  r.token = token;
+  r.invalid_since_ms = since_ms;
+  return r;
+}
+
+struct TokenRow {
+  std::string campaign, reason, provider_timestamp;  // provider_timestamp "" when NULL
+  int hits = 0;
+  bool first_before_last = false;
+};
+
+TEST_F(PgLedgerTest, AnInvalidTokenRowIsCountedInInvalidTokensInTheSameBatch) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  auto token = [&](const std::string& provider, const std::string& t) {
+    pqxx::connection c(options_.conninfo);
+    pqxx::read_transaction tx(c);
+    const pqxx::result r = tx.exec_params(
+        "SELECT campaign, reason, coalesce(to_char(provider_timestamp AT TIME ZONE 'UTC', "
+        "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), hits, first_seen < last_seen FROM invalid_tokens "
+        "WHERE provider = $1 AND token = $2",
+        provider, t);
+    if (r.empty()) return std::optional<TokenRow>();
+    return std::optional<TokenRow>(TokenRow{r[0][0].as<std::string>(), r[0][1].as<std::string>(),
+                                            r[0][2].as<std::string>(), r[0][3].as<int>(), r[0][4].as<bool>()});
+  };
+  auto tokens = [&] {
+    pqxx::connection c(options_.conninfo);
+    pqxx::read_transaction tx(c);
+    return tx.exec1("SELECT count(*) FROM invalid_tokens")[0].as<std::int64_t>();
+  };
+  // One batch: two messages to the same dead token (the first campaign
+  // stays, the last reason wins, the provider's latest timestamp is kept),
+  // one to another provider's token, one sent, one without a token.
+  DeliveryRecord second = deadToken(row("m-2", 2), "apns", "aa11", 1795000000000, "invalid token: BadDeviceToken");
+  second.campaign = "camp-2";
+  std::vector<DeliveryRecord> batch{deadToken(row("m-1", 1), "apns", "aa11", 1795000000500), second,
+                                    deadToken(row("m-3", 3), "fcm", "aa11"), row("m-4", 4),
+                                    deadToken(row("m-5", 5), "apns", "")};
+  EXPECT_EQ(ledger->record(batch), 5u);
+  EXPECT_EQ(count("status = 'invalid_token'"), 4);
+  EXPECT_EQ(count("message_id = 'm-1' AND status = 'invalid_token' AND reason = 'invalid token: Unregistered' AND "
+                  "provider = 'apns'"),
+            1);
+  EXPECT_EQ(tokens(), 2) << "one row per (provider, token); no row for an empty token";
+  auto apns = token("apns", "aa11");
+  ASSERT_TRUE(apns);
+  EXPECT_EQ(apns->hits, 2);
+  EXPECT_EQ(apns->campaign, "camp-1");
+  EXPECT_EQ(apns->reason, "invalid token: BadDeviceToken");
+  EXPECT_EQ(apns->provider_timestamp, "2026-11-18T11:06:40.500Z");
+  auto fcm = token("fcm", "aa11");
+  ASSERT_TRUE(fcm);
+  EXPECT_EQ(fcm->hits, 1);
+  EXPECT_EQ(fcm->provider_timestamp, "") << "FCM names no timestamp";
+
+  // A replay of the same message ids (after a crash) counts nothing twice;
+  // a new message to the same token counts once more, keeps the first campaign.
+  DeliveryRecord again = deadToken(row("m-6", 6), "apns", "aa11", 0, "invalid token: Unregistered");
+  again.campaign = "camp-3";
+  std::vector<DeliveryRecord> replay{batch[0], batch[1], batch[2], again};
+  EXPECT_EQ(ledger->record(replay), 1u);
+  apns = token("apns", "aa11");
+  EXPECT_EQ(apns->hits, 3);
+  EXPECT_EQ(apns->campaign, "camp-1");
+  EXPECT_EQ(apns->reason, "invalid token: Unregistered");
+  EXPECT_EQ(apns->provider_timestamp, "2026-11-18T11:06:40.500Z") << "a later answer without one keeps it";
+  EXPECT_TRUE(apns->first_before_last);
+  EXPECT_EQ(token("fcm", "aa11")->hits, 1);
+  EXPECT_EQ(ledger->record(replay), 0u);
+  EXPECT_EQ(token("apns", "aa11")->hits, 3);
+}
+
+// The tokens are written in the ledger's transaction: a batch the database
+// refuses leaves no token counted either, so a Kafka offset is never
+// committed without its token, and a retried batch counts it once.
+TEST_F(PgLedgerTest, ARefusedBatchCountsNoToken) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  DeliveryRecord bad = row("m-2", 2);
+  bad.attempts = -1;  // violates the attempts check
+  std::vector<DeliveryRecord> batch{deadToken(row("m-1", 1), "apns", "bb22"), bad};
+  EXPECT_THROW(ledger->record(batch), LedgerRejectedError);
+  EXPECT_EQ(count(), 0);
+  {
+    pqxx::connection c(options_.conninfo);
+    pqxx::read_transaction tx(c);
+    EXPECT_EQ(tx.exec1("SELECT count(*) FROM invalid_tokens")[0].as<std::int64_t>(), 0);
+  }
+  batch[1].attempts = 1;
+  EXPECT_EQ(ledger->record(batch), 2u);
+  pqxx::connection c(options_.conninfo);
+  pqxx::read_transaction tx(c);
+  EXPECT_EQ(tx.exec1("SELECT hits FROM invalid_tokens WHERE provider = 'apns' AND token = 'bb22'")[0].as<int>(), 1);
+}
+
+// A dead token whose message reused another message's id gets its own
+// `rejected` row (as any such message does) and is counted all the same:
+// the token is dead whatever id it came under; a retried batch counts it once.
+TEST_F(PgLedgerTest, ADeadTokenUnderAReusedIdIsCountedOnce) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  DeliveryRecord first = row("order-7", 10);
+  first.fingerprint = 111;
+  ASSERT_EQ(ledger->record(std::vector<DeliveryRecord>{first}), 1u);
+  DeliveryRecord other = deadToken(row("order-7", 25), "fcm", "cc33");
+  other.fingerprint = 222;
+  EXPECT_EQ(ledger->record(std::vector<DeliveryRecord>{other}), 1u);
+  EXPECT_EQ(count("message_id = 'order-7@messages/3/25' AND status = 'rejected'"), 1);
+  EXPECT_EQ(ledger->record(std::vector<DeliveryRecord>{other}), 0u);
+  pqxx::connection c(options_.conninfo);
+  pqxx::read_transaction tx(c);
+  EXPECT_EQ(tx.exec1("SELECT hits FROM invalid_tokens WHERE provider = 'fcm' AND token = 'cc33'")[0].as<int>(), 1);
+}
+
+// A sink that answers at once: kInvalidToken for recipients starting with
+// "dead", delivered for the others.
+class DeadTokenSink final : public SinkInterface {
+ public:
+  bool submit(const Message& m, std::uint64_t ticket) override {
+    SendResult r;
+    r.ticket = ticket;
+    if (m.recipient.rfind("dead", 0) == 0) {
+      r.outcome = SendOutcome::kInvalidToken;
+      r.status = 410;
+      r.reason = "Unregistered";
+      r.invalid_since_ms = 1795000000000;
+    }
+    done_.push_back(std::move(r));
+    return true;
+  }
+  void poll(std::vector<SendResult>& out) override {
+    for (SendResult& r : done_) out.push_back(std::move(r));
+    done_.clear();
+  }
+  std::size_t inFlight() const override { return done_.size(); }
+  std::size_t maxInFlight() const override { return 100; }
+
+ private:
+  std::vector<SendResult> done_;
+};
+
+// From the worker core to the table: the token travels with its row, and
+// while PostgreSQL is down nothing is committed, the token is not lost and
+// is counted once it is back (invariant 2).
+TEST_F(PgLedgerTest, AWorkerCoresDeadTokenReachesInvalidTokensBeforeItsOffsetIsCommitted) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  DeadTokenSink sink;
+  SimulatedTimeSource clock(monoAt(std::chrono::seconds(1000)));
+  WorkerOptions o;
+  o.ledger_flush_interval = std::chrono::milliseconds(50);
+  o.ledger_retry_interval = std::chrono::milliseconds(100);
+  WorkerCore core(o, *ledger, sink, nullptr, clock.now());
+  CampaignInfo promo;
+  promo.id = "promo";
+  promo.provider = "apns";
+  core.upsertCampaign(promo, clock.now());
+  const auto offer = [&](std::int64_t offset, const std::string& recipient) {
+    RawMessage raw;
+    raw.position = Position{"messages", 3, offset};
+    raw.key = "promo";
+    raw.headers.emplace_back("message-id", "m-" + std::to_string(offset));
+    raw.headers.emplace_back("recipient", recipient);
+    raw.value = "hello";
+    core.offer(std::move(raw), clock.now());
+  };
+  const auto run = [&](std::chrono::milliseconds d) {
+    for (auto end = clock.now() + d; clock.now() < end;) {
+      clock.advance(std::chrono::milliseconds(10));
+      core.step(clock.now());
+    }
+  };
+  const TopicPartition tp{"messages", 3};
+
+  server_->stop();
+  offer(0, "dead-1");
+  offer(1, "alive");
+  offer(2, "dead-1");
+  run(std::chrono::milliseconds(500));
+  EXPECT_EQ(core.committable(tp).value_or(0), 0) << "no offset before its outcome is in the ledger";
+  EXPECT_GT(core.stats().ledger_errors, 0u);
+  server_->start();
+  run(std::chrono::milliseconds(500));
+  EXPECT_EQ(core.committable(tp), 3);
+  EXPECT_EQ(core.stats().invalid_tokens, 2u);
+
+  EXPECT_EQ(count("status = 'invalid_token' AND provider = 'apns' AND reason = 'invalid token: Unregistered' AND "
+                  "attempts = 1"),
+            2);
+  EXPECT_EQ(count("message_id = 'm-1' AND status = 'sent'"), 1);
+  pqxx::connection c(options_.conninfo);
+  pqxx::read_transaction tx(c);
+  const pqxx::row t = tx.exec1(
+      "SELECT provider, token, hits, campaign, extract(epoch FROM provider_timestamp)::bigint FROM invalid_tokens");
+  EXPECT_EQ(t[0].as<std::string>(), "apns");
+  EXPECT_EQ(t[1].as<std::string>(), "dead-1");
+  EXPECT_EQ(t[2].as<int>(), 2);
+  EXPECT_EQ(t[3].as<std::string>(), "promo");
+  EXPECT_EQ(t[4].as<std::int64_t>(), 1795000000);
+}
+
+// Migration 7 widens the status check and nothing more: any other status is
+// still refused.
+TEST_F(PgLedgerTest, TheStatusCheckTakesInvalidTokenAndStillRefusesOthers) {
+  migrate(options_);
+  pqxx::connection c(options_.conninfo);
+  auto insert = [&](const std::string& status) {
+    pqxx::work tx(c);
+    tx.exec_params(
+        "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status) "
+        "VALUES ($1, 'c', 't', 0, 0, $1)",
+        status);
+    tx.commit();
+  };
+  EXPECT_NO_THROW(insert("invalid_token"));
+  EXPECT_THROW(insert("lost"), pqxx::check_violation);
 }
 
 TEST_F(PgLedgerTest, FinishedOffsetsAnswersOneRangeOfOnePartition) {

@@ -41,6 +41,7 @@ MetricsSnapshot full() {
   promo.limit = RateLimit{250, 10};
   promo.sent = 900;
   promo.rejected = 3;
+  promo.invalid_tokens = 6;
   promo.queued = 5;
   promo.retrying = 2;
   promo.to_park = 1;
@@ -84,6 +85,7 @@ TEST(RenderMetricsTest, CampaignCountersAndGaugesCarryCampaignAndProviderLabels)
   EXPECT_THAT(text, HasSubstr("# TYPE pacer_campaign_sent_total counter"));
   EXPECT_EQ(sample(text, R"(pacer_campaign_sent_total{campaign="promo",provider="sms"})"), 900);
   EXPECT_EQ(sample(text, R"(pacer_campaign_rejected_total{campaign="promo",provider="sms"})"), 3);
+  EXPECT_EQ(sample(text, R"(pacer_campaign_invalid_tokens_total{campaign="promo",provider="sms"})"), 6);
   EXPECT_EQ(sample(text, R"(pacer_campaign_send_rate{campaign="promo",provider="sms"})"), 250);
   // backlog = queued + retrying + to_park + parked_waiting
   EXPECT_EQ(sample(text, R"(pacer_campaign_backlog{campaign="promo",provider="sms"})"), 108);

@@ -116,6 +116,25 @@ TEST(TopDurationTest, DurationsAreRoundedUpAndShortened) {
   EXPECT_EQ(formatDuration(-1.0), "-");
 }
 
+// A message whose push token was dead is finished: it counts for the
+// backlog and progress as a failed one does, or a campaign with dead tokens
+// would never be done.
+TEST(TopFiguresTest, AnInvalidTokenRowIsFinishedLikeAFailedOne) {
+  TopRow r;
+  r.total = 100;
+  r.sent = 50;
+  r.failed = 5;
+  r.rejected = 5;
+  r.invalid_token = 40;
+  r.achieved = 1;
+  const TopFigures f = figuresOf(r);
+  EXPECT_EQ(f.backlog.messages, 0);
+  ASSERT_TRUE(f.progress);
+  EXPECT_DOUBLE_EQ(*f.progress, 1.0);
+  r.invalid_token = 10;
+  EXPECT_EQ(figuresOf(r).backlog.messages, 30);
+}
+
 TopFrame sampleFrame() {
   TopFrame f;
   f.at_utc = "2026-11-23T13:40:05Z";

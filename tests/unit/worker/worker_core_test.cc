@@ -276,6 +276,46 @@ TEST_F(WorkerCoreTest, APermanentRefusalFailsAtOnce) {
   EXPECT_EQ(sink_.submitted.size(), 1u);
 }
 
+// A dead push token is a dead-letter row of its own status, never retried,
+// that carries the token, the provider and the provider's timestamp to the
+// ledger (which keeps the invalid_tokens table from them).
+TEST_F(WorkerCoreTest, AnInvalidTokenIsOneInvalidTokenRowCarryingTheTokenAndNeverRetried) {
+  make();
+  sink_.answer = [](const Message& m) {
+    SendResult r;
+    if (m.recipient != "dead-token") return r;
+    r.outcome = SendOutcome::kInvalidToken;
+    r.status = 410;
+    r.reason = "Unregistered";
+    r.invalid_since_ms = 1795000000123;
+    return r;
+  };
+  core_->upsertCampaign(campaign("a", std::nullopt, 1, "apns"), clock_.now());
+  RawMessage dead = raw(0, "a");
+  dead.headers.emplace_back("recipient", "dead-token");
+  RawMessage alive = raw(1, "a");
+  alive.headers.emplace_back("recipient", "good-token");
+  core_->offer(dead, clock_.now());
+  core_->offer(alive, clock_.now());
+  run(seconds(5));
+  ASSERT_EQ(ledger_.byId.size(), 2u);
+  const DeliveryRecord& r = ledger_.byId.at("m0-0");
+  EXPECT_EQ(r.status, DeliveryStatus::kInvalidToken);
+  EXPECT_EQ(deliveryStatusName(r.status), "invalid_token");
+  EXPECT_EQ(r.reason, "invalid token: Unregistered");
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_EQ(r.token, "dead-token");
+  EXPECT_EQ(r.provider, "apns");
+  EXPECT_EQ(r.invalid_since_ms, 1795000000123);
+  EXPECT_EQ(ledger_.byId.at("m0-1").status, DeliveryStatus::kSent);
+  EXPECT_EQ(ledger_.byId.at("m0-1").token, "") << "only a dead token is carried";
+  EXPECT_EQ(sink_.submitted.size(), 2u) << "never retried";
+  EXPECT_EQ(core_->stats().invalid_tokens, 1u);
+  EXPECT_EQ(core_->stats().failed, 0u);
+  EXPECT_EQ(core_->campaignStats().at(0).invalid_tokens, 1u);
+  EXPECT_EQ(committed(), 2);
+}
+
 TEST_F(WorkerCoreTest, TheMemoryBoundStopsReadingAndResumesBelowThreeQuarters) {
   WorkerOptions o;
   o.max_buffered_messages = 100;
