@@ -48,11 +48,13 @@ class HttpCodec {
   // (an unusable device token, a payload that is not a JSON object), with
   // `refused` saying why (kPermanent or kInvalidToken).
   virtual bool build(const Message& m, std::int64_t now_unix_ms, HttpRequest& out, SendResult& refused) = 0;
-  // What an answer means. `body` holds at most the first kCodecBodyBytes.
-  // May change the codec's own state (a credential the provider refused is
-  // renewed before the next request).
+  // What an answer to `sent` means. `body` holds at most the first
+  // kCodecBodyBytes. May change the codec's own state (a credential the
+  // provider refused is renewed before the next request; `sent` says which
+  // credential that request carried, so a late answer to an old one renews
+  // nothing).
   virtual SendResult classify(int status, std::string_view body, const HeaderLookup& header,
-                              std::int64_t now_unix_ms) = 0;
+                              const HttpRequest& sent, std::int64_t now_unix_ms) = 0;
 };
 using HttpCodecPtr = std::unique_ptr<HttpCodec>;
 

@@ -43,8 +43,9 @@ SinkInterfacePtr makeSmpp(const ProviderSinkOptions& o, const std::string& provi
   sink::SmppSinkOptions s = o.smpp;
   const char* password = std::getenv(o.smpp_password_env.c_str());
   if (!password)
-    throw DaemonConfigError(fmt::format("{}.smpp.password_env: the environment variable {} (the bind password) is not set",
-                                        where, o.smpp_password_env));
+    throw DaemonConfigError(
+        fmt::format("{}.smpp.password_env: the environment variable {} (the bind password) is not set", where,
+                    o.smpp_password_env));
   s.password = password;
   s.provider = provider;
   s.log = [log, where](std::string_view line) { log->info("event=smpp sink={} {}", where, line); };
@@ -58,7 +59,9 @@ SinkInterfacePtr makeSmpp(const ProviderSinkOptions& o, const std::string& provi
 // APNs or FCM: the credential is read here, so a missing key file stops
 // pacerd at start with the key named (exit 2), not at the first message.
 SinkInterfacePtr makePush(const ProviderSinkOptions& o, const std::string& where, const logging::LoggerPtr& log) {
-  auto note = [log, where, kind = o.sink](std::string_view line) { log->warn("event=push_waiting sink={} kind={} {}", where, kind, line); };
+  auto note = [log, where, kind = o.sink](std::string_view line) {
+    log->warn("event=push_waiting sink={} kind={} {}", where, kind, line);
+  };
   try {
     return o.sink == "apns" ? sink::makeApnsSink(o.push, o.sink_in_flight, note)
                             : sink::makeFcmSink(o.push, o.sink_in_flight, note);
@@ -76,7 +79,8 @@ SinkInterfacePtr makeOneSink(const ProviderSinkOptions& o, const std::string& de
   if (o.sink == "kafka") return makeKafka(o, default_brokers, where);
   if (o.sink == "smpp") return makeSmpp(o, provider, where, log);
   if (o.sink == "apns" || o.sink == "fcm") return makePush(o, where, log);
-  throw DaemonConfigError(fmt::format("{}: '{}' is not one of stdout, null, http, kafka, smpp, apns, fcm", where, o.sink));
+  throw DaemonConfigError(
+      fmt::format("{}: '{}' is not one of stdout, null, http, kafka, smpp, apns, fcm", where, o.sink));
 }
 
 class SegmentCost final : public MessageCostInterface {

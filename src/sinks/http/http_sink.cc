@@ -199,7 +199,7 @@ class HttpSink final : public SinkInterface {
     if (options_.codec) {
       const Nanos latency = r.latency;
       const HeaderLookup header = [&t](const char* name) { return headerOf(t.easy, name); };
-      r = options_.codec->classify(static_cast<int>(status), t.response, header, wallMs());
+      r = options_.codec->classify(static_cast<int>(status), t.response, header, t.request, wallMs());
       r.ticket = t.ticket;
       r.latency = latency;
       return r;

@@ -2,6 +2,7 @@
 // token; 403 ExpiredProviderToken renews the token (never twice in 20 min),
 // 403 InvalidProviderToken holds every message until a new token may be made.
 #include <fmt/format.h>
+#include <strings.h>
 
 #include "codecs.h"
 #include "pacer/push/apns.h"
@@ -24,9 +25,10 @@ class ApnsCodec final : public HttpCodec {
   bool ready(std::int64_t now_ms, std::string& why) override {
     const WallTime now = wallOf(now_ms);
     if (now < refused_until_) {
-      why = fmt::format("apns: the provider token was refused ({}); check sink.apns.key_id, team_id and key_file; "
-                        "messages wait, next token in {} s",
-                        refused_reason_, std::chrono::duration_cast<std::chrono::seconds>(refused_until_ - now).count());
+      why = fmt::format(
+          "apns: the provider token was refused ({}); check sink.apns.key_id, team_id and key_file; "
+          "messages wait, next token in {} s",
+          refused_reason_, std::chrono::duration_cast<std::chrono::seconds>(refused_until_ - now).count());
       return false;
     }
     if (!jwt_.usable(now)) {
@@ -52,19 +54,20 @@ class ApnsCodec final : public HttpCodec {
     return true;
   }
 
-  SendResult classify(int status, std::string_view body, const HeaderLookup& header, std::int64_t now_ms) override {
+  SendResult classify(int status, std::string_view body, const HeaderLookup& header, const HttpRequest& sent,
+                      std::int64_t now_ms) override {
     const WallTime now = wallOf(now_ms);
     const auto retry_after = retryAfterValue(header("retry-after"), now_ms / 1000);
     push::PushVerdict v = push::classifyApnsAnswer(status, body, retry_after, header("apns-id"));
     if (v.refresh_credential) {
-      // The token in force is the one this request carried, or an older one
-      // already replaced: the cache tells the two apart.
-      const push::CredentialDecision d = jwt_.onExpiredProviderToken(now, jwt_.token(now));
+      // A late answer to a request with an older token renews nothing.
+      const push::CredentialDecision d = jwt_.onExpiredProviderToken(now, credentialOf(sent));
       if (d.action == push::CredentialDecision::Action::kPause && log_)
         log_("apns: ExpiredProviderToken for a token younger than 20 min; messages wait for the next one");
     }
     if (v.credential_failure) {
-      refused_until_ = jwt_.issuedAt() + std::chrono::duration_cast<std::chrono::milliseconds>(push::kApnsMinTokenInterval);
+      refused_until_ =
+          jwt_.issuedAt() + std::chrono::duration_cast<std::chrono::milliseconds>(push::kApnsMinTokenInterval);
       refused_reason_ = v.result.reason;
     }
     return std::move(v.result);
@@ -85,6 +88,16 @@ class ApnsCodec final : public HttpCodec {
 std::unique_ptr<HttpCodec> makeApnsCodec(const PushSinkOptions& o, push::EcPrivateKey key,
                                          std::map<std::string, push::ApnsOptions> per_campaign, LogFn log) {
   return std::make_unique<ApnsCodec>(o, std::move(key), std::move(per_campaign), std::move(log));
+}
+
+std::string_view credentialOf(const HttpRequest& sent) {
+  for (const std::string& line : sent.headers) {
+    if (line.size() < 15 || strncasecmp(line.c_str(), "authorization: ", 15) != 0) continue;
+    const std::string_view value = std::string_view(line).substr(15);
+    const auto space = value.find(' ');
+    return space == std::string_view::npos ? value : value.substr(space + 1);
+  }
+  return {};
 }
 
 void toHttpRequest(const std::string& base, push::PushRequest&& in, HttpRequest& out) {

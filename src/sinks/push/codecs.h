@@ -26,6 +26,10 @@ std::unique_ptr<HttpCodec> makeFcmCodec(const PushSinkOptions& o, const push::Se
 // "name: value" header lines, content-type application/json.
 void toHttpRequest(const std::string& base, push::PushRequest&& in, HttpRequest& out);
 
+// The credential a request carried: its "authorization" header's value
+// after the scheme ("bearer <jwt>", "Bearer <token>"); empty if none.
+std::string_view credentialOf(const HttpRequest& sent);
+
 inline WallTime wallOf(std::int64_t unix_ms) { return WallTime{std::chrono::milliseconds{unix_ms}}; }
 
 }  // namespace pacer::sink

@@ -59,10 +59,11 @@ class FcmCodec final : public HttpCodec {
     return true;
   }
 
-  SendResult classify(int status, std::string_view body, const HeaderLookup& header, std::int64_t now_ms) override {
+  SendResult classify(int status, std::string_view body, const HeaderLookup& header, const HttpRequest& sent,
+                      std::int64_t now_ms) override {
     const auto retry_after = retryAfterValue(header("retry-after"), now_ms / 1000);
     push::PushVerdict v = push::classifyFcmAnswer(status, body, retry_after);
-    if (v.refresh_credential) cache_.on401(wallOf(now_ms), cache_.accessToken());
+    if (v.refresh_credential) cache_.on401(wallOf(now_ms), credentialOf(sent));
     return std::move(v.result);
   }
 

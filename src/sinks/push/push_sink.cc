@@ -33,7 +33,8 @@ std::int64_t headerInt(const std::string& value, const std::string& campaign, co
     used = 0;
   }
   if (used == 0 || used != value.size())
-    throw InvalidError(fmt::format("sink.apns.campaign_headers: {}/{}: expected an integer, got '{}'", campaign, name, value));
+    throw InvalidError(
+        fmt::format("sink.apns.campaign_headers: {}/{}: expected an integer, got '{}'", campaign, name, value));
   return n;
 }
 
@@ -72,10 +73,10 @@ push::ApnsOptions apnsOptionsFor(const push::ApnsOptions& base, const std::strin
     } else if (name == "apns-collapse-id") {
       o.collapse_id = value;
     } else {
-      throw InvalidError(fmt::format(
-          "sink.apns.campaign_headers: {}/{}: not one of apns-topic, apns-push-type, apns-priority, "
-          "apns-expiration, apns-collapse-id",
-          campaign, name));
+      throw InvalidError(
+          fmt::format("sink.apns.campaign_headers: {}/{}: not one of apns-topic, apns-push-type, apns-priority, "
+                      "apns-expiration, apns-collapse-id",
+                      campaign, name));
     }
   }
   try {

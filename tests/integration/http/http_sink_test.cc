@@ -242,7 +242,7 @@ class TokenFirstCodec final : public HttpCodec {
     out.body = m.payload;
     return true;
   }
-  SendResult classify(int status, std::string_view, const HeaderLookup&, std::int64_t) override {
+  SendResult classify(int status, std::string_view, const HeaderLookup&, const HttpRequest&, std::int64_t) override {
     SendResult r;
     r.status = status;
     if (status == 410) r.outcome = SendOutcome::kInvalidToken;
