@@ -78,6 +78,8 @@ sink:
     campaign_headers: {"promo/apns-priority": "5"}
   push:
     ca_file: $tmp/ca.pem
+admin:
+  listen: 127.0.0.1:0
 exit_when_idle_ms: 3000
 YAML
 timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" || fail "pacerd exited $?"
@@ -115,5 +117,5 @@ tokens=$(pacer_psql -c "SELECT token || ':' || hits FROM invalid_tokens WHERE pr
 [ "$tokens" = "${dead[0]}:2 ${dead[1]}:2 ${dead[2]}:2 " ] || fail "invalid_tokens: $tokens"
 export_csv=$("$pacerctl" tokens export --provider apple)
 [ "$(grep -c . <<<"$export_csv")" = 4 ] || fail "tokens export: $export_csv"
-for d in "${dead[@]}"; do grep -q "^apple,$d,Unregistered" <<<"$export_csv" || fail "tokens export lacks $d: $export_csv"; done
+for d in "${dead[@]}"; do grep -q "^apple,$d,invalid token: APNs 410 Unregistered,.*,promo,2$" <<<"$export_csv" || fail "tokens export lacks $d: $export_csv"; done
 echo "PASS"
