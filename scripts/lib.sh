@@ -42,6 +42,13 @@ PACER_PACKAGES+=(libnet-smpp-perl)
 # why not libjwt). The cli.push_jwt test checks those JWTs with PyJWT, an independent implementation
 # (python3-jwt, whose ES256/RS256 need python3-cryptography), on keys made by the openssl CLI (openssl).
 PACER_PACKAGES+=(libssl-dev openssl python3-jwt python3-cryptography)
+# pacer-fake-apns and pacer-fake-fcm (src/fakes/push): nghttp2's server sessions (libnghttp2-dev)
+# over OpenSSL 3 TLS with ALPN h2, and their JWT signature checks (libssl-dev). Their integration
+# tests (tests/integration/push) talk to them with clients no one here wrote: nghttp and h2load
+# (nghttp2-client) and curl --http2 (curl); make the CA, certificates and keys with the openssl
+# CLI (openssl); and sign the APNs provider tokens and FCM service-account assertions with PyJWT
+# (python3-jwt, whose ES256/RS256 need python3-cryptography), never with Pacer's own code.
+PACER_PACKAGES+=(libnghttp2-dev libssl-dev nghttp2-client curl openssl python3-jwt python3-cryptography)
 
 pacer_install_packages() {
   local missing=()

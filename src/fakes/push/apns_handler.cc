@@ -39,8 +39,8 @@ ApnsHandler::TokenVerdict& ApnsHandler::verdictOf(const std::string& jwt) {
   if (auto t = parseJwt(jwt)) {
     const auto& h = t->header;
     const auto& c = t->claims;
-    v.valid = h.value("alg", "") == "ES256" && h.value("kid", "") == rules_.key_id &&
-              c.value("iss", "") == rules_.team_id && c.contains("iat") && c["iat"].is_number_integer() &&
+    v.valid = stringField(h, "alg") == "ES256" && stringField(h, "kid") == rules_.key_id &&
+              stringField(c, "iss") == rules_.team_id && c.contains("iat") && c["iat"].is_number_integer() &&
               verifyEs256(key_.get(), t->signing_input, t->signature);
     if (v.valid) v.iat = c["iat"].get<std::int64_t>();
   }

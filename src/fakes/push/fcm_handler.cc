@@ -90,12 +90,12 @@ void FcmHandler::onListening(int port) {
 
 bool FcmHandler::assertionValid(std::string_view assertion, const PushNow& now) const {
   auto t = parseJwt(assertion);
-  if (!t || t->header.value("alg", "") != "RS256") return false;
+  if (!t || stringField(t->header, "alg") != "RS256") return false;
   if (!verifyRs256(key_.get(), t->signing_input, t->signature)) return false;
   const auto& c = t->claims;
-  const std::string iss = c.value("iss", "");
+  const std::string iss = stringField(c, "iss");
   if (iss.empty() || (!rules_.sa_email.empty() && iss != rules_.sa_email)) return false;
-  const std::string aud = c.value("aud", "");
+  const std::string aud = stringField(c, "aud");
   bool aud_ok = false;
   for (const auto& a : rules_.audiences) aud_ok = aud_ok || a == aud;
   if (!aud_ok) return false;

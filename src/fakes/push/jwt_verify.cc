@@ -97,6 +97,11 @@ std::optional<Jwt> parseJwt(std::string_view token) {
   return Jwt{std::move(*header), std::move(*claims), token.substr(0, d2), std::move(*sig)};
 }
 
+std::string stringField(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 bool verifyEs256(EVP_PKEY* key, std::string_view signing_input, std::string_view signature) {
   if (key == nullptr || signature.size() != 64 || EVP_PKEY_get_base_id(key) != EVP_PKEY_EC) return false;
   // JOSE carries R||S (32 bytes each); OpenSSL verifies an ASN.1 DER ECDSA-Sig-Value.

@@ -36,6 +36,10 @@ struct Jwt {
 // are JSON objects.
 std::optional<Jwt> parseJwt(std::string_view token);
 
+// The string member `key` of `object`, or "" when it is missing or not a
+// string (a token's fields are the client's to get wrong, never a throw).
+std::string stringField(const nlohmann::json& object, const char* key);
+
 // ES256: `signature` is the 64-byte R||S of JOSE. False on any other length,
 // a key that is not P-256, or a signature that does not verify.
 bool verifyEs256(EVP_PKEY* key, std::string_view signing_input, std::string_view signature);

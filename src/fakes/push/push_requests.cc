@@ -67,7 +67,15 @@ void PushServer::onRequest(Connection& c, Stream& s) {
     d.response.status = 413;
     d.response.body = R"({"reason":"PayloadTooLarge"})";
   } else {
-    d = handler_->handle(s.request, t);
+    try {
+      d = handler_->handle(s.request, t);
+    } catch (const std::exception&) {
+      // Handlers do not throw by contract; should one, the request gets a 500,
+      // and the exception never crosses nghttp2's C callbacks.
+      d = Decision{};
+      d.outcome = Outcome::kBadRequest;
+      d.response.status = 500;
+    }
   }
   switch (d.outcome) {
     case Outcome::kAccepted:

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -23,6 +24,7 @@ namespace pacer::fake {
 namespace {
 
 constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kReadBudget = 1 << 20;
 // Stop reading a connection while this much of its answers waits to be written.
 constexpr std::size_t kMaxPendingOut = 4 << 20;
 
@@ -209,7 +211,10 @@ void PushServer::serve(Connection& c, std::uint32_t events) {
 
 bool PushServer::readTls(Connection& c) {
   unsigned char buf[kReadChunk];
-  while (c.out.size() - c.out_off < kMaxPendingOut) {
+  // A budget per turn so a client that never stops sending still gets its
+  // answers written; epoll (level-triggered) calls again for the rest.
+  for (std::size_t budget = kReadBudget; budget > 0 && c.out.size() - c.out_off < kMaxPendingOut;
+       budget -= std::min(budget, kReadChunk)) {
     ERR_clear_error();
     const int n = SSL_read(c.ssl, buf, sizeof buf);
     if (n <= 0) {

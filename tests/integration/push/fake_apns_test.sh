@@ -4,7 +4,7 @@
 # Shows real HTTP/2 (SETTINGS, ALPN h2 only), JWT checks (bad signature,
 # wrong kid, expired, too many token updates), 410 for an unregistered token,
 # 429 above the strict window, streams refused over the advertised limit,
-# the record and the report. Needs PACER_FAKE_APNS.
+# --latency-ms, --fault-rate, the record and the report. Needs PACER_FAKE_APNS.
 set -euo pipefail
 : "${PACER_FAKE_APNS:?set PACER_FAKE_APNS to the pacer-fake-apns binary}"
 source "$(cd "$(dirname "$0")" && pwd)/fake_push_lib.sh"
@@ -105,5 +105,19 @@ flood=$("$py" "$here/h2_flood.py" "$work/ca.pem" "$port_c" /3/device/aabbcc06 6)
 [ "$flood" = "answered=2 refused=4" ] || fail "6 streams at once against limit 2: $flood"
 [ "$(report "$port_c" streams_refused)" = $((refused + 4)) ] || fail "report streams_refused"
 [ "$(report "$port_c" max_concurrent_streams_seen)" = 2 ] || fail "more than 2 streams served at once"
+out=$(post "$port_c" aabbcc07 "$good" -o /dev/null -w '%{time_total}\n')
+"$py" -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 0.15 else 1)' "$(head -1 <<<"$out")" ||
+  fail "answer sooner than --latency-ms 150: $out"
 stop_fake c
+
+# --- D: --fault-rate 1: every good request answered 500 or 503, without retry-after.
+start_fake d "$PACER_FAKE_APNS" "${apns[@]}" --fault-rate 1
+for i in 1 2 3 4 5 6; do
+  out=$(post "$port_d" aabbcc08 "$good" -D "$work/headers.$i")
+  grep -Eq '^2 50[03]$' <<<"$(tail -1 <<<"$out")" || fail "fault-rate 1 answered: $out"
+  grep -Eq '"reason":"(InternalServerError|ServiceUnavailable)"' <<<"$out" || fail "fault body: $out"
+  ! grep -qi '^retry-after' "$work/headers.$i" || fail "a fault carried retry-after"
+done
+[ "$(report "$port_d" faults)" = 6 ] && [ "$(report "$port_d" accepted)" = 0 ] || fail "report of D"
+stop_fake d
 echo "fake_apns_test: ok"

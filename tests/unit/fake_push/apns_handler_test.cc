@@ -77,6 +77,11 @@ TEST_F(ApnsHandlerTest, RefusesBadProviderTokens) {
   EXPECT_EQ(reason(handler_.handle(request("aa01", jwt(kT0, "KEY2")), at(0))), "InvalidProviderToken");
   EXPECT_EQ(reason(handler_.handle(request("aa01", jwt(kT0, "KEY1", "TEAM2")), at(0))), "InvalidProviderToken");
   EXPECT_EQ(reason(handler_.handle(request("aa01", "not.a.jwt"), at(0))), "InvalidProviderToken");
+  // Fields of the wrong type are a bad token, not a crash.
+  EXPECT_EQ(
+      reason(handler_.handle(
+          request("aa01", testing::signJwt(key_.get(), "ES256", {{"kid", 7}}, {{"iss", {1}}, {"iat", "x"}})), at(0))),
+      "InvalidProviderToken");
   d = handler_.handle(request("aa01", jwt(kT0 - 3601)), at(0));
   EXPECT_EQ(d.response.status, 403);
   EXPECT_EQ(reason(d), "ExpiredProviderToken");

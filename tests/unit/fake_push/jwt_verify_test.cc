@@ -66,6 +66,14 @@ TEST(VerifyRs256Test, AcceptsTheSignerAndRejectsTamperingOrAnotherKey) {
   EXPECT_FALSE(verifyRs256(publicOnly(makeEcKey().get()).get(), jwt->signing_input, jwt->signature));
 }
 
+TEST(StringFieldTest, IsEmptyForMissingOrNonStringMembers) {
+  const auto j = nlohmann::json::parse(R"({"alg":"ES256","kid":5,"x":null})");
+  EXPECT_EQ(stringField(j, "alg"), "ES256");
+  EXPECT_EQ(stringField(j, "kid"), "");
+  EXPECT_EQ(stringField(j, "x"), "");
+  EXPECT_EQ(stringField(j, "missing"), "");
+}
+
 TEST(LoadPublicKeyTest, RejectsWhatIsNotAPemKey) {
   EXPECT_THROW(loadPublicKeyPem("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n", "k"),
                std::runtime_error);
