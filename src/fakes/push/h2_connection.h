@@ -45,7 +45,11 @@ struct Connection {
   bool settings_patched = false;
   bool settings_acked = false;  // the client has taken our SETTINGS (and so knows the limit)
   bool broken = false;          // a TLS or HTTP/2 error: close without more I/O
-  std::string out;              // bytes from nghttp2 not yet written to TLS
+  // The session is over (GOAWAY sent and answered): our side is shut and what
+  // the client still sends is read and dropped until it closes, so that a
+  // close with unread input (a TCP reset) cannot destroy answers in flight.
+  bool draining = false;
+  std::string out;  // bytes from nghttp2 not yet written to TLS
   std::size_t out_off = 0;
   std::uint32_t events = 0;  // what epoll watches for now
   std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams;

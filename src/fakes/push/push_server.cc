@@ -189,6 +189,7 @@ bool PushServer::handshake(Connection& c) {
 }
 
 void PushServer::serve(Connection& c, std::uint32_t events) {
+  if (c.draining) return drain(c);
   bool ok = (events & (EPOLLERR)) == 0;
   if (ok && !c.handshake_done) ok = handshake(c);
   if (ok && c.handshake_done) {
@@ -202,11 +203,37 @@ void PushServer::serve(Connection& c, std::uint32_t events) {
   }
   const bool finished = c.handshake_done && !nghttp2_session_want_read(c.session) &&
                         !nghttp2_session_want_write(c.session) && c.out_off == c.out.size();
-  if (!ok || c.broken || finished) {
+  if (!ok || c.broken) {
     close(c.fd);
     return;
   }
+  if (finished) return startDrain(c);
   watch(c);
+}
+
+void PushServer::startDrain(Connection& c) {
+  ERR_clear_error();
+  SSL_shutdown(c.ssl);  // close_notify, best effort
+  ::shutdown(c.fd, SHUT_WR);
+  c.draining = true;
+  c.events = EPOLLIN;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = c.fd;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
+  drain(c);
+}
+
+void PushServer::drain(Connection& c) {
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    close(c.fd);  // the client closed (or failed): nothing of ours is left unread
+    return;
+  }
 }
 
 bool PushServer::readTls(Connection& c) {

@@ -86,6 +86,8 @@ class PushServer {
   bool writeTls(Connection& c);
   void watch(Connection& c);
   void close(int fd);
+  void startDrain(Connection& c);
+  void drain(Connection& c);
   void releaseDelayed();
   int nextTimeoutMs() const;
   bool readSignals();  // false on SIGTERM/SIGINT
