@@ -252,6 +252,63 @@ CampaignRow PgControl::addToCampaignTotal(const std::string& id, std::int64_t de
   });
 }
 
+namespace {
+
+// The cutoff never moves back (a clock set back), or rows would be counted twice.
+constexpr const char* kTopCampaignsSql =
+    "WITH t AS (SELECT now() AS at, greatest(now() - make_interval(secs => $1), $4::timestamptz) AS cutoff) "
+    "SELECT c.id, c.state, coalesce(c.provider, ''), c.send_rate, c.total, "
+    "  d.settled_sent, d.settled_failed, d.settled_rejected, d.live_sent, d.live_failed, d.live_rejected, "
+    "  d.recent, coalesce(p.parked, 0), extract(epoch FROM t.at)::double precision, " PACER_UTC("t.at") ", "
+    "  t.cutoff::text, d.settled_invalid, d.live_invalid "
+    "FROM campaigns c CROSS JOIN t "
+    "CROSS JOIN LATERAL (SELECT "
+    "  count(*) FILTER (WHERE status = 'sent' AND recorded_at < t.cutoff) AS settled_sent, "
+    "  count(*) FILTER (WHERE status = 'failed' AND recorded_at < t.cutoff) AS settled_failed, "
+    "  count(*) FILTER (WHERE status = 'rejected' AND recorded_at < t.cutoff) AS settled_rejected, "
+    "  count(*) FILTER (WHERE status = 'sent' AND recorded_at >= t.cutoff) AS live_sent, "
+    "  count(*) FILTER (WHERE status = 'failed' AND recorded_at >= t.cutoff) AS live_failed, "
+    "  count(*) FILTER (WHERE status = 'rejected' AND recorded_at >= t.cutoff) AS live_rejected, "
+    "  count(*) FILTER (WHERE status = 'invalid_token' AND recorded_at < t.cutoff) AS settled_invalid, "
+    "  count(*) FILTER (WHERE status = 'invalid_token' AND recorded_at >= t.cutoff) AS live_invalid, "
+    "  count(*) FILTER (WHERE status = 'sent' AND recorded_at > t.at - make_interval(secs => $2)) AS recent "
+    "  FROM deliveries WHERE campaign = c.id AND recorded_at >= "
+    "    CASE WHEN c.id = ANY($3::text[]) THEN $4::timestamptz ELSE '-infinity'::timestamptz END) d "
+    "LEFT JOIN LATERAL (SELECT count(*) AS parked FROM parked WHERE campaign = c.id AND c.total IS NULL) p "
+    "ON true "
+    "WHERE c.state IN ('active', 'paused') ORDER BY c.id";
+
+void readTopProviders(SnapshotRead& tx, TopSnapshot& s) {
+  for (const auto& row : tx.exec("SELECT id, rate FROM providers ORDER BY id")) {
+    TopSnapshot::Provider p;
+    p.id = row[0].as<std::string>();
+    if (!row[1].is_null()) p.rate = row[1].as<double>();
+    s.providers.push_back(std::move(p));
+  }
+}
+
+// Receipts: only rows with a provider message id (a partial index), so
+// campaigns sent over HTTP cost nothing here.
+void readTopReceipts(SnapshotRead& tx, TopSnapshot& s) {
+  if (tx.exec1("SELECT to_regclass('delivery_receipts') IS NOT NULL")[0].as<bool>()) {
+    std::map<std::string, TopSnapshot::Campaign*> by_id;
+    for (auto& c : s.campaigns) by_id[c.id] = &c;
+    for (const auto& row :
+         tx.exec("SELECT campaign, count(*) FILTER (WHERE receipt_status = 'delivered'), "
+                 "count(*) FILTER (WHERE receipt_status IN ('undelivered', 'expired', 'rejected', 'unknown')), "
+                 "count(*) FILTER (WHERE receipt_status IS NULL) FROM delivery_receipts "
+                 "WHERE provider_message_id IS NOT NULL AND send_status = 'sent' GROUP BY campaign")) {
+      auto it = by_id.find(row[0].as<std::string>());
+      if (it == by_id.end()) continue;
+      it->second->has_receipts = true;
+      it->second->delivered = row[1].as<std::int64_t>();
+      it->second->undelivered = row[2].as<std::int64_t>();
+      it->second->receipts_pending = row[3].as<std::int64_t>();
+    }
+  }
+}
+}  // namespace
+
 TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
   return impl_->guarded([&] {
     SnapshotRead tx(*impl_->conn);
@@ -265,31 +322,8 @@ TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
     // before (all of its rows for one seen the first time), split at the new
     // cutoff into rows that are settled from now on and rows still counted
     // each time; parked only where the total is unknown.
-    const pqxx::result r = tx.exec_params(
-        // The cutoff never moves back (a clock set back), or rows would be counted twice.
-        "WITH t AS (SELECT now() AS at, greatest(now() - make_interval(secs => $1), $4::timestamptz) AS cutoff) "
-        "SELECT c.id, c.state, coalesce(c.provider, ''), c.send_rate, c.total, "
-        "  d.settled_sent, d.settled_failed, d.settled_rejected, d.live_sent, d.live_failed, d.live_rejected, "
-        "  d.recent, coalesce(p.parked, 0), extract(epoch FROM t.at)::double precision, " PACER_UTC("t.at") ", "
-        "  t.cutoff::text, d.settled_invalid, d.live_invalid "
-        "FROM campaigns c CROSS JOIN t "
-        "CROSS JOIN LATERAL (SELECT "
-        "  count(*) FILTER (WHERE status = 'sent' AND recorded_at < t.cutoff) AS settled_sent, "
-        "  count(*) FILTER (WHERE status = 'failed' AND recorded_at < t.cutoff) AS settled_failed, "
-        "  count(*) FILTER (WHERE status = 'rejected' AND recorded_at < t.cutoff) AS settled_rejected, "
-        "  count(*) FILTER (WHERE status = 'sent' AND recorded_at >= t.cutoff) AS live_sent, "
-        "  count(*) FILTER (WHERE status = 'failed' AND recorded_at >= t.cutoff) AS live_failed, "
-        "  count(*) FILTER (WHERE status = 'rejected' AND recorded_at >= t.cutoff) AS live_rejected, "
-        "  count(*) FILTER (WHERE status = 'invalid_token' AND recorded_at < t.cutoff) AS settled_invalid, "
-        "  count(*) FILTER (WHERE status = 'invalid_token' AND recorded_at >= t.cutoff) AS live_invalid, "
-        "  count(*) FILTER (WHERE status = 'sent' AND recorded_at > t.at - make_interval(secs => $2)) AS recent "
-        "  FROM deliveries WHERE campaign = c.id AND recorded_at >= "
-        "    CASE WHEN c.id = ANY($3::text[]) THEN $4::timestamptz ELSE '-infinity'::timestamptz END) d "
-        "LEFT JOIN LATERAL (SELECT count(*) AS parked FROM parked WHERE campaign = c.id AND c.total IS NULL) p "
-        "ON true "
-        "WHERE c.state IN ('active', 'paused') ORDER BY c.id",
-        settle_s, window_s, textArrayLiteral(known),
-        st.cutoff.empty() ? std::string("-infinity") : st.cutoff);
+    const pqxx::result r = tx.exec_params(kTopCampaignsSql, settle_s, window_s, textArrayLiteral(known),
+                                          st.cutoff.empty() ? std::string("-infinity") : st.cutoff);
     TopSnapshot s;
     std::map<std::string, Impl::Tally> settled;
     std::string cutoff;
@@ -322,30 +356,8 @@ TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
       cutoff = row[15].as<std::string>();
       s.campaigns.push_back(std::move(c));
     }
-    for (const auto& row : tx.exec("SELECT id, rate FROM providers ORDER BY id")) {
-      TopSnapshot::Provider p;
-      p.id = row[0].as<std::string>();
-      if (!row[1].is_null()) p.rate = row[1].as<double>();
-      s.providers.push_back(std::move(p));
-    }
-    // Receipts: only rows with a provider message id (a partial index), so
-    // campaigns sent over HTTP cost nothing here.
-    if (tx.exec1("SELECT to_regclass('delivery_receipts') IS NOT NULL")[0].as<bool>()) {
-      std::map<std::string, TopSnapshot::Campaign*> by_id;
-      for (auto& c : s.campaigns) by_id[c.id] = &c;
-      for (const auto& row : tx.exec(
-               "SELECT campaign, count(*) FILTER (WHERE receipt_status = 'delivered'), "
-               "count(*) FILTER (WHERE receipt_status IN ('undelivered', 'expired', 'rejected', 'unknown')), "
-               "count(*) FILTER (WHERE receipt_status IS NULL) FROM delivery_receipts "
-               "WHERE provider_message_id IS NOT NULL AND send_status = 'sent' GROUP BY campaign")) {
-        auto it = by_id.find(row[0].as<std::string>());
-        if (it == by_id.end()) continue;
-        it->second->has_receipts = true;
-        it->second->delivered = row[1].as<std::int64_t>();
-        it->second->undelivered = row[2].as<std::int64_t>();
-        it->second->receipts_pending = row[3].as<std::int64_t>();
-      }
-    }
+    readTopProviders(tx, s);
+    readTopReceipts(tx, s);
     // Only once the read succeeded: campaigns no longer live are forgotten
     // (counted in full again if they come back).
     st.settled = std::move(settled);
