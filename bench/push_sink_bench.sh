@@ -26,7 +26,7 @@ bash tests/support/make_test_certs.sh "$dir" >/dev/null
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$dir/key.p8"
 openssl ec -in "$dir/key.p8" -pubout -out "$dir/key.pub" 2>/dev/null
 "build/$preset/pacer-fake-apns" --cert "$dir/server.pem" --key "$dir/server.key" --listen 127.0.0.1:0 \
-  --auth-key "$dir/key.pub" --key-id BENCHKEY01 --team-id BENCHTEAM1 --max-concurrent-streams 1000 \
+  --auth-key "$dir/key.pub" --key-id BENCHKEY01 --team-id BENCHTEAM1 --max-concurrent-streams 1000 --token-min-interval-s 0 \
   >"$dir/fake.out" 2>"$dir/fake.err" &
 fake_pid=$!
 port=

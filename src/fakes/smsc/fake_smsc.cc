@@ -36,6 +36,10 @@ struct Conn {
   int account = -1;
   std::uint32_t seq = 0;
   std::deque<std::pair<Clock::time_point, std::string>> delayed;  // submit_sm_resp not yet due
+  // Receipts sent on this bind and not yet answered with deliver_sm_resp, by
+  // sequence number: if the bind goes away they are sent again on another,
+  // as an SMSC does, so a worker that dies loses no receipt.
+  std::map<std::uint32_t, PendingReceipt> unacked;
 };
 
 constexpr int kCmdUnbind = 1;
@@ -121,7 +125,8 @@ void FakeSmsc::Impl::handle(Conn& c, const Pdu& p, Clock::time_point now) {
       return;
     }
     case cmd::kDeliverSmResp:
-      if (c.account >= 0) ++state.accounts()[static_cast<std::size_t>(c.account)].receipts_acked;
+      if (c.unacked.erase(p.sequence_number) > 0 && c.account >= 0)
+        ++state.accounts()[static_cast<std::size_t>(c.account)].receipts_acked;
       return;
     case cmd::kEnquireLink: return append(c.out, makeHeaderOnly(cmd::kEnquireLinkResp, p.sequence_number));
     case cmd::kUnbind:
@@ -196,7 +201,9 @@ void FakeSmsc::Impl::sendReceipts(Clock::time_point now) {
     Pdu d = state.receiptPdu(*it);
     d.sequence_number = ++c.seq;
     append(c.out, d);
-    ++a.receipts_sent[it->outcome];
+    if (!it->counted) ++a.receipts_sent[it->outcome];
+    it->counted = true;
+    c.unacked.emplace(d.sequence_number, std::move(*it));
     it = pending.erase(it);
   }
 }
@@ -275,6 +282,11 @@ void FakeSmsc::Impl::run() {
       flush(c);
       if (c.closing && c.out.empty()) {
         ::close(c.fd);
+        // Unanswered receipts go first to the account's other binds, due now.
+        for (auto r = c.unacked.rbegin(); r != c.unacked.rend(); ++r) {
+          r->second.due = now;
+          state.receipts().push_front(std::move(r->second));
+        }
         it = conns.erase(it);
       } else {
         ++it;

@@ -39,6 +39,7 @@ struct PendingReceipt {
   std::string destination;
   int outcome;  // 0..3 as in receipts_sent
   std::string submit_date;
+  bool counted = false;  // in receipts_sent already (a receipt sent again is not counted twice)
 };
 
 class SmscState {
