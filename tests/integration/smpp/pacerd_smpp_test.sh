@@ -66,6 +66,8 @@ providers:
         system_id: pacer
         password_env: SMSC_PASSWORD
         window: 5
+admin:
+  listen: 127.0.0.1:0
 exit_when_idle_ms: 3000
 YAML
 start=$(date +%s.%N)
