@@ -40,12 +40,7 @@ openssl pkey -in "$dir/sa.key" -pubout -out "$dir/sa.pub"
   --sa-public-key "$dir/sa.pub" --token-ttl-s 60 --window "$quota" --retry-after 1 --record "$dir/record.jsonl" \
   >"$dir/fcm.out" 2>"$dir/fcm.err" &
 fcm_pid=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/^listening 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$dir/fcm.out")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
+port=$(listening_port "$dir/fcm.out" "$fcm_pid") || fail "the fake did not start"
 python3 - "$dir/sa.key" "$port" >"$dir/sa.json" <<'PY'
 import json, sys
 print(json.dumps({"type": "service_account", "project_id": "bench-project", "client_email": "pacer@bench.example",

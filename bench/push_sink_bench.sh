@@ -7,6 +7,7 @@
 # PACER_BENCH_PRESET (default release) the CMake preset to build and run.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/../scripts/services.sh"
 cd "$PACER_ROOT"
 messages=${1:-200000}
 in_flight=${2:-500}
@@ -29,13 +30,7 @@ openssl ec -in "$dir/key.p8" -pubout -out "$dir/key.pub" 2>/dev/null
   --auth-key "$dir/key.pub" --key-id BENCHKEY01 --team-id BENCHTEAM1 --max-concurrent-streams 1000 --token-min-interval-s 0 \
   >"$dir/fake.out" 2>"$dir/fake.err" &
 fake_pid=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/^listening 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$dir/fake.out")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "pacer-fake-apns did not start: $(cat "$dir/fake.err")" >&2; exit 1; }
+port=$(listening_port "$dir/fake.out" "$fake_pid") || fail "the fake did not start"
 echo "# push_sink_bench: $messages notifications x $runs runs, $in_flight in flight, 1 connection, preset $preset, $(nproc) cores"
 for _ in $(seq 1 "$runs"); do
   "build/$preset/bench/push_sink_bench" "https://127.0.0.1:$port" "$dir/key.p8" BENCHKEY01 BENCHTEAM1 "$dir/ca.pem" \

@@ -133,3 +133,17 @@ wait_for_line() {
   done
   return 1
 }
+
+# listening_port FILE PID: the port of a fake provider's "listening 127.0.0.1:PORT" line in
+# FILE (its stdout), waiting up to 10 s; fails if PID exits first or no line comes.
+listening_port() {
+  local port= _
+  for _ in $(seq 100); do
+    port=$(sed -n 's/^listening 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$1")
+    [ -n "$port" ] && { echo "$port"; return 0; }
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "no listening line in $1" >&2
+  return 1
+}

@@ -26,4 +26,15 @@ std::string answerReason(std::string_view provider, int status, std::string_view
   return out;
 }
 
+void httpClassOutcome(int status, std::optional<Nanos> retry_after, SendResult& r) {
+  if (status == 429 || (status == 503 && retry_after)) {
+    r.outcome = SendOutcome::kThrottled;
+    r.retry_after = retry_after.value_or(Nanos{0});
+  } else if (status >= 400 && status < 500 && status != 408) {
+    r.outcome = SendOutcome::kPermanent;
+  } else {
+    r.outcome = SendOutcome::kFault;
+  }
+}
+
 }  // namespace pacer::push

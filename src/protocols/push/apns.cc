@@ -137,13 +137,8 @@ PushVerdict classifyApnsAnswer(int status, std::string_view body, std::optional<
   } else if (status == 403 && (reason == "InvalidProviderToken" || reason == "MissingProviderToken")) {
     r.outcome = SendOutcome::kFault;
     v.credential_failure = true;
-  } else if (status == 429 || (status == 503 && retry_after)) {
-    r.outcome = SendOutcome::kThrottled;
-    r.retry_after = retry_after.value_or(Nanos{0});
-  } else if (status >= 400 && status < 500 && status != 408) {
-    r.outcome = SendOutcome::kPermanent;
   } else {
-    r.outcome = SendOutcome::kFault;
+    httpClassOutcome(status, retry_after, r);
   }
   return v;
 }

@@ -101,15 +101,11 @@ PushVerdict classifyFcmAnswer(int status, std::string_view body, std::optional<N
     // The access token expired or was revoked: fetch a new one, retry.
     r.outcome = SendOutcome::kFault;
     v.refresh_credential = true;
-  } else if (status == 429 || (status == 503 && retry_after)) {
-    r.outcome = SendOutcome::kThrottled;
-    r.retry_after = retry_after.value_or(Nanos{0});
-  } else if (status >= 400 && status < 500 && status != 408) {
-    // 400, 403 SENDER_ID_MISMATCH, 401 THIRD_PARTY_AUTH_ERROR (Firebase's
-    // APNs or web-push credential: a new access token cannot fix it), 404.
-    r.outcome = SendOutcome::kPermanent;
   } else {
-    r.outcome = SendOutcome::kFault;
+    // Other 4xx are permanent: 400, 403 SENDER_ID_MISMATCH, 401
+    // THIRD_PARTY_AUTH_ERROR (Firebase's APNs or web-push credential: a new
+    // access token cannot fix it), 404.
+    httpClassOutcome(status, retry_after, r);
   }
   return v;
 }

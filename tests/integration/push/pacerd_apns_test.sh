@@ -38,13 +38,7 @@ printf '%s\n' "${dead[@]}" >"$tmp/dead.txt"
   --key-id KEY0000001 --team-id TEAM000001 --invalid-tokens "$tmp/dead.txt" --record "$tmp/record.jsonl" \
   --max-concurrent-streams 8 >"$tmp/apns.out" 2>"$tmp/apns.err" &
 apns_pid=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/^listening 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$tmp/apns.out")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || fail "pacer-fake-apns did not start"
+port=$(listening_port "$tmp/apns.out" "$apns_pid") || fail "the fake did not start"
 
 pacer_start_postgres "$tmp/pg"
 export PACER_POSTGRES=$PACER_PG

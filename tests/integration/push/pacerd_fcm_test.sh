@@ -36,13 +36,7 @@ printf '%s\n' "${dead[@]}" >"$tmp/dead.txt"
   --sa-email pacer@demo-project.iam.gserviceaccount.com --token-ttl-s 4 --invalid-tokens "$tmp/dead.txt" \
   --record "$tmp/record.jsonl" >"$tmp/fcm.out" 2>"$tmp/fcm.err" &
 fcm_pid=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/^listening 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$tmp/fcm.out")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || fail "pacer-fake-fcm did not start"
+port=$(listening_port "$tmp/fcm.out" "$fcm_pid") || fail "the fake did not start"
 python3 - "$tmp/sa.key" "$port" >"$tmp/sa.json" <<'PY'
 import json, sys
 print(json.dumps({"type": "service_account", "project_id": "demo-project",
