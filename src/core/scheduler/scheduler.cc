@@ -208,7 +208,7 @@ struct Scheduler::Impl {
 
   // What campaign `id` could take right now, within its backlog, its
   // limiter and its provider's; a candidate when above 0.
-  void gather(CampaignId id, MonoTime now, std::uint64_t capacity) {
+  [[gnu::always_inline]] void gather(CampaignId id, MonoTime now, std::uint64_t capacity) {
     CampaignSlot& c = campaigns[id];
     std::uint64_t cap = std::min(c.backlog, capacity);
     if (c.limiter) cap = c.limiter->available(now, cap);
