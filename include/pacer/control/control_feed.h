@@ -27,6 +27,9 @@ struct ControlFeedOptions {
   std::string postgres;                              // libpq conninfo
   std::chrono::milliseconds refresh_interval{1000};  // a full re-read at least this often
   std::chrono::milliseconds tick{5};                 // the loop's tick (the small-burst warning)
+  // How often this worker marks completed the campaigns whose total is
+  // reached (PgDirectory::completeFinished); 0: never.
+  std::chrono::milliseconds complete_interval{10000};
 };
 
 class ControlFeed {

@@ -41,6 +41,12 @@ class PgDirectory {
   // or when it fails its checks (then *problem says why).
   std::optional<ProviderInfo> provider(const std::string& id, std::optional<std::string>* problem = nullptr);
   std::optional<CampaignInfo> campaign(const std::string& id, std::optional<std::string>* problem = nullptr);
+  // Marks completed every active campaign whose total is reached: as many
+  // ledger rows as its total, none of its messages parked. Each is announced
+  // on the control channel in the same transaction, so every worker applies
+  // it (and records a late message for it as rejected: "completed"). Returns
+  // their ids. Safe from several workers at once: a row is completed once.
+  std::vector<std::string> completeFinished();
   // Inserts or replaces (tests, the demo, pacerctl).
   void putProvider(const ProviderInfo& p);
   void putCampaign(const CampaignInfo& c);

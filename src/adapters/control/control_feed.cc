@@ -63,6 +63,7 @@ struct ControlFeed::Impl {
   std::unique_ptr<ledger::PgDirectory> directory;
   std::unique_ptr<ledger::PgListener> listener;
   MonoTime last_refresh{};
+  MonoTime last_complete_check{};
   MonoTime listen_retry_at{};
   milliseconds listen_backoff{kListenBackoffMin};
   bool listen_outage = false;        // LISTEN is down (said once)
@@ -73,6 +74,7 @@ struct ControlFeed::Impl {
   std::map<std::string, std::pair<double, double>> warned_burst;
 
   bool refresh(MonoTime now);
+  void completeFinished(MonoTime now);
   void applyProvider(const ProviderInfo& p, MonoTime now, Bad& bad);
   void applyCampaign(const CampaignInfo& c, MonoTime now, Bad& bad);
   void rowProblem(const RowProblem& p, MonoTime now, Bad& bad);
@@ -328,6 +330,19 @@ void ControlFeed::poll(MonoTime now) {
   impl_->pollListener(now);
   if (now - impl_->last_refresh >= impl_->options.refresh_interval || (impl_->retry_at && now >= *impl_->retry_at))
     impl_->refresh(now);
+  const auto every = impl_->options.complete_interval;
+  if (every.count() > 0 && now - impl_->last_complete_check >= every) impl_->completeFinished(now);
+}
+
+void ControlFeed::Impl::completeFinished(MonoTime now) {
+  last_complete_check = now;
+  try {
+    // The change reaches every worker (this one too) as a notice on the channel.
+    for (const std::string& id : directory->completeFinished()) log->info("event=campaign_completed id={}", id);
+  } catch (const std::exception& e) {
+    // The next refresh says so if PostgreSQL is away; this is only a late completion.
+    log->debug("event=complete_check_failed error=\"{}\"", e.what());
+  }
 }
 
 bool ControlFeed::refresh(MonoTime now) { return impl_->refresh(now); }

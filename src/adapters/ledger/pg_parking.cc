@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "pacer/control/values.h"
 #include "pg_common.h"
 #include "table_rows.h"
 
@@ -200,7 +201,27 @@ std::optional<CampaignInfo> PgDirectory::campaign(const std::string& id, std::op
   });
 }
 
-namespace {}  // namespace
+std::vector<std::string> PgDirectory::completeFinished() {
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::work tx(c);
+    // The count is an index-only scan of deliveries (campaign, recorded_at),
+    // and only for campaigns that are active and have a total.
+    const pqxx::result r = tx.exec(
+        "UPDATE campaigns c SET state = 'completed', updated_at = now() "
+        "WHERE c.state = 'active' AND c.total IS NOT NULL "
+        "AND NOT EXISTS (SELECT 1 FROM parked p WHERE p.campaign = c.id) "
+        "AND (SELECT count(*) FROM deliveries d WHERE d.campaign = c.id) >= c.total "
+        "RETURNING c.id");
+    std::vector<std::string> done;
+    for (const auto& row : r) {
+      done.push_back(row[0].as<std::string>());
+      tx.exec_params("SELECT pg_notify($1, $2)", std::string(control::kControlChannel),
+                     control::notifyPayload("campaign", done.back(), "completed"));
+    }
+    tx.commit();
+    return done;
+  });
+}
 
 void PgDirectory::putProvider(const ProviderInfo& p) {
   guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {

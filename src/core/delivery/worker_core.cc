@@ -129,12 +129,15 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
         m.scheduler.setWeight(c->sid, info.weight);
     }
   }
-  const bool cancelled_now = info.state == CampaignState::kCancelled && c->info.state != CampaignState::kCancelled;
+  // Cancelled, or completed (its total is in the ledger, so what is still
+  // queued here is beyond the total the operator gave): what is held gets a
+  // row with the reason, never a stall.
+  const char* closed_now = info.state != c->info.state ? closedReason(info.state) : nullptr;
   c->info = info;
   c->held = false;
   m.applyPause(c);
-  if (cancelled_now) {
-    m.failQueued(c, "cancelled");
+  if (closed_now) {
+    m.failQueued(c, closed_now);
     if (c->parked_waiting > 0) m.with_parked.insert(c);
   }
 }

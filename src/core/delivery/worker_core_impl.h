@@ -13,9 +13,9 @@
 #include <set>
 #include <unordered_map>
 
+#include "campaign_queue.h"
 #include "pacer/adaptive_rate.h"
 #include "pacer/circuit_breaker.h"
-#include "campaign_queue.h"
 #include "pacer/worker.h"
 
 namespace pacer {
@@ -42,6 +42,14 @@ inline bool samePartition(const Position& p, const TopicPartition& tp) {
 
 }  // namespace delivery_detail
 
+// Why a campaign in this state sends nothing more: its messages still held
+// here get a row with this reason; nullptr while it may send.
+inline const char* closedReason(CampaignState state) noexcept {
+  if (state == CampaignState::kCancelled) return "cancelled";
+  if (state == CampaignState::kCompleted) return "completed: beyond the campaign's total";
+  return nullptr;
+}
+
 struct WorkerCore::Impl {
   using Item = delivery_detail::Item;
 
@@ -51,8 +59,8 @@ struct WorkerCore::Impl {
     CampaignId sid = 0;
     Provider* provider = nullptr;
     delivery_detail::CampaignQueue<Item> queue;  // and the scheduler's backlog of it
-    std::size_t to_park = 0;         // items of this campaign waiting in to_park
-    std::size_t parked_waiting = 0;  // parked, not yet claimed back (an estimate)
+    std::size_t to_park = 0;                     // items of this campaign waiting in to_park
+    std::size_t parked_waiting = 0;              // parked, not yet claimed back (an estimate)
     MonoTime next_claim{};
     bool sched_paused = false;
     bool held = false;          // its row never passed its checks: its messages wait
@@ -116,10 +124,10 @@ struct WorkerCore::Impl {
   MonoTime next_scan;
   MonoTime next_renew;
 
-  std::vector<DeliveryRecord> rows;    // pending, in the order made
+  std::vector<DeliveryRecord> rows;       // pending, in the order made
   std::vector<DeliveryReceipt> receipts;  // from the sink, not yet in the ledger (written with the rows)
-  std::vector<char> rows_tracked;      // per row: its offset is in the tracker
-  std::optional<MonoTime> rows_since;  // when the oldest pending row was made (set at the step that made it)
+  std::vector<char> rows_tracked;         // per row: its offset is in the tracker
+  std::optional<MonoTime> rows_since;     // when the oldest pending row was made (set at the step that made it)
   MonoTime ledger_retry_at{};
   bool ledger_failing = false;   // the last ledger write failed
   bool parking_failing = false;  // the last park() failed
@@ -127,7 +135,7 @@ struct WorkerCore::Impl {
   MonoTime now{};         // of the current step or offer
   bool draining = false;  // drain(): no new sends
   std::size_t queued = 0;
-  std::uint64_t queued_units = 0;  // the cost of everything queued, in quota units
+  std::uint64_t queued_units = 0;       // the cost of everything queued, in quota units
   std::vector<Campaign*> refused_paid;  // a message the sink refused waits paid: tried first next dispatch
   std::size_t buffered_bytes = 0;
   WorkerStats totals;

@@ -175,7 +175,8 @@ bool WorkerCore::Impl::writeParking(MonoTime now) {
 void WorkerCore::Impl::claimBack(MonoTime now) {
   for (auto it = with_parked.begin(); it != with_parked.end();) {
     Campaign* c = *it;
-    const bool cancelled = c->info.state == CampaignState::kCancelled;
+    const char* closed = closedReason(c->info.state);
+    const bool cancelled = closed != nullptr;  // cancelled or completed: claimed to be given their rows
     const std::size_t k = keep(*c);
     const bool room = cancelled || (c->info.state == CampaignState::kActive && c->queue.size() < k / 2);
     if (!room || now < c->next_claim || c->to_park > 0) {
@@ -204,7 +205,7 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
       MessageCost cost = cancelled ? MessageCost{} : costOf(c, item.msg);
       item.cost = cost.units;
       if (cancelled) {
-        addRow(c, item, DeliveryStatus::kFailed, 0, "cancelled");
+        addRow(c, item, DeliveryStatus::kFailed, 0, closed);
       } else if (cost.units == 0) {
         addRow(c, item, DeliveryStatus::kRejected, 0, std::move(cost.error));
       } else {

@@ -185,8 +185,8 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
     if (leaser && p->qid != UINT32_MAX) leaser->reportThrottle(p->qid, d.delay);  // drops its leases too
   }
   ++c->stats.retries;
-  if (c->info.state == CampaignState::kCancelled) {
-    addRow(c, item, DeliveryStatus::kFailed, item.attempts, "cancelled");
+  if (const char* why = closedReason(c->info.state)) {
+    addRow(c, item, DeliveryStatus::kFailed, item.attempts, why);
     return;
   }
   buffered_bytes += item.bytes();
@@ -220,8 +220,8 @@ void WorkerCore::Impl::releaseRetries(MonoTime now) {
     Campaign* c = node.mapped().first;
     --c->retrying;
     buffered_bytes -= node.mapped().second.bytes();
-    if (c->info.state == CampaignState::kCancelled) {
-      addRow(c, node.mapped().second, DeliveryStatus::kFailed, node.mapped().second.attempts, "cancelled");
+    if (const char* why = closedReason(c->info.state)) {
+      addRow(c, node.mapped().second, DeliveryStatus::kFailed, node.mapped().second.attempts, why);
       continue;
     }
     enqueue(c, std::move(node.mapped().second), true);

@@ -424,3 +424,48 @@ TEST(PgLedgerNoServer, ConnectionRefusedIsUnavailable) {
 
 }  // namespace
 }  // namespace pacer::ledger
+
+namespace pacer::ledger {
+namespace {
+
+class CompletionListener : public pqxx::notification_receiver {
+ public:
+  explicit CompletionListener(pqxx::connection_base& c) : pqxx::notification_receiver(c, "pacer_control") {}
+  void operator()(const std::string& payload, int) override { payloads.push_back(payload); }
+  std::vector<std::string> payloads;
+};
+
+TEST_F(PgLedgerTest, ACampaignIsCompletedOnceItsTotalIsInTheLedgerAndNothingIsParked) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  PgDirectory dir(options_);
+  CampaignInfo c;
+  c.id = "camp-1";
+  dir.putCampaign(c);
+  CampaignInfo open_ended;  // no total: never completed by the count
+  open_ended.id = "camp-2";
+  dir.putCampaign(open_ended);
+  pqxx::connection sql(options_.conninfo);
+  pqxx::nontransaction(sql).exec("UPDATE campaigns SET total = 3 WHERE id = 'camp-1'");
+  pqxx::connection listen(options_.conninfo);
+  CompletionListener heard(listen);
+
+  ledger->record(std::vector<DeliveryRecord>{row("m-1", 1), row("m-2", 2, DeliveryStatus::kFailed, "HTTP 500")});
+  EXPECT_TRUE(dir.completeFinished().empty());  // 2 of 3
+  pqxx::nontransaction(sql).exec(
+      "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, payload) "
+      "VALUES ('m-3', 'camp-1', 'messages', 3, 3, 'x'), ('m-4', 'camp-2', 'messages', 3, 4, 'y')");
+  ledger->record(std::vector<DeliveryRecord>{row("m-3", 3)});
+  EXPECT_TRUE(dir.completeFinished().empty());  // 3 of 3, but one still parked
+  pqxx::nontransaction(sql).exec("DELETE FROM parked WHERE message_id = 'm-3'");
+  EXPECT_EQ(dir.completeFinished(), std::vector<std::string>{"camp-1"});
+  EXPECT_TRUE(dir.completeFinished().empty());  // once
+  EXPECT_EQ(dir.campaign("camp-1")->state, CampaignState::kCompleted);
+  EXPECT_EQ(dir.campaign("camp-2")->state, CampaignState::kActive);
+  for (int i = 0; i < 50 && heard.payloads.empty(); ++i) listen.await_notification(0, 100000);
+  ASSERT_EQ(heard.payloads.size(), 1u);
+  EXPECT_EQ(heard.payloads[0], R"({"kind":"campaign","id":"camp-1","change":"completed"})");
+}
+
+}  // namespace
+}  // namespace pacer::ledger

@@ -379,6 +379,27 @@ TEST_F(WorkerCoreTest, CancelFailsWhatIsQueuedAndWhatArrives) {
   EXPECT_EQ(committed(), 6);
 }
 
+// Completed means its total is in the ledger: what is still queued is beyond
+// the total and gets a row saying so (never a stalled partition), what
+// arrives later is rejected.
+TEST_F(WorkerCoreTest, CompletedFailsWhatIsQueuedBeyondTheTotalAndRejectsWhatArrives) {
+  make();
+  core_->upsertCampaign(campaign("a", 1), clock_.now());
+  for (int i = 0; i < 5; ++i) core_->offer(raw(i, "a"), clock_.now());
+  run(milliseconds(100));
+  CampaignInfo c = campaign("a", 1);
+  c.state = CampaignState::kCompleted;
+  core_->upsertCampaign(c, clock_.now());
+  core_->offer(raw(5, "a"), clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 1u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kFailed), 4u);
+  EXPECT_EQ(ledger_.byId.at("m0-2").reason, "completed: beyond the campaign's total");
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kRejected), 1u);
+  EXPECT_EQ(ledger_.byId.at("m0-5").reason, "campaign 'a' is completed");
+  EXPECT_EQ(committed(), 6);
+}
+
 TEST_F(WorkerCoreTest, PausedCampaignWaitsAndOthersGoOn) {
   make();
   CampaignInfo p = campaign("p", std::nullopt);
