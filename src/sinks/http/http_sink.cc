@@ -204,14 +204,10 @@ class HttpSink final : public SinkInterface {
       r.latency = latency;
       return r;
     }
-    std::string_view retry_after;
-    if (status == 429 || status == 503) {
-      // Read from the answer's headers only when it matters, instead of
-      // inspecting every header line of every answer.
-      curl_header* h = nullptr;
-      if (curl_easy_header(t.easy, "Retry-After", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h != nullptr)
-        retry_after = h->value;
-    }
+    // Read from the answer's headers only when it matters, instead of
+    // inspecting every header line of every answer.
+    const std::string_view retry_after =
+        status == 429 || status == 503 ? headerOf(t.easy, "Retry-After") : std::string_view();
     const Nanos latency = r.latency;
     r = classifyHttpAnswer(static_cast<int>(status), retry_after, t.response, std::time(nullptr));
     r.ticket = t.ticket;
