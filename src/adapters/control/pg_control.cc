@@ -276,7 +276,9 @@ constexpr const char* kTopCampaignsSql =
     "    CASE WHEN c.id = ANY($3::text[]) THEN $4::timestamptz ELSE '-infinity'::timestamptz END) d "
     "LEFT JOIN LATERAL (SELECT count(*) AS parked FROM parked WHERE campaign = c.id AND c.total IS NULL) p "
     "ON true "
-    "WHERE c.state IN ('active', 'paused') ORDER BY c.id";
+    "WHERE c.state IN ('active', 'paused') "
+    // A campaign that completed in the last hour stays in view, as done.
+    "OR (c.state = 'completed' AND c.updated_at > t.at - interval '1 hour') ORDER BY c.id";
 
 void readTopProviders(SnapshotRead& tx, TopSnapshot& s) {
   for (const auto& row : tx.exec("SELECT id, rate FROM providers ORDER BY id")) {

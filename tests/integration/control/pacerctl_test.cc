@@ -747,9 +747,15 @@ TEST_F(PacerctlTest, TopSnapshotsAddOnlyNewRowsAndCountACampaignSeenLateInFull) 
   EXPECT_EQ(a_of(s, "a").invalid_token, 2);
   EXPECT_EQ(a_of(s, "z").sent, 7);
 
-  // A campaign that leaves the view and comes back is counted in full again.
+  // A campaign completed in the last hour stays in view, as done; one
+  // completed longer ago leaves it, and if it comes back it is counted in
+  // full again.
   ASSERT_EQ(ctl({"campaign", "pause", "z"}).code, 0);
   exec("UPDATE campaigns SET state = 'completed' WHERE id = 'z'");
+  s = db.topSnapshot(5, 10);
+  EXPECT_EQ(s.campaigns.size(), 2u);
+  EXPECT_EQ(a_of(s, "z").state, "completed");
+  exec("UPDATE campaigns SET updated_at = now() - interval '2 hours' WHERE id = 'z'");
   s = db.topSnapshot(5, 10);
   EXPECT_EQ(s.campaigns.size(), 1u);
   exec("UPDATE campaigns SET state = 'active' WHERE id = 'z'");
