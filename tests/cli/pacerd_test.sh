@@ -24,7 +24,7 @@ ok=(--brokers 127.0.0.1:1 --topic t --postgres "host=127.0.0.1 port=1")
 expect_refusal "kafka brokers: empty" --topic t --postgres x
 expect_refusal "kafka topics: none" --brokers b --postgres x
 expect_refusal "postgres: empty" --brokers b --topic t
-expect_refusal '--sink: sink.kind: expected one of stdout, null, http, kafka, smpp, got "bogus"' "${ok[@]}" --sink bogus
+expect_refusal '--sink: sink.kind: expected one of stdout, null, http, kafka, smpp, apns, fcm, got "bogus"' "${ok[@]}" --sink bogus
 expect_refusal "sink http: " "${ok[@]}" --sink http --http-url "ftp://example.com/"
 expect_refusal "kafka sink: the outbound topic is empty" "${ok[@]}" --sink kafka
 expect_refusal '--parking: ledger.parking: expected on or off, got "maybe"' "${ok[@]}" --parking maybe
