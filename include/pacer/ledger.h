@@ -19,8 +19,10 @@ struct DeliveryReceipt;  // pacer/sink.h
 // kInvalidToken: the provider said the recipient's push token is dead (a
 // dead-letter row like kFailed, kept apart so the operator can export and
 // prune the tokens).
-enum class DeliveryStatus { kSent, kFailed, kRejected, kInvalidToken };
-// "sent", "failed", "rejected", "invalid_token".
+// kSuppressed: a frequency cap refused the message under the suppress policy
+// (a finished outcome: nothing was sent, by rule, and the row says which cap).
+enum class DeliveryStatus { kSent, kFailed, kRejected, kInvalidToken, kSuppressed };
+// "sent", "failed", "rejected", "invalid_token", "suppressed".
 std::string_view deliveryStatusName(DeliveryStatus s) noexcept;
 
 struct DeliveryRecord {

@@ -2,6 +2,7 @@
 //   key              = campaign id (required, UTF-8, at most 256 bytes)
 //   header message-id = the message's id; absent: "<topic>:<partition>:<offset>"
 //   header recipient  = optional; passed to the sink
+//   header tz         = optional; the recipient's IANA time zone (quiet hours)
 //   value            = the payload, passed to the sink unchanged
 // A message over the configured size, or with a key or id that cannot be
 // used, is rejected with a reason (a ledger row), never dropped silently.
@@ -38,6 +39,7 @@ struct Message {
   std::string campaign;   // Kafka key
   std::string recipient;  // may be empty
   std::string payload;
+  std::string time_zone;  // the `tz` header; empty: the campaign's default zone
   // What the message says (campaign, recipient, payload), hashed: the same
   // id with another fingerprint is another message reusing the id.
   std::uint64_t fingerprint = 0;

@@ -23,6 +23,7 @@
 
 #include "pacer/adaptive_rate.h"
 #include "pacer/circuit_breaker.h"
+#include "pacer/campaign_rules.h"
 #include "pacer/campaign_state.h"
 #include "pacer/ledger.h"
 #include "pacer/message.h"
@@ -45,6 +46,12 @@ struct CampaignInfo {
   double weight = 1.0;
   std::string provider;  // empty: none
   CampaignState state = CampaignState::kActive;
+  // Priority and recipient rules (campaign_rules.h, docs/recipient-rules.md).
+  std::string priority_class;  // a configured class; empty: the default class
+  std::string quiet_hours;     // local window, "21:00-08:00"; empty: none
+  std::string time_zone;       // IANA zone for messages without a `tz` header; empty: none
+  std::optional<FrequencyCapRule> frequency_cap;  // per recipient, scope "campaign:<id>"; nullopt: none
+  CapPolicy cap_policy = CapPolicy::kSuppress;    // for this campaign's cap and its class's cap
 };
 
 // A provider as configured (the providers table).
@@ -164,6 +171,10 @@ struct CampaignStats {
   std::uint64_t failed = 0;
   std::uint64_t rejected = 0;
   std::uint64_t invalid_tokens = 0;  // `invalid_token` rows: the recipient's push token is dead
+  std::uint64_t suppressed = 0;      // `suppressed` rows: a frequency cap refused the message
+  std::uint64_t deferred = 0;        // messages a frequency cap made wait (policy defer, or the cap store down)
+  std::size_t quiet_waiting = 0;     // gauge: messages waiting for the recipient's quiet hours to end
+  std::string priority_class;        // the class it is scheduled in
   std::uint64_t retries = 0;
   std::uint64_t parked = 0;                       // messages parked
   std::uint64_t unparked = 0;                     // messages claimed back

@@ -8,6 +8,7 @@ std::string_view deliveryStatusName(DeliveryStatus s) noexcept {
     case DeliveryStatus::kFailed: return "failed";
     case DeliveryStatus::kRejected: return "rejected";
     case DeliveryStatus::kInvalidToken: return "invalid_token";
+    case DeliveryStatus::kSuppressed: return "suppressed";
   }
   return "unknown";
 }
