@@ -11,6 +11,11 @@
 //    starting campaign that rotates every tick, so no campaign is favoured.
 //  - Cost per tick is proportional to the *active* campaigns (registered,
 //    not paused, with backlog), not to all registered ones.
+//  - Strict priority between classes: each campaign has a priority rank (0
+//    first). Each tick the ranks are served in order: rank 0's campaigns
+//    share the capacity and their providers' tokens as above, and what they
+//    leave goes to rank 1, and so on. Within a rank, weights and fairness as
+//    above. With one rank (the default) a tick is exactly the fair share.
 //
 // The scheduler does not hold messages: the caller tells it how much work each
 // campaign has (addBacklog) and dispatches what tick() grants. Pure: time is
@@ -45,7 +50,11 @@ struct CampaignSpec {
   std::optional<RateLimit> limit;  // nullopt: no campaign limit
   double weight = 1.0;             // > 0; shares are proportional to weight
   ProviderId provider = kNoProvider;
+  std::uint32_t priority = 0;  // rank of its class, < kMaxPriorityRanks; 0 is served first
 };
+
+// Priority ranks a scheduler tells apart (classes beyond are refused).
+inline constexpr std::uint32_t kMaxPriorityRanks = 8;
 
 struct ProviderSpec {
   std::optional<RateLimit> limit;  // nullopt: no provider limit
@@ -84,6 +93,9 @@ class Scheduler {
   // Switching between limited and unlimited builds a fresh limiter.
   void setLimit(CampaignId id, std::optional<RateLimit> limit, MonoTime now);
   void setWeight(CampaignId id, double weight);
+  // A new priority rank (< kMaxPriorityRanks) from the next tick.
+  void setPriority(CampaignId id, std::uint32_t rank);
+  std::uint32_t priorityOf(CampaignId id) const;
 
   // Work waiting for a campaign, in messages.
   void addBacklog(CampaignId id, std::uint64_t n);

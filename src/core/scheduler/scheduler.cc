@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -20,6 +21,7 @@ struct CampaignSlot {
   std::uint64_t backlog = 0;
   double credit = 0.0;  // messages owed (+) or given ahead (-), within [-1, 1]
   std::uint32_t active_pos = kNotActive;
+  std::uint32_t rank = 0;            // priority rank: lower ranks are served first
   RateLimitingInterfacePtr limiter;  // null: unlimited
 };
 
@@ -46,6 +48,11 @@ struct Candidate {
   std::uint64_t give;
 };
 
+void checkRank(std::uint32_t rank) {
+  if (rank >= kMaxPriorityRanks)
+    throw SchedulerError(fmt::format("priority rank must be below {}, got {}", kMaxPriorityRanks, rank));
+}
+
 void checkWeight(double w) {
   if (!std::isfinite(w) || w <= 0.0) throw SchedulerError(fmt::format("weight must be a finite number > 0, got {}", w));
 }
@@ -61,6 +68,9 @@ struct Scheduler::Impl {
   std::uint64_t rotation = 0;
   std::uint64_t stamp = 0;
   std::size_t alive = 0;
+  // Active campaigns per priority rank, and how many ranks have any.
+  std::array<std::uint32_t, kMaxPriorityRanks> active_per_rank{};
+  std::uint32_t ranks_active = 0;
   // Scratch reused every tick.
   std::vector<Candidate> cands;
   std::vector<ProviderId> touched;
@@ -97,7 +107,9 @@ struct Scheduler::Impl {
     if (want && c.active_pos == kNotActive) {
       c.active_pos = static_cast<std::uint32_t>(active.size());
       active.push_back(id);
+      countRank(c.rank, +1);
     } else if (!want && c.active_pos != kNotActive) {
+      countRank(c.rank, -1);
       const std::uint32_t pos = c.active_pos;
       active[pos] = active.back();
       campaigns[active[pos]].active_pos = pos;
@@ -105,6 +117,12 @@ struct Scheduler::Impl {
       c.active_pos = kNotActive;
       c.credit = 0.0;
     }
+  }
+
+  void countRank(std::uint32_t rank, int delta) {
+    std::uint32_t& n = active_per_rank[rank];
+    if (delta > 0 && n++ == 0) ++ranks_active;
+    if (delta < 0 && --n == 0) --ranks_active;
   }
 
   void waterFill(double capacity) {
@@ -223,8 +241,9 @@ struct Scheduler::Impl {
         ps.members.clear();
         touched.push_back(c.provider);
       }
-      if (ps.available == 0) return;
-      cap = std::min(cap, ps.available);
+      const std::uint64_t room = ps.available - ps.granted;  // what the ranks before left
+      if (room == 0) return;
+      cap = std::min(cap, room);
       ps.members.push_back(static_cast<std::uint32_t>(cands.size()));
     }
     cands.push_back(Candidate{id, c.provider, c.weight, cap, 0.0, true, 0});
@@ -278,8 +297,8 @@ struct Scheduler::Impl {
     }
   }
 
-  // Takes the tokens from the limiters and publishes the grants.
-  void settle(MonoTime now) {
+  // Takes the tokens from the campaigns' limiters and publishes the grants.
+  void settleCampaigns(MonoTime now) {
     for (Candidate& c : cands) {
       CampaignSlot& slot = campaigns[c.id];
       if (c.give > 0 && slot.limiter && !slot.limiter->tryAcquire(c.give, now)) {
@@ -296,11 +315,40 @@ struct Scheduler::Impl {
       if (slot.backlog == 0) drained.push_back(c.id);
       grants.push_back(Grant{c.id, c.give});
     }
+  }
+
+  // Takes what every rank was granted from the providers' limiters.
+  void settleProviders(MonoTime now) {
     for (ProviderId p : touched) {
       ProviderSlot& ps = providers[p];
       if (ps.limiter && ps.granted > 0) ps.limiter->tryAcquire(ps.granted, now);
     }
     for (CampaignId id : drained) refreshActive(id);
+  }
+
+  // One rank's share of a tick (all campaigns when `rank` is nullopt): its
+  // candidates take what they can of `capacity` and of their providers'
+  // tokens left by the ranks before. Returns the capacity left.
+  std::uint64_t serve(MonoTime now, std::uint64_t capacity, std::size_t start, std::optional<std::uint32_t> rank) {
+    cands.clear();
+    for (ProviderId p : touched) {  // what the ranks before left of each provider
+      ProviderSlot& ps = providers[p];
+      ps.members.clear();
+      ps.real_left = ps.limiter ? static_cast<double>(ps.available - ps.granted) : kInf;
+    }
+    const std::size_t n = active.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      const CampaignId id = active[(start + k) % n];
+      if (!rank || campaigns[id].rank == *rank) gather(id, now, capacity);
+    }
+    if (cands.empty()) return capacity;
+    waterFill(capacity == kUnlimitedCapacity ? kInf : static_cast<double>(capacity));
+    giveRemainder(giveWhole(capacity));
+    settleCampaigns(now);
+    if (capacity == kUnlimitedCapacity) return capacity;
+    std::uint64_t given = 0;
+    for (const Candidate& c : cands) given += c.give;
+    return capacity - std::min(given, capacity);
   }
 
   std::span<const Grant> tick(MonoTime now, std::uint64_t capacity) {
@@ -314,11 +362,14 @@ struct Scheduler::Impl {
     unlimited_tick = capacity == kUnlimitedCapacity;
     // Candidates in rotated order: what each could take right now.
     const std::size_t start = static_cast<std::size_t>(rotation++ % n);
-    for (std::size_t k = 0; k < n; ++k) gather(active[(start + k) % n], now, capacity);
-    if (cands.empty()) return {};
-    waterFill(capacity == kUnlimitedCapacity ? kInf : static_cast<double>(capacity));
-    giveRemainder(giveWhole(capacity));
-    settle(now);
+    if (ranks_active <= 1) {
+      serve(now, capacity, start, std::nullopt);
+    } else {
+      std::uint64_t left = capacity;
+      for (std::uint32_t r = 0; r < kMaxPriorityRanks && left > 0; ++r)
+        if (active_per_rank[r] > 0) left = serve(now, left, start, r);
+    }
+    settleProviders(now);
     return grants;
   }
 };
@@ -349,11 +400,13 @@ void Scheduler::setProviderLimit(ProviderId id, std::optional<RateLimit> limit, 
 
 CampaignId Scheduler::addCampaign(const CampaignSpec& spec, MonoTime now) {
   checkWeight(spec.weight);
+  checkRank(spec.priority);
   if (spec.provider != kNoProvider) impl_->provider(spec.provider);
   CampaignSlot slot;
   slot.alive = true;
   slot.weight = spec.weight;
   slot.provider = spec.provider;
+  slot.rank = spec.priority;
   slot.limiter = impl_->build(spec.limit, now);
   CampaignId id;
   if (!impl_->free_ids.empty()) {
@@ -407,6 +460,18 @@ void Scheduler::setWeight(CampaignId id, double weight) {
   checkWeight(weight);
   impl_->campaign(id).weight = weight;
 }
+
+void Scheduler::setPriority(CampaignId id, std::uint32_t rank) {
+  checkRank(rank);
+  CampaignSlot& c = impl_->campaign(id);
+  if (c.rank == rank) return;
+  const bool active = c.active_pos != kNotActive;
+  if (active) impl_->countRank(c.rank, -1);
+  c.rank = rank;
+  if (active) impl_->countRank(c.rank, +1);
+}
+
+std::uint32_t Scheduler::priorityOf(CampaignId id) const { return impl_->campaign(id).rank; }
 
 void Scheduler::addBacklog(CampaignId id, std::uint64_t n) {
   CampaignSlot& c = impl_->campaign(id);
