@@ -61,6 +61,35 @@ struct AdaptiveLevel {
   std::uint64_t faults = 0;
 };
 
+// Strict priority between classes sharing one level (a provider's bucket),
+// across every worker. The backend keeps, per scope, when each class last
+// asked for tokens (want > 0); a class that asked within `active_window` is
+// "asking". Then, for a request of class `rank`:
+//   - with a higher class asking, its lookahead on the shared level is only
+//     `lower_lookahead` (up to twice that for a class with lower classes
+//     asking too): it takes the tokens the level holds now and may owe it
+//     only a moment, so a higher class asking after it finds the level owing
+//     little and is granted at once, and while a higher class owes the level
+//     it gets nothing;
+//   - with no higher class asking, the request's own lookahead applies, at
+//     most `top_lookahead` unless it is rank 0 with no lower class asking:
+//     so a higher class that starts asking finds the level owing at most
+//     that much and waits no longer;
+//   - with lower classes asking and floor > 0, it may use at most
+//     (1 - floor * lower classes asking) of the level's rate (a bucket of its
+//     own, key "k<rank>"), so a floor of the level is left to the lower
+//     classes: none is starved for good.
+// Every grant still takes from the shared level, so priority decides who
+// gets the level's tokens, never how many there are.
+struct LeasePriority {
+  std::uint32_t level = 0;  // index into the request's levels: the shared one
+  std::uint32_t rank = 0;   // the class; 0 is the highest
+  double floor = 0.0;       // [0, 0.5]: kept for each lower class asking
+  Nanos lower_lookahead = std::chrono::milliseconds(50);
+  Nanos top_lookahead = std::chrono::milliseconds(250);
+  Nanos active_window = std::chrono::seconds(1);
+};
+
 struct LeaseRequest {
   // The hash tag every key of this request carries (the provider's name, or
   // the campaign's when it has no provider), so that one request touches one
@@ -91,6 +120,8 @@ struct LeaseRequest {
   // The level whose rate adapts, if any. Its state lives under the scope
   // (key "a" in Redis), shared by every request of the scope that names it.
   std::optional<AdaptiveLevel> adaptive;
+  // Classes sharing a level (see LeasePriority). nullopt: no priority.
+  std::optional<LeasePriority> priority;
 };
 
 enum class QuotaStatus : std::uint8_t {

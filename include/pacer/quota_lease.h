@@ -110,6 +110,19 @@ struct QuotaCampaignSpec {
   // A scheduler provider to put the campaign under as well (local limits on
   // top of the global ones, for example an adaptive rate), or none.
   ProviderId local_provider = kNoProvider;
+  // Its priority class's rank (0 highest, < kMaxPriorityRanks): served first
+  // in this worker's scheduler, and, with LeaseOptions::priority.enabled,
+  // first at its provider's shared bucket across every worker.
+  std::uint32_t priority = 0;
+};
+
+// Strict priority at a provider's shared bucket (LeasePriority in quota.h).
+struct PriorityLeaseOptions {
+  bool enabled = false;  // requests carry their class; off: classes only order this worker's scheduler
+  double floor = 0.05;   // [0, 0.5]: a provider's rate kept for each lower class asking
+  Nanos lower_lookahead = std::chrono::milliseconds(50);
+  Nanos top_lookahead = std::chrono::milliseconds(250);
+  Nanos active_window = std::chrono::seconds(1);
 };
 
 struct LeaseOptions {
@@ -128,6 +141,7 @@ struct LeaseOptions {
   // id for the backend's count of active workers: give each worker process
   // its own (pacerd uses its pid and start time).
   std::uint64_t seed = 1;
+  PriorityLeaseOptions priority;
 };
 
 // Counters and gauges of one leaser. Plain numbers: read them from the
@@ -244,6 +258,8 @@ class QuotaLeaser {
   void setCampaignLimit(CampaignId id, std::optional<RateLimit> limit, MonoTime now);
   // The campaign's weight, in the scheduler and in its share of the provider.
   void setCampaignWeight(CampaignId id, double weight);
+  // The campaign's priority rank, in the scheduler and in its lease requests.
+  void setCampaignPriority(CampaignId id, std::uint32_t rank);
   void removeCampaign(CampaignId id);
 
   // Once per tick, before Scheduler::tick(now, ...): one batch call to the

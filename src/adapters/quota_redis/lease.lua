@@ -8,6 +8,10 @@
 -- then, only with an adaptive level (ARGV[7] > 0):
 --              the scope's state (a hash): the adaptive rate (r, lim, ts, dec,
 --              pu, sp, we) and the circuit breaker (bws, bok, bf, bpok, bpf, bou, bn)
+-- then, only with priority (ARGV[8] > 0): the scope's classes (a hash: rank ->
+--              when it last asked for tokens, us) and, when ARGV[8] is 2, this
+--              class's own bucket (its share of the shared level while lower
+--              classes ask, see LeasePriority in include/pacer/quota.h)
 -- then, only with a worker id (ARGV[5] not '0'):
 --              the scope's workers (a sorted set: worker id -> last ask, us)
 -- All keys share one hash tag (one Redis Cluster slot). Keys are passed only
@@ -22,12 +26,16 @@
 -- ARGV[5]  the asking worker's id ('0': not counted)
 -- ARGV[6]  debt: tokens sent without the quota, taken from every bucket first
 -- ARGV[7]  the adaptive level, 1-based (0: none)
--- ARGV[8 + 2(i-1)], ARGV[9 + 2(i-1)]   rate (tokens/s) and burst of bucket i
+-- ARGV[8]  priority keys: 0 (no priority), 1 (the classes) or 2 (and the class's bucket)
+-- ARGV[9 + 2(i-1)], ARGV[10 + 2(i-1)]   rate (tokens/s) and burst of bucket i
 -- then, with an adaptive level, 14 more: floor, decrease, hold fraction,
 --   fast climb (a fraction of the ceiling per second), probe time (us), hold
 --   (us), a throttle report (pause in us, or -1), answers ok and faults since
 --   the worker's last report, and the breaker's threshold, minimum answers,
 --   window (us), cooldown (us) and longest cooldown (us).
+-- then, with priority, 6 more: the shared level (1-based), this class's rank
+--   (0 highest), the floor, the lower lookahead (us), the top lookahead (us)
+--   and the window in which a class counts as asking (us).
 --
 -- Grant: each bucket is refilled at its rate (the adaptive level at its
 -- effective rate, its burst scaled down with it) and clipped to its burst;
@@ -52,10 +60,14 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * U + tonumber(t[2])
 local counted = ARGV[5] ~= '0' and ARGV[5] ~= ''
 local alevel_arg = tonumber(ARGV[7])
-local nlev = #KEYS
+local npk = tonumber(ARGV[8])
+if npk == nil or npk < 0 or npk > 2 then return redis.error_reply('ERR pacer lease: bad arguments') end
+local nlev = #KEYS - npk
 if counted then nlev = nlev - 1 end
 if alevel_arg ~= nil and alevel_arg > 0 then nlev = nlev - 1 end
 local skey_index, wkey_index = nlev + 1, #KEYS
+local ckey_index = nlev + 1
+if alevel_arg ~= nil and alevel_arg > 0 then ckey_index = nlev + 2 end
 local want = tonumber(ARGV[1])
 local ahead = tonumber(ARGV[3])
 local min_grant = tonumber(ARGV[4])
@@ -67,7 +79,9 @@ if nlev < 1 or want == nil or want < 0 or ahead == nil or ahead < 0 or min_grant
 end
 local nadaptive = 0
 if alevel > 0 then nadaptive = 14 end
-if #ARGV ~= 7 + 2 * nlev + nadaptive then return redis.error_reply('ERR pacer lease: bad arguments') end
+local npri = 0
+if npk > 0 then npri = 6 end
+if #ARGV ~= 8 + 2 * nlev + nadaptive + npri then return redis.error_reply('ERR pacer lease: bad arguments') end
 local fill_new = ARGV[2] == '1'
 want = math.floor(want)
 
@@ -91,7 +105,7 @@ end
 local eff_milli, paused_us, open = -1, 0, 0
 local eff_rate, eff_burst = nil, nil
 if alevel > 0 then
-  local base = 7 + 2 * nlev
+  local base = 8 + 2 * nlev
   local a = {}
   local names = {'floor', 'dec', 'holdf', 'fast', 'probe', 'hold', 'throttle', 'ok', 'faults',
                  'bthr', 'bmin', 'bwin', 'bcool', 'bmax'}
@@ -101,8 +115,8 @@ if alevel > 0 then
   end
   if a.dec < 0.01 then a.dec = 0.01 elseif a.dec > 0.99 then a.dec = 0.99 end
   if a.holdf < 0.01 then a.holdf = 0.01 elseif a.holdf > 1 then a.holdf = 1 end
-  local ceiling = num(8 + 2 * (alevel - 1))
-  local cburst = num(9 + 2 * (alevel - 1))
+  local ceiling = num(9 + 2 * (alevel - 1))
+  local cburst = num(10 + 2 * (alevel - 1))
   if ceiling ~= nil and ceiling > 0 and cburst ~= nil then
     local skey = KEYS[skey_index]
     local h = redis.call('HMGET', skey, 'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf',
@@ -230,16 +244,50 @@ if alevel > 0 then
   end
 end
 
-local rates, caps, held = {}, {}, {}
+-- Priority (LeasePriority in include/pacer/quota.h): which classes are
+-- asking, and what that makes of this request's lookahead on the shared
+-- level and of its own share of it.
+local plevel, pahead, pfrac, higher = 0, ahead, 1, 0
+if npk > 0 then
+  local pb = 8 + 2 * nlev + nadaptive
+  plevel = tonumber(ARGV[pb + 1])
+  local rank, pfloor = tonumber(ARGV[pb + 2]), tonumber(ARGV[pb + 3])
+  local low, top, win = tonumber(ARGV[pb + 4]), tonumber(ARGV[pb + 5]), tonumber(ARGV[pb + 6])
+  if plevel == nil or plevel < 1 or plevel > nlev or rank == nil or rank < 0 or pfloor == nil or pfloor ~= pfloor
+      or low == nil or low < 0 or top == nil or top < 0 or win == nil or win <= 0 then
+    return redis.error_reply('ERR pacer lease: bad priority arguments')
+  end
+  local ckey = KEYS[ckey_index]
+  local me = string.format('%d', rank)
+  if want > 0 then redis.call('HSET', ckey, me, string.format('%.0f', now)) end
+  local h = redis.call('HGETALL', ckey)
+  local lower = 0
+  for i = 1, #h, 2 do
+    local r, at = tonumber(h[i]), tonumber(h[i + 1])
+    if r == nil or at == nil or now - at >= win then
+      redis.call('HDEL', ckey, h[i])
+    elseif r < rank then
+      higher = higher + 1
+    elseif r > rank then
+      lower = lower + 1
+    end
+  end
+  redis.call('PEXPIRE', ckey, math.ceil(win / 1000) + 1000)
+  if higher > 0 then
+    pahead = low * (1 + lower / (higher + lower))
+  elseif lower > 0 or rank > 0 then
+    pahead = math.min(ahead, top)
+    if lower > 0 and npk > 1 then pfrac = 1 - math.min(math.min(math.max(pfloor, 0), 0.5) * lower, 0.9) end
+  end
+end
+
+local rates, caps, held, aheads, keys = {}, {}, {}, {}, {}
 local bind, least = 1, nil
 local grant = want
-for i = 1, nlev do
-  local rate = tonumber(ARGV[8 + 2 * (i - 1)])
-  local burst = tonumber(ARGV[9 + 2 * (i - 1)])
-  if i == alevel and eff_rate then rate, burst = eff_rate, eff_burst end
+local function level(key, rate, burst, la)
   if rate == nil or burst == nil or rate ~= rate or burst ~= burst or rate < 0 or burst < 0 or rate > 1e9
       or burst > 1e12 then
-    return redis.error_reply('ERR pacer lease: bad rate or burst for ' .. KEYS[i])
+    return 'ERR pacer lease: bad rate or burst for ' .. key
   end
   if burst < 1 then burst = 1 end
   local cap = math.floor(burst * U)
@@ -251,7 +299,7 @@ for i = 1, nlev do
   -- it, it is tokens missing from a full bucket: kept as tokens, so a new
   -- rate refills at once. rate tokens/s is exactly rate micro-tokens per
   -- microsecond; a clock that went back (failover) only leaves fewer tokens.
-  local h = redis.call('HMGET', KEYS[i], 'tat', 'r', 'c')
+  local h = redis.call('HMGET', key, 'tat', 'r', 'c')
   local tat, r0, c0 = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
   if tat == nil or r0 == nil or c0 == nil or r0 <= 0 then
     tat, r0, c0 = now, rate, cap
@@ -267,12 +315,32 @@ for i = 1, nlev do
   end
   tokens = math.floor(tokens - debt * U)
   local avail = -1
-  if rate > 0 then avail = math.floor((tokens + rate * ahead) / U) end
+  if rate > 0 then avail = math.floor((tokens + rate * la) / U) end
   if avail < grant then grant = math.max(avail, 0) end
+  local i = #keys + 1
   if least == nil or tokens < least then bind, least = i, tokens end
-  rates[i], caps[i], held[i] = rate, cap, tokens
+  rates[i], caps[i], held[i], aheads[i], keys[i] = rate, cap, tokens, la, key
+  return nil
 end
+local shared_rate, shared_burst = 0, 1
+for i = 1, nlev do
+  local rate = tonumber(ARGV[9 + 2 * (i - 1)])
+  local burst = tonumber(ARGV[10 + 2 * (i - 1)])
+  if i == alevel and eff_rate then rate, burst = eff_rate, eff_burst end
+  local la = ahead
+  if i == plevel then la, shared_rate, shared_burst = pahead, rate, burst end
+  local err = level(KEYS[i], rate, burst, la)
+  if err then return redis.error_reply(err) end
+end
+if pfrac < 1 then
+  local err = level(KEYS[ckey_index + 1], shared_rate * pfrac, shared_burst, pahead)
+  if err then return redis.error_reply(err) end
+end
+local nall = #keys
 local mg = math.min(math.max(min_grant, 1), want)
+if higher > 0 then  -- never ask more of the shared level than it can give this class at once
+  mg = math.min(mg, math.max(1, math.floor((caps[plevel] + rates[plevel] * aheads[plevel]) / U)))
+end
 if grant < mg then grant = 0 end
 -- The grant's schedule (LeaseReply::start_tokens and schedule_rate; see
 -- schedule() in local_quota_backend.cc): the chord of min_i (t_i + r_i tau)
@@ -280,7 +348,7 @@ if grant < mg then grant = 0 end
 local start, srate = 0, 0
 if grant > 0 then
   local tau_a, tau_n, ok = 0, 0, true
-  for i = 1, nlev do
+  for i = 1, nall do
     if rates[i] <= 0 then ok = false break end
     local a = -held[i] / rates[i]
     if a > tau_a then tau_a = a end
@@ -289,7 +357,7 @@ if grant > 0 then
   end
   if ok then
     local m0 = nil
-    for i = 1, nlev do
+    for i = 1, nall do
       local v = held[i] + rates[i] * tau_a
       if m0 == nil or v < m0 then m0 = v end
     end
@@ -303,22 +371,22 @@ if grant > 0 then
 end
 local wait = 0
 local full_in = -1
-for i = 1, nlev do
+for i = 1, nall do
   local left = held[i] - grant * U
   local rate = rates[i]
   local ttl = 60000
   if rate > 0 then
-    redis.call('HSET', KEYS[i], 'tat', string.format('%.0f', now + (caps[i] - left) / rate),
+    redis.call('HSET', keys[i], 'tat', string.format('%.0f', now + (caps[i] - left) / rate),
       'r', string.format('%.17g', rate), 'c', string.format('%.0f', caps[i]))
     ttl = math.ceil((caps[i] - left) / rate / 1000) + 1000
   end
-  redis.call('PEXPIRE', KEYS[i], ttl)
+  redis.call('PEXPIRE', keys[i], ttl)
   if i == bind and rate > 0 then full_in = math.floor((caps[i] - left) / rate) end
   if rate == 0 then
     wait = -1
   elseif wait >= 0 then
     local need
-    if grant > 0 or want == 0 then need = U - left else need = mg * U - (left + rate * ahead) end
+    if grant > 0 or want == 0 then need = U - left else need = mg * U - (left + rate * aheads[i]) end
     if need > 0 then
       local w = math.ceil(need / rate)
       if w > wait then wait = w end

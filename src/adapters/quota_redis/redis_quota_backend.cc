@@ -261,10 +261,15 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
     const bool adaptive = r.adaptive && r.adaptive->level < r.levels.size();
     const auto us = [](Nanos d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); };
     // Keys only when used (lease.lua): a missing key fails a call during a slot migration.
-    out.push_back(fmt::format("{}", r.levels.size() + (adaptive ? 1 : 0) + (r.worker != 0 ? 1 : 0)));
+    const bool priority = r.priority && r.priority->level < r.levels.size();
+    // The classes' hash, and this class's own bucket when a floor may apply.
+    const int npk = !priority ? 0 : (r.priority->floor > 0 ? 2 : 1);
+    out.push_back(fmt::format("{}", r.levels.size() + (adaptive ? 1 : 0) + npk + (r.worker != 0 ? 1 : 0)));
     for (const QuotaLevel& l : r.levels)
       out.push_back(fmt::format("{}:{{{}}}:{}", options_.key_prefix, r.scope, l.key));
     if (adaptive) out.push_back(fmt::format("{}:{{{}}}:a", options_.key_prefix, r.scope));
+    if (npk > 0) out.push_back(fmt::format("{}:{{{}}}:cls", options_.key_prefix, r.scope));
+    if (npk > 1) out.push_back(fmt::format("{}:{{{}}}:k{}", options_.key_prefix, r.scope, r.priority->rank));
     if (r.worker != 0) out.push_back(fmt::format("{}:{{{}}}:w", options_.key_prefix, r.scope));
     out.push_back(fmt::format("{}", r.want));
     out.emplace_back(r.fill_new ? "1" : "0");
@@ -273,6 +278,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
     out.push_back(fmt::format("{:x}", r.worker));
     out.push_back(fmt::format("{}", r.debt));
     out.push_back(fmt::format("{}", adaptive ? r.adaptive->level + 1 : 0));
+    out.push_back(fmt::format("{}", npk));
     for (const QuotaLevel& l : r.levels) {
       out.push_back(fmt::format("{}", l.limit.rate_per_s));
       out.push_back(fmt::format("{}", l.limit.burst));
@@ -294,6 +300,15 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       out.push_back(fmt::format("{}", us(b.window)));
       out.push_back(fmt::format("{}", us(b.cooldown)));
       out.push_back(fmt::format("{}", us(b.max_cooldown)));
+    }
+    if (priority) {
+      const LeasePriority& p = *r.priority;
+      out.push_back(fmt::format("{}", p.level + 1));
+      out.push_back(fmt::format("{}", p.rank));
+      out.push_back(fmt::format("{}", p.floor));
+      out.push_back(fmt::format("{}", us(p.lower_lookahead)));
+      out.push_back(fmt::format("{}", us(p.top_lookahead)));
+      out.push_back(fmt::format("{}", std::max<long long>(1, us(p.active_window))));
     }
   }
 

@@ -51,12 +51,21 @@ class LocalQuotaBackend final : public QuotaBackend {
     double ceiling = 0;
     std::optional<CircuitBreaker> breaker;
     std::unordered_map<std::uint64_t, MonoTime> workers;
+    std::unordered_map<std::uint32_t, MonoTime> classes;  // priority rank -> last ask with want > 0
+  };
+  // How priority changes a request (LeasePriority in quota.h).
+  struct PriorityView {
+    std::size_t level = SIZE_MAX;  // the shared level; SIZE_MAX: no priority
+    double ahead = 0;              // lookahead on it, seconds
+    double cap_fraction = 1;       // below 1: the class's own bucket at this fraction of the level's rate
+    bool higher_asking = false;
   };
   struct Level {
     Bucket* bucket;
     double rate;
     double cap;
     double held;      // tokens before the grant
+    double ahead;     // lookahead on this level, seconds
     double left = 0;  // after it
   };
 
@@ -65,9 +74,9 @@ class LocalQuotaBackend final : public QuotaBackend {
            l.burst >= 0 && l.burst <= 1e12;
   }
 
-  Bucket& bucket(const LeaseRequest& r, const QuotaLevel& level, double rate, double cap, MonoTime now) {
+  Bucket& bucket(const LeaseRequest& r, std::string_view level_key, double rate, double cap, MonoTime now) {
     key_.assign(r.scope).push_back('\0');
-    key_.append(level.key);
+    key_.append(level_key);
     auto [it, created] = buckets_.try_emplace(key_);
     if (created) it->second = Bucket{r.fill_new || !(rate > 0) ? now : now + nanos(cap / rate), rate, cap};
     return it->second;
@@ -113,6 +122,32 @@ class LocalQuotaBackend final : public QuotaBackend {
     return static_cast<std::uint32_t>(workers.size());
   }
 
+  // Records this request's class as asking (want > 0) and says how the
+  // classes asking shape it (lease.lua does the same).
+  PriorityView priority(const LeaseRequest& r, MonoTime now) {
+    PriorityView v;
+    v.ahead = seconds(r.lookahead);
+    if (!r.priority || r.priority->level >= r.levels.size()) return v;
+    const LeasePriority& p = *r.priority;
+    auto& classes = scopes_[r.scope].classes;
+    if (r.want > 0) classes[p.rank] = now;
+    std::erase_if(classes, [&](const auto& c) { return now - c.second >= p.active_window; });
+    std::uint32_t higher = 0, lower = 0;
+    for (const auto& [rank, at] : classes) {
+      if (rank < p.rank) ++higher;
+      if (rank > p.rank) ++lower;
+    }
+    v.level = p.level;
+    v.higher_asking = higher > 0;
+    if (higher > 0) {
+      v.ahead = seconds(p.lower_lookahead) * (1.0 + static_cast<double>(lower) / (higher + lower));
+    } else if (lower > 0 || p.rank > 0) {
+      v.ahead = std::min(v.ahead, seconds(p.top_lookahead));
+      if (lower > 0) v.cap_fraction = 1.0 - std::min(std::clamp(p.floor, 0.0, 0.5) * lower, 0.9);
+    }
+    return v;
+  }
+
   // The schedule of a grant of n tokens (LeaseReply::start_tokens and
   // schedule_rate). With t_i the tokens level i held before the grant and r_i
   // its rate, token k is due when f(tau) = min_i (t_i + r_i tau) reaches k.
@@ -149,16 +184,14 @@ class LocalQuotaBackend final : public QuotaBackend {
       reply.binding = r.adaptive->level;
       return reply;
     }
-    const double ahead = seconds(r.lookahead);
+    const PriorityView pv = priority(r, now);
     levels_.clear();
     double want = static_cast<double>(r.want);
     double grant = want;
     double least = 0;  // the fewest tokens over the levels: the binding one
-    for (std::size_t i = 0; i < r.levels.size(); ++i) {
-      RateLimit limit = r.levels[i].limit;
-      if (adapt && i == r.adaptive->level) limit = limitAtRate(limit, reply.effective_rate);
+    auto addLevel = [&](std::string_view key, RateLimit limit, double ahead) {
       const double cap = std::max(1.0, limit.burst);
-      Bucket& b = bucket(r, r.levels[i], limit.rate_per_s, cap, now);
+      Bucket& b = bucket(r, key, limit.rate_per_s, cap, now);
       // Beyond the burst's refill, tat is time owed to grants made ahead:
       // kept as time when the rate changes (a grant made at a lower rate
       // keeps its place); within it, tokens missing: kept as tokens (lease.lua).
@@ -172,13 +205,28 @@ class LocalQuotaBackend final : public QuotaBackend {
       tokens -= static_cast<double>(r.debt);
       const double avail = limit.rate_per_s > 0 ? std::floor(tokens + limit.rate_per_s * ahead) : -1.0;
       grant = std::min(grant, std::max(avail, 0.0));
-      if (i == 0 || tokens < least) {
+      if (levels_.empty() || tokens < least) {
         least = tokens;
-        reply.binding = static_cast<std::uint32_t>(i);
+        reply.binding = static_cast<std::uint32_t>(levels_.size());
       }
-      levels_.push_back(Level{&b, limit.rate_per_s, cap, tokens});
+      levels_.push_back(Level{&b, limit.rate_per_s, cap, tokens, ahead});
+    };
+    RateLimit shared{};
+    for (std::size_t i = 0; i < r.levels.size(); ++i) {
+      RateLimit limit = r.levels[i].limit;
+      if (adapt && i == r.adaptive->level) limit = limitAtRate(limit, reply.effective_rate);
+      if (i == pv.level) shared = limit;
+      addLevel(r.levels[i].key, limit, i == pv.level ? pv.ahead : seconds(r.lookahead));
     }
-    const double min_grant = std::min<double>(std::max<std::uint64_t>(r.min_grant, 1), want);
+    if (pv.cap_fraction < 1.0) {
+      key_class_ = "k" + std::to_string(r.priority->rank);
+      addLevel(key_class_, RateLimit{shared.rate_per_s * pv.cap_fraction, shared.burst}, pv.ahead);
+    }
+    double min_grant = std::min<double>(std::max<std::uint64_t>(r.min_grant, 1), want);
+    if (pv.higher_asking) {  // never ask more of the shared level than it can give this class at once
+      const Level& l = levels_[pv.level];
+      min_grant = std::min(min_grant, std::max(1.0, std::floor(l.cap + l.rate * l.ahead)));
+    }
     if (grant < min_grant) grant = 0;
     if (grant > 0) std::tie(reply.start_tokens, reply.schedule_rate) = schedule(grant);
     Nanos next{0};
@@ -192,7 +240,7 @@ class LocalQuotaBackend final : public QuotaBackend {
       l.bucket->rate = l.rate;
       l.bucket->cap = l.cap;
       // Not granted: until min_grant fits; granted: until a whole token is held.
-      const double need = grant > 0 || want == 0 ? 1.0 - l.left : min_grant - (l.left + l.rate * ahead);
+      const double need = grant > 0 || want == 0 ? 1.0 - l.left : min_grant - (l.left + l.rate * l.ahead);
       if (next != kNever) next = std::max(next, nanos(need / l.rate));
     }
     const Level& bind = levels_[reply.binding];
@@ -207,6 +255,7 @@ class LocalQuotaBackend final : public QuotaBackend {
   std::unordered_map<std::string, ScopeState> scopes_;
   std::unordered_map<std::string, Bucket> buckets_;
   std::string key_;
+  std::string key_class_;
   std::vector<Level> levels_;
 };
 

@@ -147,7 +147,7 @@ QuotaLeaser::Sizing QuotaLeaser::size(CampaignId id, MonoTime now) {
   Campaign& c = campaigns_[id];
   if (!c.alive || c.lease == nullptr || c.min_rate <= 0.0) return z;
   Provider& p = providers_[c.provider];
-  if (p.degraded ? now < p.unavailable_until : (now < c.retry_at || now < p.retry_at)) return z;
+  if (p.degraded ? now < p.unavailable_until : (now < c.retry_at || now < p.ranks[c.rank].retry_at)) return z;
   // This worker's share of the tightest rate that applies. A campaign's own
   // rate is split among live_workers (the configured count: a campaign's
   // messages usually sit in one partition, so one worker), or among the
@@ -156,7 +156,7 @@ QuotaLeaser::Sizing QuotaLeaser::size(CampaignId id, MonoTime now) {
   double rate = c.limit ? c.limit->rate_per_s / campaign_workers : std::numeric_limits<double>::infinity();
   if (c.provider_level >= 0) {
     const double provider_rate = std::min(p.limit->rate_per_s, p.effective.value_or(p.limit->rate_per_s));
-    const double weights = std::max(p.active_weight, c.weight);
+    const double weights = std::max(p.ranks[c.rank].active_weight, c.weight);
     rate = std::min(rate, provider_rate / static_cast<double>(workersFor(c.provider)) * c.weight / weights);
   }
   const double share = rate * secs(options_.horizon);
@@ -197,6 +197,7 @@ void QuotaLeaser::addCampaignRequest(CampaignId id, const Sizing& z, MonoTime no
   // quota's first grants after an outage do not come on top of it.
   r.debt = p.degraded ? c.lease->localSpentLastSecond(now) : 0;
   r.adaptive = c.request.adaptive;
+  r.priority = c.request.priority;
   if (!p.asking) attachHealth(r, c.provider);
   if (r.adaptive && r.adaptive->ok + r.adaptive->faults > 0) p.reported_at = now;
   p.asking = true;
@@ -216,13 +217,12 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
   // by weight, so what a worker holds for a provider stays about one horizon
   // of its share however many campaigns it has.
   for (Provider& p : providers_) {
-    p.active_weight = 0;
+    p.ranks.fill(Provider::Rank{});
     p.asking = false;
-    p.target = p.held = 0;
   }
   for (CampaignId id : active)
     if (id < campaigns_.size() && campaigns_[id].alive)
-      providers_[campaigns_[id].provider].active_weight += campaigns_[id].weight;
+      providers_[campaigns_[id].provider].ranks[campaigns_[id].rank].active_weight += campaigns_[id].weight;
   // A provider's campaigns ask together, when what this worker holds for the
   // provider falls below refill_fraction of its share: one round trip refills
   // them all, instead of one round trip per campaign as each runs low on its
@@ -234,16 +234,18 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
       const Sizing z = size(active[k], now);
       sizes_[k] = z;
       if (!z.eligible) continue;
-      Provider& p = providers_[campaigns_[active[k]].provider];
-      p.target += z.target;
-      p.held += z.held;
+      const Campaign& c = campaigns_[active[k]];
+      Provider::Rank& pr = providers_[c.provider].ranks[c.rank];
+      pr.target += z.target;
+      pr.held += z.held;
     }
     for (std::size_t j = 0; j < active.size(); ++j) {
       const std::size_t k = (first + j) % active.size();
       const Sizing& z = sizes_[k];
       if (!z.eligible || z.goal <= z.held) continue;
-      Provider& p = providers_[campaigns_[active[k]].provider];
-      if (static_cast<double>(p.held) >= options_.refill_fraction * static_cast<double>(p.target)) continue;
+      const Campaign& c = campaigns_[active[k]];
+      const Provider::Rank& pr = providers_[c.provider].ranks[c.rank];
+      if (static_cast<double>(pr.held) >= options_.refill_fraction * static_cast<double>(pr.target)) continue;
       addCampaignRequest(active[k], z, now, lead);
     }
   } catch (...) {  // out of memory: what was added goes
@@ -299,7 +301,8 @@ void QuotaLeaser::handleReply(Campaign& c, const LeaseRequest& request, const Le
   const Nanos jittered = wait + std::chrono::duration_cast<Nanos>(wait * (0.2 * unitRandom()));
   c.retry_at = now + jittered;
   if (c.provider_level >= 0 && reply.binding == static_cast<std::uint32_t>(c.provider_level))
-    p.retry_at = std::max(p.retry_at, c.retry_at);
+    for (std::uint32_t r = c.rank; r < kMaxPriorityRanks; ++r)  // a higher rank may still be granted
+      p.ranks[r].retry_at = std::max(p.ranks[r].retry_at, c.retry_at);
 }
 
 void QuotaLeaser::heardAdaptive(std::uint32_t provider, const LeaseReply& reply, MonoTime now, bool own) noexcept {
@@ -316,7 +319,7 @@ void QuotaLeaser::heardAdaptive(std::uint32_t provider, const LeaseReply& reply,
     dropLeases(provider);
   }
   p.paused_until = std::max(p.paused_until, until);
-  p.retry_at = std::max(p.retry_at, until);
+  for (Provider::Rank& r : p.ranks) r.retry_at = std::max(r.retry_at, until);
 }
 
 void QuotaLeaser::reportThrottle(std::uint32_t provider, Nanos pause) noexcept {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -38,12 +39,16 @@ struct QuotaLeaser::Provider {
   MonoTime unavailable_until{};    // degraded: do not ask again before this
   bool own = false;                // the scope of one campaign without a provider
   std::vector<CampaignId> campaigns;
-  // The provider's bucket refused a grant: none of its campaigns asks before
-  // this (they come back together, in one batch).
-  MonoTime retry_at{};
-  double active_weight = 0;            // this worker's active campaigns of it, by weight (per refresh)
-  bool asking = false;                 // one of its campaigns asks in this batch (per refresh)
-  std::uint64_t target = 0, held = 0;  // summed over its eligible active campaigns (per refresh)
+  // Per priority rank of its campaigns:
+  struct Rank {
+    // The provider's bucket refused a grant: none of this rank's campaigns
+    // (nor a lower rank's) asks before this (they come back together, in one batch).
+    MonoTime retry_at{};
+    double active_weight = 0;            // this worker's active campaigns, by weight (per refresh)
+    std::uint64_t target = 0, held = 0;  // summed over its eligible active campaigns (per refresh)
+  };
+  std::array<Rank, kMaxPriorityRanks> ranks;
+  bool asking = false;  // one of its campaigns asks in this batch (per refresh)
   std::optional<AdaptiveRateOptions> adaptive;
   BreakerOptions breaker;
   Nanos report{-1};                  // a throttle to report with the next refresh (< 0: none)
@@ -67,6 +72,7 @@ struct QuotaLeaser::Campaign {
   MonoTime retry_at{};             // do not ask before this (the quota refused a grant)
   std::uint64_t expired_seen = 0;  // lease->expired() already counted in the metrics
   int provider_level = -1;         // index of the provider's level in request.levels, or -1
+  std::uint32_t rank = 0;          // its priority class's rank
 };
 
 }  // namespace pacer

@@ -42,6 +42,11 @@ QuotaLeaser::QuotaLeaser(Scheduler& scheduler, QuotaBackend& backend, LeaseOptio
   if (!(options_.min_grant_fraction >= 0.0 && options_.min_grant_fraction <= 1.0))
     throw SchedulerError("min_grant_fraction must be in [0, 1]");
   if (options_.seed == 0) options_.seed = 1;  // 0 means "not counted" to the backend
+  const PriorityLeaseOptions& pr = options_.priority;
+  if (!(pr.floor >= 0.0 && pr.floor <= 0.5))
+    throw SchedulerError(fmt::format("priority floor must be in [0, 0.5], got {}", pr.floor));
+  if (pr.lower_lookahead < Nanos{0} || pr.top_lookahead < Nanos{0} || pr.active_window <= Nanos{0})
+    throw SchedulerError("priority lookaheads must be >= 0 and its active window > 0");
   // A tick late, and half a tick more for a busy loop.
   lag_ = options_.tick + options_.tick / 2;
 }
@@ -101,6 +106,12 @@ void QuotaLeaser::rebuildLevels(Campaign& c) {
     c.request.levels.push_back(QuotaLevel{"p", tickSafe(*p.limit)});
     c.min_rate = std::min(c.min_rate, p.limit->rate_per_s);
   }
+  c.request.priority.reset();
+  if (c.provider_level >= 0 && options_.priority.enabled && !p.own) {
+    const PriorityLeaseOptions& o = options_.priority;
+    c.request.priority = LeasePriority{static_cast<std::uint32_t>(c.provider_level), c.rank, o.floor,
+                                       o.lower_lookahead, o.top_lookahead, o.active_window};
+  }
   c.request.adaptive.reset();
   if (c.provider_level >= 0 && p.adaptive && p.limit->rate_per_s > 0)
     c.request.adaptive =
@@ -123,6 +134,7 @@ CampaignId QuotaLeaser::addCampaign(const QuotaCampaignSpec& spec, MonoTime now)
   CampaignSpec cs;
   cs.weight = spec.weight;
   cs.provider = spec.local_provider;
+  cs.priority = spec.priority;
   const CampaignId id = scheduler_.addCampaign(cs, now);
   if (campaigns_.size() <= id) campaigns_.resize(id + 1);
   Campaign& c = campaigns_[id];
@@ -132,6 +144,7 @@ CampaignId QuotaLeaser::addCampaign(const QuotaCampaignSpec& spec, MonoTime now)
   c.limit = spec.limit;
   c.weight = spec.weight;
   c.provider = provider;
+  c.rank = spec.priority;
   rebuildLevels(c);
   if (!c.request.levels.empty()) {
     auto lease = std::make_unique<LeaseLimiter>(RateLimit{c.min_rate, 1.0});
@@ -168,6 +181,13 @@ void QuotaLeaser::setCampaignWeight(CampaignId id, double weight) {
   if (id >= campaigns_.size() || !campaigns_[id].alive) throw SchedulerError(fmt::format("unknown campaign id {}", id));
   scheduler_.setWeight(id, weight);
   campaigns_[id].weight = weight;
+}
+
+void QuotaLeaser::setCampaignPriority(CampaignId id, std::uint32_t rank) {
+  if (id >= campaigns_.size() || !campaigns_[id].alive) throw SchedulerError(fmt::format("unknown campaign id {}", id));
+  scheduler_.setPriority(id, rank);
+  campaigns_[id].rank = rank;
+  rebuildLevels(campaigns_[id]);
 }
 
 void QuotaLeaser::removeCampaign(CampaignId id) {
