@@ -72,9 +72,10 @@ struct AdaptiveLevel {
 //     little and is granted at once, and while a higher class owes the level
 //     it gets nothing;
 //   - with no higher class asking, the request's own lookahead applies, at
-//     most `top_lookahead` unless it is rank 0 with no lower class asking:
-//     so a higher class that starts asking finds the level owing at most
-//     that much and waits no longer;
+//     most `top_lookahead` while a lower class is asking or a higher class
+//     asked within `memory`: so a higher class that starts asking again finds
+//     the level owing at most that much and waits no longer (a class that
+//     never saw a higher one keeps the full lookahead);
 //   - with lower classes asking and floor > 0, it may use at most
 //     (1 - floor * lower classes asking) of the level's rate (a bucket of its
 //     own, key "k<rank>"), so a floor of the level is left to the lower
@@ -88,6 +89,7 @@ struct LeasePriority {
   Nanos lower_lookahead = std::chrono::milliseconds(50);
   Nanos top_lookahead = std::chrono::milliseconds(250);
   Nanos active_window = std::chrono::seconds(1);
+  Nanos memory = std::chrono::seconds(60);  // >= active_window
 };
 
 struct LeaseRequest {

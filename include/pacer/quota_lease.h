@@ -123,6 +123,7 @@ struct PriorityLeaseOptions {
   Nanos lower_lookahead = std::chrono::milliseconds(50);
   Nanos top_lookahead = std::chrono::milliseconds(250);
   Nanos active_window = std::chrono::seconds(1);
+  Nanos memory = std::chrono::seconds(60);  // a class that asked this recently caps a lower one's lookahead
 };
 
 struct LeaseOptions {

@@ -149,7 +149,19 @@ struct WorkerOptions {
   QuotaObserver* quota_observer = nullptr;            // told of degraded-mode changes (not owned)
   // Quota units per message (SMS segments); null: 1 each (not owned).
   const MessageCostInterface* cost = nullptr;
+  // Priority classes, highest first (at most kMaxPriorityRanks): a campaign's
+  // class is served before the classes after it in this worker's scheduler
+  // and, with a global quota and more than one class, at its provider's
+  // shared bucket across workers (lease.priority: floor and lookaheads). A
+  // campaign names one (CampaignInfo::priority_class) or gets default_class;
+  // a campaign naming another is refused (upsertCampaign throws).
+  std::vector<std::string> priority_classes{"critical", "transactional", "bulk"};
+  std::string default_class = "bulk";
 };
+
+// The rank of the class `name` (empty: the default class) in `options`,
+// or why there is none.
+std::uint32_t priorityRank(const WorkerOptions& options, const std::string& name);
 
 // A provider as this worker sees it now.
 struct ProviderStats {
@@ -219,8 +231,10 @@ class WorkerCore {
   WorkerCore(const WorkerCore&) = delete;
   WorkerCore& operator=(const WorkerCore&) = delete;
 
-  // Adds or changes a provider / campaign. A new send_rate, burst, weight or
-  // state applies from the next step; what a limiter has accumulated is kept.
+  // Adds or changes a provider / campaign. A new send_rate, burst, weight,
+  // priority class or state applies from the next step; what a limiter has
+  // accumulated is kept. A campaign whose priority class is not configured is
+  // refused with InvalidError (nothing changes).
   // A campaign set to cancelled fails its queued messages with reason
   // "cancelled"; its later messages fail the same way as they are read.
   void upsertProvider(const ProviderInfo& provider, MonoTime now);

@@ -34,8 +34,9 @@
 --   the worker's last report, and the breaker's threshold, minimum answers,
 --   window (us), cooldown (us) and longest cooldown (us).
 -- then, with priority, 6 more: the shared level (1-based), this class's rank
---   (0 highest), the floor, the lower lookahead (us), the top lookahead (us)
---   and the window in which a class counts as asking (us).
+--   (0 highest), the floor, the lower lookahead (us), the top lookahead (us),
+--   the window in which a class counts as asking (us) and how long a class
+--   that asked is remembered (us).
 --
 -- Grant: each bucket is refilled at its rate (the adaptive level at its
 -- effective rate, its burst scaled down with it) and clipped to its burst;
@@ -80,7 +81,7 @@ end
 local nadaptive = 0
 if alevel > 0 then nadaptive = 14 end
 local npri = 0
-if npk > 0 then npri = 6 end
+if npk > 0 then npri = 7 end
 if #ARGV ~= 8 + 2 * nlev + nadaptive + npri then return redis.error_reply('ERR pacer lease: bad arguments') end
 local fill_new = ARGV[2] == '1'
 want = math.floor(want)
@@ -253,29 +254,32 @@ if npk > 0 then
   plevel = tonumber(ARGV[pb + 1])
   local rank, pfloor = tonumber(ARGV[pb + 2]), tonumber(ARGV[pb + 3])
   local low, top, win = tonumber(ARGV[pb + 4]), tonumber(ARGV[pb + 5]), tonumber(ARGV[pb + 6])
+  local memory = tonumber(ARGV[pb + 7])
   if plevel == nil or plevel < 1 or plevel > nlev or rank == nil or rank < 0 or pfloor == nil or pfloor ~= pfloor
-      or low == nil or low < 0 or top == nil or top < 0 or win == nil or win <= 0 then
+      or low == nil or low < 0 or top == nil or top < 0 or win == nil or win <= 0 or memory == nil then
     return redis.error_reply('ERR pacer lease: bad priority arguments')
   end
   local ckey = KEYS[ckey_index]
   local me = string.format('%d', rank)
   if want > 0 then redis.call('HSET', ckey, me, string.format('%.0f', now)) end
   local h = redis.call('HGETALL', ckey)
-  local lower = 0
+  if memory < win then memory = win end
+  local lower, higher_seen = 0, 0
   for i = 1, #h, 2 do
     local r, at = tonumber(h[i]), tonumber(h[i + 1])
-    if r == nil or at == nil or now - at >= win then
+    if r == nil or at == nil or now - at >= memory then
       redis.call('HDEL', ckey, h[i])
-    elseif r < rank then
-      higher = higher + 1
-    elseif r > rank then
-      lower = lower + 1
+    else
+      if r < rank then higher_seen = higher_seen + 1 end
+      if now - at < win then
+        if r < rank then higher = higher + 1 elseif r > rank then lower = lower + 1 end
+      end
     end
   end
-  redis.call('PEXPIRE', ckey, math.ceil(win / 1000) + 1000)
+  redis.call('PEXPIRE', ckey, math.ceil(memory / 1000) + 1000)
   if higher > 0 then
     pahead = low * (1 + lower / (higher + lower))
-  elseif lower > 0 or rank > 0 then
+  elseif lower > 0 or higher_seen > 0 then
     pahead = math.min(ahead, top)
     if lower > 0 and npk > 1 then pfrac = 1 - math.min(math.min(math.max(pfloor, 0), 0.5) * lower, 0.9) end
   end

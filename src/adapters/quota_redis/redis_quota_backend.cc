@@ -309,6 +309,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       out.push_back(fmt::format("{}", us(p.lower_lookahead)));
       out.push_back(fmt::format("{}", us(p.top_lookahead)));
       out.push_back(fmt::format("{}", std::max<long long>(1, us(p.active_window))));
+      out.push_back(fmt::format("{}", us(p.memory)));
     }
   }
 

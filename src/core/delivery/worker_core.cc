@@ -1,6 +1,7 @@
 // WorkerCore's public calls (include/pacer/worker.h); its state and steps
 // are in worker_core_impl.h.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "worker_core_impl.h"
 
@@ -78,8 +79,17 @@ void WorkerCore::upsertProvider(const ProviderInfo& provider, MonoTime now) {
   }
 }
 
+std::uint32_t priorityRank(const WorkerOptions& options, const std::string& name) {
+  const std::string& want = name.empty() ? options.default_class : name;
+  const auto& classes = options.priority_classes;
+  for (std::size_t i = 0; i < classes.size() && i < kMaxPriorityRanks; ++i)
+    if (classes[i] == want) return static_cast<std::uint32_t>(i);
+  throw InvalidError(fmt::format("priority_class '{}' is not a configured class ({})", want, fmt::join(classes, ", ")));
+}
+
 void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
   Impl& m = *impl_;
+  const std::uint32_t rank = priorityRank(m.options, info.priority_class);  // refused before any change
   auto it = m.campaigns.find(info.id);
   if (it == m.campaigns.end()) {
     auto c = std::make_unique<Impl::Campaign>();
@@ -127,6 +137,12 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
         m.leaser->setCampaignWeight(c->sid, info.weight);
       else
         m.scheduler.setWeight(c->sid, info.weight);
+    }
+    if (m.scheduler.priorityOf(c->sid) != rank) {
+      if (m.leaser)
+        m.leaser->setCampaignPriority(c->sid, rank);
+      else
+        m.scheduler.setPriority(c->sid, rank);
     }
   }
   // Cancelled, or completed (its total is in the ledger, so what is still
@@ -458,6 +474,7 @@ std::vector<CampaignStats> WorkerCore::campaignStats() const {
     CampaignStats s = c->stats;
     s.queued = c->queue.size();
     s.provider = c->info.provider;
+    s.priority_class = c->info.priority_class.empty() ? impl_->options.default_class : c->info.priority_class;
     s.limit = c->info.limit;
     s.in_flight = c->in_flight;
     s.retrying = c->retrying;

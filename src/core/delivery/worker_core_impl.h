@@ -95,6 +95,7 @@ struct WorkerCore::Impl {
     if (options.quota) {
       LeaseOptions lo = options.lease;
       lo.seed = options.seed;
+      lo.priority.enabled = lo.priority.enabled || options.priority_classes.size() > 1;
       leaser.emplace(scheduler, *options.quota, lo, options.quota_observer);
     }
   }

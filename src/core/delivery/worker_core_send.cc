@@ -100,8 +100,14 @@ std::string WorkerCore::Impl::quotaName(const std::string& id) {
 // (its limiter then spends global leases) when there is a global quota.
 CampaignId WorkerCore::Impl::registerCampaign(const CampaignInfo& info, Provider* p, MonoTime now) {
   const ProviderId local = p ? p->sid : kNoProvider;
-  if (!leaser) return scheduler.addCampaign(CampaignSpec{info.limit, info.weight, local}, now);
+  const std::uint32_t rank = priorityRank(options, info.priority_class);
+  if (!leaser) {
+    CampaignSpec cs{info.limit, info.weight, local};
+    cs.priority = rank;
+    return scheduler.addCampaign(cs, now);
+  }
   QuotaCampaignSpec spec;
+  spec.priority = rank;
   spec.name = quotaName(info.id);
   spec.limit = info.limit;
   spec.weight = info.weight;

@@ -131,9 +131,11 @@ class LocalQuotaBackend final : public QuotaBackend {
     const LeasePriority& p = *r.priority;
     auto& classes = scopes_[r.scope].classes;
     if (r.want > 0) classes[p.rank] = now;
-    std::erase_if(classes, [&](const auto& c) { return now - c.second >= p.active_window; });
-    std::uint32_t higher = 0, lower = 0;
+    std::erase_if(classes, [&](const auto& c) { return now - c.second >= std::max(p.memory, p.active_window); });
+    std::uint32_t higher = 0, lower = 0, higher_seen = 0;
     for (const auto& [rank, at] : classes) {
+      if (rank < p.rank) ++higher_seen;
+      if (now - at >= p.active_window) continue;
       if (rank < p.rank) ++higher;
       if (rank > p.rank) ++lower;
     }
@@ -141,7 +143,7 @@ class LocalQuotaBackend final : public QuotaBackend {
     v.higher_asking = higher > 0;
     if (higher > 0) {
       v.ahead = seconds(p.lower_lookahead) * (1.0 + static_cast<double>(lower) / (higher + lower));
-    } else if (lower > 0 || p.rank > 0) {
+    } else if (lower > 0 || higher_seen > 0) {
       v.ahead = std::min(v.ahead, seconds(p.top_lookahead));
       if (lower > 0) v.cap_fraction = 1.0 - std::min(std::clamp(p.floor, 0.0, 0.5) * lower, 0.9);
     }

@@ -110,7 +110,7 @@ void QuotaLeaser::rebuildLevels(Campaign& c) {
   if (c.provider_level >= 0 && options_.priority.enabled && !p.own) {
     const PriorityLeaseOptions& o = options_.priority;
     c.request.priority = LeasePriority{static_cast<std::uint32_t>(c.provider_level), c.rank, o.floor,
-                                       o.lower_lookahead, o.top_lookahead, o.active_window};
+                                       o.lower_lookahead, o.top_lookahead, o.active_window, o.memory};
   }
   c.request.adaptive.reset();
   if (c.provider_level >= 0 && p.adaptive && p.limit->rate_per_s > 0)

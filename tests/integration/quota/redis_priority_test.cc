@@ -52,9 +52,10 @@ TEST(RedisPriority, AnswersAsTheLocalBackendDoes) {
   o.nodes = {RedisAddress{"127.0.0.1", server.port()}};
   auto redis = makeRedisQuotaBackend(o);
   const std::vector<std::vector<Step>> scenarios = {
-      // rank 0 alone: the full lookahead; any other rank alone: 250 ms
+      // any rank alone: the full lookahead; having seen a higher one: 250 ms
       {{0, 10'000, 0}},
       {{2, 10'000, 0}},
+      {{0, 0, 0}, {0, 1, 0}, {2, 10'000, 0}},
       // bulk first, then transactional: the level owes 250 ms, so
       // transactional gets what 250 ms ahead allows (nothing) and bulk, with
       // a higher class asking, only 50 ms ahead (nothing)
@@ -84,9 +85,9 @@ TEST(RedisPriority, AnswersAsTheLocalBackendDoes) {
   EXPECT_EQ(grants(*local, "b", {{1, 1, 0}, {2, 10'000, 0}}), (std::vector<std::uint64_t>{1, 39}));
   EXPECT_EQ(grants(*local, "c", {{2, 1, 0.05}, {0, 10'000, 0.05}}), (std::vector<std::uint64_t>{1, 115}));
   // The classes' hash and the floor's bucket carry the scope's hash tag and expire.
-  EXPECT_NE(server.command("PTTL pacer:{s4}:cls"), "-2");
-  EXPECT_NE(server.command("PTTL pacer:{s4}:k0"), "-2");
-  EXPECT_EQ(server.command("EXISTS pacer:{s3}:k1"), "0") << "no floor, no class bucket";
+  EXPECT_NE(server.command("PTTL pacer:{s5}:cls"), "-2");
+  EXPECT_NE(server.command("PTTL pacer:{s5}:k0"), "-2");
+  EXPECT_EQ(server.command("EXISTS pacer:{s4}:k1"), "0") << "no floor, no class bucket";
 }
 
 TEST(RedisPriority, OddPriorityArgumentsAreClampedOrLeftOut) {
