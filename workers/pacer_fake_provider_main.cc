@@ -1,5 +1,6 @@
 // pacer-fake-provider: a provider HTTP API stand-in on loopback for tests and
 // benchmarks. See README "pacer-fake-provider".
+#include <chrono>
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -52,6 +53,11 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the server's thread starts
 
   try {
+    // The record's times count from here: say when that was on the wall
+    // clock, so a bench can set them against other clocks (Kafka timestamps).
+    const auto epoch_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
     pacer::fake::FakeProvider provider(o);
     const int port = provider.start();
     if (!port_file.empty()) {
@@ -59,7 +65,7 @@ int main(int argc, char** argv) {
       std::ofstream(tmp) << port << "\n";
       std::rename(tmp.c_str(), port_file.c_str());
     }
-    fmt::print("pacer-fake-provider listening on {}:{}\n", o.host, port);
+    fmt::print("pacer-fake-provider listening on {}:{} (record times from epoch_ms={})\n", o.host, port, epoch_ms);
     std::fflush(stdout);
     int sig = 0;
     sigwait(&signals, &sig);

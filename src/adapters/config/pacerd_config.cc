@@ -440,6 +440,7 @@ Config load(const Sources& sources) {
   // Checks across keys, and settings derived from others.
   if (o.redis_cluster && o.redis.empty())
     throw ConfigError("redis.cluster: give the cluster's nodes (redis.nodes, --redis HOST:PORT)");
+  checkPriority(o);
   o.worker.lease.tick = o.tick;
   o.worker.lease.lookahead = std::max(o.worker.lease.lookahead, o.worker.lease.horizon);
   o.worker.lease.ttl = std::max(o.worker.lease.ttl, o.worker.lease.lookahead + 2 * o.worker.lease.horizon);
