@@ -24,9 +24,8 @@ using control::Json;
 // What the console shows of one campaign.
 struct CampaignView {
   // Cluster-wide, from PostgreSQL (the same numbers as `pacerctl top`).
-  control::CampaignRow row;             // id, name, state, limits, provider, total
-  std::optional<std::string> priority;  // the priority class; the schema has none yet (null)
-  control::TopRow top;                  // sent, failed, rejected, parked, achieved over the window
+  control::CampaignRow row;  // id, name, state, limits, provider, total, priority class and rules
+  control::TopRow top;       // sent, failed, rejected, invalid_token, suppressed, parked, achieved over the window
   // This worker's own (from the snapshot the daemon loop publishes); absent
   // when this worker has not had one of its messages.
   struct Worker {

@@ -147,8 +147,9 @@ admin::AdminResponse Console::Impl::detail(const std::string& id) {
     };
     control::CampaignDetail d{std::move(row),
                               control::LedgerCounts{count("sent"), count("failed"), count("rejected"),
-                                                    count("invalid_token"), o.last_recorded_at},
-                              o.parked};
+                                                    count("invalid_token"), o.last_recorded_at, count("suppressed")},
+                              o.parked,
+                              {}};
     Json j = control::campaignDetailJson(d);
     j["outcomes"] = o.by_status;
     Json letters = Json::array();
