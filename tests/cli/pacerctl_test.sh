@@ -99,8 +99,8 @@ expect 2 "campaign 'quiet' would not be usable: quiet_hours 21:00-08:00 without 
   campaign create quiet --quiet-hours 21:00-08:00
 expect 0 "campaign 'night' created: state active, send_rate 10/s, burst 2, weight 1, provider none, total unknown, class bulk, quiet hours 21:00-08:00 (Europe/London), cap 3/24h (defer)" \
   campaign create night --rate 10 --class bulk --quiet-hours 21:00-08:00 --time-zone Europe/London --cap 3/24h --cap-policy defer
-expect 0 "night         active     10/s      2       1  -         bulk     21:00-08:00  Europe/London  3/24h defer" campaign list
-expect 0 "alerts        cancelled  unlimited  1       1  -         default  -" campaign list
+expect 0 "night   -            active          10/s      2       1  -         bulk     21:00-08:00  Europe/London  3/24h defer" campaign list
+expect 0 "alerts  -            cancelled  unlimited      1       1  -         default  -            -              -  " campaign list
 expect 0 "frequency_cap     3/24h" campaign show night
 expect 0 "quiet_hours       21:00-08:00" campaign show night
 expect 0 "priority_class    bulk" campaign show night
@@ -124,7 +124,7 @@ pacer_psql -c "INSERT INTO deliveries (message_id, campaign, topic, kafka_partit
   ('n1', 'night', 't', 0, 1, 'suppressed', 'suppressed: frequency cap campaign:night 1/1h'),
   ('n2', 'night', 't', 0, 2, 'sent', '')" >/dev/null
 expect 0 "suppressed        1" campaign show night
-expect 0 "ledger suppressed             1" status
+expect 0 "ledger suppressed                1" status
 expect 0 '"suppressed": 1' --json status
 pacer_psql -c "DELETE FROM campaigns WHERE id = 'night'; DELETE FROM deliveries WHERE campaign = 'night'" >/dev/null
 

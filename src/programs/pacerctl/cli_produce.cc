@@ -62,9 +62,10 @@ std::vector<std::string> timeZones(const ProduceArgs& pa) {
   for (;;) {
     const std::size_t comma = list.find(',', start);
     const std::string zone = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (zone == "none" || parseTimeZoneText(zone, flag).empty())
-      throw InvalidValueError(
-          fmt::format("{} '{}': give IANA time zone names (Europe/London,America/New_York)", flag, list));
+    if (zone.empty() || zone == "none")
+      throw InvalidValueError(fmt::format(
+          "{} '{}': give IANA time zone names separated by commas (Europe/London,America/New_York)", flag, list));
+    parseTimeZoneText(zone, flag);  // refuses what cannot be a zone's name, naming it
     zones.push_back(zone);
     if (comma == std::string::npos) return zones;
     start = comma + 1;
