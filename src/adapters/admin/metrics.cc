@@ -252,6 +252,32 @@ double RateWindow::rate() const noexcept {
 
 namespace {
 
+// A campaign with a message counted, held or in flight here.
+bool touched(const CampaignStats& c) {
+  return c.sent + c.failed + c.rejected + c.invalid_tokens + c.suppressed + c.deferred + c.quiet_waiting + c.retries +
+             c.queued + c.retrying + c.to_park + c.parked_waiting + c.in_flight >
+         0;
+}
+
+// Everything but the achieved rate (the builder's rate window).
+CampaignMetrics campaignMetricsOf(const CampaignStats& c) {
+  CampaignMetrics m;
+  m.id = c.id;
+  m.provider = c.provider;
+  m.sent = c.sent;
+  m.failed = c.failed;
+  m.rejected = c.rejected;
+  m.invalid_tokens = c.invalid_tokens;
+  m.suppressed = c.suppressed;
+  m.deferred = c.deferred;
+  m.quiet_waiting = c.quiet_waiting;
+  m.retries = c.retries;
+  if (c.limit) m.send_rate = c.limit->rate_per_s;
+  m.backlog = c.queued + c.retrying + c.to_park + c.parked_waiting;
+  m.in_flight = c.in_flight;
+  return m;
+}
+
 // Every class a campaign is in, with what its campaigns queue (0 included, so
 // a class's series does not come and go with its traffic).
 std::vector<std::pair<std::string, std::uint64_t>> classQueued(const std::vector<CampaignStats>& campaigns) {
@@ -303,28 +329,11 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
     // Only campaigns this worker has handled a message of: every worker knows
     // every campaign, and idle ones would multiply the series by the workers.
     // Once in, a campaign stays (its counters must not vanish).
-    const bool touched = c.sent + c.failed + c.rejected + c.invalid_tokens + c.suppressed + c.deferred +
-                             c.quiet_waiting + c.retries + c.queued + c.retrying + c.to_park + c.parked_waiting +
-                             c.in_flight >
-                         0;
-    if (!touched && !windows_.contains(c.id)) continue;
-    CampaignMetrics m;
-    m.id = c.id;
-    m.provider = c.provider;
-    m.sent = c.sent;
-    m.failed = c.failed;
-    m.rejected = c.rejected;
-    m.invalid_tokens = c.invalid_tokens;
-    m.suppressed = c.suppressed;
-    m.deferred = c.deferred;
-    m.quiet_waiting = c.quiet_waiting;
-    m.retries = c.retries;
-    if (c.limit) m.send_rate = c.limit->rate_per_s;
+    if (!touched(c) && !windows_.contains(c.id)) continue;
+    CampaignMetrics m = campaignMetricsOf(c);
     RateWindow& window = windows_[c.id];
     window.add(now, c.sent);
     m.achieved_rate = window.rate();
-    m.backlog = c.queued + c.retrying + c.to_park + c.parked_waiting;
-    m.in_flight = c.in_flight;
     s.campaigns.push_back(std::move(m));
   }
   s.rejected_without_campaign = w.rejected > attributed_rejections ? w.rejected - attributed_rejections : 0;
