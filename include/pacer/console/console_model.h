@@ -113,6 +113,12 @@ struct Sources {
   bool controls = false;
 };
 
+// The state document's "classes": this worker's messages queued in memory per
+// priority class (admin::MetricsSnapshot::class_queued, where the default
+// class is "default"), as [{"class" (null: the default class), "worker":
+// {"queued"}}], by class.
+Json classesStateJson(const std::vector<std::pair<std::string, std::uint64_t>>& class_queued);
+
 // The state document (/api/v1/state and each Server-Sent Event): every live
 // campaign and every provider, cluster-wide figures at the top level and this
 // worker's under "worker". `at_utc`/`at_epoch_s` are the database's time.

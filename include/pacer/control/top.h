@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -121,6 +122,9 @@ struct TopFrame {
   double window_s = 5;  // the achieved rate's window
   std::vector<TopRow> rows;
   std::vector<TopProviderRow> providers;
+  // Messages queued in a worker's memory per priority class ("" the default
+  // class), from its state document (--admin); empty: not known.
+  std::map<std::string, std::uint64_t> worker_class_queued;
 };
 
 // Works out each campaign's "limited by" from the frame's own figures (the
@@ -135,12 +139,14 @@ struct TopClass {
   std::int64_t backlog = 0;
   bool backlog_lower_bound = false;
   double achieved = 0;
+  std::optional<std::uint64_t> queued;  // in the --admin worker's memory; nullopt: not known
 };
 std::vector<TopClass> classesOf(const TopFrame& frame);
 
 // The frame as text, at most `width` columns: a header line with the time
 // and totals, a line per priority class when a campaign names one ("class
-// bulk: 3 campaigns, backlog 1200, 40.0/s"), a blank line, the campaigns (ID
+// bulk: 3 campaigns, backlog 1200, 40.0/s", and ", queued 40 in the worker"
+// when known), a blank line, the campaigns (ID
 // STATE CLASS PROVIDER RATE ACHIEVED SENT FAILED SUPPR BACKLOG PROGRESS ETA
 // LIMITED-BY, and DLVRD UNDLV PEND when a campaign has delivery receipts;
 // CLASS only when a campaign names one, SUPPR only when one has suppressed
@@ -152,7 +158,7 @@ std::string renderTopText(const TopFrame& frame, int width = 80);
 
 // The frame as JSON (pretty-printed): {"at", "window_s", "totals": {...},
 // "classes": [{"class" (null: default), "campaigns", "backlog",
-// "backlog_lower_bound", "achieved_rate"}],
+// "backlog_lower_bound", "achieved_rate", "worker_queued" (null: not known)}],
 // "campaigns": [{"id", "state", "priority_class" (null: default), "provider", "send_rate", "achieved_rate",
 // "total", "sent", "failed", "rejected", "invalid_token", "suppressed", "parked", "backlog",
 // "backlog_lower_bound", "progress", "eta_s", "limited_by": {"code", "text"},

@@ -194,6 +194,13 @@ Json providerStateJson(const ProviderView& p, double achieved) {
 
 }  // namespace
 
+Json classesStateJson(const std::vector<std::pair<std::string, std::uint64_t>>& class_queued) {
+  Json a = Json::array();
+  for (const auto& [name, queued] : class_queued)
+    a.push_back(Json{{"class", name == "default" ? Json(nullptr) : Json(name)}, {"worker", {{"queued", queued}}}});
+  return a;
+}
+
 Json stateJson(const std::string& at_utc, double at_epoch_s, double window_s,
                const std::vector<CampaignView>& campaigns, const std::vector<ProviderView>& providers,
                const Sources& sources) {

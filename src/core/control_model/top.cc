@@ -281,9 +281,9 @@ std::string renderTopText(const TopFrame& frame, int width) {
   const std::vector<TopClass> classes = classesOf(frame);
   if (classes.size() > 1 || (classes.size() == 1 && !classes[0].name.empty()))
     for (const TopClass& c : classes)
-      out += fmt::format("class {}: {} campaign{}, backlog {}, {:.1f}/s\n", c.name.empty() ? "default" : c.name,
+      out += fmt::format("class {}: {} campaign{}, backlog {}, {:.1f}/s{}\n", c.name.empty() ? "default" : c.name,
                          c.campaigns, c.campaigns == 1 ? "" : "s", boundText(c.backlog, c.backlog_lower_bound),
-                         c.achieved);
+                         c.achieved, c.queued ? fmt::format(", queued {} in the worker", *c.queued) : "");
   out += "\n";
   if (frame.rows.empty())
     out += "no active or paused campaigns\n";
@@ -297,13 +297,19 @@ std::vector<TopClass> classesOf(const TopFrame& frame) {
   std::vector<TopClass> out;
   for (const TopRow& r : frame.rows) {
     auto it = std::find_if(out.begin(), out.end(), [&](const TopClass& c) { return c.name == r.priority_class; });
-    if (it == out.end()) it = out.insert(out.end(), TopClass{r.priority_class});
+    if (it == out.end()) {
+      it = out.emplace(out.end());
+      it->name = r.priority_class;
+    }
     const Backlog b = figuresOf(r).backlog;
     it->campaigns += 1;
     it->backlog += b.messages;
     it->backlog_lower_bound = it->backlog_lower_bound || b.lower_bound;
     it->achieved += r.achieved.value_or(0);
   }
+  for (TopClass& c : out)
+    if (const auto q = frame.worker_class_queued.find(c.name); q != frame.worker_class_queued.end())
+      c.queued = q->second;
   std::sort(out.begin(), out.end(), [](const TopClass& a, const TopClass& b) { return a.name < b.name; });
   return out;
 }
@@ -317,7 +323,8 @@ Json classesJson(const TopFrame& frame) {
                      {"campaigns", c.campaigns},
                      {"backlog", c.backlog},
                      {"backlog_lower_bound", c.backlog_lower_bound},
-                     {"achieved_rate", c.achieved}});
+                     {"achieved_rate", c.achieved},
+                     {"worker_queued", orNull(c.queued)}});
   return a;
 }
 

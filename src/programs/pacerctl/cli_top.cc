@@ -27,7 +27,7 @@ struct TopArgs {
 
 // The providers' effective rate, pause and 429 count from a worker's state
 // document (GET /api/v1/state: Redis's shared figures, that worker's count),
-// then "limited by" again with them. A worker that does not answer leaves
+// and its queue per priority class, then "limited by" again with them. A worker that does not answer leaves
 // those columns at "-" and says why below the frame.
 std::string mergeLive(TopFrame& f, const std::string& address) {
   try {
@@ -44,6 +44,11 @@ std::string mergeLive(TopFrame& f, const std::string& address) {
           row.throttled = p.at("worker").at("throttled_total").get<std::uint64_t>();
       }
     }
+    // Its messages queued per priority class (a worker before issue 16 has none).
+    if (const auto it = doc.find("classes"); it != doc.end() && it->is_array())
+      for (const Json& c : *it)
+        f.worker_class_queued[c.at("class").is_null() ? "" : c.at("class").get<std::string>()] =
+            c.at("worker").at("queued").get<std::uint64_t>();
     fillLimitedBy(f);
     return "";
   } catch (const UnreachableError& e) {

@@ -153,6 +153,18 @@ TEST(StateJsonTest, PriorityClassAndSuppressedComeFromTheCluster) {
   EXPECT_EQ(jc["backlog"], 600);  // 1000 - (100 sent + 300 suppressed)
 }
 
+// This worker's queue per class as the metrics snapshot has it; the default
+// class (labelled "default" there) is null, as a campaign's priority is.
+TEST(StateJsonTest, ClassesCarryThisWorkersQueueWithTheDefaultClassAsNull) {
+  const Json j = classesStateJson({{"bulk", 12}, {"default", 3}});
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["class"], "bulk");
+  EXPECT_EQ(j[0]["worker"]["queued"], 12);
+  EXPECT_EQ(j[1]["class"], nullptr);
+  EXPECT_EQ(j[1]["worker"]["queued"], 3);
+  EXPECT_TRUE(classesStateJson({}).is_array());
+}
+
 TEST(SseFrameTest, OneDataLinePerLineAndABlankLineAtTheEnd) {
   EXPECT_EQ(sseFrame("state", "{\"a\":1}"), "event: state\ndata: {\"a\":1}\n\n");
   EXPECT_EQ(sseFrame("x", "a\nb"), "event: x\ndata: a\ndata: b\n\n");

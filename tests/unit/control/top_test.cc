@@ -214,6 +214,21 @@ TEST(TopRenderTest, ClassesGetAColumnAndALineEachWithTheirBacklogAndRate) {
   EXPECT_THAT(text, HasSubstr("       8     10      740  "));
 }
 
+// With --admin, the worker's queue per class joins each class's line; a
+// class the worker did not report stays without one.
+TEST(TopRenderTest, AWorkersQueuePerClassJoinsTheClassLines) {
+  TopFrame f = sampleFrame();
+  f.rows[0].priority_class = "bulk";
+  f.worker_class_queued = {{"bulk", 42}};
+  fillLimitedBy(f);
+  const std::string text = renderTopText(f, 200);
+  EXPECT_THAT(text, HasSubstr("class bulk: 1 campaign, backlog 750, 50.0/s, queued 42 in the worker\n"));
+  EXPECT_THAT(text, HasSubstr("class default: 1 campaign, backlog >=30, 0.0/s\n"));
+  const auto j = nlohmann::json::parse(renderTopJson(f));
+  EXPECT_TRUE(j.at("classes").at(0).at("worker_queued").is_null());
+  EXPECT_EQ(j.at("classes").at(1).at("worker_queued"), 42);
+}
+
 TEST(TopRenderTest, WithoutClassesOrSuppressedRowsTheColumnsStayOut) {
   TopFrame f = sampleFrame();
   fillLimitedBy(f);
