@@ -42,6 +42,19 @@ expect 2 "rate '': not a number" --postgres "$nowhere" campaign set-rate c1 "${U
 expect 2 "--burst '0'" --postgres "$nowhere" provider create p --rate 5 --burst 0
 expect 2 "--weight '0'" --postgres "$nowhere" campaign create c1 --weight 0
 expect 2 "campaign id: must be UTF-8 text without control characters" --postgres "$nowhere" campaign show "$(printf 'a\tb')"
+# Priority and recipient rules: checked before connecting too.
+expect 2 "--cap: frequency cap '3': expected LIMIT/WINDOW" --postgres "$nowhere" campaign create c1 --cap 3
+expect 2 "--cap: frequency cap '0/24h'" --postgres "$nowhere" campaign set-rules c1 --cap 0/24h
+expect 2 "--quiet-hours: quiet window '21:00': expected HH:MM-HH:MM" --postgres "$nowhere" campaign create c1 --quiet-hours 21:00
+expect 2 "--quiet-hours: empty" --postgres "$nowhere" campaign set-rules c1 --quiet-hours "${UNSET_HOURS:-}"
+expect 2 "--cap-policy 'drop': give suppress" --postgres "$nowhere" campaign create c1 --cap-policy drop
+expect 2 "--class 'a b': a priority class is 1 to 64" --postgres "$nowhere" campaign set-rules c1 --class "a b"
+expect 2 "--time-zone 'Europe London': give an IANA time zone name" --postgres "$nowhere" campaign create c1 --time-zone "Europe London"
+expect 2 "give at least one of --class, --quiet-hours" --postgres "$nowhere" campaign set-rules c1
+expect 2 "--tz 'Europe London'" produce --brokers 127.0.0.1:1 --topic t --campaign c1 --tz "Europe London"
+expect 2 "--time-zones 'UTC,,Asia/Tokyo'" produce --brokers 127.0.0.1:1 --topic t --campaign c1 --time-zones UTC,,Asia/Tokyo
+expect 2 "--tz and --time-zones: give one of them" produce --brokers 127.0.0.1:1 --topic t --campaign c1 --tz UTC --time-zones UTC
+expect 2 "--recipients '0'" produce --brokers 127.0.0.1:1 --topic t --campaign c1 --recipients 0
 
 # Nothing listening: exit 3, and neither form of password shows.
 port=$(pacer_free_port)
@@ -80,6 +93,40 @@ expect 0 "campaigns cancelled" status
 expect 0 "password=***" status
 expect 0 '"cancelled": 1' --json status
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/out" || fail "status --json is not JSON"
+
+# Priority class and recipient rules: written, shown, changed, and counted.
+expect 2 "campaign 'quiet' would not be usable: quiet_hours 21:00-08:00 without a time_zone" \
+  campaign create quiet --quiet-hours 21:00-08:00
+expect 0 "campaign 'night' created: state active, send_rate 10/s, burst 2, weight 1, provider none, total unknown, class bulk, quiet hours 21:00-08:00 (Europe/London), cap 3/24h (defer)" \
+  campaign create night --rate 10 --class bulk --quiet-hours 21:00-08:00 --time-zone Europe/London --cap 3/24h --cap-policy defer
+expect 0 "night   -            active          10/s      2       1  -         bulk     21:00-08:00  Europe/London  3/24h defer" campaign list
+expect 0 "alerts  -            cancelled  unlimited      1       1  -         default  -            -              -  " campaign list
+expect 0 "frequency_cap     3/24h" campaign show night
+expect 0 "quiet_hours       21:00-08:00" campaign show night
+expect 0 "priority_class    bulk" campaign show night
+expect 0 '"frequency_cap": "3/24h"' --json campaign show night
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert (d["priority_class"], d["quiet_hours"], d["time_zone"], d["cap_policy"]) == ("bulk", "21:00-08:00", "Europe/London", "defer"), d
+assert d["ledger"]["suppressed"] == 0, d' "$tmp/out" || fail "campaign show --json rules: $(cat "$tmp/out")"
+expect 0 '"priority_class": null' --json campaign list
+expect 2 "campaign 'night' would not be usable: quiet_hours 21:00-08:00 without a time_zone" campaign set-rules night --time-zone none
+expect 0 "campaign 'night': class bulk, quiet hours 21:00-08:00 (Europe/London), cap 3/24h (defer) -> class default, quiet hours none (Europe/London), cap 1/1h (suppress)" \
+  campaign set-rules night --class default --quiet-hours none --cap 1/1h --cap-policy suppress
+expect 0 "already class default, quiet hours none (Europe/London), cap 1/1h (suppress); nothing changed" \
+  campaign set-rules night --cap 1/1h
+expect 0 '"change": "set-rules"' --json campaign set-rules night --class bulk
+expect 1 "campaign 'alerts' is cancelled: a rule no longer applies to it" campaign set-rules alerts --class bulk
+rows=$(pacer_psql -c "SELECT coalesce(priority_class, 'NULL') || ':' || coalesce(quiet_hours, 'NULL') || ':' || time_zone || ':' || frequency_cap || ':' || cap_policy FROM campaigns WHERE id = 'night'")
+[ "$rows" = "bulk:NULL:Europe/London:1/1h:suppress" ] || fail "night's rules in the table: $rows"
+pacer_psql -c "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, reason) VALUES
+  ('n1', 'night', 't', 0, 1, 'suppressed', 'suppressed: frequency cap campaign:night 1/1h'),
+  ('n2', 'night', 't', 0, 2, 'sent', '')" >/dev/null
+expect 0 "suppressed        1" campaign show night
+expect 0 "ledger suppressed                1" status
+expect 0 '"suppressed": 1' --json status
+pacer_psql -c "DELETE FROM campaigns WHERE id = 'night'; DELETE FROM deliveries WHERE campaign = 'night'" >/dev/null
 
 rows=$(pacer_psql -c "SELECT id || ':' || state || ':' || coalesce(send_rate::text, 'unlimited') || ':' || burst FROM campaigns ORDER BY id" | tr '\n' ' ')
 [ "$rows" = "alerts:cancelled:unlimited:1 spring:active:250:4 " ] || fail "campaigns table: $rows"

@@ -24,9 +24,8 @@ using control::Json;
 // What the console shows of one campaign.
 struct CampaignView {
   // Cluster-wide, from PostgreSQL (the same numbers as `pacerctl top`).
-  control::CampaignRow row;             // id, name, state, limits, provider, total
-  std::optional<std::string> priority;  // the priority class; the schema has none yet (null)
-  control::TopRow top;                  // sent, failed, rejected, parked, achieved over the window
+  control::CampaignRow row;  // id, name, state, limits, provider, total, priority class and rules
+  control::TopRow top;       // sent, failed, rejected, invalid_token, suppressed, parked, achieved over the window
   // This worker's own (from the snapshot the daemon loop publishes); absent
   // when this worker has not had one of its messages.
   struct Worker {
@@ -113,6 +112,12 @@ struct Sources {
   std::string version;
   bool controls = false;
 };
+
+// The state document's "classes": this worker's messages queued in memory per
+// priority class (admin::MetricsSnapshot::class_queued, where the default
+// class is "default"), as [{"class" (null: the default class), "worker":
+// {"queued"}}], by class.
+Json classesStateJson(const std::vector<std::pair<std::string, std::uint64_t>>& class_queued);
 
 // The state document (/api/v1/state and each Server-Sent Event): every live
 // campaign and every provider, cluster-wide figures at the top level and this

@@ -15,11 +15,13 @@ namespace pacer::control {
 using Json = nlohmann::ordered_json;
 
 // {"id", "name", "state", "send_rate" (null: unlimited), "burst", "weight",
-// "provider" (null: none), "updated_at", "total" (null: unknown)}
+// "provider" (null: none), "updated_at", "total" (null: unknown),
+// "priority_class" (null: pacerd's default class), "quiet_hours" (null: none),
+// "time_zone" (null: none), "frequency_cap" (null: none), "cap_policy"}
 Json campaignJson(const CampaignRow& c);
 // {"id", "rate" (null: unlimited), "burst", "campaigns", "updated_at"}
 Json providerJson(const ProviderRow& p);
-// {"sent", "failed", "rejected", "invalid_token", "last_recorded_at" (null: no row)}
+// {"sent", "failed", "rejected", "invalid_token", "suppressed", "last_recorded_at" (null: no row)}
 Json ledgerJson(const LedgerCounts& l);
 
 Json campaignListJson(const std::vector<CampaignRow>& rows);  // `campaign list --json`

@@ -29,6 +29,7 @@ struct LedgerCounts {
   std::int64_t rejected = 0;
   std::int64_t invalid_token = 0;  // the recipient's push token was dead
   std::string last_recorded_at;    // empty: no row
+  std::int64_t suppressed = 0;     // a frequency cap refused the message
 };
 
 // Delivery receipts of a campaign's sent messages (SMPP): matched to the
@@ -68,6 +69,17 @@ struct Change {
   bool changed = false;  // false: it already was so; nothing written, nothing announced
 };
 
+// Priority and recipient rules to write, as parse*Text (values.h) returns
+// them: nullopt leaves the column as it is (its default on create); "" is NULL.
+struct CampaignRules {
+  std::optional<std::string> priority_class;
+  std::optional<std::string> quiet_hours;
+  std::optional<std::string> time_zone;
+  std::optional<std::string> frequency_cap;
+  std::optional<std::string> cap_policy;  // never "": suppress or defer
+  bool any() const noexcept { return priority_class || quiet_hours || time_zone || frequency_cap || cap_policy; }
+};
+
 struct NewCampaign {
   std::string id;
   std::string name;
@@ -75,6 +87,7 @@ struct NewCampaign {
   double weight = 1;
   std::string provider;               // empty: none
   std::optional<std::int64_t> total;  // nullopt: unknown
+  CampaignRules rules;                // each field nullopt: the column's default
 };
 
 // One sample of the active and paused campaigns for `pacerctl top`, read in
@@ -92,6 +105,8 @@ struct TopSnapshot {
     std::int64_t failed = 0;
     std::int64_t rejected = 0;
     std::int64_t invalid_token = 0;
+    std::int64_t suppressed = 0;
+    std::string priority_class;       // empty: the default class
     std::int64_t sent_in_window = 0;  // sent rows with recorded_at in (now - window, now]
     std::int64_t parked = 0;          // counted only when the total is unknown (else 0)
     bool has_receipts = false;        // some sent row carries a provider message id
@@ -128,6 +143,11 @@ class PgControl {
   CampaignDetail campaign(const std::string& id);  // NotFoundError
   // NotFoundError; RefusedError when the campaign is cancelled or completed.
   Change<CampaignRow> setCampaignLimit(const std::string& id, const Limit& limit);
+  // Writes the rules `rules` sets and announces "set-rules" (nothing written
+  // when every one is already so). The row after must pass campaignInfoOf's
+  // checks (quiet hours need a time zone): InvalidValueError otherwise.
+  // NotFoundError; RefusedError when the campaign is cancelled or completed.
+  Change<CampaignRow> setCampaignRules(const std::string& id, const CampaignRules& rules);
   // pause, resume or cancel (decideTransition). NotFoundError, RefusedError.
   Change<CampaignRow> changeCampaignState(const std::string& id, CampaignAction action);
   // The campaign row alone, without counting its ledger. NotFoundError.

@@ -1,11 +1,12 @@
 // `pacerctl top`'s arithmetic and rendering, kept pure so it is tested
 // without a database, a clock or a terminal: the achieved rate from two
 // samples, the backlog, progress and ETA, the progress bar, and one frame
-// as text or JSON. pg_control.cc supplies the numbers, cli.cc the loop.
+// as text or JSON. pg_top.cc supplies the numbers, cli_top.cc the loop.
 // Every function here is thread-safe (no shared state) and reads no clock.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,8 @@ struct TopRow {
   std::int64_t failed = 0;
   std::int64_t rejected = 0;
   std::int64_t invalid_token = 0;  // dead push tokens: finished, like failed
+  std::int64_t suppressed = 0;     // refused by a frequency cap: finished, like failed
+  std::string priority_class;      // empty: pacerd's default class
   std::int64_t parked = 0;
   std::optional<double> achieved;  // sent msg/s over the window; nullopt: unknown
   // Delivery receipts (SMPP) of its sent messages; has_receipts false: none
@@ -119,25 +122,45 @@ struct TopFrame {
   double window_s = 5;  // the achieved rate's window
   std::vector<TopRow> rows;
   std::vector<TopProviderRow> providers;
+  // Messages queued in a worker's memory per priority class ("" the default
+  // class), from its state document (--admin); empty: not known.
+  std::map<std::string, std::uint64_t> worker_class_queued;
 };
 
 // Works out each campaign's "limited by" from the frame's own figures (the
 // providers' effective rate and pause where known).
 void fillLimitedBy(TopFrame& frame);
 
+// One priority class's campaigns in a frame, by class name (empty: the
+// default class), for the per-class line of top and its JSON.
+struct TopClass {
+  std::string name;  // empty: the default class
+  std::int64_t campaigns = 0;
+  std::int64_t backlog = 0;
+  bool backlog_lower_bound = false;
+  double achieved = 0;
+  std::optional<std::uint64_t> queued;  // in the --admin worker's memory; nullopt: not known
+};
+std::vector<TopClass> classesOf(const TopFrame& frame);
+
 // The frame as text, at most `width` columns: a header line with the time
-// and totals, a blank line, the campaigns (ID STATE PROVIDER RATE ACHIEVED
-// SENT FAILED BACKLOG PROGRESS ETA LIMITED-BY, and DLVRD UNDLV PEND when a
-// campaign has delivery receipts), then the providers (QUOTA EFFECTIVE
-// ACHIEVED PAUSED 429s CAMPAIGNS). LIMITED BY in words: own rate, provider,
+// and totals, a line per priority class when a campaign names one ("class
+// bulk: 3 campaigns, backlog 1200, 40.0/s", and ", queued 40 in the worker"
+// when known), a blank line, the campaigns (ID
+// STATE CLASS PROVIDER RATE ACHIEVED SENT FAILED SUPPR BACKLOG PROGRESS ETA
+// LIMITED-BY, and DLVRD UNDLV PEND when a campaign has delivery receipts;
+// CLASS only when a campaign names one, SUPPR only when one has suppressed
+// rows), then the providers (QUOTA EFFECTIVE ACHIEVED PAUSED 429s CAMPAIGNS). LIMITED BY in words: own rate, provider,
 // prov paused, paused, done, no input, nothing (below every limit), - (not
 // known yet). Columns that do not fit are dropped, the least useful first
 // (FAILED, PROVIDER, STATE, ETA at 80 columns). A backlog or ETA that is a lower bound is shown with ">=".
 std::string renderTopText(const TopFrame& frame, int width = 80);
 
 // The frame as JSON (pretty-printed): {"at", "window_s", "totals": {...},
-// "campaigns": [{"id", "state", "provider", "send_rate", "achieved_rate",
-// "total", "sent", "failed", "rejected", "invalid_token", "parked", "backlog",
+// "classes": [{"class" (null: default), "campaigns", "backlog",
+// "backlog_lower_bound", "achieved_rate", "worker_queued" (null: not known)}],
+// "campaigns": [{"id", "state", "priority_class" (null: default), "provider", "send_rate", "achieved_rate",
+// "total", "sent", "failed", "rejected", "invalid_token", "suppressed", "parked", "backlog",
 // "backlog_lower_bound", "progress", "eta_s", "limited_by": {"code", "text"},
 // "receipts": {"delivered", "undelivered", "pending"}}], "providers": [{"id",
 // "rate", "campaigns", "achieved_rate", "effective_rate", "paused",

@@ -84,6 +84,12 @@ struct CampaignRow {
   std::string provider;               // empty: none
   std::string updated_at;             // UTC, ISO 8601 (2026-11-23T09:00:00Z)
   std::optional<std::int64_t> total;  // messages the campaign has in all; nullopt: unknown
+  // Priority and recipient rules (migration 8, docs/recipient-rules.md), as stored.
+  std::string priority_class;           // empty (NULL): pacerd's default class
+  std::string quiet_hours;              // "21:00-08:00"; empty (NULL): none
+  std::string time_zone;                // IANA zone for messages without a `tz` header; empty: none
+  std::string frequency_cap;            // "3/24h"; empty (NULL): none
+  std::string cap_policy = "suppress";  // suppress or defer
 };
 
 // A provider as the providers table holds it.
@@ -95,7 +101,10 @@ struct ProviderRow {
 };
 
 // The core's view of a row, or nullopt with the reason for a row that fails
-// its checks (a state this build does not know, a rate or weight out of range).
+// its checks (a state this build does not know, a rate or weight out of range,
+// a frequency_cap or quiet_hours that does not parse, an unknown cap_policy,
+// quiet hours without a time_zone). Whether time_zone names a zone and
+// priority_class a configured class is pacerd's to check: carried as text.
 std::optional<CampaignInfo> campaignInfoOf(const CampaignRow& row, std::string* problem);
 std::optional<ProviderInfo> providerInfoOf(const ProviderRow& row, std::string* problem);
 
@@ -122,6 +131,23 @@ double defaultBurst(std::optional<double> rate);
 // rate is refused (it would have no effect).
 Limit makeLimit(std::optional<double> rate, std::optional<double> burst);
 
+// The recipient rules as pacerctl takes them (`campaign create`, `campaign
+// set-rules`); each returns the text to store ("" for NULL) or throws
+// InvalidValueError naming `flag` and the accepted forms.
+// A priority class: 1 to 64 of A-Z a-z 0-9 _ - . ; "default" (pacerd's
+// default class) is stored as NULL.
+std::string parseClassName(std::string_view text, std::string_view flag);
+// HH:MM-HH:MM (parseQuietWindow's forms), normalised ("21:00-08:00"); "none"
+// (or a window that starts where it ends) is "".
+std::string parseQuietHoursText(std::string_view text, std::string_view flag);
+// An IANA zone name as typed (1 to 64 of A-Z a-z 0-9 / _ - +), or "none"
+// (""). Whether the zone exists is pacerd's check (its tz database).
+std::string parseTimeZoneText(std::string_view text, std::string_view flag);
+// LIMIT/WINDOW (parseFrequencyCap's forms), as typed ("3/24h"); "none" is "".
+std::string parseFrequencyCapText(std::string_view text, std::string_view flag);
+// "suppress" or "defer".
+std::string parseCapPolicyText(std::string_view text, std::string_view flag);
+
 // Campaign and provider ids: 1 to 256 bytes of UTF-8 without control
 // characters (a campaign id is the Kafka key, README "Message contract").
 // `what` is "campaign" or "provider".
@@ -130,8 +156,9 @@ void checkId(std::string_view id, std::string_view what);
 void checkName(std::string_view name);
 
 // Campaign states (the CHECK constraint of migration 1) and operator actions.
-enum class CampaignAction { kPause, kResume, kCancel, kSetRate };
-std::string_view actionName(CampaignAction a) noexcept;  // "pause", "resume", "cancel", "set-rate"
+enum class CampaignAction { kPause, kResume, kCancel, kSetRate, kSetRules };
+// "pause", "resume", "cancel", "set-rate", "set-rules"
+std::string_view actionName(CampaignAction a) noexcept;
 
 struct Transition {
   enum class Kind { kChange, kAlready, kRefused } kind;
@@ -142,7 +169,7 @@ struct Transition {
 //   pause:    active -> paused;    paused: already; cancelled, completed: refused
 //   resume:   paused -> active;    active: already; cancelled, completed: refused
 //   cancel:   active, paused -> cancelled; cancelled: already; completed: refused
-//   set-rate: active, paused: change (state kept); cancelled, completed: refused
+//   set-rate, set-rules: active, paused: change (state kept); cancelled, completed: refused
 Transition decideTransition(CampaignAction action, std::string_view state, std::string_view id);
 
 // The NOTIFY payload: {"kind":"campaign","id":"c1","change":"set-rate"}.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <deque>
 #include <initializer_list>
+#include <map>
 #include <utility>
 
 namespace pacer::admin {
@@ -72,6 +73,12 @@ void campaignMetrics(Families& f, const MetricsSnapshot& s) {
   auto& invalid_tokens =
       f.family("pacer_campaign_invalid_tokens_total",
                "messages whose push token the provider called dead (ledger status invalid_token)", kCounter);
+  auto& suppressed = f.family("pacer_campaign_suppressed_total",
+                              "messages a frequency cap refused (ledger status suppressed)", kCounter);
+  auto& deferred =
+      f.family("pacer_campaign_deferred_total", "messages a frequency cap made wait (policy defer)", kCounter);
+  auto& quiet = f.family("pacer_campaign_quiet_waiting",
+                         "messages waiting for the recipient's quiet hours to end, in this worker", kGauge);
   auto& retries = f.family("pacer_campaign_retries_total", "sends answered with a retry (throttle or fault)", kCounter);
   auto& rate = f.family("pacer_campaign_send_rate", "configured send_rate, msg/s (absent when unlimited)", kGauge);
   auto& achieved =
@@ -85,12 +92,18 @@ void campaignMetrics(Families& f, const MetricsSnapshot& s) {
     Families::add(failed, l, d(c.failed));
     Families::add(rejected, l, d(c.rejected));
     Families::add(invalid_tokens, l, d(c.invalid_tokens));
+    Families::add(suppressed, l, d(c.suppressed));
+    Families::add(deferred, l, d(c.deferred));
+    Families::add(quiet, l, d(c.quiet_waiting));
     Families::add(retries, l, d(c.retries));
     if (c.send_rate) Families::add(rate, l, *c.send_rate);
     Families::add(achieved, l, c.achieved_rate);
     Families::add(backlog, l, d(c.backlog));
     Families::add(in_flight, l, d(c.in_flight));
   }
+  auto& class_queued =
+      f.family("pacer_class_queued", "messages queued in this worker's memory, per priority class", kGauge);
+  for (const auto& [name, queued] : s.class_queued) Families::add(class_queued, {{"class", name}}, d(queued));
 }
 
 // One series per provider and figure, and the directory's bad rows.
@@ -237,6 +250,45 @@ double RateWindow::rate() const noexcept {
   return static_cast<double>(newest.second - oldest.second) / secs;
 }
 
+namespace {
+
+// A campaign with a message counted, held or in flight here.
+bool touched(const CampaignStats& c) {
+  return c.sent + c.failed + c.rejected + c.invalid_tokens + c.suppressed + c.deferred + c.quiet_waiting + c.retries +
+             c.queued + c.retrying + c.to_park + c.parked_waiting + c.in_flight >
+         0;
+}
+
+// Everything but the achieved rate (the builder's rate window).
+CampaignMetrics campaignMetricsOf(const CampaignStats& c) {
+  CampaignMetrics m;
+  m.id = c.id;
+  m.provider = c.provider;
+  m.sent = c.sent;
+  m.failed = c.failed;
+  m.rejected = c.rejected;
+  m.invalid_tokens = c.invalid_tokens;
+  m.suppressed = c.suppressed;
+  m.deferred = c.deferred;
+  m.quiet_waiting = c.quiet_waiting;
+  m.retries = c.retries;
+  if (c.limit) m.send_rate = c.limit->rate_per_s;
+  m.backlog = c.queued + c.retrying + c.to_park + c.parked_waiting;
+  m.in_flight = c.in_flight;
+  return m;
+}
+
+// Every class a campaign is in, with what its campaigns queue (0 included, so
+// a class's series does not come and go with its traffic).
+std::vector<std::pair<std::string, std::uint64_t>> classQueued(const std::vector<CampaignStats>& campaigns) {
+  std::map<std::string, std::uint64_t> by_class;
+  for (const CampaignStats& c : campaigns)
+    by_class[c.priority_class.empty() ? std::string("default") : c.priority_class] += c.queued;
+  return {by_class.begin(), by_class.end()};
+}
+
+}  // namespace
+
 SnapshotBuilder::SnapshotBuilder(std::string version, std::string sink, std::string quota_mode,
                                  double start_time_seconds)
     : version_(std::move(version)),
@@ -277,27 +329,15 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
     // Only campaigns this worker has handled a message of: every worker knows
     // every campaign, and idle ones would multiply the series by the workers.
     // Once in, a campaign stays (its counters must not vanish).
-    const bool touched = c.sent + c.failed + c.rejected + c.invalid_tokens + c.retries + c.queued + c.retrying +
-                             c.to_park + c.parked_waiting + c.in_flight >
-                         0;
-    if (!touched && !windows_.contains(c.id)) continue;
-    CampaignMetrics m;
-    m.id = c.id;
-    m.provider = c.provider;
-    m.sent = c.sent;
-    m.failed = c.failed;
-    m.rejected = c.rejected;
-    m.invalid_tokens = c.invalid_tokens;
-    m.retries = c.retries;
-    if (c.limit) m.send_rate = c.limit->rate_per_s;
+    if (!touched(c) && !windows_.contains(c.id)) continue;
+    CampaignMetrics m = campaignMetricsOf(c);
     RateWindow& window = windows_[c.id];
     window.add(now, c.sent);
     m.achieved_rate = window.rate();
-    m.backlog = c.queued + c.retrying + c.to_park + c.parked_waiting;
-    m.in_flight = c.in_flight;
     s.campaigns.push_back(std::move(m));
   }
   s.rejected_without_campaign = w.rejected > attributed_rejections ? w.rejected - attributed_rejections : 0;
+  s.class_queued = classQueued(campaigns);
 
   s.providers.reserve(providers.size());
   std::size_t degraded = 0;

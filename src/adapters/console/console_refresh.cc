@@ -117,7 +117,9 @@ void Console::Impl::refresh() {
   const auto snapshot = admin_state.snapshot();
   addWorkerFigures(snapshot.get(), campaigns, providers);
   if (read) histories.add(at_epoch_s, campaigns, providers);
-  docs->state = stateJson(at_utc, at_epoch_s, options.window_s, campaigns, providers, src).dump();
+  Json state = stateJson(at_utc, at_epoch_s, options.window_s, campaigns, providers, src);
+  state["classes"] = classesStateJson(snapshot ? snapshot->class_queued : decltype(snapshot->class_queued){});
+  docs->state = state.dump();
   docs->at = SteadyClock::now();
   if (!read) {  // keep serving the last lists
     std::lock_guard<std::mutex> lock(mutex);
@@ -147,8 +149,9 @@ admin::AdminResponse Console::Impl::detail(const std::string& id) {
     };
     control::CampaignDetail d{std::move(row),
                               control::LedgerCounts{count("sent"), count("failed"), count("rejected"),
-                                                    count("invalid_token"), o.last_recorded_at},
-                              o.parked};
+                                                    count("invalid_token"), o.last_recorded_at, count("suppressed")},
+                              o.parked,
+                              {}};
     Json j = control::campaignDetailJson(d);
     j["outcomes"] = o.by_status;
     Json letters = Json::array();

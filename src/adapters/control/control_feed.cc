@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "pacer/campaign_rules.h"
 #include "pacer/control/pg_listener.h"
 #include "pacer/control/values.h"
 #include "pacer/ledger/pg_ledger.h"
@@ -41,6 +42,15 @@ std::string rateText(const std::optional<RateLimit>& limit) {
 
 std::string burstText(const std::optional<RateLimit>& limit) {
   return limit ? fmt::format("{}", limit->burst) : std::string("-");
+}
+
+// class=bulk quiet_hours=21:00-08:00 time_zone=Europe/London frequency_cap=3/24h cap_policy=defer ("-": none).
+std::string rulesText(const CampaignInfo& c) {
+  const auto orDash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
+  return fmt::format("class={} quiet_hours={} time_zone={} frequency_cap={} cap_policy={}", orDash(c.priority_class),
+                     orDash(c.quiet_hours), orDash(c.time_zone),
+                     c.frequency_cap ? formatFrequencyCap(*c.frequency_cap) : std::string("-"),
+                     capPolicyName(c.cap_policy));
 }
 
 }  // namespace
@@ -283,8 +293,8 @@ void ControlFeed::Impl::applyNotice(const ControlNotice& n, MonoTime received) {
   applyCampaign(*c, clock.now(), bad);
   forgetProblem("campaign", n.id, bad);
   logApplied(n.kind, n.id, n.change,
-             fmt::format("state={} send_rate={} burst={} weight={}", campaignStateName(c->state), rateText(c->limit),
-                         burstText(c->limit), c->weight),
+             fmt::format("state={} send_rate={} burst={} weight={} {}", campaignStateName(c->state), rateText(c->limit),
+                         burstText(c->limit), c->weight, rulesText(*c)),
              received);
 }
 

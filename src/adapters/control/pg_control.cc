@@ -45,6 +45,22 @@ void announce(pqxx::transaction_base& tx, std::string_view kind, const std::stri
   tx.exec_params("SELECT pg_notify($1, $2)", std::string(kControlChannel), notifyPayload(kind, id, change));
 }
 
+// The row `nc` would insert, for campaignInfoOf's checks before it is written.
+CampaignRow rowOf(const NewCampaign& nc) {
+  CampaignRow row;
+  row.id = nc.id;
+  row.state = "active";
+  row.limit = nc.limit;
+  row.weight = nc.weight;
+  row.provider = nc.provider;
+  row.priority_class = nc.rules.priority_class.value_or("");
+  row.quiet_hours = nc.rules.quiet_hours.value_or("");
+  row.time_zone = nc.rules.time_zone.value_or("");
+  row.frequency_cap = nc.rules.frequency_cap.value_or("");
+  row.cap_policy = nc.rules.cap_policy.value_or("suppress");
+  return row;
+}
+
 LedgerCounts ledgerFrom(const pqxx::row& r) {
   LedgerCounts l;
   l.sent = r[0].as<std::int64_t>();
@@ -52,30 +68,15 @@ LedgerCounts ledgerFrom(const pqxx::row& r) {
   l.rejected = r[2].as<std::int64_t>();
   l.invalid_token = r[3].as<std::int64_t>();
   if (!r[4].is_null()) l.last_recorded_at = r[4].as<std::string>();
+  l.suppressed = r[5].as<std::int64_t>();
   return l;
 }
 
 constexpr const char* kLedgerCounts =
     "SELECT count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'), "
     "count(*) FILTER (WHERE status = 'rejected'), "
-    "count(*) FILTER (WHERE status = 'invalid_token'), " PACER_UTC("max(recorded_at)") " FROM deliveries";
-
-using SnapshotRead = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
-
-// A PostgreSQL text[] literal: {"a","b\"c"} (ids are UTF-8 without control characters).
-std::string textArrayLiteral(const std::vector<std::string>& items) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ',';
-    out += '"';
-    for (char c : items[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
-  }
-  return out + "}";
-}
+    "count(*) FILTER (WHERE status = 'invalid_token'), " PACER_UTC("max(recorded_at)") ", "
+    "count(*) FILTER (WHERE status = 'suppressed') FROM deliveries";
 
 }  // namespace
 
@@ -121,13 +122,18 @@ CampaignRow PgControl::createCampaign(const NewCampaign& nc) {
     if (!nc.provider.empty() && !fetchProvider(tx, nc.provider, false))
       throw NotFoundError(providerNotFound(nc.provider));
     const RateParams rate = rateParams(nc.limit);
+    const CampaignRules& rules = nc.rules;
+    if (std::string problem; !campaignInfoOf(rowOf(nc), &problem))
+      throw InvalidValueError(fmt::format("campaign '{}' would not be usable: {}", nc.id, problem));
     const pqxx::result r = tx.exec_params(
-        "INSERT INTO campaigns (id, name, send_rate, burst, weight, provider, total) "
+        "INSERT INTO campaigns (id, name, send_rate, burst, weight, provider, total, priority_class, quiet_hours, "
+        "time_zone, frequency_cap, cap_policy) "
         "VALUES ($1, $2, CASE WHEN $3 THEN $4::double precision END, $5, $6, NULLIF($7, ''), "
-        "CASE WHEN $8 THEN $9::bigint END) "
+        "CASE WHEN $8 THEN $9::bigint END, NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), NULLIF($13, ''), $14) "
         "ON CONFLICT (id) DO NOTHING RETURNING id",
         nc.id, nc.name, rate.limited, rate.value, nc.limit.burst, nc.weight, nc.provider, nc.total.has_value(),
-        nc.total.value_or(0));
+        nc.total.value_or(0), rules.priority_class.value_or(""), rules.quiet_hours.value_or(""),
+        rules.time_zone.value_or(""), rules.frequency_cap.value_or(""), rules.cap_policy.value_or("suppress"));
     if (r.empty())
       throw RefusedError(fmt::format(
           "campaign '{}' already exists; `pacerctl campaign show {}` shows it and `pacerctl campaign set-rate` "
@@ -193,6 +199,37 @@ Change<CampaignRow> PgControl::setCampaignLimit(const std::string& id, const Lim
   });
 }
 
+Change<CampaignRow> PgControl::setCampaignRules(const std::string& id, const CampaignRules& rules) {
+  return impl_->guarded([&] {
+    pqxx::work tx(*impl_->conn);
+    auto before = fetchCampaign(tx, id, true);
+    if (!before) throw NotFoundError(campaignNotFound(id));
+    const Transition t = decideTransition(CampaignAction::kSetRules, before->state, id);
+    if (t.kind == Transition::Kind::kRefused) throw RefusedError(t.reason);
+    CampaignRow after = *before;
+    after.priority_class = rules.priority_class.value_or(before->priority_class);
+    after.quiet_hours = rules.quiet_hours.value_or(before->quiet_hours);
+    after.time_zone = rules.time_zone.value_or(before->time_zone);
+    after.frequency_cap = rules.frequency_cap.value_or(before->frequency_cap);
+    after.cap_policy = rules.cap_policy.value_or(before->cap_policy);
+    if (std::string problem; !campaignInfoOf(after, &problem))
+      throw InvalidValueError(fmt::format("campaign '{}' would not be usable: {}", id, problem));
+    if (after.priority_class == before->priority_class && after.quiet_hours == before->quiet_hours &&
+        after.time_zone == before->time_zone && after.frequency_cap == before->frequency_cap &&
+        after.cap_policy == before->cap_policy)
+      return Change<CampaignRow>{*before, *before, false};
+    tx.exec_params(
+        "UPDATE campaigns SET priority_class = NULLIF($2, ''), quiet_hours = NULLIF($3, ''), "
+        "time_zone = NULLIF($4, ''), frequency_cap = NULLIF($5, ''), cap_policy = $6, updated_at = now() "
+        "WHERE id = $1",
+        id, after.priority_class, after.quiet_hours, after.time_zone, after.frequency_cap, after.cap_policy);
+    announce(tx, "campaign", id, actionName(CampaignAction::kSetRules));
+    Change<CampaignRow> c{*before, *fetchCampaign(tx, id, false), true};
+    tx.commit();
+    return c;
+  });
+}
+
 Change<CampaignRow> PgControl::changeCampaignState(const std::string& id, CampaignAction action) {
   return impl_->guarded([&] {
     pqxx::work tx(*impl_->conn);
@@ -249,122 +286,6 @@ CampaignRow PgControl::addToCampaignTotal(const std::string& id, std::int64_t de
     if (!row) throw NotFoundError(campaignNotFound(id));
     tx.commit();
     return std::move(*row);
-  });
-}
-
-namespace {
-
-// The cutoff never moves back (a clock set back), or rows would be counted twice.
-constexpr const char* kTopCampaignsSql =
-    "WITH t AS (SELECT now() AS at, greatest(now() - make_interval(secs => $1), $4::timestamptz) AS cutoff) "
-    "SELECT c.id, c.state, coalesce(c.provider, ''), c.send_rate, c.total, "
-    "  d.settled_sent, d.settled_failed, d.settled_rejected, d.live_sent, d.live_failed, d.live_rejected, "
-    "  d.recent, coalesce(p.parked, 0), extract(epoch FROM t.at)::double precision, " PACER_UTC("t.at") ", "
-    "  t.cutoff::text, d.settled_invalid, d.live_invalid "
-    "FROM campaigns c CROSS JOIN t "
-    "CROSS JOIN LATERAL (SELECT "
-    "  count(*) FILTER (WHERE status = 'sent' AND recorded_at < t.cutoff) AS settled_sent, "
-    "  count(*) FILTER (WHERE status = 'failed' AND recorded_at < t.cutoff) AS settled_failed, "
-    "  count(*) FILTER (WHERE status = 'rejected' AND recorded_at < t.cutoff) AS settled_rejected, "
-    "  count(*) FILTER (WHERE status = 'sent' AND recorded_at >= t.cutoff) AS live_sent, "
-    "  count(*) FILTER (WHERE status = 'failed' AND recorded_at >= t.cutoff) AS live_failed, "
-    "  count(*) FILTER (WHERE status = 'rejected' AND recorded_at >= t.cutoff) AS live_rejected, "
-    "  count(*) FILTER (WHERE status = 'invalid_token' AND recorded_at < t.cutoff) AS settled_invalid, "
-    "  count(*) FILTER (WHERE status = 'invalid_token' AND recorded_at >= t.cutoff) AS live_invalid, "
-    "  count(*) FILTER (WHERE status = 'sent' AND recorded_at > t.at - make_interval(secs => $2)) AS recent "
-    "  FROM deliveries WHERE campaign = c.id AND recorded_at >= "
-    "    CASE WHEN c.id = ANY($3::text[]) THEN $4::timestamptz ELSE '-infinity'::timestamptz END) d "
-    "LEFT JOIN LATERAL (SELECT count(*) AS parked FROM parked WHERE campaign = c.id AND c.total IS NULL) p "
-    "ON true "
-    "WHERE c.state IN ('active', 'paused') "
-    // A campaign that completed in the last hour stays in view, as done.
-    "OR (c.state = 'completed' AND c.updated_at > t.at - interval '1 hour') ORDER BY c.id";
-
-void readTopProviders(SnapshotRead& tx, TopSnapshot& s) {
-  for (const auto& row : tx.exec("SELECT id, rate FROM providers ORDER BY id")) {
-    TopSnapshot::Provider p;
-    p.id = row[0].as<std::string>();
-    if (!row[1].is_null()) p.rate = row[1].as<double>();
-    s.providers.push_back(std::move(p));
-  }
-}
-
-// Receipts: only rows with a provider message id (a partial index), so
-// campaigns sent over HTTP cost nothing here.
-void readTopReceipts(SnapshotRead& tx, TopSnapshot& s) {
-  if (tx.exec1("SELECT to_regclass('delivery_receipts') IS NOT NULL")[0].as<bool>()) {
-    std::map<std::string, TopSnapshot::Campaign*> by_id;
-    for (auto& c : s.campaigns) by_id[c.id] = &c;
-    for (const auto& row :
-         tx.exec("SELECT campaign, count(*) FILTER (WHERE receipt_status = 'delivered'), "
-                 "count(*) FILTER (WHERE receipt_status IN ('undelivered', 'expired', 'rejected', 'unknown')), "
-                 "count(*) FILTER (WHERE receipt_status IS NULL) FROM delivery_receipts "
-                 "WHERE provider_message_id IS NOT NULL AND send_status = 'sent' GROUP BY campaign")) {
-      auto it = by_id.find(row[0].as<std::string>());
-      if (it == by_id.end()) continue;
-      it->second->has_receipts = true;
-      it->second->delivered = row[1].as<std::int64_t>();
-      it->second->undelivered = row[2].as<std::int64_t>();
-      it->second->receipts_pending = row[3].as<std::int64_t>();
-    }
-  }
-}
-}  // namespace
-
-TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
-  return impl_->guarded([&] {
-    SnapshotRead tx(*impl_->conn);
-    Impl::TopState& st = impl_->top;
-    std::vector<std::string> known;
-    known.reserve(st.settled.size());
-    for (const auto& [id, tally] : st.settled) known.push_back(id);
-    settle_s = std::max(window_s, settle_s);
-    // Per live campaign, one index range scan over (campaign, recorded_at)
-    // INCLUDE (status): from the last refresh's cutoff for a campaign counted
-    // before (all of its rows for one seen the first time), split at the new
-    // cutoff into rows that are settled from now on and rows still counted
-    // each time; parked only where the total is unknown.
-    const pqxx::result r = tx.exec_params(kTopCampaignsSql, settle_s, window_s, textArrayLiteral(known),
-                                          st.cutoff.empty() ? std::string("-infinity") : st.cutoff);
-    TopSnapshot s;
-    std::map<std::string, Impl::Tally> settled;
-    std::string cutoff;
-    if (r.empty()) {
-      const pqxx::row at = tx.exec1("SELECT extract(epoch FROM now())::double precision, " PACER_UTC("now()"));
-      s.at_epoch_s = at[0].as<double>();
-      s.at_utc = at[1].as<std::string>();
-    }
-    for (const auto& row : r) {
-      TopSnapshot::Campaign c;
-      c.id = row[0].as<std::string>();
-      c.state = row[1].as<std::string>();
-      c.provider = row[2].as<std::string>();
-      if (!row[3].is_null()) c.send_rate = row[3].as<double>();
-      if (!row[4].is_null()) c.total = row[4].as<std::int64_t>();
-      Impl::Tally t = st.settled.count(c.id) ? st.settled[c.id] : Impl::Tally{};
-      t.sent += row[5].as<std::int64_t>();
-      t.failed += row[6].as<std::int64_t>();
-      t.rejected += row[7].as<std::int64_t>();
-      t.invalid_token += row[16].as<std::int64_t>();
-      settled[c.id] = t;
-      c.sent = t.sent + row[8].as<std::int64_t>();
-      c.failed = t.failed + row[9].as<std::int64_t>();
-      c.rejected = t.rejected + row[10].as<std::int64_t>();
-      c.invalid_token = t.invalid_token + row[17].as<std::int64_t>();
-      c.sent_in_window = row[11].as<std::int64_t>();
-      c.parked = row[12].as<std::int64_t>();
-      s.at_epoch_s = row[13].as<double>();
-      s.at_utc = row[14].as<std::string>();
-      cutoff = row[15].as<std::string>();
-      s.campaigns.push_back(std::move(c));
-    }
-    readTopProviders(tx, s);
-    readTopReceipts(tx, s);
-    // Only once the read succeeded: campaigns no longer live are forgotten
-    // (counted in full again if they come back).
-    st.settled = std::move(settled);
-    st.cutoff = std::move(cutoff);
-    return s;
   });
 }
 

@@ -1,5 +1,5 @@
 // PgControl's state, shared by the files that implement it (pg_control.cc:
-// campaigns, providers, top and status; pg_tokens.cc: the invalid_tokens
+// campaigns, providers and status; pg_top.cc: top; pg_tokens.cc: the invalid_tokens
 // export). Private to src/adapters/control.
 #pragma once
 
@@ -16,6 +16,9 @@
 
 namespace pacer::control {
 
+// One consistent snapshot for the reads that count (campaign show, status, top).
+using SnapshotRead = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
+
 inline bool lostConnection(const std::string& sqlstate) {
   // 08: connection exceptions; 57P: the server is shutting down or restarting.
   return sqlstate.rfind("08", 0) == 0 || sqlstate.rfind("57P", 0) == 0;
@@ -26,7 +29,7 @@ struct PgControl::Impl {
   // recorded before `cutoff` (the database's own timestamp, as text, so the
   // next refresh splits at exactly the same instant).
   struct Tally {
-    std::int64_t sent = 0, failed = 0, rejected = 0, invalid_token = 0;
+    std::int64_t sent = 0, failed = 0, rejected = 0, invalid_token = 0, suppressed = 0;
   };
   struct TopState {
     std::map<std::string, Tally> settled;

@@ -8,8 +8,6 @@
 namespace pacer::control {
 namespace {
 
-using SnapshotRead = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
-
 // Rows per page: a keyset page on the primary key (provider, token).
 constexpr int kTokenPage = 5000;
 

@@ -15,7 +15,9 @@ namespace pacer::ledger {
 #define PACER_UTC(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 
 inline constexpr const char* kCampaignColumns =
-    "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at") ", total";
+    "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at") ", total, "
+    "coalesce(priority_class, ''), coalesce(quiet_hours, ''), coalesce(time_zone, ''), coalesce(frequency_cap, ''), "
+    "cap_policy";
 // From "providers p": the count of its campaigns is a subquery on p.id.
 inline constexpr const char* kProviderColumns =
     "id, rate, burst, (SELECT count(*) FROM campaigns c WHERE c.provider = p.id), " PACER_UTC("updated_at");
@@ -38,6 +40,11 @@ inline control::CampaignRow campaignRowFrom(const pqxx::row& r) {
   c.provider = r[6].as<std::string>();
   c.updated_at = r[7].as<std::string>();
   if (!r[8].is_null()) c.total = r[8].as<std::int64_t>();
+  c.priority_class = r[9].as<std::string>();
+  c.quiet_hours = r[10].as<std::string>();
+  c.time_zone = r[11].as<std::string>();
+  c.frequency_cap = r[12].as<std::string>();
+  c.cap_policy = r[13].as<std::string>();
   return c;
 }
 

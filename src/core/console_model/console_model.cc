@@ -134,7 +134,7 @@ Json campaignStateJson(const CampaignView& c, const LimitedBy& why) {
   Json j{{"id", c.row.id},
          {"name", c.row.name},
          {"state", c.row.state},
-         {"priority", orNull(c.priority)},
+         {"priority", textOrNull(c.row.priority_class)},
          {"provider", textOrNull(c.row.provider)},
          {"send_rate", orNull(c.row.limit.rate)},
          {"burst", c.row.limit.burst},
@@ -144,6 +144,7 @@ Json campaignStateJson(const CampaignView& c, const LimitedBy& why) {
          {"failed", c.top.failed},
          {"rejected", c.top.rejected},
          {"invalid_token", c.top.invalid_token},
+         {"suppressed", c.top.suppressed},
          {"parked", c.top.parked},
          {"achieved_rate", orNull(c.top.achieved)},
          {"backlog", f.backlog.messages},
@@ -192,6 +193,13 @@ Json providerStateJson(const ProviderView& p, double achieved) {
 }
 
 }  // namespace
+
+Json classesStateJson(const std::vector<std::pair<std::string, std::uint64_t>>& class_queued) {
+  Json a = Json::array();
+  for (const auto& [name, queued] : class_queued)
+    a.push_back(Json{{"class", name == "default" ? Json(nullptr) : Json(name)}, {"worker", {{"queued", queued}}}});
+  return a;
+}
 
 Json stateJson(const std::string& at_utc, double at_epoch_s, double window_s,
                const std::vector<CampaignView>& campaigns, const std::vector<ProviderView>& providers,

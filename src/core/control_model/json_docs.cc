@@ -25,7 +25,12 @@ Json campaignJson(const CampaignRow& c) {
               {"weight", c.weight},
               {"provider", textOrNull(c.provider)},
               {"updated_at", c.updated_at},
-              {"total", c.total ? Json(*c.total) : Json(nullptr)}};
+              {"total", c.total ? Json(*c.total) : Json(nullptr)},
+              {"priority_class", textOrNull(c.priority_class)},
+              {"quiet_hours", textOrNull(c.quiet_hours)},
+              {"time_zone", textOrNull(c.time_zone)},
+              {"frequency_cap", textOrNull(c.frequency_cap)},
+              {"cap_policy", c.cap_policy}};
 }
 
 Json providerJson(const ProviderRow& p) {
@@ -41,6 +46,7 @@ Json ledgerJson(const LedgerCounts& l) {
               {"failed", l.failed},
               {"rejected", l.rejected},
               {"invalid_token", l.invalid_token},
+              {"suppressed", l.suppressed},
               {"last_recorded_at", textOrNull(l.last_recorded_at)}};
 }
 
@@ -89,6 +95,8 @@ TopFrame topFrameOf(const TopSnapshot& snap, double window_s) {
     r.failed = c.failed;
     r.rejected = c.rejected;
     r.invalid_token = c.invalid_token;
+    r.suppressed = c.suppressed;
+    r.priority_class = c.priority_class;
     r.parked = c.parked;
     r.achieved = achievedRate(RateSample{snap.at_epoch_s - window_s, c.sent - c.sent_in_window},
                               RateSample{snap.at_epoch_s, c.sent});

@@ -71,7 +71,7 @@ std::string formatDuration(std::optional<double> seconds) {
 
 TopFigures figuresOf(const TopRow& row) noexcept {
   TopFigures f;
-  const std::int64_t finished = row.sent + row.failed + row.rejected + row.invalid_token;
+  const std::int64_t finished = row.sent + row.failed + row.rejected + row.invalid_token + row.suppressed;
   f.backlog = backlogOf(row.total, finished, row.parked);
   f.progress = progressOf(row.total, finished);
   f.eta_s = etaSeconds(f.backlog, row.achieved);
@@ -81,7 +81,7 @@ TopFigures figuresOf(const TopRow& row) noexcept {
 namespace {
 
 struct Totals {
-  std::int64_t active = 0, paused = 0, sent = 0, failed = 0, backlog = 0;
+  std::int64_t active = 0, paused = 0, sent = 0, failed = 0, suppressed = 0, backlog = 0;
   bool backlog_lower_bound = false;
   double achieved = 0;
 };
@@ -92,6 +92,7 @@ Totals totalsOf(const TopFrame& frame) {
     (r.state == campaignStateName(CampaignState::kPaused) ? t.paused : t.active) += 1;
     t.sent += r.sent;
     t.failed += r.failed;
+    t.suppressed += r.suppressed;
     const Backlog b = figuresOf(r).backlog;
     t.backlog += b.messages;
     t.backlog_lower_bound = t.backlog_lower_bound || b.lower_bound;
@@ -203,13 +204,18 @@ std::string limitedWord(const std::string& code) {
 }
 
 std::string campaignTable(const TopFrame& frame, std::size_t width) {
-  bool receipts = false;
-  for (const TopRow& r : frame.rows) receipts = receipts || r.has_receipts;
-  // Dropped first: FAILED, PROVIDER, STATE ("LIMITED BY" says paused), ETA.
-  std::vector<Column> cols = {{"ID", false, 100},     {"STATE", false, 40},   {"PROVIDER", false, 30},
-                              {"RATE", true, 80},     {"ACHIEVED", true, 90}, {"SENT", true, 70},
-                              {"FAILED", true, 20},   {"BACKLOG", true, 85},  {"PROGRESS", false, 60},
-                              {"ETA", true, 50},      {"LIMITED BY", false, 75}};
+  bool receipts = false, classes = false, suppressed = false;
+  for (const TopRow& r : frame.rows) {
+    receipts = receipts || r.has_receipts;
+    classes = classes || !r.priority_class.empty();
+    suppressed = suppressed || r.suppressed > 0;
+  }
+  // Dropped first: SUPPR, FAILED, PROVIDER, CLASS, STATE ("LIMITED BY" says paused), ETA.
+  std::vector<Column> cols = {{"ID", false, 100},       {"STATE", false, 40},    {"CLASS", false, 35},
+                              {"PROVIDER", false, 30},  {"RATE", true, 80},      {"ACHIEVED", true, 90},
+                              {"SENT", true, 70},       {"FAILED", true, 20},    {"SUPPR", true, 15},
+                              {"BACKLOG", true, 85},    {"PROGRESS", false, 60}, {"ETA", true, 50},
+                              {"LIMITED BY", false, 75}};
   if (receipts) cols.insert(cols.end(), {{"DLVRD", true, 65}, {"UNDLV", true, 25}, {"PEND", true, 35}});
   std::vector<std::vector<std::string>> rows;
   for (const TopRow& r : frame.rows) {
@@ -218,11 +224,13 @@ std::string campaignTable(const TopFrame& frame, std::size_t width) {
     if (f.backlog.lower_bound && f.eta_s) eta = ">=" + eta;
     std::vector<std::string> cells = {r.id,
                                       r.state,
+                                      r.priority_class.empty() ? "default" : r.priority_class,
                                       r.provider.empty() ? "-" : r.provider,
                                       r.send_rate ? fmt::format("{:g}/s", *r.send_rate) : "unlimited",
                                       rateText(r.achieved),
                                       std::to_string(r.sent),
                                       std::to_string(r.failed),
+                                      std::to_string(r.suppressed),
                                       boundText(f.backlog.messages, f.backlog.lower_bound),
                                       progressBar(f.progress, 10),
                                       eta,
@@ -233,6 +241,15 @@ std::string campaignTable(const TopFrame& frame, std::size_t width) {
       cells.push_back(countOrDash(r.has_receipts, r.receipts_pending));
     }
     rows.push_back(std::move(cells));
+  }
+  // Columns with nothing to say are left out (a frame without classes or caps looks as before).
+  for (const char* unused : {classes ? "" : "CLASS", suppressed ? "" : "SUPPR"}) {
+    const auto it =
+        std::find_if(cols.begin(), cols.end(), [&](const Column& c) { return c.header == std::string_view(unused); });
+    if (it == cols.end()) continue;
+    const auto at = static_cast<std::size_t>(it - cols.begin());
+    cols.erase(it);
+    for (auto& row : rows) row.erase(row.begin() + static_cast<std::ptrdiff_t>(at));
   }
   return renderFitting(cols, rows, width);
 }
@@ -257,8 +274,17 @@ std::string renderTopText(const TopFrame& frame, int width) {
   const std::size_t w = static_cast<std::size_t>(std::max(width, 40));
   const Totals t = totalsOf(frame);
   std::string out = fmt::format("pacer top  {}  {:.1f}/s over {:g}s\n", frame.at_utc, t.achieved, frame.window_s);
-  out += fmt::format("campaigns {}: {} active, {} paused  sent {}  failed {}  backlog {}\n\n", frame.rows.size(),
-                     t.active, t.paused, t.sent, t.failed, boundText(t.backlog, t.backlog_lower_bound));
+  out +=
+      fmt::format("campaigns {}: {} active, {} paused  sent {}  failed {}{}  backlog {}\n", frame.rows.size(), t.active,
+                  t.paused, t.sent, t.failed, t.suppressed > 0 ? fmt::format("  suppressed {}", t.suppressed) : "",
+                  boundText(t.backlog, t.backlog_lower_bound));
+  const std::vector<TopClass> classes = classesOf(frame);
+  if (classes.size() > 1 || (classes.size() == 1 && !classes[0].name.empty()))
+    for (const TopClass& c : classes)
+      out += fmt::format("class {}: {} campaign{}, backlog {}, {:.1f}/s{}\n", c.name.empty() ? "default" : c.name,
+                         c.campaigns, c.campaigns == 1 ? "" : "s", boundText(c.backlog, c.backlog_lower_bound),
+                         c.achieved, c.queued ? fmt::format(", queued {} in the worker", *c.queued) : "");
+  out += "\n";
   if (frame.rows.empty())
     out += "no active or paused campaigns\n";
   else
@@ -266,6 +292,43 @@ std::string renderTopText(const TopFrame& frame, int width) {
   if (!frame.providers.empty()) out += "\n" + providerTable(frame, w);
   return out;
 }
+
+std::vector<TopClass> classesOf(const TopFrame& frame) {
+  std::vector<TopClass> out;
+  for (const TopRow& r : frame.rows) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const TopClass& c) { return c.name == r.priority_class; });
+    if (it == out.end()) {
+      it = out.emplace(out.end());
+      it->name = r.priority_class;
+    }
+    const Backlog b = figuresOf(r).backlog;
+    it->campaigns += 1;
+    it->backlog += b.messages;
+    it->backlog_lower_bound = it->backlog_lower_bound || b.lower_bound;
+    it->achieved += r.achieved.value_or(0);
+  }
+  for (TopClass& c : out)
+    if (const auto q = frame.worker_class_queued.find(c.name); q != frame.worker_class_queued.end())
+      c.queued = q->second;
+  std::sort(out.begin(), out.end(), [](const TopClass& a, const TopClass& b) { return a.name < b.name; });
+  return out;
+}
+
+namespace {
+
+Json classesJson(const TopFrame& frame) {
+  Json a = Json::array();
+  for (const TopClass& c : classesOf(frame))
+    a.push_back(Json{{"class", c.name.empty() ? Json(nullptr) : Json(c.name)},
+                     {"campaigns", c.campaigns},
+                     {"backlog", c.backlog},
+                     {"backlog_lower_bound", c.backlog_lower_bound},
+                     {"achieved_rate", c.achieved},
+                     {"worker_queued", orNull(c.queued)}});
+  return a;
+}
+
+}  // namespace
 
 std::string renderTopJson(const TopFrame& frame) {
   const Totals t = totalsOf(frame);
@@ -275,6 +338,7 @@ std::string renderTopJson(const TopFrame& frame) {
     rows.push_back(
         Json{{"id", r.id},
              {"state", r.state},
+             {"priority_class", r.priority_class.empty() ? Json(nullptr) : Json(r.priority_class)},
              {"provider", r.provider.empty() ? Json(nullptr) : Json(r.provider)},
              {"send_rate", orNull(r.send_rate)},
              {"achieved_rate", orNull(r.achieved)},
@@ -283,6 +347,7 @@ std::string renderTopJson(const TopFrame& frame) {
              {"failed", r.failed},
              {"rejected", r.rejected},
              {"invalid_token", r.invalid_token},
+             {"suppressed", r.suppressed},
              {"parked", r.parked},
              {"backlog", f.backlog.messages},
              {"backlog_lower_bound", f.backlog.lower_bound},
@@ -313,8 +378,10 @@ std::string renderTopJson(const TopFrame& frame) {
                  {"achieved_rate", t.achieved},
                  {"sent", t.sent},
                  {"failed", t.failed},
+                 {"suppressed", t.suppressed},
                  {"backlog", t.backlog},
                  {"backlog_lower_bound", t.backlog_lower_bound}}},
+               {"classes", classesJson(frame)},
                {"campaigns", rows},
                {"providers", providers}};
   return j.dump(2) + "\n";

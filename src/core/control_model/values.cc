@@ -6,8 +6,10 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "pacer/campaign_rules.h"
 #include "pacer/campaign_state.h"
 #include "pacer/message.h"
+#include "pacer/quiet_hours.h"
 #include "pacer/rate_limiter.h"
 
 namespace pacer::control {
@@ -133,6 +135,7 @@ std::string_view actionName(CampaignAction a) noexcept {
     case CampaignAction::kResume: return "resume";
     case CampaignAction::kCancel: return "cancel";
     case CampaignAction::kSetRate: return "set-rate";
+    case CampaignAction::kSetRules: return "set-rules";
   }
   return "?";
 }
@@ -160,10 +163,11 @@ Transition decideTransition(CampaignAction action, std::string_view state, std::
       if (isLive(*now)) return {K::kChange, to(S::kCancelled), ""};
       return {K::kRefused, "", fmt::format("campaign '{}' is completed: there is nothing to cancel", id)};
     case CampaignAction::kSetRate:
+    case CampaignAction::kSetRules:
       if (isLive(*now)) return {K::kChange, std::string(state), ""};
       return {K::kRefused, "",
-              fmt::format("campaign '{}' is {}: a rate no longer applies to it; create a new campaign to send again",
-                          id, state)};
+              fmt::format("campaign '{}' is {}: {} no longer applies to it; create a new campaign to send again", id,
+                          state, action == CampaignAction::kSetRate ? "a rate" : "a rule")};
   }
   return {K::kRefused, "", "unknown action"};
 }
@@ -199,6 +203,32 @@ std::optional<ControlNotice> parseNotifyPayload(std::string_view payload) noexce
 }  // namespace pacer::control
 
 namespace pacer::control {
+namespace {
+
+// The row's priority and recipient rules into `ci`, or why they cannot be used.
+std::optional<std::string> rulesOf(const CampaignRow& row, CampaignInfo& ci) {
+  ci.priority_class = row.priority_class;
+  ci.time_zone = row.time_zone;
+  if (!row.frequency_cap.empty()) {
+    std::string error;
+    ci.frequency_cap = parseFrequencyCap(row.frequency_cap, &error);
+    if (!ci.frequency_cap) return fmt::format("frequency_cap: {}", error);
+  }
+  const std::optional<CapPolicy> policy = parseCapPolicy(row.cap_policy);
+  if (!policy) return fmt::format("unknown cap_policy '{}' (suppress or defer)", row.cap_policy);
+  ci.cap_policy = *policy;
+  if (!row.quiet_hours.empty()) {
+    const QuietWindowParse q = parseQuietWindow(row.quiet_hours);
+    if (!q.window) return fmt::format("quiet_hours: {}", q.error);
+    if (!q.window->none()) ci.quiet_hours = formatQuietWindow(*q.window);
+  }
+  if (!ci.quiet_hours.empty() && ci.time_zone.empty())
+    return fmt::format("quiet_hours {} without a time_zone (the zone of messages that carry no tz header)",
+                       ci.quiet_hours);
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::optional<CampaignInfo> campaignInfoOf(const CampaignRow& row, std::string* problem) {
   const std::optional<CampaignState> state = parseCampaignState(row.state);
@@ -212,6 +242,10 @@ std::optional<CampaignInfo> campaignInfoOf(const CampaignRow& row, std::string* 
   ci.weight = row.weight;
   ci.provider = row.provider;
   ci.state = *state;
+  if (auto why = rulesOf(row, ci)) {
+    if (problem) *problem = *why;
+    return std::nullopt;
+  }
   if (auto why = rowProblem(ci)) {
     if (problem) *problem = *why;
     return std::nullopt;

@@ -26,6 +26,43 @@ Limit limitOf(const Values& v, std::string_view rate_flag) {
                    v.burst ? std::optional<double>(parseBurst(*v.burst, "--burst")) : std::nullopt);
 }
 
+void rulesArgs(CLI::App* cmd, Values& v) {
+  optionalText(cmd, "--class", v.priority_class,
+               "priority class, one of pacerd's priority.classes, or default (default: pacerd's default class)");
+  optionalText(cmd, "--quiet-hours", v.quiet_hours,
+               "HH:MM-HH:MM in the recipient's local time when nothing is sent (21:00-08:00), or none (default: none)");
+  optionalText(cmd, "--time-zone", v.time_zone,
+               "IANA zone of recipients whose message has no tz header (Europe/London), or none; needed with "
+               "--quiet-hours");
+  optionalText(cmd, "--cap", v.cap,
+               "frequency cap: at most LIMIT messages per recipient in any WINDOW (3/24h, 1/30m, 10/7d), or none "
+               "(default: none)");
+  optionalText(cmd, "--cap-policy", v.cap_policy,
+               "what a capped message becomes: suppress (a suppressed ledger row) or defer (it waits) "
+               "(default: suppress)");
+}
+
+CampaignRules rulesOf(const Values& v) {
+  CampaignRules r;
+  if (v.priority_class) r.priority_class = parseClassName(*v.priority_class, "--class");
+  if (v.quiet_hours) r.quiet_hours = parseQuietHoursText(*v.quiet_hours, "--quiet-hours");
+  if (v.time_zone) r.time_zone = parseTimeZoneText(*v.time_zone, "--time-zone");
+  if (v.cap) r.frequency_cap = parseFrequencyCapText(*v.cap, "--cap");
+  if (v.cap_policy) r.cap_policy = parseCapPolicyText(*v.cap_policy, "--cap-policy");
+  return r;
+}
+
+std::string orDash(const std::string& text) { return text.empty() ? "-" : text; }
+std::string classText(const std::string& c) { return c.empty() ? "default" : c; }
+std::string orNone(const std::string& text) { return text.empty() ? "none" : text; }
+
+// "class bulk, quiet hours 21:00-08:00 (Europe/London), cap 3/24h (suppress)"
+std::string rulesText(const CampaignRow& c) {
+  return fmt::format("class {}, quiet hours {}{}, cap {} ({})", classText(c.priority_class), orNone(c.quiet_hours),
+                     c.time_zone.empty() ? "" : fmt::format(" ({})", c.time_zone), orNone(c.frequency_cap),
+                     c.cap_policy);
+}
+
 void campaignCreate(Session& s, const Values& v) {
   NewCampaign nc;
   checkId(v.id, "campaign");
@@ -37,11 +74,13 @@ void campaignCreate(Session& s, const Values& v) {
   if (v.provider) checkId(*v.provider, "provider");  // an empty one is refused, not taken as none
   nc.provider = v.provider.value_or("");
   if (v.total) nc.total = parseCount(*v.total, "--total", 0, "a total");
+  nc.rules = rulesOf(v);
   const CampaignRow c = s.db().createCampaign(nc);
   if (s.json) return s.emit(Json{{"change", "create"}, {"changed", true}, {"campaign", campaignJson(c)}});
-  s.out << fmt::format("campaign '{}' created: state {}, send_rate {}, burst {}, weight {}, provider {}, total {}\n",
-                       c.id, c.state, rateText(c.limit.rate), number(c.limit.burst), number(c.weight),
-                       c.provider.empty() ? "none" : c.provider, totalText(c.total));
+  s.out << fmt::format(
+      "campaign '{}' created: state {}, send_rate {}, burst {}, weight {}, provider {}, total {}, {}\n", c.id, c.state,
+      rateText(c.limit.rate), number(c.limit.burst), number(c.weight), c.provider.empty() ? "none" : c.provider,
+      totalText(c.total), rulesText(c));
 }
 
 void campaignList(Session& s) {
@@ -51,11 +90,13 @@ void campaignList(Session& s) {
     s.out << "no campaigns; `pacerctl campaign create ID --rate R` adds one\n";
     return;
   }
-  Table t({"ID", "NAME", "STATE", "SEND_RATE", "BURST", "WEIGHT", "PROVIDER", "UPDATED (UTC)"},
-          {false, false, false, true, true, true, false, false});
+  Table t({"ID", "NAME", "STATE", "SEND_RATE", "BURST", "WEIGHT", "PROVIDER", "CLASS", "QUIET HOURS", "TIME ZONE",
+           "CAP", "UPDATED (UTC)"},
+          {false, false, false, true, true, true, false, false, false, false, false, false});
   for (const CampaignRow& c : rows)
-    t.add({c.id, c.name.empty() ? "-" : c.name, c.state, rateText(c.limit.rate), number(c.limit.burst),
-           number(c.weight), c.provider.empty() ? "-" : c.provider, c.updated_at});
+    t.add({c.id, orDash(c.name), c.state, rateText(c.limit.rate), number(c.limit.burst), number(c.weight),
+           orDash(c.provider), classText(c.priority_class), orDash(c.quiet_hours), orDash(c.time_zone),
+           c.frequency_cap.empty() ? "-" : fmt::format("{} {}", c.frequency_cap, c.cap_policy), c.updated_at});
   s.out << t.render();
 }
 
@@ -74,10 +115,16 @@ void campaignShow(Session& s, const Values& v) {
   t.add({"provider", c.provider.empty() ? "-" : c.provider});
   t.add({"updated_at", c.updated_at});
   t.add({"total", totalText(c.total)});
+  t.add({"priority_class", classText(c.priority_class)});
+  t.add({"quiet_hours", orNone(c.quiet_hours)});
+  t.add({"time_zone", orNone(c.time_zone)});
+  t.add({"frequency_cap", orNone(c.frequency_cap)});
+  t.add({"cap_policy", c.cap_policy});
   t.add({"sent", std::to_string(d.ledger.sent)});
   t.add({"failed", std::to_string(d.ledger.failed)});
   t.add({"rejected", std::to_string(d.ledger.rejected)});
   t.add({"invalid_token", std::to_string(d.ledger.invalid_token)});
+  t.add({"suppressed", std::to_string(d.ledger.suppressed)});
   t.add({"last_recorded_at", d.ledger.last_recorded_at.empty() ? "-" : d.ledger.last_recorded_at});
   t.add({"parked", std::to_string(d.parked)});
   const ReceiptCounts& r = d.receipts;
@@ -94,6 +141,18 @@ void campaignSetRate(Session& s, const Values& v) {
   const auto c = s.db().setCampaignLimit(v.id, l);
   printChange(s, "campaign", "set-rate", c,
               fmt::format("campaign '{}': {}", v.id, limitChange("send_rate", c.before.limit, c.after.limit)));
+}
+
+void campaignSetRules(Session& s, const Values& v) {
+  checkId(v.id, "campaign");
+  const CampaignRules rules = rulesOf(v);
+  if (!rules.any())
+    throw InvalidValueError(
+        "campaign set-rules: give at least one of --class, --quiet-hours, --time-zone, --cap, --cap-policy");
+  const auto c = s.db().setCampaignRules(v.id, rules);
+  printChange(s, "campaign", "set-rules", c,
+              c.changed ? fmt::format("campaign '{}': {} -> {}", v.id, rulesText(c.before), rulesText(c.after))
+                        : fmt::format("campaign '{}': already {}; nothing changed", v.id, rulesText(c.after)));
 }
 
 void campaignSetTotal(Session& s, const Values& v) {
@@ -161,6 +220,7 @@ void addCampaignCommands(CLI::App& app, Session& s, Values& v, Commands& command
   optionalText(create, "--name", v.name, "a name for people (default: empty)");
   optionalText(create, "--total", v.total,
                "messages the campaign has in all, for the backlog in `pacerctl top` (default: unknown)");
+  rulesArgs(create, v);
   commands[create] = [&] { campaignCreate(s, v); };
   commands[campaign->add_subcommand("list", "every campaign with its state and limits")] = [&] { campaignList(s); };
   CLI::App* show = campaign->add_subcommand("show", "one campaign, with its ledger counts and parked messages");
@@ -171,6 +231,11 @@ void addCampaignCommands(CLI::App& app, Session& s, Values& v, Commands& command
   idArg(rate, v, "campaign");
   limitArgs(rate, v, true);
   commands[rate] = [&] { campaignSetRate(s, v); };
+  CLI::App* rules = campaign->add_subcommand(
+      "set-rules", "change the priority class, quiet hours, time zone, frequency cap or cap policy (the rest stay)");
+  idArg(rules, v, "campaign");
+  rulesArgs(rules, v);
+  commands[rules] = [&] { campaignSetRules(s, v); };
   CLI::App* total = campaign->add_subcommand(
       "set-total", "set how many messages the campaign has in all (a number, or unknown), for the backlog in top");
   idArg(total, v, "campaign");

@@ -48,6 +48,12 @@ struct Values {
   std::optional<std::string> provider;
   std::optional<std::string> name;
   std::optional<std::string> total;
+  // Priority and recipient rules (campaign create, campaign set-rules).
+  std::optional<std::string> priority_class;
+  std::optional<std::string> quiet_hours;
+  std::optional<std::string> time_zone;
+  std::optional<std::string> cap;
+  std::optional<std::string> cap_policy;
 };
 
 // The command to run, by the (sub)command CLI11 parsed.
@@ -73,7 +79,7 @@ void printChange(Session& s, std::string_view kind, std::string_view change, con
   s.out << human << '\n';
 }
 
-// campaign create|list|show|set-rate|set-total|pause|resume|cancel
+// campaign create|list|show|set-rate|set-rules|set-total|pause|resume|cancel
 void addCampaignCommands(CLI::App& app, Session& s, Values& v, Commands& commands);
 // provider create|list|set-rate
 void addProviderCommands(CLI::App& app, Session& s, Values& v, Commands& commands);

@@ -19,6 +19,9 @@ struct ProduceArgs {
   std::string count = "1";
   std::optional<std::string> rate;
   std::string recipient_prefix;
+  std::optional<std::string> recipients;
+  std::optional<std::string> tz;
+  std::optional<std::string> time_zones;
   std::string payload = R"({"text":"test message from pacerctl produce"})";
   std::optional<std::string> id_prefix;
   std::optional<int> partition;
@@ -44,6 +47,31 @@ std::string runIdPrefix(const std::string& campaign) {
   return fmt::format("{}:{:x}{:x}:", campaign, us, static_cast<unsigned>(::getpid()));
 }
 
+// Without --recipient-prefix, --recipients N names them recipient-0 .. recipient-(N-1).
+constexpr const char* kDefaultRecipientPrefix = "recipient-";
+
+// The tz header's zones: --tz ZONE (every message) or --time-zones Z1,Z2,...
+// (round-robin). pacerd judges whether a zone exists; these are only names.
+std::vector<std::string> timeZones(const ProduceArgs& pa) {
+  if (pa.tz && pa.time_zones) throw InvalidValueError("--tz and --time-zones: give one of them");
+  std::vector<std::string> zones;
+  const std::string_view flag = pa.tz ? "--tz" : "--time-zones";
+  const std::string list = pa.tz ? *pa.tz : pa.time_zones.value_or("");
+  if (!pa.tz && !pa.time_zones) return zones;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = list.find(',', start);
+    const std::string zone = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (zone.empty() || zone == "none")
+      throw InvalidValueError(fmt::format(
+          "{} '{}': give IANA time zone names separated by commas (Europe/London,America/New_York)", flag, list));
+    parseTimeZoneText(zone, flag);  // refuses what cannot be a zone's name, naming it
+    zones.push_back(zone);
+    if (comma == std::string::npos) return zones;
+    start = comma + 1;
+  }
+}
+
 // Checks every value before anything connects.
 ProduceOptions produceOptions(const ProduceArgs& pa, const Session& s) {
   ProduceOptions o;
@@ -64,6 +92,11 @@ ProduceOptions produceOptions(const ProduceArgs& pa, const Session& s) {
   if (pa.timeout_ms < 1) throw InvalidValueError("--timeout-ms: must be at least 1");
   o.timeout_ms = pa.timeout_ms;
   o.recipient_prefix = pa.recipient_prefix;
+  if (pa.recipients) {
+    o.recipients = parseCount(*pa.recipients, "--recipients", 1, "a number of distinct recipients");
+    if (o.recipient_prefix.empty()) o.recipient_prefix = kDefaultRecipientPrefix;
+  }
+  o.time_zones = timeZones(pa);
   o.payload = pa.payload;
   o.partition = pa.partition;
   if (pa.id_prefix && pa.id_prefix->size() > 200) throw InvalidValueError("--id-prefix: at most 200 bytes");
@@ -172,6 +205,13 @@ void addProduceCommand(CLI::App& app, Session& s, Commands& commands) {
   optionalText(cmd, "--rate", pa->rate, "a rate: 100, 100/s, 6000/min, 100k/h (default: unlimited)");
   cmd->add_option("--recipient-prefix", pa->recipient_prefix,
                   "header recipient = PREFIX + index (default: no recipient header)");
+  optionalText(cmd, "--recipients", pa->recipients,
+               "spread the recipient header over N distinct ids, PREFIX + (index mod N), so one recipient gets "
+               "several messages (default: a new recipient per message; prefix recipient- without "
+               "--recipient-prefix)");
+  optionalText(cmd, "--tz", pa->tz, "header tz = ZONE on every message: the recipient's IANA time zone");
+  optionalText(cmd, "--time-zones", pa->time_zones,
+               "header tz round-robin over Z1,Z2,... (message i gets zone i mod the count)");
   cmd->add_option("--payload", pa->payload, "the value of every message")->capture_default_str();
   optionalText(cmd, "--id-prefix", pa->id_prefix,
                "header message-id = PREFIX + index (default: CAMPAIGN:RUN: with RUN unique per run)");

@@ -27,7 +27,7 @@ struct TopArgs {
 
 // The providers' effective rate, pause and 429 count from a worker's state
 // document (GET /api/v1/state: Redis's shared figures, that worker's count),
-// then "limited by" again with them. A worker that does not answer leaves
+// and its queue per priority class, then "limited by" again with them. A worker that does not answer leaves
 // those columns at "-" and says why below the frame.
 std::string mergeLive(TopFrame& f, const std::string& address) {
   try {
@@ -44,6 +44,11 @@ std::string mergeLive(TopFrame& f, const std::string& address) {
           row.throttled = p.at("worker").at("throttled_total").get<std::uint64_t>();
       }
     }
+    // Its messages queued per priority class (a worker before issue 16 has none).
+    if (const auto it = doc.find("classes"); it != doc.end() && it->is_array())
+      for (const Json& c : *it)
+        f.worker_class_queued[c.at("class").is_null() ? "" : c.at("class").get<std::string>()] =
+            c.at("worker").at("queued").get<std::uint64_t>();
     fillLimitedBy(f);
     return "";
   } catch (const UnreachableError& e) {
@@ -146,7 +151,7 @@ Json statusJson(const StatusReport& r, const std::string& shown) {
   for (const auto& [state, n] : r.campaigns_by_state) campaigns[state] = n, total += n;
   campaigns["total"] = total;
   Json ledger = ledgerJson(r.ledger);
-  ledger["total"] = r.ledger.sent + r.ledger.failed + r.ledger.rejected + r.ledger.invalid_token;
+  ledger["total"] = r.ledger.sent + r.ledger.failed + r.ledger.rejected + r.ledger.invalid_token + r.ledger.suppressed;
   return Json{
       {"postgres", shown},      {"schema", {{"database", r.schema_version}, {"pacerctl", r.build_schema_version}}},
       {"campaigns", campaigns}, {"providers", r.providers},
@@ -166,6 +171,7 @@ void status(Session& s) {
   t.add({"ledger failed", std::to_string(r.ledger.failed)});
   t.add({"ledger rejected", std::to_string(r.ledger.rejected)});
   t.add({"ledger invalid_token", std::to_string(r.ledger.invalid_token)});
+  t.add({"ledger suppressed", std::to_string(r.ledger.suppressed)});
   t.add({"parked", std::to_string(r.parked)});
   t.add({"parked, claimed by a worker", std::to_string(r.parked_claimed)});
   s.out << fmt::format("postgres: {}\nschema version: {} (this pacerctl: {})\nlast ledger row: {}\n", shown,

@@ -131,11 +131,13 @@ class Run {
   void produceOne(std::int64_t i) {
     const std::int32_t partition = o_.partition.value_or(RdKafka::Topic::PARTITION_UA);
     const std::string id = o_.id_prefix + std::to_string(i);
-    const std::string recipient = o_.recipient_prefix.empty() ? "" : o_.recipient_prefix + std::to_string(i);
+    const std::string recipient = recipientOf(o_, i);
+    const std::string_view tz = timeZoneOf(o_, i);
     for (;;) {
       RdKafka::Headers* headers = RdKafka::Headers::create();
       headers->add("message-id", id);
       if (!recipient.empty()) headers->add("recipient", recipient);
+      if (!tz.empty()) headers->add("tz", tz.data(), tz.size());
       const RdKafka::ErrorCode e =
           producer_->produce(o_.topic, partition, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(o_.payload.data()),
                              o_.payload.size(), o_.campaign.data(), o_.campaign.size(), 0, headers, nullptr);
@@ -176,6 +178,17 @@ class Run {
 };
 
 }  // namespace
+
+std::string recipientOf(const ProduceOptions& o, std::int64_t index) {
+  if (o.recipient_prefix.empty()) return "";
+  const std::int64_t n = o.recipients && *o.recipients > 0 ? index % *o.recipients : index;
+  return o.recipient_prefix + std::to_string(n);
+}
+
+std::string_view timeZoneOf(const ProduceOptions& o, std::int64_t index) noexcept {
+  if (o.time_zones.empty() || index < 0) return {};
+  return o.time_zones[static_cast<std::size_t>(index) % o.time_zones.size()];
+}
 
 ProduceResult produceMessages(const ProduceOptions& o) { return Run(o).run(); }
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pacer::control {
 
@@ -20,6 +21,8 @@ struct ProduceOptions {
   std::optional<double> rate;    // msg/s, > 0; nullopt: as fast as librdkafka takes them
   std::string id_prefix;         // message-id header = id_prefix + index (0, 1, ...); must make ids unique
   std::string recipient_prefix;  // recipient header = prefix + index; empty: no recipient header
+  std::optional<std::int64_t> recipients;  // > 0: recipient = prefix + (index mod recipients), repeating ids
+  std::vector<std::string> time_zones;     // tz header, round-robin by index; empty: no tz header
   std::string payload;           // the value, the same for every message
   std::optional<int> partition;  // nullopt: librdkafka's partitioner on the key (one partition per campaign)
   int timeout_ms = 30000;        // message.timeout.ms: a message not acknowledged by then fails
@@ -37,6 +40,11 @@ struct ProduceResult {
   std::string error;         // the first failure, or what librdkafka said about the brokers; empty when none
   double seconds = 0;        // from the first produce to the last delivery report
 };
+
+// Message `index`'s recipient header ("" for none) and tz header ("" for
+// none), as produceMessages sets them. Pure.
+std::string recipientOf(const ProduceOptions& o, std::int64_t index);
+std::string_view timeZoneOf(const ProduceOptions& o, std::int64_t index) noexcept;
 
 // Produces options.count messages. Throws InvalidValueError (control/values.h)
 // when librdkafka refuses the configuration (a malformed broker list).

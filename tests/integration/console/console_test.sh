@@ -65,6 +65,16 @@ CONSOLE_BASE="http://$address" CONSOLE_ARTIFACTS="$artifacts" CONSOLE_TMP="$tmp"
   fail "the browser test failed"
 grep -q 'event=console_control kind=campaign id="spring" change=set-rate status=200' "$tmp/pacerd.log" ||
   fail "the accepted control was not logged"
+# top --admin takes this worker's queue per priority class from its state
+# document (every campaign here is in the default class).
+"$pacerctl" --json top --once --admin "$address" >"$tmp/top.json" || fail "top --once --admin failed"
+"$python" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+classes = d["classes"]
+assert len(classes) == 1 and classes[0]["class"] is None, classes
+assert isinstance(classes[0]["worker_queued"], int), classes' "$tmp/top.json" ||
+  fail "top --admin: no worker queue for the default class: $(cat "$tmp/top.json")"
 kill -TERM "$pid"
 wait "$pid" || fail "pacerd exited with $? on SIGTERM"
 pid=

@@ -80,6 +80,22 @@ sleep 1.5
 "$pacerctl" provider set-rate sms 500 >/dev/null
 both_apply provider "kind=provider id=sms change=set-rate rate=500 burst=6 "
 
+# Recipient rules reach both workers; a row whose rules cannot be read is
+# skipped and named (the rest go on), and accepted again once mended.
+"$pacerctl" campaign set-rules promo --cap 2/1h --cap-policy defer >/dev/null
+both_apply set-rules "kind=campaign id=promo change=set-rules state=paused .*frequency_cap=2/1h cap_policy=defer "
+psql "$PACER_PG" -q -c "UPDATE campaigns SET frequency_cap = '3/day' WHERE id = 'promo'" \
+  -c "NOTIFY pacer_control, '{\"kind\":\"campaign\",\"id\":\"promo\",\"change\":\"set-rules\"}'"
+for w in 1 2; do
+  wait_for_line "$limit_s" "$tmp/w$w.log" 'event=row_skipped kind=campaign id=promo reason="frequency_cap: ' ||
+    fail "worker $w did not skip promo's unreadable frequency_cap"
+done
+"$pacerctl" campaign set-rules promo --cap none >/dev/null
+for w in 1 2; do
+  wait_for_line "$limit_s" "$tmp/w$w.log" "event=row_accepted kind=campaign id=promo" ||
+    fail "worker $w did not accept promo again"
+done
+
 # Kill both LISTEN connections on the server: each worker says so once,
 # reconnects (and re-reads everything), and goes on.
 killed=$(psql "$PACER_PG" -qAt -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity

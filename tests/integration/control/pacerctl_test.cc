@@ -8,6 +8,7 @@
 #include <librdkafka/rdkafkacpp.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -129,7 +130,10 @@ TEST_F(PacerctlTest, CampaignListPrintsAnAlignedTableAndJson) {
   std::getline(lines, first);
   std::getline(lines, second);
   EXPECT_FALSE(std::getline(lines, extra)) << r;
-  EXPECT_EQ(header.rfind("ID      NAME             STATE   SEND_RATE  BURST  WEIGHT  PROVIDER  UPDATED (UTC)", 0), 0u)
+  EXPECT_EQ(header.rfind("ID      NAME             STATE   SEND_RATE  BURST  WEIGHT  PROVIDER  CLASS    QUIET HOURS  "
+                         "TIME ZONE  CAP  UPDATED (UTC)",
+                         0),
+            0u)
       << r;
   EXPECT_EQ(first.rfind("alerts  Security alerts  active  unlimited      1       1  -", 0), 0u) << r;
   EXPECT_EQ(second.rfind("vip     VIP              paused        5/s      2       1  sms", 0), 0u) << r;
@@ -169,9 +173,8 @@ TEST_F(PacerctlTest, CampaignShowCountsTheLedgerAndParkedForThatCampaignOnly) {
   const Json j = Json::parse(r.out);
   EXPECT_EQ(j.at("id"), "c1");
   EXPECT_EQ(j.at("send_rate"), 10.0);
-  EXPECT_EQ(
-      j.at("ledger"),
-      Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,"last_recorded_at":"2026-11-23T08:00:07Z"})"));
+  EXPECT_EQ(j.at("ledger"), Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,"suppressed":0,)"
+                                        R"("last_recorded_at":"2026-11-23T08:00:07Z"})"));
   EXPECT_EQ(j.at("parked"), 2);
 
   r = ctl({"campaign", "show", "c1"});
@@ -410,7 +413,7 @@ TEST_F(PacerctlTest, StatusCountsCampaignsByStateLedgerAndParked) {
   EXPECT_EQ(j.at("schema").at("pacerctl"), ledger::latestSchemaVersion());
   EXPECT_EQ(j.at("campaigns"), Json::parse(R"({"active":2,"paused":1,"cancelled":1,"completed":0,"total":4})"));
   EXPECT_EQ(j.at("providers"), 1);
-  EXPECT_EQ(j.at("ledger"), Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,)"
+  EXPECT_EQ(j.at("ledger"), Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,"suppressed":0,)"
                                         R"("last_recorded_at":"2026-11-23T08:30:00Z","total":5})"));
   EXPECT_EQ(j.at("parked"), Json::parse(R"({"total":3,"claimed":1})"));
 
@@ -767,7 +770,7 @@ TEST_F(PacerctlTest, TopSnapshotsAddOnlyNewRowsAndCountACampaignSeenLateInFull) 
 
 // The records on `topic`, read from the start of every partition (no group).
 struct Record {
-  std::string key, id, recipient, value;
+  std::string key, id, recipient, value, tz;
 };
 std::vector<Record> readTopic(const std::string& bootstraps, const std::string& topic, int partitions) {
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
@@ -792,9 +795,10 @@ std::vector<Record> readTopic(const std::string& bootstraps, const std::string& 
     if (m->err() == RdKafka::ERR__PARTITION_EOF) {
       at_end.insert(m->partition());
     } else if (m->err() == RdKafka::ERR_NO_ERROR) {
-      Record r{m->key() ? *m->key() : "", "", "", std::string(static_cast<const char*>(m->payload()), m->len())};
+      Record r{m->key() ? *m->key() : "", "", "", std::string(static_cast<const char*>(m->payload()), m->len()), ""};
       if (RdKafka::Headers* h = m->headers()) {
-        for (auto [name, to] : {std::pair{"message-id", &r.id}, std::pair{"recipient", &r.recipient}}) {
+        for (auto [name, to] :
+             {std::pair{"message-id", &r.id}, std::pair{"recipient", &r.recipient}, std::pair{"tz", &r.tz}}) {
           const RdKafka::Headers::Header v = h->get_last(name);
           if (v.err() == RdKafka::ERR_NO_ERROR) to->assign(static_cast<const char*>(v.value()), v.value_size());
         }
@@ -853,6 +857,38 @@ TEST_F(PacerctlTest, ProduceDeliversCountMessagesInTheContractsShapeAndAddsThemT
   EXPECT_EQ(spring_ids.size(), 25u);  // every message-id distinct
   EXPECT_TRUE(spring_ids.count("run1-0") && spring_ids.count("run1-24"));
   EXPECT_EQ(loose_ids.size(), 7u);
+}
+
+// --tz on every message, --time-zones round-robin, --recipients N cycling
+// the recipient header so one recipient gets several messages.
+TEST_F(PacerctlTest, ProduceSetsTheTzHeaderAndSpreadsRecipientsOverN) {
+  const std::string brokers = kafka();
+  ASSERT_EQ(ctl({"campaign", "create", "tz-one"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "tz-many"}).code, 0);
+  Outcome r = ctl({"produce", "--brokers", brokers, "--topic", "messages", "--campaign", "tz-one", "--count", "4",
+                   "--tz", "Europe/London", "--id-prefix", "one-"});
+  ASSERT_EQ(r.code, 0) << r;
+  r = ctl({"produce", "--brokers", brokers, "--topic", "messages", "--campaign", "tz-many", "--count", "7",
+           "--time-zones", "America/New_York,Asia/Tokyo,UTC", "--recipients", "3", "--id-prefix", "many-"});
+  ASSERT_EQ(r.code, 0) << r;
+
+  std::map<std::string, std::string> tz_of, recipient_of;
+  for (const Record& rec : readTopic(brokers, "messages", 2)) {
+    if (rec.key == "tz-one") {
+      EXPECT_EQ(rec.tz, "Europe/London") << rec.id;
+      EXPECT_TRUE(rec.recipient.empty()) << rec.id;
+    }
+    if (rec.key != "tz-many") continue;
+    tz_of[rec.id] = rec.tz;
+    recipient_of[rec.id] = rec.recipient;
+  }
+  ASSERT_EQ(tz_of.size(), 7u);
+  const char* zones[] = {"America/New_York", "Asia/Tokyo", "UTC"};
+  for (int i = 0; i < 7; ++i) {
+    const std::string id = "many-" + std::to_string(i);
+    EXPECT_EQ(tz_of[id], zones[i % 3]) << id;
+    EXPECT_EQ(recipient_of[id], "recipient-" + std::to_string(i % 3)) << id;
+  }
 }
 
 TEST_F(PacerctlTest, ProduceToAnUnreachableBrokerExitsThreeAndLeavesTheTotal) {

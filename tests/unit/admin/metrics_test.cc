@@ -42,6 +42,10 @@ MetricsSnapshot full() {
   promo.sent = 900;
   promo.rejected = 3;
   promo.invalid_tokens = 6;
+  promo.suppressed = 11;
+  promo.deferred = 4;
+  promo.quiet_waiting = 9;
+  promo.priority_class = "bulk";
   promo.queued = 5;
   promo.retrying = 2;
   promo.to_park = 1;
@@ -52,6 +56,8 @@ MetricsSnapshot full() {
   odd.in_flight = 1;
   CampaignStats idle;  // known, never had a message here: left out
   idle.id = "idle";
+  idle.queued = 0;
+  idle.priority_class = "transactional";
   idle.limit = RateLimit{5, 1};
   ProviderStats sms;
   sms.id = "sms";
@@ -91,6 +97,36 @@ TEST(RenderMetricsTest, CampaignCountersAndGaugesCarryCampaignAndProviderLabels)
   EXPECT_EQ(sample(text, R"(pacer_campaign_backlog{campaign="promo",provider="sms"})"), 108);
   EXPECT_EQ(sample(text, R"(pacer_campaign_in_flight{campaign="promo",provider="sms"})"), 8);
   EXPECT_EQ(sample(text, "pacer_records_rejected_without_campaign_total"), 2);
+}
+
+TEST(RenderMetricsTest, RecipientRuleFiguresPerCampaign) {
+  const std::string text = renderMetrics(full());
+  EXPECT_THAT(text, HasSubstr("# TYPE pacer_campaign_suppressed_total counter"));
+  EXPECT_THAT(text, HasSubstr("# TYPE pacer_campaign_deferred_total counter"));
+  EXPECT_THAT(text, HasSubstr("# TYPE pacer_campaign_quiet_waiting gauge"));
+  EXPECT_EQ(sample(text, R"(pacer_campaign_suppressed_total{campaign="promo",provider="sms"})"), 11);
+  EXPECT_EQ(sample(text, R"(pacer_campaign_deferred_total{campaign="promo",provider="sms"})"), 4);
+  EXPECT_EQ(sample(text, R"(pacer_campaign_quiet_waiting{campaign="promo",provider="sms"})"), 9);
+  EXPECT_EQ(sample(text, R"(pacer_campaign_suppressed_total{campaign="we\"ird\\id",provider=""})"), 0);
+}
+
+// Every class a known campaign is in has a series, idle ones included (at 0);
+// a campaign without a class counts in "default".
+TEST(RenderMetricsTest, ClassQueuedSumsQueuedByPriorityClass) {
+  const std::string text = renderMetrics(full());
+  EXPECT_THAT(text, HasSubstr("# TYPE pacer_class_queued gauge"));
+  EXPECT_EQ(sample(text, R"(pacer_class_queued{class="bulk"})"), 5);
+  EXPECT_EQ(sample(text, R"(pacer_class_queued{class="transactional"})"), 0);
+  EXPECT_EQ(sample(text, R"(pacer_class_queued{class="default"})"), 0);
+
+  SnapshotBuilder b("1", "null", "local", 0);
+  CampaignStats a, c, e;
+  a.id = "a", a.priority_class = "bulk", a.queued = 7;
+  c.id = "c", c.priority_class = "bulk", c.queued = 5;
+  e.id = "e", e.queued = 2;
+  const MetricsSnapshot s = b.build(at(1), WorkerStats{}, {a, c, e}, {}, nullptr, {}, true, false);
+  using Pairs = std::vector<std::pair<std::string, std::uint64_t>>;
+  EXPECT_EQ(s.class_queued, (Pairs{{"bulk", 12}, {"default", 2}}));
 }
 
 TEST(RenderMetricsTest, AnUnlimitedRateIsLeftOutNotZero) {

@@ -140,6 +140,31 @@ TEST(StateJsonTest, ClusterFiguresAtTheTopThisWorkersUnderWorker) {
   EXPECT_EQ(stateJson("", 0, 5, {}, {p}, s)["providers"][0]["effective_from"], "configured");
 }
 
+// The priority class is the row's; a campaign's suppressed messages are
+// cluster figures, and done like failed ones (the backlog shrinks).
+TEST(StateJsonTest, PriorityClassAndSuppressedComeFromTheCluster) {
+  CampaignView c = campaign("night", 100, 40);
+  c.row.priority_class = "bulk";
+  c.top.suppressed = 300;
+  const Json j = stateJson("", 0, 5, {c}, {provider(400)}, Sources{});
+  const Json& jc = j["campaigns"][0];
+  EXPECT_EQ(jc["priority"], "bulk");
+  EXPECT_EQ(jc["suppressed"], 300);
+  EXPECT_EQ(jc["backlog"], 600);  // 1000 - (100 sent + 300 suppressed)
+}
+
+// This worker's queue per class as the metrics snapshot has it; the default
+// class (labelled "default" there) is null, as a campaign's priority is.
+TEST(StateJsonTest, ClassesCarryThisWorkersQueueWithTheDefaultClassAsNull) {
+  const Json j = classesStateJson({{"bulk", 12}, {"default", 3}});
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["class"], "bulk");
+  EXPECT_EQ(j[0]["worker"]["queued"], 12);
+  EXPECT_EQ(j[1]["class"], nullptr);
+  EXPECT_EQ(j[1]["worker"]["queued"], 3);
+  EXPECT_TRUE(classesStateJson({}).is_array());
+}
+
 TEST(SseFrameTest, OneDataLinePerLineAndABlankLineAtTheEnd) {
   EXPECT_EQ(sseFrame("state", "{\"a\":1}"), "event: state\ndata: {\"a\":1}\n\n");
   EXPECT_EQ(sseFrame("x", "a\nb"), "event: x\ndata: a\ndata: b\n\n");

@@ -135,6 +135,18 @@ TEST(TopFiguresTest, AnInvalidTokenRowIsFinishedLikeAFailedOne) {
   EXPECT_EQ(figuresOf(r).backlog.messages, 30);
 }
 
+// A message a frequency cap suppressed is finished too: it will never be sent.
+TEST(TopFiguresTest, ASuppressedRowIsFinishedLikeAFailedOne) {
+  TopRow r;
+  r.total = 100;
+  r.sent = 60;
+  r.suppressed = 40;
+  EXPECT_EQ(figuresOf(r).backlog.messages, 0);
+  EXPECT_DOUBLE_EQ(*figuresOf(r).progress, 1.0);
+  r.suppressed = 15;
+  EXPECT_EQ(figuresOf(r).backlog.messages, 25);
+}
+
 TopFrame sampleFrame() {
   TopFrame f;
   f.at_utc = "2026-11-23T13:40:05Z";
@@ -176,6 +188,73 @@ TEST(TopRenderTest, TheTextFrameHasAHeaderWithTotalsAndOneLinePerCampaign) {
                               "                    -  paused\n"));
   EXPECT_THAT(text, HasSubstr("\nPROVIDER  QUOTA  EFFECTIVE  ACHIEVED  PAUSED  429s  CAMPAIGNS\n"
                               "sms       400/s    320.0/s    50.0/s  no         3          1\n"));
+}
+
+TEST(TopRenderTest, ClassesGetAColumnAndALineEachWithTheirBacklogAndRate) {
+  TopFrame f = sampleFrame();
+  f.rows[0].priority_class = "bulk";
+  f.rows[0].suppressed = 10;
+  TopRow c;
+  c.id = "otp";
+  c.state = "active";
+  c.priority_class = "bulk";
+  c.total = 100;
+  c.sent = 40;
+  c.achieved = 10;
+  f.rows.push_back(c);
+  fillLimitedBy(f);
+  const std::string text = renderTopText(f, 200);
+  // spring-sale: 1000 - (240 + 8 + 2 + 10) = 740; otp: 60; vip (default class): >= 30 parked.
+  EXPECT_THAT(text, HasSubstr("suppressed 10  backlog >=830\n"
+                              "class default: 1 campaign, backlog >=30, 0.0/s\n"
+                              "class bulk: 2 campaigns, backlog 800, 60.0/s\n\n"));
+  EXPECT_THAT(text, HasSubstr("\nID           STATE   CLASS    PROVIDER"));
+  EXPECT_THAT(text, HasSubstr("  FAILED  SUPPR  BACKLOG"));
+  EXPECT_THAT(text, HasSubstr("\nvip          paused  default  -  "));
+  EXPECT_THAT(text, HasSubstr("       8     10      740  "));
+}
+
+// With --admin, the worker's queue per class joins each class's line; a
+// class the worker did not report stays without one.
+TEST(TopRenderTest, AWorkersQueuePerClassJoinsTheClassLines) {
+  TopFrame f = sampleFrame();
+  f.rows[0].priority_class = "bulk";
+  f.worker_class_queued = {{"bulk", 42}};
+  fillLimitedBy(f);
+  const std::string text = renderTopText(f, 200);
+  EXPECT_THAT(text, HasSubstr("class bulk: 1 campaign, backlog 750, 50.0/s, queued 42 in the worker\n"));
+  EXPECT_THAT(text, HasSubstr("class default: 1 campaign, backlog >=30, 0.0/s\n"));
+  const auto j = nlohmann::json::parse(renderTopJson(f));
+  EXPECT_TRUE(j.at("classes").at(0).at("worker_queued").is_null());
+  EXPECT_EQ(j.at("classes").at(1).at("worker_queued"), 42);
+}
+
+TEST(TopRenderTest, WithoutClassesOrSuppressedRowsTheColumnsStayOut) {
+  TopFrame f = sampleFrame();
+  fillLimitedBy(f);
+  const std::string text = renderTopText(f, 200);
+  EXPECT_THAT(text, Not(HasSubstr("CLASS")));
+  EXPECT_THAT(text, Not(HasSubstr("SUPPR")));
+  EXPECT_THAT(text, Not(HasSubstr("class default")));
+}
+
+TEST(TopRenderTest, TheJsonFrameCarriesClassesAndSuppressed) {
+  TopFrame f = sampleFrame();
+  f.rows[0].priority_class = "bulk";
+  f.rows[0].suppressed = 10;
+  const auto j = nlohmann::json::parse(renderTopJson(f));
+  EXPECT_EQ(j.at("totals").at("suppressed"), 10);
+  EXPECT_EQ(j.at("campaigns").at(0).at("priority_class"), "bulk");
+  EXPECT_EQ(j.at("campaigns").at(0).at("suppressed"), 10);
+  EXPECT_TRUE(j.at("campaigns").at(1).at("priority_class").is_null());
+  const auto& classes = j.at("classes");
+  ASSERT_EQ(classes.size(), 2u);  // the default class first, then by name
+  EXPECT_TRUE(classes.at(0).at("class").is_null());
+  EXPECT_EQ(classes.at(0).at("backlog_lower_bound"), true);
+  EXPECT_EQ(classes.at(1).at("class"), "bulk");
+  EXPECT_EQ(classes.at(1).at("backlog"), 740);
+  EXPECT_EQ(classes.at(1).at("campaigns"), 1);
+  EXPECT_DOUBLE_EQ(classes.at(1).at("achieved_rate").get<double>(), 50.0);
 }
 
 TEST(TopRenderTest, EightyColumnsKeepTheFiguresThatMatterAndDropTheRest) {

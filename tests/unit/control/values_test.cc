@@ -153,6 +153,10 @@ TEST(DecideTransition, FollowsTheTableForEveryActionAndState) {
       {CampaignAction::kSetRate, "paused", K::kChange, "paused"},
       {CampaignAction::kSetRate, "cancelled", K::kRefused, ""},
       {CampaignAction::kSetRate, "completed", K::kRefused, ""},
+      {CampaignAction::kSetRules, "active", K::kChange, "active"},
+      {CampaignAction::kSetRules, "paused", K::kChange, "paused"},
+      {CampaignAction::kSetRules, "cancelled", K::kRefused, ""},
+      {CampaignAction::kSetRules, "completed", K::kRefused, ""},
       {CampaignAction::kResume, "archived", K::kRefused, ""},
   };
   for (const Case& c : cases) {

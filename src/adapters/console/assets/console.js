@@ -148,12 +148,12 @@
       const pct = c.progress === null ? null : Math.floor(c.progress * 100);
       const fill = el('span');
       fill.style.width = `${pct === null ? 0 : pct}%`;
-      const progressText = c.total === null ? `${num(c.sent)} sent, total unknown` : `${num(c.sent + c.failed + c.rejected + c.invalid_token)} / ${num(c.total)} (${pct}%)`;
+      const progressText = c.total === null ? `${num(c.sent)} sent, total unknown` : `${num(c.sent + c.failed + c.rejected + c.invalid_token + c.suppressed)} / ${num(c.total)} (${pct}%)`;
       return el('tr', { class: 'row', data: { campaign: c.id } },
         el('td', { class: 'name' }, el('a', { href: campaignHref(c.id), class: 'campaign-link', text: c.name || c.id }),
           c.name ? el('span', { class: 'id', text: c.id }) : null),
         el('td', {}, el('span', { class: `badge ${c.state}`, text: c.state })),
-        el('td', { text: c.priority === null ? '—' : c.priority }),
+        el('td', { text: c.priority === null ? 'default' : c.priority }),
         el('td', { text: c.provider === null ? '—' : c.provider }),
         el('td', {}, el('span', { class: 'bar' }, fill), el('span', { class: 'progress-text', text: progressText })),
         el('td', { class: 'num sent', text: num(c.sent) }),
@@ -222,7 +222,7 @@
     const live = $('detail-live');
     if (!live) return;
     $('detail-title').textContent = c ? (c.name || c.id) : id;
-    $('detail-sub').textContent = c ? `id ${c.id} · ${c.state} · provider ${c.provider === null ? 'none' : c.provider} · priority ${c.priority === null ? '—' : c.priority}`
+    $('detail-sub').textContent = c ? `id ${c.id} · ${c.state} · provider ${c.provider === null ? 'none' : c.provider} · priority ${c.priority === null ? 'default' : c.priority}`
       : 'not active or paused (cancelled, completed, or unknown)';
     if (!c) { live.replaceChildren(); return; }
     const h = ui.history.campaigns[c.id];
@@ -235,7 +235,7 @@
       el('div', { class: 'card' }, el('h3', {}, 'Figures ', scope('cluster')),
         figures([['state', c.state], ['send_rate', rate(c.send_rate), 'detail-send-rate'], ['achieved', achieved(c.achieved_rate), 'detail-achieved'],
           ['total', c.total === null ? 'unknown' : num(c.total)], ['sent', num(c.sent), 'detail-sent'], ['failed', num(c.failed)],
-          ['rejected', num(c.rejected)], ['invalid token', num(c.invalid_token)], ['parked', num(c.parked)], ['backlog', `${c.backlog_lower_bound ? '≥' : ''}${num(c.backlog)}`],
+          ['rejected', num(c.rejected)], ['invalid token', num(c.invalid_token)], ['suppressed', num(c.suppressed)], ['parked', num(c.parked)], ['backlog', `${c.backlog_lower_bound ? '≥' : ''}${num(c.backlog)}`],
           ['progress', c.progress === null ? '—' : `${Math.floor(c.progress * 100)}%`], ['ETA', duration(c.eta_s)],
           ['limited by', c.limited_by.text]]),
         el('h3', {}, 'This worker ', scope('worker')),

@@ -1,0 +1,78 @@
+// The recipient rules as an operator types them (pacerctl campaign create and
+// set-rules): checked and normalised before anything is written, so a row
+// pacerctl writes passes campaignInfoOf's checks.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "pacer/campaign_rules.h"
+#include "pacer/control/values.h"
+#include "pacer/quiet_hours.h"
+
+namespace pacer::control {
+namespace {
+
+constexpr std::size_t kMaxClassBytes = 64;
+constexpr std::size_t kMaxZoneBytes = 64;
+
+bool onlyOf(std::string_view text, std::string_view extra) {
+  return std::all_of(text.begin(), text.end(), [&](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           extra.find(c) != std::string_view::npos;
+  });
+}
+
+}  // namespace
+
+std::string parseClassName(std::string_view text, std::string_view flag) {
+  if (text == "default") return "";
+  if (text.empty() || text.size() > kMaxClassBytes || !onlyOf(text, "_-."))
+    throw InvalidValueError(fmt::format(
+        "{} '{}': a priority class is 1 to 64 letters, digits, '_', '-' or '.' (one of pacerd's priority.classes), "
+        "or default",
+        flag, text));
+  return std::string(text);
+}
+
+std::string parseQuietHoursText(std::string_view text, std::string_view flag) {
+  if (text == "none") return "";
+  // parseQuietWindow takes "" as no window; a flag given empty is a mistake ($UNSET).
+  const QuietWindowParse q = text.empty() ? QuietWindowParse{} : parseQuietWindow(text);
+  if (!q.window)
+    throw InvalidValueError(fmt::format("{}: {}; give HH:MM-HH:MM in the recipient's local time (21:00-08:00) or none",
+                                        flag, text.empty() ? std::string("empty") : q.error));
+  return q.window->none() ? std::string() : formatQuietWindow(*q.window);
+}
+
+std::string parseTimeZoneText(std::string_view text, std::string_view flag) {
+  if (text == "none") return "";
+  if (text.empty() || text.size() > kMaxZoneBytes || !onlyOf(text, "/_-+"))
+    throw InvalidValueError(
+        fmt::format("{} '{}': give an IANA time zone name (Europe/London, America/New_York, UTC) or none", flag, text));
+  return std::string(text);
+}
+
+std::string parseFrequencyCapText(std::string_view text, std::string_view flag) {
+  if (text == "none") return "";
+  std::string error;
+  const std::optional<FrequencyCapRule> rule = parseFrequencyCap(text, &error);
+  if (!rule)
+    throw InvalidValueError(fmt::format(
+        "{}: {}; give LIMIT/WINDOW, at most LIMIT messages per recipient in any WINDOW (3/24h, 1/30m, 10/7d), or "
+        "none",
+        flag, error));
+  // Kept as typed: formatFrequencyCap would show 3/24h as 3/1d.
+  return std::string(text);
+}
+
+std::string parseCapPolicyText(std::string_view text, std::string_view flag) {
+  const std::optional<CapPolicy> p = parseCapPolicy(text);
+  if (!p)
+    throw InvalidValueError(fmt::format(
+        "{} '{}': give suppress (a capped message gets a suppressed ledger row) or defer (it waits until the cap "
+        "allows it)",
+        flag, text));
+  return std::string(capPolicyName(*p));
+}
+
+}  // namespace pacer::control

@@ -1,0 +1,146 @@
+// The recipient rules as pacerctl takes them, and as a campaign row carries
+// them into the core (campaignInfoOf's checks).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "pacer/control/values.h"
+
+namespace pacer::control {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The message of the InvalidValueError `fn` throws ("" if it throws none).
+template <typename Fn>
+std::string refusal(Fn&& fn) {
+  try {
+    fn();
+  } catch (const InvalidValueError& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    return e.what();
+  }
+  return "";
+}
+
+CampaignRow row() {
+  CampaignRow r;
+  r.id = "c1";
+  r.state = "active";
+  r.limit = Limit{100.0, 2};
+  return r;
+}
+
+TEST(ParseClassName, TakesShortNamesAndDefaultAsNone) {
+  EXPECT_EQ(parseClassName("bulk", "--class"), "bulk");
+  EXPECT_EQ(parseClassName("tx-1.high_a", "--class"), "tx-1.high_a");
+  EXPECT_EQ(parseClassName("default", "--class"), "");
+  EXPECT_EQ(parseClassName(std::string(64, 'a'), "--class"), std::string(64, 'a'));
+  for (const std::string& bad : std::vector<std::string>{"", "a b", "bulk/1", "émail", std::string(65, 'a')})
+    EXPECT_THAT(refusal([&] { parseClassName(bad, "--class"); }), HasSubstr("--class '" + bad + "'")) << bad;
+}
+
+TEST(ParseQuietHoursText, NormalisesAWindowAndTakesNone) {
+  EXPECT_EQ(parseQuietHoursText("21:00-08:00", "--quiet-hours"), "21:00-08:00");
+  EXPECT_EQ(parseQuietHoursText("22:15:30-07:00", "--quiet-hours"), "22:15:30-07:00");
+  EXPECT_EQ(parseQuietHoursText("none", "--quiet-hours"), "");
+  EXPECT_EQ(parseQuietHoursText("09:00-09:00", "--quiet-hours"), "") << "no window: stored as none";
+  for (const char* bad : {"", "21:00", "25:00-08:00", "9-8", "21:00-08:00x"})
+    EXPECT_THAT(refusal([&] { parseQuietHoursText(bad, "--quiet-hours"); }), HasSubstr("--quiet-hours: ")) << bad;
+  EXPECT_THAT(refusal([&] { parseQuietHoursText("21:00", "--quiet-hours"); }), HasSubstr("HH:MM-HH:MM"));
+}
+
+TEST(ParseTimeZoneText, TakesZoneShapedNamesAndNone) {
+  EXPECT_EQ(parseTimeZoneText("Europe/London", "--time-zone"), "Europe/London");
+  EXPECT_EQ(parseTimeZoneText("America/Argentina/Buenos_Aires", "--time-zone"), "America/Argentina/Buenos_Aires");
+  EXPECT_EQ(parseTimeZoneText("Etc/GMT+5", "--time-zone"), "Etc/GMT+5");
+  EXPECT_EQ(parseTimeZoneText("none", "--time-zone"), "");
+  for (const std::string& bad : std::vector<std::string>{"", "Europe London", "Europe/Lon;don", std::string(65, 'a')})
+    EXPECT_THAT(refusal([&] { parseTimeZoneText(bad, "--time-zone"); }), HasSubstr("IANA time zone")) << bad;
+}
+
+TEST(ParseFrequencyCapText, KeepsACapAsTypedAndTakesNone) {
+  EXPECT_EQ(parseFrequencyCapText("3/24h", "--cap"), "3/24h");
+  EXPECT_EQ(parseFrequencyCapText("1/60m", "--cap"), "1/60m");
+  EXPECT_EQ(parseFrequencyCapText("none", "--cap"), "");
+  for (const char* bad : {"", "3", "0/24h", "3/24", "3/0h", "1001/1d", "-1/1h"})
+    EXPECT_THAT(refusal([&] { parseFrequencyCapText(bad, "--cap"); }), HasSubstr("LIMIT/WINDOW")) << bad;
+}
+
+TEST(ParseCapPolicyText, IsSuppressOrDefer) {
+  EXPECT_EQ(parseCapPolicyText("suppress", "--cap-policy"), "suppress");
+  EXPECT_EQ(parseCapPolicyText("defer", "--cap-policy"), "defer");
+  for (const char* bad : {"", "drop", "Defer"})
+    EXPECT_THAT(refusal([&] { parseCapPolicyText(bad, "--cap-policy"); }), HasSubstr("--cap-policy")) << bad;
+}
+
+TEST(CampaignInfoOf, CarriesTheRulesOfAGoodRow) {
+  CampaignRow r = row();
+  r.priority_class = "bulk";
+  r.quiet_hours = "21:00:00-08:00";  // parseQuietWindow's forms; carried normalised
+  r.time_zone = "Europe/London";
+  r.frequency_cap = "3/24h";
+  r.cap_policy = "defer";
+  std::string problem;
+  const auto ci = campaignInfoOf(r, &problem);
+  ASSERT_TRUE(ci) << problem;
+  EXPECT_EQ(ci->priority_class, "bulk");
+  EXPECT_EQ(ci->time_zone, "Europe/London");
+  ASSERT_TRUE(ci->frequency_cap);
+  EXPECT_EQ(ci->frequency_cap->limit, 3u);
+  EXPECT_EQ(ci->frequency_cap->window, std::chrono::hours(24));
+  EXPECT_EQ(ci->cap_policy, CapPolicy::kDefer);
+  EXPECT_EQ(ci->quiet_hours, "21:00-08:00");
+}
+
+TEST(CampaignInfoOf, ARowWithoutRulesHasNone) {
+  std::string problem;
+  const auto ci = campaignInfoOf(row(), &problem);
+  ASSERT_TRUE(ci) << problem;
+  EXPECT_EQ(ci->priority_class, "");
+  EXPECT_EQ(ci->quiet_hours, "");
+  EXPECT_EQ(ci->time_zone, "");
+  EXPECT_FALSE(ci->frequency_cap);
+  EXPECT_EQ(ci->cap_policy, CapPolicy::kSuppress);
+}
+
+TEST(CampaignInfoOf, SkipsARowWhoseRulesCannotBeUsedSayingWhy) {
+  const auto why = [](auto change) {
+    CampaignRow r = row();
+    change(r);
+    std::string problem;
+    EXPECT_FALSE(campaignInfoOf(r, &problem));
+    return problem;
+  };
+  EXPECT_THAT(why([](CampaignRow& r) { r.frequency_cap = "3/day"; }), HasSubstr("frequency_cap"));
+  EXPECT_THAT(why([](CampaignRow& r) { r.cap_policy = "drop"; }), HasSubstr("unknown cap_policy 'drop'"));
+  EXPECT_THAT(why([](CampaignRow& r) { r.quiet_hours = "late"; }), HasSubstr("quiet_hours"));
+  EXPECT_THAT(why([](CampaignRow& r) { r.quiet_hours = "21:00-08:00"; }),
+              HasSubstr("quiet_hours 21:00-08:00 without a time_zone"));
+}
+
+TEST(CampaignInfoOf, AWindowOfNoLengthNeedsNoTimeZone) {
+  CampaignRow r = row();
+  r.quiet_hours = "none";
+  std::string problem;
+  const auto ci = campaignInfoOf(r, &problem);
+  ASSERT_TRUE(ci) << problem;
+  EXPECT_EQ(ci->quiet_hours, "");
+}
+
+TEST(CampaignInfoOf, AZoneOrClassIsCarriedUncheckedForPacerdToJudge) {
+  CampaignRow r = row();
+  r.time_zone = "Mars/Olympus_Mons";
+  r.priority_class = "no-such-class";
+  std::string problem;
+  const auto ci = campaignInfoOf(r, &problem);
+  ASSERT_TRUE(ci) << problem;
+  EXPECT_EQ(ci->time_zone, "Mars/Olympus_Mons");
+  EXPECT_EQ(ci->priority_class, "no-such-class");
+}
+
+}  // namespace
+}  // namespace pacer::control
