@@ -186,7 +186,7 @@ struct CampaignStats {
   std::uint64_t suppressed = 0;      // `suppressed` rows: a frequency cap refused the message
   std::uint64_t deferred = 0;        // messages a frequency cap made wait (policy defer, or the cap store down)
   std::size_t quiet_waiting = 0;     // gauge: messages waiting for the recipient's quiet hours to end
-  std::string priority_class;        // the class it is scheduled in
+  std::string priority_class;        // its class as configured; empty: the default class
   std::uint64_t retries = 0;
   std::uint64_t parked = 0;                       // messages parked
   std::uint64_t unparked = 0;                     // messages claimed back

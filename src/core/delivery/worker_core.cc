@@ -474,7 +474,7 @@ std::vector<CampaignStats> WorkerCore::campaignStats() const {
     CampaignStats s = c->stats;
     s.queued = c->queue.size();
     s.provider = c->info.provider;
-    s.priority_class = c->info.priority_class.empty() ? impl_->options.default_class : c->info.priority_class;
+    s.priority_class = c->info.priority_class;  // empty: the default class (shown as "default")
     s.limit = c->info.limit;
     s.in_flight = c->in_flight;
     s.retrying = c->retrying;
