@@ -378,9 +378,41 @@ TEST_F(PgLedgerTest, FinishedOffsetsIncludeParkedMessages) {
   m.campaign = "camp-1";
   m.position = Position{"messages", 3, 20};
   m.payload = "x";
-  ASSERT_EQ(parking->park(std::vector<Message>{m}), 1u);
+  ASSERT_EQ(parking->park(std::vector<Message>{m}, {}), 1u);
   EXPECT_EQ(ledger->finishedOffsets("messages", 3, 0, 100), (std::vector<std::int64_t>{10, 20}));
   EXPECT_EQ(ledger->finishedOffsets("messages", 4, 0, 100), (std::vector<std::int64_t>{}));
+}
+
+// Quiet hours and deferred caps park a message until a time: no claim hands
+// it out before then (on the caller's wall clock), and its zone comes back.
+TEST_F(PgLedgerTest, ParkedMessagesWaitForTheirNotBeforeAndKeepTheirZone) {
+  migrate(options_);
+  auto parking = makePgParking(PgParkingOptions{options_, "test-worker"});
+  const WallTime t0{std::chrono::milliseconds(1'710'000'000'000)};
+  std::vector<Message> ms(3);
+  for (int i = 0; i < 3; ++i) {
+    ms[i].id = "q" + std::to_string(i);
+    ms[i].campaign = "camp-q";
+    ms[i].position = Position{"messages", 5, i};
+    ms[i].recipient = "+1555010" + std::to_string(i);
+    ms[i].payload = "x";
+    ms[i].time_zone = i == 1 ? "America/New_York" : "";
+  }
+  const std::vector<WallTime> nb{WallTime{}, t0 + std::chrono::hours(1), t0 + std::chrono::hours(2)};
+  ASSERT_EQ(parking->park(ms, nb), 3u);
+  auto now = parking->claim("camp-q", 10, t0);
+  ASSERT_EQ(now.size(), 1u) << "only the one without a wait is due";
+  EXPECT_EQ(now[0].id, "q0");
+  auto early = parking->claim("camp-q", 10, t0 + std::chrono::hours(1) - std::chrono::milliseconds(1));
+  EXPECT_TRUE(early.empty()) << "one millisecond before not_before";
+  auto later = parking->claim("camp-q", 10, t0 + std::chrono::hours(1));
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(later[0].id, "q1");
+  EXPECT_EQ(later[0].time_zone, "America/New_York");
+  EXPECT_EQ(later[0].recipient, "+15550101");
+  auto last = parking->claim("camp-q", 10, t0 + std::chrono::hours(3));
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].id, "q2");
 }
 
 TEST_F(PgLedgerTest, EmptyBatchIsANoOp) {
