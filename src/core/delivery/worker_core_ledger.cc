@@ -32,6 +32,7 @@ DeliveryRecord& WorkerCore::Impl::addRow(Campaign* c, const Item& item, Delivery
   r.fingerprint = item.msg.fingerprint;
   if (c) r.provider = c->info.provider;
   r.provider_message_id = std::move(provider_message_id);
+  if (c && status != DeliveryStatus::kSent && item.caps_counted) giveBack(item, c);  // counted, not sent: give it back
   release(item.msg);
   pushRow(std::move(r), item.tracked);
   count(c, status);
@@ -80,6 +81,10 @@ void WorkerCore::Impl::count(Campaign* c, DeliveryStatus status) {
     case DeliveryStatus::kInvalidToken:
       ++totals.invalid_tokens;
       if (c) ++c->stats.invalid_tokens;
+      break;
+    case DeliveryStatus::kSuppressed:
+      ++totals.suppressed;
+      if (c) ++c->stats.suppressed;
       break;
   }
 }
@@ -143,9 +148,13 @@ bool WorkerCore::Impl::ledgerDue(MonoTime now, bool blocked) const {
 bool WorkerCore::Impl::writeParking(MonoTime now) {
   if (to_park.empty()) return true;
   scratch.clear();
-  for (auto& [c, item] : to_park) scratch.push_back(item.msg);
+  scratch_times.clear();
+  for (auto& [c, item] : to_park) {
+    scratch.push_back(item.msg);
+    scratch_times.push_back(item.not_before);
+  }
   try {
-    parking->park(scratch);
+    parking->park(scratch, scratch_times);
   } catch (const LedgerUnavailableError&) {
     ++totals.ledger_errors;
     parking_failing = true;
@@ -163,7 +172,7 @@ bool WorkerCore::Impl::writeParking(MonoTime now) {
     release(item.msg);
     buffered_bytes -= item.bytes();
     --c->to_park;
-    ++c->parked_waiting;
+    if (item.not_before == WallTime{}) ++c->parked_waiting;  // else park_wakes says when to claim it
     ++c->stats.parked;
     ++totals.parked;
     with_parked.insert(c);
@@ -186,7 +195,7 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
     const std::size_t want = cancelled ? options.ledger_batch : std::min(k - c->queue.size(), options.ledger_batch);
     std::vector<Message> got;
     try {
-      got = parking->claim(c->info.id, want);
+      got = parking->claim(c->info.id, want, wallAt(now));
     } catch (const std::runtime_error&) {
       ++totals.ledger_errors;
       c->next_claim = now + options.ledger_retry_interval;
@@ -209,12 +218,20 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
       } else if (cost.units == 0) {
         addRow(c, item, DeliveryStatus::kRejected, 0, std::move(cost.error));
       } else {
-        enqueue(c, std::move(item), false);
+        admit(c, std::move(item), now);  // quiet hours and caps again: it may have to wait
       }
     }
     if (got.size() < want) {
+      // Nothing more is due now; what waits for a time is claimed when due.
       c->parked_waiting = 0;
-      it = with_parked.erase(it);
+      const WallTime wall = wallAt(now);
+      while (!c->park_wakes.empty() && *c->park_wakes.begin() <= wall) c->park_wakes.erase(c->park_wakes.begin());
+      if (c->park_wakes.empty()) {
+        it = with_parked.erase(it);
+      } else {
+        c->next_claim = monoAt(*c->park_wakes.begin());
+        ++it;
+      }
     } else {
       c->parked_waiting = c->parked_waiting > got.size() ? c->parked_waiting - got.size() : 1;
       ++it;
