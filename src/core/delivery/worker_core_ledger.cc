@@ -172,7 +172,10 @@ bool WorkerCore::Impl::writeParking(MonoTime now) {
     release(item.msg);
     buffered_bytes -= item.bytes();
     --c->to_park;
-    if (item.not_before == WallTime{}) ++c->parked_waiting;  // else park_wakes says when to claim it
+    if (item.not_before == WallTime{}) {
+      ++c->parked_waiting;  // claimable at once (a claim may have been put off until a wake time)
+      c->next_claim = std::min(c->next_claim, now + std::chrono::milliseconds(100));
+    }  // else park_wakes says when to claim it
     ++c->stats.parked;
     ++totals.parked;
     with_parked.insert(c);
