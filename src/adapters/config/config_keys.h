@@ -94,6 +94,8 @@ inline std::chrono::milliseconds ms(long long v) { return std::chrono::milliseco
 const std::vector<Key>& keys();
 // The push sinks' section of the table (config_keys_push.cc).
 std::vector<Key> pushKeys();
+// The frequency caps' section (config_keys_caps.cc).
+std::vector<Key> capsKeys();
 // The key at `path` ("sink.http.url"); nullptr if there is none.
 const Key* findKey(std::string_view path);
 
