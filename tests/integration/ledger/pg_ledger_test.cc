@@ -413,6 +413,16 @@ TEST_F(PgLedgerTest, ParkedMessagesWaitForTheirNotBeforeAndKeepTheirZone) {
   auto last = parking->claim("camp-q", 10, t0 + std::chrono::hours(3));
   ASSERT_EQ(last.size(), 1u);
   EXPECT_EQ(last[0].id, "q2");
+  // q0, claimed by this worker, must wait after all (quiet hours began): parked
+  // again, it is handed back with its new time, not left claimed for ever.
+  ASSERT_EQ(parking->park(std::vector<Message>{now[0]}, std::vector<WallTime>{t0 + std::chrono::hours(5)}), 1u);
+  EXPECT_TRUE(parking->claim("camp-q", 10, t0 + std::chrono::hours(4)).empty());
+  auto again = parking->claim("camp-q", 10, t0 + std::chrono::hours(5));
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].id, "q0");
+  // Another worker's claim is left alone.
+  auto other = makePgParking(PgParkingOptions{options_, "other-worker"});
+  EXPECT_EQ(other->park(std::vector<Message>{again[0]}, std::vector<WallTime>{t0 + std::chrono::hours(9)}), 0u);
 }
 
 TEST_F(PgLedgerTest, EmptyBatchIsANoOp) {
