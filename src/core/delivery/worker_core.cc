@@ -144,7 +144,8 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
   m.applyPause(c);
   if (closed_now) {
     m.failQueued(c, closed_now);
-    if (c->parked_waiting > 0) m.with_parked.insert(c);
+    if (c->parked_waiting > 0 || !c->park_wakes.empty()) m.with_parked.insert(c);
+    c->next_claim = now;  // not at the next wake time
   }
 }
 

@@ -5,6 +5,11 @@ namespace pacer {
 
 using delivery_detail::Item;
 
+namespace {
+// Later than any not_before (and still a valid PostgreSQL timestamp).
+const WallTime kFarFuture{std::chrono::sys_days{std::chrono::year{9999} / 1 / 1}};
+}  // namespace
+
 bool WorkerCore::Impl::belowBounds() const {
   return bufferedMessages() < options.max_buffered_messages && buffered_bytes < options.max_buffered_bytes;
 }
@@ -198,7 +203,8 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
     const std::size_t want = cancelled ? options.ledger_batch : std::min(k - c->queue.size(), options.ledger_batch);
     std::vector<Message> got;
     try {
-      got = parking->claim(c->info.id, want, wallAt(now));
+      // A closed campaign's waiting messages get their rows now, not when due.
+      got = parking->claim(c->info.id, want, cancelled ? kFarFuture : wallAt(now));
     } catch (const std::runtime_error&) {
       ++totals.ledger_errors;
       c->next_claim = now + options.ledger_retry_interval;
@@ -228,6 +234,7 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
       // Nothing more is due now; what waits for a time is claimed when due.
       c->parked_waiting = 0;
       const WallTime wall = wallAt(now);
+      if (cancelled) c->park_wakes.clear();  // all claimed above, due or not
       while (!c->park_wakes.empty() && *c->park_wakes.begin() <= wall) c->park_wakes.erase(c->park_wakes.begin());
       if (c->park_wakes.empty()) {
         it = with_parked.erase(it);

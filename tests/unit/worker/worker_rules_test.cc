@@ -147,6 +147,21 @@ TEST_F(WorkerRulesTest, WaitingInMemoryHoldsTheOffsetAndReleasesPacedWithABurstA
   EXPECT_EQ(committed(), 1005);
 }
 
+TEST_F(WorkerRulesTest, CancellingACampaignGivesItsWaitingMessagesTheirRowsAtOnce) {
+  make(utc(2024, 6, 1, 22), {}, true);
+  core_->upsertCampaign(campaign("q", 10, 1, "21:00-08:00", "Etc/UTC"), clock_.now());
+  for (int i = 0; i < 30; ++i) core_->offer(raw(i, "q", "r" + std::to_string(i)), clock_.now());
+  run(seconds(1));
+  ASSERT_EQ(parking_.size(), 30u);
+  CampaignInfo cancelled = campaign("q", 10, 1, "21:00-08:00", "Etc/UTC");
+  cancelled.state = CampaignState::kCancelled;
+  core_->upsertCampaign(cancelled, clock_.now());
+  run(seconds(1));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kFailed), 30u) << "not ten hours later, when they would have been due";
+  EXPECT_EQ(ledger_.byId["m0"].reason, "cancelled");
+  EXPECT_TRUE(sink_.submitted.empty());
+}
+
 TEST_F(WorkerRulesTest, UnknownOrMissingZonesAreRejectedNeverGuessed) {
   make(utc(2024, 6, 1, 12));
   core_->upsertCampaign(campaign("q", 100, 10, "21:00-08:00", "Europe/Paris"), clock_.now());
