@@ -72,6 +72,12 @@ void campaignMetrics(Families& f, const MetricsSnapshot& s) {
   auto& invalid_tokens =
       f.family("pacer_campaign_invalid_tokens_total",
                "messages whose push token the provider called dead (ledger status invalid_token)", kCounter);
+  auto& suppressed = f.family("pacer_campaign_suppressed_total",
+                              "messages a frequency cap refused (ledger status suppressed)", kCounter);
+  auto& deferred = f.family("pacer_campaign_deferred_total",
+                            "times a frequency cap made a message wait (policy defer, or the cap store down)", kCounter);
+  auto& quiet = f.family("pacer_campaign_quiet_waiting",
+                         "messages waiting in memory for the recipient's quiet hours to end", kGauge);
   auto& retries = f.family("pacer_campaign_retries_total", "sends answered with a retry (throttle or fault)", kCounter);
   auto& rate = f.family("pacer_campaign_send_rate", "configured send_rate, msg/s (absent when unlimited)", kGauge);
   auto& achieved =
@@ -85,6 +91,9 @@ void campaignMetrics(Families& f, const MetricsSnapshot& s) {
     Families::add(failed, l, d(c.failed));
     Families::add(rejected, l, d(c.rejected));
     Families::add(invalid_tokens, l, d(c.invalid_tokens));
+    Families::add(suppressed, l, d(c.suppressed));
+    Families::add(deferred, l, d(c.deferred));
+    Families::add(quiet, l, d(c.quiet_waiting));
     Families::add(retries, l, d(c.retries));
     if (c.send_rate) Families::add(rate, l, *c.send_rate);
     Families::add(achieved, l, c.achieved_rate);
@@ -277,8 +286,9 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
     // Only campaigns this worker has handled a message of: every worker knows
     // every campaign, and idle ones would multiply the series by the workers.
     // Once in, a campaign stays (its counters must not vanish).
-    const bool touched = c.sent + c.failed + c.rejected + c.invalid_tokens + c.retries + c.queued + c.retrying +
-                             c.to_park + c.parked_waiting + c.in_flight >
+    const bool touched = c.sent + c.failed + c.rejected + c.invalid_tokens + c.suppressed + c.deferred +
+                             c.quiet_waiting + c.retries + c.queued + c.retrying + c.to_park + c.parked_waiting +
+                             c.in_flight >
                          0;
     if (!touched && !windows_.contains(c.id)) continue;
     CampaignMetrics m;
@@ -288,12 +298,15 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
     m.failed = c.failed;
     m.rejected = c.rejected;
     m.invalid_tokens = c.invalid_tokens;
+    m.suppressed = c.suppressed;
+    m.deferred = c.deferred;
+    m.quiet_waiting = c.quiet_waiting;
     m.retries = c.retries;
     if (c.limit) m.send_rate = c.limit->rate_per_s;
     RateWindow& window = windows_[c.id];
     window.add(now, c.sent);
     m.achieved_rate = window.rate();
-    m.backlog = c.queued + c.retrying + c.to_park + c.parked_waiting;
+    m.backlog = c.queued + c.retrying + c.to_park + c.parked_waiting + c.quiet_waiting;
     m.in_flight = c.in_flight;
     s.campaigns.push_back(std::move(m));
   }

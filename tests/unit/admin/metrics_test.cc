@@ -42,6 +42,9 @@ MetricsSnapshot full() {
   promo.sent = 900;
   promo.rejected = 3;
   promo.invalid_tokens = 6;
+  promo.suppressed = 7;
+  promo.deferred = 2;
+  promo.quiet_waiting = 4;
   promo.queued = 5;
   promo.retrying = 2;
   promo.to_park = 1;
@@ -87,8 +90,11 @@ TEST(RenderMetricsTest, CampaignCountersAndGaugesCarryCampaignAndProviderLabels)
   EXPECT_EQ(sample(text, R"(pacer_campaign_rejected_total{campaign="promo",provider="sms"})"), 3);
   EXPECT_EQ(sample(text, R"(pacer_campaign_invalid_tokens_total{campaign="promo",provider="sms"})"), 6);
   EXPECT_EQ(sample(text, R"(pacer_campaign_send_rate{campaign="promo",provider="sms"})"), 250);
-  // backlog = queued + retrying + to_park + parked_waiting
-  EXPECT_EQ(sample(text, R"(pacer_campaign_backlog{campaign="promo",provider="sms"})"), 108);
+  EXPECT_EQ(sample(text, R"(pacer_campaign_suppressed_total{campaign="promo",provider="sms"})"), 7);
+  EXPECT_EQ(sample(text, R"(pacer_campaign_deferred_total{campaign="promo",provider="sms"})"), 2);
+  EXPECT_EQ(sample(text, R"(pacer_campaign_quiet_waiting{campaign="promo",provider="sms"})"), 4);
+  // backlog = queued + retrying + to_park + parked_waiting + quiet_waiting
+  EXPECT_EQ(sample(text, R"(pacer_campaign_backlog{campaign="promo",provider="sms"})"), 112);
   EXPECT_EQ(sample(text, R"(pacer_campaign_in_flight{campaign="promo",provider="sms"})"), 8);
   EXPECT_EQ(sample(text, "pacer_records_rejected_without_campaign_total"), 2);
 }
