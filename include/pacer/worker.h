@@ -103,7 +103,8 @@ class ParkingInterface {
   // lease; renew() extends this worker's claims.
   virtual std::vector<Message> claim(const std::string& campaign, std::size_t max, WallTime now) = 0;
   // Parked messages no live worker holds, per campaign (after a crash, or
-  // parked by this worker and not yet claimed).
+  // parked by this worker and not yet claimed), counting only those whose
+  // not_before has passed (by the store's own clock: a hint to claim).
   virtual std::vector<std::pair<std::string, std::size_t>> unclaimed() = 0;
   // Extends the lease of every claim this worker holds.
   virtual void renew() = 0;

@@ -99,7 +99,11 @@ class PgParking final : public ParkingInterface {
     return guarded(conn_, options_.connection, [&](pqxx::connection& c) {
       pqxx::read_transaction tx(c);
       const pqxx::result res =
-          tx.exec("SELECT campaign, count(*) FROM parked WHERE owner IS NULL OR lease_until < now() GROUP BY campaign");
+          // Only rows due (by this server's clock: a hint to claim; claim() decides on the
+          // worker's): a count of rows waiting for quiet hours to end would make a worker park
+          // every new message behind them.
+          tx.exec("SELECT campaign, count(*) FROM parked WHERE (owner IS NULL OR lease_until < now()) "
+                  "AND (not_before IS NULL OR not_before <= now()) GROUP BY campaign");
       std::vector<std::pair<std::string, std::size_t>> out;
       for (const auto& row : res) out.emplace_back(row[0].as<std::string>(), row[1].as<std::size_t>());
       return out;

@@ -423,6 +423,19 @@ TEST_F(PgLedgerTest, ParkedMessagesWaitForTheirNotBeforeAndKeepTheirZone) {
   // Another worker's claim is left alone.
   auto other = makePgParking(PgParkingOptions{options_, "other-worker"});
   EXPECT_EQ(other->park(std::vector<Message>{again[0]}, std::vector<WallTime>{t0 + std::chrono::hours(9)}), 0u);
+  // unclaimed() counts only rows due by the server's clock: rows waiting for a
+  // morning would otherwise make a worker park every new message behind them.
+  Message late = ms[0];
+  late.id = "q-late";
+  late.campaign = "camp-r";
+  Message due = late;
+  due.id = "q-due";
+  const WallTime y2100{std::chrono::sys_days{std::chrono::year{2100} / 1 / 1}};
+  ASSERT_EQ(parking->park(std::vector<Message>{late, due}, std::vector<WallTime>{y2100, WallTime{}}), 2u);
+  std::size_t camp_r = 0;
+  for (const auto& [campaign, n] : parking->unclaimed())
+    if (campaign == "camp-r") camp_r = n;
+  EXPECT_EQ(camp_r, 1u);
 }
 
 TEST_F(PgLedgerTest, EmptyBatchIsANoOp) {
