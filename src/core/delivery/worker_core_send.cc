@@ -285,6 +285,11 @@ bool WorkerCore::Impl::sendPaid(Campaign* c, MonoTime now) {
     // Quiet again since it was queued (a retry, or a long wait in the
     // queue): it waits again; its token is spent (under the rate, never over).
     if (c->quiet && holdForQuiet(c, item, now)) continue;
+    // Queued before the campaign had a cap (held, or a cap added since): asked first.
+    if (!c->caps.empty() && item.caps_counted == 0) {
+      toQueue(c, std::move(item));
+      continue;
+    }
     if (!item.first_attempt) item.first_attempt = now;
     const std::uint64_t ticket = next_ticket++;
     auto [it, inserted] = inflight.emplace(ticket, std::make_pair(c, std::move(item)));

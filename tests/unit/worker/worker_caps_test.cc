@@ -168,6 +168,19 @@ TEST_F(WorkerCapsTest, TwoCapsAreAskedInOneBatchAndTheOtherCountIsGivenBack) {
   EXPECT_EQ(statsOf("b").priority_class, "bulk");
 }
 
+TEST_F(WorkerCapsTest, MessagesQueuedBeforeACapWasAddedAreAskedBeforeTheyGo) {
+  make();
+  CampaignInfo paused = capped("a", 100, std::nullopt);
+  paused.state = CampaignState::kPaused;
+  core_->upsertCampaign(paused, clock_.now());
+  for (int i = 0; i < 3; ++i) core_->offer(raw(i, "a", "x"), clock_.now());
+  run(seconds(1));
+  core_->upsertCampaign(capped("a", 100, rule(1, hours(24))), clock_.now());  // active, with a cap
+  run(seconds(1));
+  EXPECT_EQ(sentTo("x"), 1u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSuppressed), 2u);
+}
+
 TEST_F(WorkerCapsTest, AMessageWithoutARecipientOnACappedCampaignIsRejected) {
   make();
   core_->upsertCampaign(capped("a", 100, rule(1, hours(24))), clock_.now());
