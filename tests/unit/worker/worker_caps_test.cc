@@ -181,6 +181,32 @@ TEST_F(WorkerCapsTest, MessagesQueuedBeforeACapWasAddedAreAskedBeforeTheyGo) {
   EXPECT_EQ(ledger_.count(DeliveryStatus::kSuppressed), 2u);
 }
 
+TEST_F(WorkerCapsTest, AQueryTheStoreCannotTakeIsRejectedWithTheScope) {
+  make();
+  core_->upsertCampaign(capped("a", 100, rule(1, hours(24))), clock_.now());
+  core_->offer(raw(0, "a", "bad}recipient"), clock_.now());  // '}' would break the key's hash tag
+  run(seconds(1));
+  EXPECT_EQ(ledger_.byId["m0"].status, DeliveryStatus::kRejected);
+  EXPECT_THAT(ledger_.byId["m0"].reason, HasSubstr("frequency cap campaign:a"));
+  EXPECT_TRUE(sink_.submitted.empty());
+}
+
+TEST_F(WorkerCapsTest, ARevokeLetsWaitingMessagesGoAndGivesTheirCountsBack) {
+  make();
+  sink_.refuse = [](const Message&) { return true; };  // checked and queued, never handed over
+  core_->upsertCampaign(capped("a", 100, rule(1, hours(1)), CapPolicy::kDefer), clock_.now());
+  core_->offer(raw(0, "a", "x"), clock_.now());
+  core_->offer(raw(1, "a", "x"), clock_.now());  // deferred: waits in memory for the hour
+  run(seconds(1));
+  EXPECT_EQ(statsOf("a").deferred, 1u);
+  EXPECT_GT(core_->stats().waiting, 0u);
+  core_->revoke(TopicPartition{"t", 0});
+  run(milliseconds(10));
+  EXPECT_EQ(core_->stats().buffered_messages, 0u) << "the new owner reads them again";
+  ASSERT_EQ(caps_.released.size(), 1u) << "m0's count: the new owner asks again";
+  EXPECT_TRUE(ledger_.byId.empty());
+}
+
 TEST_F(WorkerCapsTest, AMessageWithoutARecipientOnACappedCampaignIsRejected) {
   make();
   core_->upsertCampaign(capped("a", 100, rule(1, hours(24))), clock_.now());
