@@ -195,12 +195,13 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
     const char* closed = closedReason(c->info.state);
     const bool cancelled = closed != nullptr;  // cancelled or completed: claimed to be given their rows
     const std::size_t k = keep(*c);
-    const bool room = cancelled || (c->info.state == CampaignState::kActive && c->queue.size() < k / 2);
+    const std::size_t held = c->queue.size() + c->unchecked.size();  // unchecked: waiting for the cap store
+    const bool room = cancelled || (c->info.state == CampaignState::kActive && held < k / 2);
     if (!room || now < c->next_claim || c->to_park > 0) {
       ++it;
       continue;
     }
-    const std::size_t want = cancelled ? options.ledger_batch : std::min(k - c->queue.size(), options.ledger_batch);
+    const std::size_t want = cancelled ? options.ledger_batch : std::min(k - held, options.ledger_batch);
     std::vector<Message> got;
     try {
       // A closed campaign's waiting messages get their rows now, not when due.

@@ -18,6 +18,7 @@ using ::testing::HasSubstr;
 
 using test_support::FakeCapStore;
 using test_support::FakeLedger;
+using test_support::FakeParking;
 using test_support::FakeSink;
 
 const WallTime kNoon{std::chrono::sys_days{std::chrono::year{2026} / 11 / 25} + hours(12)};
@@ -74,6 +75,7 @@ class WorkerCapsTest : public ::testing::Test {
   MonoTime start_{};
   FakeLedger ledger_;
   FakeSink sink_{1000};
+  FakeParking parking_;
   FakeCapStore caps_;
   std::unique_ptr<WorkerCore> core_;
 };
@@ -126,6 +128,24 @@ TEST_F(WorkerCapsTest, WhileTheStoreIsDownMessagesWaitUncheckedNeverSentNeverDro
   run(seconds(2));
   EXPECT_EQ(sink_.submitted.size(), 20u);
   EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 20u);
+}
+
+TEST_F(WorkerCapsTest, WhileTheStoreIsDownParkedMessagesStayParked) {
+  WorkerOptions o;
+  o.park_keep_for = seconds(1);  // keep 100 of a 100/s campaign in memory
+  o.caps = &caps_;
+  o.ledger_flush_interval = milliseconds(50);
+  core_ = std::make_unique<WorkerCore>(o, ledger_, sink_, &parking_, clock_.now());
+  core_->setWallClock(kNoon, clock_.now());
+  core_->upsertCampaign(capped("a", 100, rule(3, hours(24))), clock_.now());
+  caps_.available = false;
+  for (int i = 0; i < 1000; ++i) core_->offer(raw(i, "a", "r" + std::to_string(i)), clock_.now());
+  run(seconds(5));
+  EXPECT_LE(statsOf("a").queued, 100u) << "claims stop while the unchecked queue is full";
+  EXPECT_GE(parking_.size(), 900u);
+  caps_.available = true;
+  run(seconds(12));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 1000u);
 }
 
 TEST_F(WorkerCapsTest, APermanentFailureGivesItsCountBack) {
