@@ -113,6 +113,26 @@ TEST_F(WorkerCapsTest, DeferredMessagesWaitUntilTheCapAllowsThem) {
   EXPECT_EQ(ledger_.count(DeliveryStatus::kSuppressed), 0u);
 }
 
+TEST_F(WorkerCapsTest, ALongDeferIsParkedUntilAllowedSoTheOffsetAdvances) {
+  WorkerOptions o;
+  o.caps = &caps_;
+  o.ledger_flush_interval = milliseconds(50);
+  core_ = std::make_unique<WorkerCore>(o, ledger_, sink_, &parking_, clock_.now());
+  core_->setWallClock(kNoon, clock_.now());
+  core_->upsertCampaign(capped("a", 100, rule(1, hours(1)), CapPolicy::kDefer), clock_.now());
+  core_->offer(raw(0, "a", "x"), clock_.now());
+  core_->offer(raw(1, "a", "x"), clock_.now());
+  run(seconds(1));
+  EXPECT_EQ(parking_.size(), 1u);
+  // Until the first send, counted at the first step (5 ms in), leaves the hour.
+  EXPECT_EQ(parking_.not_before["m1"], kNoon + milliseconds(5) + hours(1)) << "parked until the cap allows it";
+  EXPECT_EQ(core_->committable(TopicPartition{"t", 0}), 2);
+  run(hours(1) - seconds(2), milliseconds(500));
+  EXPECT_EQ(sentTo("x"), 1u);
+  run(seconds(3));
+  EXPECT_EQ(sentTo("x"), 2u);
+}
+
 TEST_F(WorkerCapsTest, WhileTheStoreIsDownMessagesWaitUncheckedNeverSentNeverDropped) {
   make();
   core_->upsertCampaign(capped("a", 100, rule(3, hours(24))), clock_.now());
