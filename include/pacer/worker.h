@@ -22,13 +22,15 @@
 #include <vector>
 
 #include "pacer/adaptive_rate.h"
-#include "pacer/circuit_breaker.h"
 #include "pacer/campaign_rules.h"
+#include "pacer/circuit_breaker.h"
+#include "pacer/frequency_cap.h"
 #include "pacer/campaign_state.h"
 #include "pacer/ledger.h"
 #include "pacer/message.h"
 #include "pacer/message_cost.h"
 #include "pacer/offset_tracker.h"
+#include "pacer/quiet_hours.h"
 #include "pacer/quota.h"
 #include "pacer/quota_lease.h"
 #include "pacer/rate_limiter.h"
@@ -36,6 +38,7 @@
 #include "pacer/scheduler.h"
 #include "pacer/sink.h"
 #include "pacer/time.h"
+#include "pacer/wall_time.h"
 
 namespace pacer {
 
@@ -51,7 +54,7 @@ struct CampaignInfo {
   std::string quiet_hours;     // local window, "21:00-08:00"; empty: none
   std::string time_zone;       // IANA zone for messages without a `tz` header; empty: none
   std::optional<FrequencyCapRule> frequency_cap;  // per recipient, scope "campaign:<id>"; nullopt: none
-  CapPolicy cap_policy = CapPolicy::kSuppress;    // for this campaign's cap and its class's cap
+  CapPolicy cap_policy = CapPolicy::kSuppress;    // when this campaign's own cap refuses (a class cap: caps.policy)
 };
 
 // A provider as configured (the providers table).
@@ -86,15 +89,22 @@ struct RowProblem {
 class ParkingInterface {
  public:
   virtual ~ParkingInterface() = default;
-  // Stores `messages` durably (all or nothing). A message whose id is already
-  // parked or already in the ledger is left as it is. Returns how many were new.
-  virtual std::size_t park(std::span<const Message> messages) = 0;
+  // Stores `messages` durably (all or nothing), with their `time_zone`. A
+  // message whose id is already in the ledger, or parked and not claimed by
+  // this worker, is left as it is; one this worker claimed is handed back
+  // (unclaimed) with its new not_before. `not_before` is empty (every message may go at once) or one instant
+  // per message: no claim hands it out before then (quiet hours, a deferred
+  // frequency cap); WallTime{} (the epoch) means no wait. Returns how many
+  // were new.
+  virtual std::size_t park(std::span<const Message> messages, std::span<const WallTime> not_before) = 0;
   // Claims up to `max` of `campaign`'s parked messages for this worker, oldest
-  // first, skipping those another live worker holds. A claim lasts a lease;
-  // renew() extends this worker's claims.
-  virtual std::vector<Message> claim(const std::string& campaign, std::size_t max) = 0;
+  // first, skipping those another live worker holds and those whose
+  // not_before is after `now` (the caller's wall clock). A claim lasts a
+  // lease; renew() extends this worker's claims.
+  virtual std::vector<Message> claim(const std::string& campaign, std::size_t max, WallTime now) = 0;
   // Parked messages no live worker holds, per campaign (after a crash, or
-  // parked by this worker and not yet claimed).
+  // parked by this worker and not yet claimed), counting only those whose
+  // not_before has passed (by the store's own clock: a hint to claim).
   virtual std::vector<std::pair<std::string, std::size_t>> unclaimed() = 0;
   // Extends the lease of every claim this worker holds.
   virtual void renew() = 0;
@@ -157,6 +167,34 @@ struct WorkerOptions {
   // a campaign naming another is refused (upsertCampaign throws).
   std::vector<std::string> priority_classes{"critical", "transactional", "bulk"};
   std::string default_class = "bulk";
+
+  // Recipient rules (docs/recipient-rules.md). The zones of the tz database,
+  // shared read-only; null: quiet hours are unavailable, and a campaign with
+  // quiet hours has its messages rejected, saying so (never sent unchecked).
+  TimeZoneTablePtr zones;
+  // Frequency caps (not owned). Null: the core makes an in-memory store, which
+  // counts per worker only: right for tests, pacer-sim and a single worker,
+  // wrong for several (each would allow `limit` per window).
+  FrequencyCapStore* caps = nullptr;
+  // Per priority class (scope "class:<name>"): a campaign's class (its
+  // priority_class, else default_class) caps its recipients across campaigns.
+  std::vector<std::pair<std::string, FrequencyCapRule>> class_caps;
+  CapPolicy class_cap_policy = CapPolicy::kSuppress;  // when only the class cap refuses
+  // A message that must wait (quiet hours, a deferred cap) longer than this is
+  // parked with its not_before (with parking), so its offset can advance;
+  // shorter waits stay in memory, at most max_waiting per campaign (beyond
+  // that they are parked too). Without parking every wait is in memory and
+  // counts against max_buffered_messages.
+  Nanos park_wait_after = std::chrono::seconds(30);
+  std::size_t max_waiting = 10'000;
+  // Cap checks run ahead of the scheduler: a capped campaign keeps about
+  // rate * cap_lookahead + burst (at least cap_min_batch) checked messages
+  // queued, and tops up only below half of that, so one decide() per step
+  // answers many messages. At most cap_batch queries per decide().
+  Nanos cap_lookahead = std::chrono::milliseconds(50);
+  std::size_t cap_min_batch = 16;
+  std::size_t cap_batch = 2'000;
+  Nanos cap_retry = std::chrono::milliseconds(200);  // wait after the store could not answer
 };
 
 // The rank of the class `name` (empty: the default class) in `options`,
@@ -206,6 +244,11 @@ struct WorkerStats {
   std::uint64_t skipped_finished = 0;  // replayed records already in the ledger
   std::uint64_t sent = 0, failed = 0, rejected = 0;
   std::uint64_t invalid_tokens = 0;  // `invalid_token` rows
+  std::uint64_t suppressed = 0;      // `suppressed` rows
+  std::uint64_t deferred = 0;        // times a frequency cap made a message wait
+  std::uint64_t cap_round_trips = 0;  // decide() and release() calls on the cap store
+  std::uint64_t cap_faults = 0;       // of them, answered with a fault (kUnavailable queries)
+  std::size_t waiting = 0;            // in memory until a time (quiet hours, a deferred cap)
   std::uint64_t ledger_rows = 0;    // rows the ledger took as new
   std::uint64_t ledger_writes = 0;  // batches written
   std::uint64_t ledger_errors = 0;  // failed batch writes (each retried)
@@ -250,6 +293,12 @@ class WorkerCore {
   // New retry and adaptive settings (a configuration reload): from the next
   // step on; each provider's adaptive rate keeps its state.
   void setTuning(const RetryPolicy& retry, const AdaptiveRateOptions& adaptive, MonoTime now);
+  // The wall clock, for the rules about recipients (quiet hours, frequency
+  // caps): at the monotonic instant `mono` it was `wall`. The core takes
+  // wall(now) = wall + (now - mono), so the loop calls this each turn with
+  // both clocks read together (only the daemon reads clocks). Until the first
+  // call the wall clock is the Unix epoch at the core's construction.
+  void setWallClock(WallTime wall, MonoTime mono) noexcept;
 
   // A partition was assigned. `finished` are the offsets (ascending) that the
   // ledger already holds in the range this worker will read; they are

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "pacer/frequency_cap.h"
 #include "pacer/ledger.h"
 #include "pacer/worker.h"  // ParkingInterface
 #include "pacer/sink.h"
@@ -104,27 +105,48 @@ class FakeSink final : public SinkInterface {
 
 class FakeParking final : public ParkingInterface {
  public:
-  std::size_t park(std::span<const Message> messages) override {
+  std::size_t park(std::span<const Message> messages, std::span<const WallTime> nb) override {
     if (!available) throw LedgerUnavailableError("down");
+    ++park_calls;
     std::size_t fresh = 0;
-    for (const Message& m : messages)
-      if (ids.insert(m.id).second) {
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      const Message& m = messages[i];
+      if (ids.insert(m.id).second || claimed.erase(m.id) > 0) {
         parked[m.campaign].push_back(m);
+        not_before[m.id] = nb.empty() ? WallTime{} : nb[i];
         ++fresh;
       }
+    }
     return fresh;
   }
-  std::vector<Message> claim(const std::string& campaign, std::size_t max) override {
+  // Oldest first among those due at `now` (as PostgreSQL's ORDER BY seq).
+  std::vector<Message> claim(const std::string& campaign, std::size_t max, WallTime now) override {
     if (!available) throw LedgerUnavailableError("down");
     auto& q = parked[campaign];
     std::vector<Message> out;
-    while (!q.empty() && out.size() < max) {
-      out.push_back(q.front());
-      q.pop_front();
+    for (auto it = q.begin(); it != q.end() && out.size() < max;) {
+      if (not_before[it->id] > now) {
+        ++it;
+        continue;
+      }
+      claimed.insert(it->id);
+      out.push_back(std::move(*it));
+      it = q.erase(it);
     }
     return out;
   }
-  std::vector<std::pair<std::string, std::size_t>> unclaimed() override { return {}; }
+  // Every campaign with parked messages (claimed ones leave the map at once).
+  std::vector<std::pair<std::string, std::size_t>> unclaimed() override {
+    std::vector<std::pair<std::string, std::size_t>> out;
+    if (!report_unclaimed) return out;
+    for (const auto& [c, q] : parked)
+      if (!q.empty()) out.emplace_back(c, q.size());
+    return out;
+  }
+  bool report_unclaimed = false;  // off: as before, a worker learns only of what it parked itself
+  int park_calls = 0;
+  std::set<std::string> claimed;  // claimed and not yet parked again
+  std::map<std::string, WallTime> not_before;
   void renew() override {}
   std::size_t release() override {
     ++releases;
@@ -139,6 +161,32 @@ class FakeParking final : public ParkingInterface {
   bool available = true;
   std::set<std::string> ids;
   std::map<std::string, std::deque<Message>> parked;
+};
+
+// The in-memory cap store, with a switch that makes it answer as a Redis
+// that cannot be reached, and counters of what it was asked.
+class FakeCapStore final : public FrequencyCapStore {
+ public:
+  CapBatchResult decide(std::span<const CapQuery> queries, WallTime now, std::span<CapDecision> out) noexcept override {
+    ++decides;
+    queried += queries.size();
+    if (!available) {
+      for (std::size_t i = 0; i < queries.size(); ++i) out[i] = CapDecision{CapVerdict::kUnavailable, now, 0};
+      return CapBatchResult{CapFault::kIo, 0};
+    }
+    return inner_->decide(queries, now, out);
+  }
+  CapBatchResult release(std::span<const CapRelease> releases, WallTime now) noexcept override {
+    if (!available) return CapBatchResult{CapFault::kIo, 0};
+    for (const CapRelease& r : releases) released.emplace_back(std::string(r.recipient), std::string(r.scope));
+    return inner_->release(releases, now);
+  }
+  bool available = true;
+  std::size_t decides = 0, queried = 0;
+  std::vector<std::pair<std::string, std::string>> released;  // (recipient, scope)
+
+ private:
+  FrequencyCapStorePtr inner_ = makeMemoryFrequencyCapStore();
 };
 
 }  // namespace pacer::test_support

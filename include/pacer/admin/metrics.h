@@ -28,9 +28,9 @@ struct CampaignMetrics {
   std::string provider;  // empty: none
   std::uint64_t sent = 0, failed = 0, rejected = 0, retries = 0;
   std::uint64_t invalid_tokens = 0;  // ledger rows `invalid_token`
-  std::uint64_t suppressed = 0;      // ledger rows `suppressed` (a frequency cap refused the message)
-  std::uint64_t deferred = 0;        // messages a frequency cap made wait
-  std::uint64_t quiet_waiting = 0;   // waiting for the recipient's quiet hours to end, now
+  std::uint64_t suppressed = 0;      // ledger rows `suppressed` (a frequency cap refused them)
+  std::uint64_t deferred = 0;        // times a frequency cap made a message wait
+  std::uint64_t quiet_waiting = 0;   // waiting in memory for the recipient's quiet hours to end
   std::optional<double> send_rate;  // configured; nullopt: unlimited (the series is left out)
   double achieved_rate = 0;         // sent per second over the last AchievedRateWindow::kSpan
   std::uint64_t backlog = 0;        // queued + waiting to retry + waiting to park + parked by/for this worker

@@ -75,10 +75,10 @@ void campaignMetrics(Families& f, const MetricsSnapshot& s) {
                "messages whose push token the provider called dead (ledger status invalid_token)", kCounter);
   auto& suppressed = f.family("pacer_campaign_suppressed_total",
                               "messages a frequency cap refused (ledger status suppressed)", kCounter);
-  auto& deferred =
-      f.family("pacer_campaign_deferred_total", "messages a frequency cap made wait (policy defer)", kCounter);
+  auto& deferred = f.family("pacer_campaign_deferred_total",
+                            "times a frequency cap made a message wait (policy defer, or the cap store down)", kCounter);
   auto& quiet = f.family("pacer_campaign_quiet_waiting",
-                         "messages waiting for the recipient's quiet hours to end, in this worker", kGauge);
+                         "messages waiting in memory for the recipient's quiet hours to end", kGauge);
   auto& retries = f.family("pacer_campaign_retries_total", "sends answered with a retry (throttle or fault)", kCounter);
   auto& rate = f.family("pacer_campaign_send_rate", "configured send_rate, msg/s (absent when unlimited)", kGauge);
   auto& achieved =
@@ -273,7 +273,7 @@ CampaignMetrics campaignMetricsOf(const CampaignStats& c) {
   m.quiet_waiting = c.quiet_waiting;
   m.retries = c.retries;
   if (c.limit) m.send_rate = c.limit->rate_per_s;
-  m.backlog = c.queued + c.retrying + c.to_park + c.parked_waiting;
+  m.backlog = c.queued + c.retrying + c.to_park + c.parked_waiting + c.quiet_waiting;
   m.in_flight = c.in_flight;
   return m;
 }

@@ -17,12 +17,13 @@ class PgParking final : public ParkingInterface {
  public:
   explicit PgParking(PgParkingOptions options) : options_(std::move(options)) {}
 
-  std::size_t park(std::span<const Message> messages) override {
+  std::size_t park(std::span<const Message> messages, std::span<const WallTime> not_before) override {
     if (messages.empty()) return 0;
-    std::vector<std::string_view> ids, campaigns, topics, recipients, payloads;
+    std::vector<std::string_view> ids, campaigns, topics, recipients, payloads, zones;
     std::vector<std::int32_t> partitions;
-    std::vector<std::int64_t> offsets;
-    for (const Message& m : messages) {
+    std::vector<std::int64_t> offsets, not_before_ms;
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      const Message& m = messages[i];
       ids.push_back(m.id);
       campaigns.push_back(m.campaign);
       topics.push_back(m.position.topic);
@@ -30,33 +31,46 @@ class PgParking final : public ParkingInterface {
       offsets.push_back(m.position.offset);
       recipients.push_back(m.recipient);
       payloads.push_back(m.payload);
+      zones.push_back(m.time_zone);
+      // 0 (the epoch): no wait, stored as NULL.
+      not_before_ms.push_back(not_before.empty() ? 0 : not_before[i].time_since_epoch().count());
     }
     return guarded(conn_, options_.connection, [&](pqxx::connection& c) {
       pqxx::work tx(c);
       // A message already finished (replayed after a crash) is not parked again.
       const pqxx::result res = tx.exec_params(
-          "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, recipient, payload) "
-          "SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], "
-          "$7::bytea[]) AS u(id, campaign, topic, p, o, recipient, payload) "
+          "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, recipient, payload, "
+          "time_zone, not_before) "
+          "SELECT u.id, u.campaign, u.topic, u.p, u.o, u.recipient, u.payload, u.tz, "
+          "to_timestamp(NULLIF(u.nb, 0) / 1000.0) "
+          "FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], "
+          "$7::bytea[], $8::text[], $9::bigint[]) AS u(id, campaign, topic, p, o, recipient, payload, tz, nb) "
           "WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = u.id) "
-          "ON CONFLICT (message_id) DO NOTHING",
+          // One this worker claimed and must wait again (quiet hours began):
+          // handed back with its new time.
+          "ON CONFLICT (message_id) DO UPDATE SET not_before = EXCLUDED.not_before, owner = NULL, "
+          "lease_until = NULL WHERE parked.owner = $10",
           textArray(ids), textArray(campaigns), textArray(topics), numberArray(partitions), numberArray(offsets),
-          textArray(recipients), byteaArray(payloads));
+          textArray(recipients), byteaArray(payloads), textArray(zones), numberArray(not_before_ms), options_.owner);
       tx.commit();
       return static_cast<std::size_t>(res.affected_rows());
     });
   }
 
-  std::vector<Message> claim(const std::string& campaign, std::size_t max) override {
+  // Due rows only: not_before (the caller's wall clock decides, as for
+  // everything about recipients) is NULL or not after `now`.
+  std::vector<Message> claim(const std::string& campaign, std::size_t max, WallTime now) override {
     if (max == 0) return {};
     return guarded(conn_, options_.connection, [&](pqxx::connection& c) {
       pqxx::work tx(c);
       const pqxx::result res = tx.exec_params(
           "UPDATE parked SET owner = $1, lease_until = now() + make_interval(secs => $4) "
           "WHERE seq IN (SELECT seq FROM parked WHERE campaign = $2 AND (owner IS NULL OR lease_until < now()) "
+          "AND (not_before IS NULL OR not_before <= to_timestamp($5::bigint / 1000.0)) "
           "ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED) "
-          "RETURNING seq, message_id, campaign, topic, kafka_partition, kafka_offset, recipient, payload",
-          options_.owner, campaign, static_cast<long long>(max), static_cast<double>(options_.lease.count()));
+          "RETURNING seq, message_id, campaign, topic, kafka_partition, kafka_offset, recipient, payload, time_zone",
+          options_.owner, campaign, static_cast<long long>(max), static_cast<double>(options_.lease.count()),
+          static_cast<long long>(now.time_since_epoch().count()));
       tx.commit();
       std::vector<std::pair<std::int64_t, Message>> rows;
       rows.reserve(res.size());
@@ -70,6 +84,7 @@ class PgParking final : public ParkingInterface {
         m.recipient = row[6].as<std::string>();
         const pqxx::binarystring payload(row[7]);
         m.payload = payload.str();
+        m.time_zone = row[8].as<std::string>();
         rows.emplace_back(row[0].as<std::int64_t>(), std::move(m));
       }
       std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -84,7 +99,11 @@ class PgParking final : public ParkingInterface {
     return guarded(conn_, options_.connection, [&](pqxx::connection& c) {
       pqxx::read_transaction tx(c);
       const pqxx::result res =
-          tx.exec("SELECT campaign, count(*) FROM parked WHERE owner IS NULL OR lease_until < now() GROUP BY campaign");
+          // Only rows due (by this server's clock: a hint to claim; claim() decides on the
+          // worker's): a count of rows waiting for quiet hours to end would make a worker park
+          // every new message behind them.
+          tx.exec("SELECT campaign, count(*) FROM parked WHERE (owner IS NULL OR lease_until < now()) "
+                  "AND (not_before IS NULL OR not_before <= now()) GROUP BY campaign");
       std::vector<std::pair<std::string, std::size_t>> out;
       for (const auto& row : res) out.emplace_back(row[0].as<std::string>(), row[1].as<std::size_t>());
       return out;

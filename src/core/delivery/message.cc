@@ -6,6 +6,7 @@ namespace pacer {
 namespace {
 
 constexpr std::size_t kMaxIdBytes = 256;
+constexpr std::size_t kMaxZoneBytes = 64;  // the longest IANA name is 32 bytes
 
 }  // namespace
 
@@ -72,6 +73,9 @@ std::string problem(const RawMessage& raw, const DecodeOptions& options) {
       have_id = true;
     } else if (name == "recipient" && value && !usableText(*value)) {
       return "undecodable recipient header: it must be UTF-8 text without control characters";
+    } else if (name == "tz" && value && (value->size() > kMaxZoneBytes || !usableText(*value))) {
+      return "undecodable tz header: it must be an IANA time zone name, UTF-8 text without control characters, "
+             "at most 64 bytes";
     }
   }
   return {};
@@ -96,6 +100,8 @@ Decoded decodeMessage(RawMessage raw, const DecodeOptions& options) {
       have_id = true;
     } else if (name == "recipient" && value) {
       m.recipient = std::move(*value);
+    } else if (name == "tz" && value) {
+      m.time_zone = std::move(*value);
     }
   }
   if (!have_id) m.id = positionId(m.position);

@@ -27,6 +27,10 @@ std::optional<std::string> rowProblem(const CampaignInfo& c) {
   if (auto p = limitProblem("send_rate", c.limit)) return p;
   if (!(c.weight > 0 && c.weight <= kMaxRowWeight))
     return fmt::format("weight {} is not a number in (0, {:.0f}]", c.weight, kMaxRowWeight);
+  if (!c.quiet_hours.empty()) {
+    QuietWindowParse q = parseQuietWindow(c.quiet_hours);
+    if (!q.window) return std::move(q.error);
+  }
   return std::nullopt;
 }
 
@@ -95,6 +99,7 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
     auto c = std::make_unique<Impl::Campaign>();
     c->info = info;
     c->stats.id = info.id;
+    m.setRules(c.get());
     c->provider = m.provider(info.provider, now);
     c->sid = m.registerCampaign(info, c->provider, now);
     if (m.by_sid.size() <= c->sid) m.by_sid.resize(c->sid + 1, nullptr);
@@ -150,11 +155,13 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
   // row with the reason, never a stall.
   const char* closed_now = info.state != c->info.state ? closedReason(info.state) : nullptr;
   c->info = info;
+  m.setRules(c);
   c->held = false;
   m.applyPause(c);
   if (closed_now) {
     m.failQueued(c, closed_now);
-    if (c->parked_waiting > 0) m.with_parked.insert(c);
+    if (c->parked_waiting > 0 || !c->park_wakes.empty()) m.with_parked.insert(c);
+    c->next_claim = now;  // not at the next wake time
   }
 }
 
@@ -193,12 +200,20 @@ void WorkerCore::assign(const TopicPartition& tp, std::vector<std::int64_t> fini
 
 void WorkerCore::revoke(const TopicPartition& tp) {
   Impl& m = *impl_;
+  // Let go (the new owner reads them again and asks the caps again: what
+  // was counted here is given back).
+  const auto let_go = [&](Impl::Campaign* c, Item& item) {
+    if (!item.tracked || !samePartition(item.msg.position, tp)) return false;
+    m.giveBack(item, c);
+    m.release(item.msg);
+    return true;
+  };
   for (auto& [id, c] : m.campaigns) {
+    m.dropRuleHeld(c.get(), [&](Item& item) { return let_go(c.get(), item); });
     if (c->queue.empty()) continue;
     m.queued -= c->queue.removeIf([&](Item& item) {
-      if (!item.tracked || !samePartition(item.msg.position, tp)) return false;
+      if (!let_go(c.get(), item)) return false;
       m.buffered_bytes -= item.bytes();
-      m.release(item.msg);
       return true;
     });
   }
@@ -318,7 +333,7 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
   item.msg = std::move(msg);
   item.cost = cost.units;
   m.hold(item.msg);
-  m.route(c, std::move(item), now);
+  m.admit(c, std::move(item), now);
 }
 
 bool WorkerCore::wantsMore() const noexcept { return impl_->belowBounds(); }
@@ -338,12 +353,15 @@ void WorkerCore::step(MonoTime now) {
   if (m.draining) {
     if (m.parking && !m.to_park.empty() && now >= m.park_retry_at) m.writeParking(now);
     m.sink.pollReceipts(m.receipts);
+    m.flushGiveBacks(now);
     if ((!m.rows.empty() || !m.receipts.empty()) && !m.rows_since) m.rows_since = now;
     if (m.ledgerDue(now, false)) m.writeRows(now);
     return;
   }
   m.releaseRetries(now);
   m.providerPauses(now);
+  m.releaseWaiting(now);
+  m.checkCaps(now);  // before the tick: only cleared messages are its backlog
   // Sending first, at `now`: the store's I/O below (parking, scans, claims)
   // can take a while, and a tick that ran after it on the same `now` would
   // spend tokens later than they fall due.
@@ -383,6 +401,7 @@ void WorkerCore::step(MonoTime now) {
   m.sink.poll(m.results);
   for (const SendResult& r : m.results) m.handle(r, now);
   m.sink.pollReceipts(m.receipts);
+  m.flushGiveBacks(now);
   if ((!m.rows.empty() || !m.receipts.empty()) && !m.rows_since) m.rows_since = now;
   if (m.ledgerDue(now, blocked)) m.writeRows(now);
 }
@@ -418,6 +437,8 @@ MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
   const Impl& m = *impl_;
   MonoTime wake = now + max;
   if (!m.retries.empty()) wake = std::min(wake, m.retries.begin()->first);
+  for (const Impl::Campaign* c : m.with_waiting)
+    if (!c->waiting.empty()) wake = std::min(wake, m.monoAt(c->waiting.begin()->first));
   if (!m.rows.empty())
     wake = std::min(wake, std::max(m.ledger_retry_at, m.rows_since.value_or(now) + m.options.ledger_flush_interval));
   return std::max(wake, now);
@@ -426,7 +447,7 @@ MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
 bool WorkerCore::idle() const noexcept {
   const Impl& m = *impl_;
   return m.queued == 0 && m.inflight.empty() && m.rows.empty() && m.to_park.empty() && m.retries.empty() &&
-         m.with_parked.empty();
+         m.with_parked.empty() && m.unchecked == 0 && m.waiting == 0;
 }
 
 WorkerStats WorkerCore::stats() const {
@@ -438,6 +459,7 @@ WorkerStats WorkerCore::stats() const {
   s.pending_receipts = impl_->receipts.size();
   if (!impl_->rows.empty()) s.oldest_pending_row = impl_->rows_since.value_or(impl_->now);
   s.store_failing = impl_->ledger_failing || impl_->parking_failing;
+  s.waiting = impl_->waiting;
   if (impl_->leaser) s.quota = impl_->leaser->metrics();
   return s;
 }
@@ -472,7 +494,8 @@ std::vector<CampaignStats> WorkerCore::campaignStats() const {
   std::vector<CampaignStats> out;
   for (const auto& [id, c] : impl_->campaigns) {
     CampaignStats s = c->stats;
-    s.queued = c->queue.size();
+    s.queued = c->queue.size() + c->unchecked.size();
+    s.quiet_waiting = c->quiet_waiting;
     s.provider = c->info.provider;
     s.priority_class = c->info.priority_class;  // empty: the default class (shown as "default")
     s.limit = c->info.limit;

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -30,9 +32,17 @@ struct Item {
   bool tracked = true;                                   // its offset is in the tracker (false: it came from parking)
   std::uint32_t cost = 1;                                // quota units (MessageCostInterface; SMS segments)
   std::optional<MonoTime> first_attempt = std::nullopt;  // when the first attempt was handed to the sink
+  // Recipient rules: caps_counted bit i = counted under the campaign's cap i
+  // at counted_at[i] (a reservation, given back if the message fails for
+  // good); not_before = when it may go (parked with it); waiting_quiet = it
+  // waits for quiet hours (else for a deferred cap).
+  std::uint8_t caps_counted = 0;
+  bool waiting_quiet = false;
+  std::array<WallTime, 2> counted_at{};
+  WallTime not_before{};
   std::size_t bytes() const {
     return sizeof(Item) + msg.id.size() + msg.campaign.size() + msg.recipient.size() + msg.payload.size() +
-           msg.position.topic.size();
+           msg.position.topic.size() + msg.time_zone.size();
   }
 };
 
@@ -67,6 +77,20 @@ struct WorkerCore::Impl {
     std::size_t in_flight = 0;  // in the sink
     std::size_t retrying = 0;   // in `retries`
     CampaignStats stats;
+    // Recipient rules, from info (setRules).
+    std::optional<QuietWindow> quiet;  // its quiet hours; nullopt: none
+    std::string quiet_error;           // quiet_hours that do not parse (rowProblem names it too)
+    struct Cap {
+      std::string scope;  // "campaign:<id>" or "class:<name>"
+      FrequencyCapRule rule;
+      CapPolicy policy;
+    };
+    std::vector<Cap> caps;                 // 0 to 2
+    std::deque<Item> unchecked;            // capped campaigns: not yet asked (not the scheduler's backlog)
+    MonoTime cap_retry_at{};               // after the cap store could not answer
+    std::multimap<WallTime, Item> waiting;  // until their time (quiet hours, a deferred cap), in memory
+    std::size_t quiet_waiting = 0;          // of `waiting`, for quiet hours
+    std::set<WallTime> park_wakes;          // when messages parked to wait fall due (rounded up to a second)
   };
   struct Provider {
     ProviderInfo info;
@@ -97,6 +121,12 @@ struct WorkerCore::Impl {
       lo.seed = options.seed;
       lo.priority.enabled = lo.priority.enabled || options.priority_classes.size() > 1;
       leaser.emplace(scheduler, *options.quota, lo, options.quota_observer);
+    }
+    if (options.zones) quiet_hours.emplace(options.zones);
+    caps = options.caps;
+    if (!caps) {
+      own_caps = makeMemoryFrequencyCapStore();
+      caps = own_caps.get();
     }
   }
 
@@ -142,10 +172,53 @@ struct WorkerCore::Impl {
   WorkerStats totals;
   std::vector<SendResult> results;
   std::vector<Message> scratch;
+  std::vector<WallTime> scratch_times;
+
+  // --- recipient rules (worker_core_rules.cc) ------------------------------
+  std::optional<QuietHours> quiet_hours;  // with options.zones
+  FrequencyCapStorePtr own_caps;          // without options.caps
+  FrequencyCapStore* caps = nullptr;
+  WallTime wall_base{};
+  MonoTime mono_base{};
+  std::size_t unchecked = 0;  // in campaigns' `unchecked`
+  std::size_t waiting = 0;    // in campaigns' `waiting`
+  std::set<Campaign*> with_unchecked, with_waiting;
+  std::vector<std::pair<Campaign*, Item>> cap_items;  // the batch being asked
+  std::vector<CapQuery> cap_queries;
+  std::vector<CapDecision> cap_out;
+  struct CapGiveBack {
+    std::string recipient, scope;
+    WallTime at;
+  };
+  std::vector<CapGiveBack> cap_give_back;  // reservations to release() at the end of the step
+  std::vector<CapRelease> cap_release_views;
+
+  WallTime wallAt(MonoTime t) const {
+    return wall_base + std::chrono::duration_cast<std::chrono::milliseconds>(t - mono_base);
+  }
+  MonoTime monoAt(WallTime w) const { return mono_base + std::chrono::duration_cast<Nanos>(w - wall_base); }
+  void setRules(Campaign* c);
+  // A message ready to go (new, claimed from parking, or done waiting): quiet
+  // hours first, then route() and the cap check.
+  void admit(Campaign* c, Item item, MonoTime now);
+  // Quiet now (it waits, true), or rejected (true), or free to go (false).
+  bool holdForQuiet(Campaign* c, Item& item, MonoTime now);
+  void waitUntil(Campaign* c, Item item, WallTime until, MonoTime now);
+  void toPark(Campaign* c, Item item, MonoTime now);
+  // Into the campaign's queue: through the cap check when it has caps.
+  void toQueue(Campaign* c, Item item);
+  void releaseWaiting(MonoTime now);
+  void checkCaps(MonoTime now);
+  bool capAnswered(Campaign* c, Item& item, const CapDecision* d, MonoTime now);
+  void giveBack(const Item& item, const Campaign* c);
+  void flushGiveBacks(MonoTime now);
+  void dropRuleHeld(Campaign* c, const std::function<bool(Item&)>& drop);
 
   // --- accounting -------------------------------------------------------
 
-  std::size_t bufferedMessages() const { return queued + to_park.size() + retries.size() + inflight.size(); }
+  std::size_t bufferedMessages() const {
+    return queued + to_park.size() + retries.size() + inflight.size() + unchecked + waiting;
+  }
   std::size_t unrecorded() const { return inflight.size() + rows.size(); }
   bool belowBounds() const;
 

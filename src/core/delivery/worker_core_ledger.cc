@@ -5,6 +5,11 @@ namespace pacer {
 
 using delivery_detail::Item;
 
+namespace {
+// Later than any not_before (and still a valid PostgreSQL timestamp).
+const WallTime kFarFuture{std::chrono::sys_days{std::chrono::year{9999} / 1 / 1}};
+}  // namespace
+
 bool WorkerCore::Impl::belowBounds() const {
   return bufferedMessages() < options.max_buffered_messages && buffered_bytes < options.max_buffered_bytes;
 }
@@ -32,6 +37,7 @@ DeliveryRecord& WorkerCore::Impl::addRow(Campaign* c, const Item& item, Delivery
   r.fingerprint = item.msg.fingerprint;
   if (c) r.provider = c->info.provider;
   r.provider_message_id = std::move(provider_message_id);
+  if (c && status != DeliveryStatus::kSent && item.caps_counted) giveBack(item, c);  // counted, not sent: give it back
   release(item.msg);
   pushRow(std::move(r), item.tracked);
   count(c, status);
@@ -80,6 +86,10 @@ void WorkerCore::Impl::count(Campaign* c, DeliveryStatus status) {
     case DeliveryStatus::kInvalidToken:
       ++totals.invalid_tokens;
       if (c) ++c->stats.invalid_tokens;
+      break;
+    case DeliveryStatus::kSuppressed:
+      ++totals.suppressed;
+      if (c) ++c->stats.suppressed;
       break;
   }
 }
@@ -143,9 +153,13 @@ bool WorkerCore::Impl::ledgerDue(MonoTime now, bool blocked) const {
 bool WorkerCore::Impl::writeParking(MonoTime now) {
   if (to_park.empty()) return true;
   scratch.clear();
-  for (auto& [c, item] : to_park) scratch.push_back(item.msg);
+  scratch_times.clear();
+  for (auto& [c, item] : to_park) {
+    scratch.push_back(item.msg);
+    scratch_times.push_back(item.not_before);
+  }
   try {
-    parking->park(scratch);
+    parking->park(scratch, scratch_times);
   } catch (const LedgerUnavailableError&) {
     ++totals.ledger_errors;
     parking_failing = true;
@@ -163,7 +177,10 @@ bool WorkerCore::Impl::writeParking(MonoTime now) {
     release(item.msg);
     buffered_bytes -= item.bytes();
     --c->to_park;
-    ++c->parked_waiting;
+    if (item.not_before == WallTime{}) {
+      ++c->parked_waiting;  // claimable at once (a claim may have been put off until a wake time)
+      c->next_claim = std::min(c->next_claim, now + std::chrono::milliseconds(100));
+    }  // else park_wakes says when to claim it
     ++c->stats.parked;
     ++totals.parked;
     with_parked.insert(c);
@@ -178,15 +195,17 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
     const char* closed = closedReason(c->info.state);
     const bool cancelled = closed != nullptr;  // cancelled or completed: claimed to be given their rows
     const std::size_t k = keep(*c);
-    const bool room = cancelled || (c->info.state == CampaignState::kActive && c->queue.size() < k / 2);
+    const std::size_t held = c->queue.size() + c->unchecked.size();  // unchecked: waiting for the cap store
+    const bool room = cancelled || (c->info.state == CampaignState::kActive && held < k / 2);
     if (!room || now < c->next_claim || c->to_park > 0) {
       ++it;
       continue;
     }
-    const std::size_t want = cancelled ? options.ledger_batch : std::min(k - c->queue.size(), options.ledger_batch);
+    const std::size_t want = cancelled ? options.ledger_batch : std::min(k - held, options.ledger_batch);
     std::vector<Message> got;
     try {
-      got = parking->claim(c->info.id, want);
+      // A closed campaign's waiting messages get their rows now, not when due.
+      got = parking->claim(c->info.id, want, cancelled ? kFarFuture : wallAt(now));
     } catch (const std::runtime_error&) {
       ++totals.ledger_errors;
       c->next_claim = now + options.ledger_retry_interval;
@@ -209,12 +228,21 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
       } else if (cost.units == 0) {
         addRow(c, item, DeliveryStatus::kRejected, 0, std::move(cost.error));
       } else {
-        enqueue(c, std::move(item), false);
+        admit(c, std::move(item), now);  // quiet hours and caps again: it may have to wait
       }
     }
     if (got.size() < want) {
+      // Nothing more is due now; what waits for a time is claimed when due.
       c->parked_waiting = 0;
-      it = with_parked.erase(it);
+      const WallTime wall = wallAt(now);
+      if (cancelled) c->park_wakes.clear();  // all claimed above, due or not
+      while (!c->park_wakes.empty() && *c->park_wakes.begin() <= wall) c->park_wakes.erase(c->park_wakes.begin());
+      if (c->park_wakes.empty()) {
+        it = with_parked.erase(it);
+      } else {
+        c->next_claim = monoAt(*c->park_wakes.begin());
+        ++it;
+      }
     } else {
       c->parked_waiting = c->parked_waiting > got.size() ? c->parked_waiting - got.size() : 1;
       ++it;

@@ -15,14 +15,13 @@ void WorkerCore::Impl::enqueue(Campaign* c, Item item, bool at_front) {
 // A new message for `c`: queued, or parked when the campaign already has
 // more in memory than it can send soon.
 void WorkerCore::Impl::route(Campaign* c, Item item, MonoTime now) {
-  if (parking && item.tracked && (c->parked_waiting > 0 || c->to_park > 0 || c->queue.size() >= keep(*c))) {
-    if (to_park.empty()) to_park_since = now;
-    buffered_bytes += item.bytes();
-    ++c->to_park;
-    to_park.emplace_back(c, std::move(item));
+  if (parking && item.tracked &&
+      (c->parked_waiting > 0 || c->to_park > 0 || c->queue.size() + c->unchecked.size() >= keep(*c))) {
+    item.not_before = WallTime{};
+    toPark(c, std::move(item), now);
     return;
   }
-  enqueue(c, std::move(item), false);
+  toQueue(c, std::move(item));
 }
 
 Item WorkerCore::Impl::take(Campaign* c) {
@@ -37,6 +36,10 @@ void WorkerCore::Impl::failQueued(Campaign* c, const std::string& reason) {
   queued -= c->queue.removeIf([&](Item& item) {
     buffered_bytes -= item.bytes();
     queued_units -= item.cost;
+    addRow(c, item, DeliveryStatus::kFailed, item.attempts, reason);
+    return true;
+  });
+  dropRuleHeld(c, [&](Item& item) {
     addRow(c, item, DeliveryStatus::kFailed, item.attempts, reason);
     return true;
   });
@@ -285,6 +288,14 @@ void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
 bool WorkerCore::Impl::sendPaid(Campaign* c, MonoTime now) {
   while (c->queue.affordable()) {
     Item item = take(c);
+    // Quiet again since it was queued (a retry, or a long wait in the
+    // queue): it waits again; its token is spent (under the rate, never over).
+    if (c->quiet && holdForQuiet(c, item, now)) continue;
+    // Queued before the campaign had a cap (held, or a cap added since): asked first.
+    if (!c->caps.empty() && item.caps_counted == 0) {
+      toQueue(c, std::move(item));
+      continue;
+    }
     if (!item.first_attempt) item.first_attempt = now;
     const std::uint64_t ticket = next_ticket++;
     auto [it, inserted] = inflight.emplace(ticket, std::make_pair(c, std::move(item)));

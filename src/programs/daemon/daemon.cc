@@ -66,6 +66,7 @@ class Daemon {
     cost_ = makeMessageCost(o_);
     clock_ = makeSteadyTimeSource();
     if (!o_.redis.empty()) quota_ = makeQuota(o_, clock_.get(), log_);
+    rules_ = makeRecipientRules(o_, log_);
     if (o_.migrate) {
       const int applied = ledger::migrate(pg);
       log_->info("event=migrated applied={} schema={} postgres=\"{}\"", applied, ledger::latestSchemaVersion(),
@@ -75,6 +76,7 @@ class Daemon {
     parking_ = makeParking(o_, pg);
     const MonoTime start = clock_->now();
     core_ = std::make_unique<WorkerCore>(workerOptions(), *ledger_, *sink_, parking_.get(), start);
+    tellWallClock(start);
     feed_ = std::make_unique<control::ControlFeed>(
         control::ControlFeedOptions{o_.postgres, o_.refresh_interval, o_.tick}, *core_, *clock_, log_,
         [this](const CampaignInfo& c) { noteProvider(c); });
@@ -94,6 +96,8 @@ class Daemon {
   WorkerOptions workerOptions() {
     WorkerOptions wo = o_.worker;
     wo.cost = cost_.get();
+    wo.zones = rules_.zones;
+    wo.caps = rules_.caps.get();
     if (!quota_) return wo;
     wo.quota = quota_.get();
     wo.quota_observer = &quota_log_;
@@ -101,6 +105,13 @@ class Daemon {
     wo.seed ^= static_cast<std::uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ULL ^
                static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     return wo;
+  }
+
+  // The wall clock for quiet hours and caps, read with the monotonic one
+  // (the core reads no clock); once per turn.
+  void tellWallClock(MonoTime now) {
+    const auto wall = std::chrono::time_point_cast<milliseconds>(std::chrono::system_clock::now());
+    core_->setWallClock(WallTime{wall.time_since_epoch()}, now);
   }
 
   void logStarted() {
@@ -142,6 +153,7 @@ class Daemon {
     ingest_->poll(readWait(now), 2000, [this](const std::string&) { feed_->unknownCampaign(clock_->now()); });
     feed_->poll(clock_->now());
     now = clock_->now();  // reading a notice's row may take a round trip to PostgreSQL
+    tellWallClock(now);
     core_->step(now);
     if (now >= next_commit) {
       ingest_->commit(false);
@@ -246,6 +258,7 @@ class Daemon {
                core_->stats().unrecorded, core_->stats().buffered_messages, o_.shutdown_deadline.count());
     const MonoTime deadline = started + o_.shutdown_deadline;
     while (clock_->now() < deadline && core_->stats().unrecorded > 0) {
+      tellWallClock(clock_->now());
       core_->step(clock_->now());
       if (core_->stats().unrecorded > 0) sink_->wait(milliseconds(5));
       if (!core_->flush(clock_->now())) ::usleep(100 * 1000);
@@ -298,10 +311,12 @@ class Daemon {
   void logStats() {
     const WorkerStats s = core_->stats();
     log_->info(
-        "event=stats read={} sent={} failed={} rejected={} invalid_token={} skipped={} parked={} unparked={} "
-        "ledger_rows={} ledger_errors={} buffered={} unrecorded={} quota_batches={} quota_degraded_providers={}",
-        s.read, s.sent, s.failed, s.rejected, s.invalid_tokens, s.skipped_finished, s.parked, s.unparked, s.ledger_rows,
-        s.ledger_errors, s.buffered_messages, s.unrecorded, s.quota.batches, s.quota.degraded_providers);
+        "event=stats read={} sent={} failed={} rejected={} invalid_token={} suppressed={} deferred={} waiting={} "
+        "skipped={} parked={} unparked={} ledger_rows={} ledger_errors={} buffered={} unrecorded={} quota_batches={} "
+        "quota_degraded_providers={} cap_round_trips={} cap_faults={}",
+        s.read, s.sent, s.failed, s.rejected, s.invalid_tokens, s.suppressed, s.deferred, s.waiting,
+        s.skipped_finished, s.parked, s.unparked, s.ledger_rows, s.ledger_errors, s.buffered_messages, s.unrecorded,
+        s.quota.batches, s.quota.degraded_providers, s.cap_round_trips, s.cap_faults);
   }
 
   DaemonOptions o_;  // a copy: a reload changes its live keys
@@ -314,6 +329,7 @@ class Daemon {
   SinkInterfacePtr sink_;
   std::unique_ptr<MessageCostInterface> cost_;  // SMS segments for SMPP sinks; null: 1 unit a message
   QuotaBackendPtr quota_;
+  RecipientRules rules_;  // before core_: the core uses its store
   LedgerInterfacePtr ledger_;
   ParkingInterfacePtr parking_;
   std::unique_ptr<WorkerCore> core_;

@@ -13,6 +13,7 @@
 #include "pacer/admin/admin_server.h"
 #include "pacer/admin/metrics.h"
 #include "pacer/console/console_service.h"
+#include "pacer/frequency_cap_redis.h"
 #include "pacer/daemon/daemon.h"
 #include "pacer/ingest/kafka_ingest.h"
 #include "pacer/logging/logging.h"
@@ -36,6 +37,17 @@ std::unique_ptr<MessageCostInterface> makeMessageCost(const DaemonOptions& o);
 // The Redis quota backend, connected if Redis answers now (if not, the
 // leaser runs degraded until it does). Throws DaemonConfigError for a bad node.
 QuotaBackendPtr makeQuota(const DaemonOptions& o, const TimeSource* clock, const logging::LoggerPtr& log);
+
+// The recipient rules' pieces: the tz database (read once, shared) and the
+// frequency caps' store: Redis (caps.redis, else the first redis node; it
+// reconnects by itself), or in this process (caps.redis none, or no Redis:
+// per worker only, logged as a warning). Throws DaemonConfigError without tzdata.
+struct RecipientRules {
+  TimeZoneTablePtr zones;
+  FrequencyCapStorePtr caps;
+  const RedisFrequencyCapStore* caps_redis = nullptr;  // the same store when it is Redis (its counters)
+};
+RecipientRules makeRecipientRules(const DaemonOptions& o, const logging::LoggerPtr& log);
 
 // Degraded-mode changes of the global quota, one log line each.
 class QuotaLog final : public QuotaObserver {

@@ -20,6 +20,7 @@ json totals(const WorkerStats& s, bool with_quota) {
   j["failed"] = s.failed;
   j["rejected"] = s.rejected;
   j["invalid_token"] = s.invalid_tokens;
+  j["suppressed"] = s.suppressed;
   j["skipped_finished"] = s.skipped_finished;
   j["parked"] = s.parked;
   j["ledger_rows"] = s.ledger_rows;
@@ -59,6 +60,8 @@ json campaign(const CampaignStats& c, const std::map<std::string, const Campaign
   e["failed"] = c.failed;
   e["rejected"] = c.rejected;
   e["invalid_token"] = c.invalid_tokens;
+  e["suppressed"] = c.suppressed;
+  e["deferred"] = c.deferred;
   e["retries"] = c.retries;
   e["parked"] = c.parked;
   const double span = c.first_sent && c.last_sent ? seconds(*c.first_sent, *c.last_sent) : 0.0;

@@ -378,9 +378,64 @@ TEST_F(PgLedgerTest, FinishedOffsetsIncludeParkedMessages) {
   m.campaign = "camp-1";
   m.position = Position{"messages", 3, 20};
   m.payload = "x";
-  ASSERT_EQ(parking->park(std::vector<Message>{m}), 1u);
+  ASSERT_EQ(parking->park(std::vector<Message>{m}, {}), 1u);
   EXPECT_EQ(ledger->finishedOffsets("messages", 3, 0, 100), (std::vector<std::int64_t>{10, 20}));
   EXPECT_EQ(ledger->finishedOffsets("messages", 4, 0, 100), (std::vector<std::int64_t>{}));
+}
+
+// Quiet hours and deferred caps park a message until a time: no claim hands
+// it out before then (on the caller's wall clock), and its zone comes back.
+TEST_F(PgLedgerTest, ParkedMessagesWaitForTheirNotBeforeAndKeepTheirZone) {
+  migrate(options_);
+  auto parking = makePgParking(PgParkingOptions{options_, "test-worker"});
+  const WallTime t0{std::chrono::milliseconds(1'710'000'000'000)};
+  std::vector<Message> ms(3);
+  for (int i = 0; i < 3; ++i) {
+    ms[i].id = "q" + std::to_string(i);
+    ms[i].campaign = "camp-q";
+    ms[i].position = Position{"messages", 5, i};
+    ms[i].recipient = "+1555010" + std::to_string(i);
+    ms[i].payload = "x";
+    ms[i].time_zone = i == 1 ? "America/New_York" : "";
+  }
+  const std::vector<WallTime> nb{WallTime{}, t0 + std::chrono::hours(1), t0 + std::chrono::hours(2)};
+  ASSERT_EQ(parking->park(ms, nb), 3u);
+  auto now = parking->claim("camp-q", 10, t0);
+  ASSERT_EQ(now.size(), 1u) << "only the one without a wait is due";
+  EXPECT_EQ(now[0].id, "q0");
+  auto early = parking->claim("camp-q", 10, t0 + std::chrono::hours(1) - std::chrono::milliseconds(1));
+  EXPECT_TRUE(early.empty()) << "one millisecond before not_before";
+  auto later = parking->claim("camp-q", 10, t0 + std::chrono::hours(1));
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(later[0].id, "q1");
+  EXPECT_EQ(later[0].time_zone, "America/New_York");
+  EXPECT_EQ(later[0].recipient, "+15550101");
+  auto last = parking->claim("camp-q", 10, t0 + std::chrono::hours(3));
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].id, "q2");
+  // q0, claimed by this worker, must wait after all (quiet hours began): parked
+  // again, it is handed back with its new time, not left claimed for ever.
+  ASSERT_EQ(parking->park(std::vector<Message>{now[0]}, std::vector<WallTime>{t0 + std::chrono::hours(5)}), 1u);
+  EXPECT_TRUE(parking->claim("camp-q", 10, t0 + std::chrono::hours(4)).empty());
+  auto again = parking->claim("camp-q", 10, t0 + std::chrono::hours(5));
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].id, "q0");
+  // Another worker's claim is left alone.
+  auto other = makePgParking(PgParkingOptions{options_, "other-worker"});
+  EXPECT_EQ(other->park(std::vector<Message>{again[0]}, std::vector<WallTime>{t0 + std::chrono::hours(9)}), 0u);
+  // unclaimed() counts only rows due by the server's clock: rows waiting for a
+  // morning would otherwise make a worker park every new message behind them.
+  Message late = ms[0];
+  late.id = "q-late";
+  late.campaign = "camp-r";
+  Message due = late;
+  due.id = "q-due";
+  const WallTime y2100{std::chrono::sys_days{std::chrono::year{2100} / 1 / 1}};
+  ASSERT_EQ(parking->park(std::vector<Message>{late, due}, std::vector<WallTime>{y2100, WallTime{}}), 2u);
+  std::size_t camp_r = 0;
+  for (const auto& [campaign, n] : parking->unclaimed())
+    if (campaign == "camp-r") camp_r = n;
+  EXPECT_EQ(camp_r, 1u);
 }
 
 TEST_F(PgLedgerTest, EmptyBatchIsANoOp) {

@@ -93,8 +93,8 @@ TEST(RenderMetricsTest, CampaignCountersAndGaugesCarryCampaignAndProviderLabels)
   EXPECT_EQ(sample(text, R"(pacer_campaign_rejected_total{campaign="promo",provider="sms"})"), 3);
   EXPECT_EQ(sample(text, R"(pacer_campaign_invalid_tokens_total{campaign="promo",provider="sms"})"), 6);
   EXPECT_EQ(sample(text, R"(pacer_campaign_send_rate{campaign="promo",provider="sms"})"), 250);
-  // backlog = queued + retrying + to_park + parked_waiting
-  EXPECT_EQ(sample(text, R"(pacer_campaign_backlog{campaign="promo",provider="sms"})"), 108);
+  // backlog = queued + retrying + to_park + parked_waiting + quiet_waiting
+  EXPECT_EQ(sample(text, R"(pacer_campaign_backlog{campaign="promo",provider="sms"})"), 117);
   EXPECT_EQ(sample(text, R"(pacer_campaign_in_flight{campaign="promo",provider="sms"})"), 8);
   EXPECT_EQ(sample(text, "pacer_records_rejected_without_campaign_total"), 2);
 }

@@ -176,6 +176,27 @@ TEST(PacerdConfig, OutOfRangeValuesAreRefusedWithTheRange) {
             "pacerd.yaml:2:3: ledger.parking: expected on or off, got \"maybe\"");
 }
 
+TEST(PacerdConfig, CapsKeysReachTheWorkerAndNameTheKeyWhenWrong) {
+  const Config c = load(fromText(
+      "caps:\n  redis: 127.0.0.1:6390\n  classes: \"bulk=3/24h, transactional=10/1h\"\n  policy: defer\n"
+      "  batch: 500\n"));
+  EXPECT_EQ(c.options.caps_redis, "127.0.0.1:6390");
+  ASSERT_EQ(c.options.worker.class_caps.size(), 2u);
+  EXPECT_EQ(c.options.worker.class_caps[0].first, "bulk");
+  EXPECT_EQ(c.options.worker.class_caps[0].second, (FrequencyCapRule{3, std::chrono::hours(24)}));
+  EXPECT_EQ(c.options.worker.class_caps[1].first, "transactional");
+  EXPECT_EQ(c.options.worker.class_cap_policy, CapPolicy::kDefer);
+  EXPECT_EQ(c.options.worker.cap_batch, 500u);
+  EXPECT_EQ(load(fromText("caps:\n  redis: none\n")).options.caps_redis, "none");
+  EXPECT_THAT(errorOf(fromText("caps:\n  classes: bulk=3/fortnight\n")),
+              HasSubstr("pacerd.yaml:2:3: caps.classes: expected CLASS=CAP entries"));
+  EXPECT_THAT(errorOf(fromText("caps:\n  classes: bulk\n")), HasSubstr("caps.classes: expected CLASS=CAP"));
+  EXPECT_THAT(errorOf(fromText("caps:\n  classes: bulk=1/1h,bulk=2/1h\n")), HasSubstr("named twice"));
+  EXPECT_THAT(errorOf(fromText("caps:\n  policy: drop\n")),
+              HasSubstr("caps.policy: expected one of suppress, defer, got \"drop\""));
+  EXPECT_THAT(errorOf(fromText("caps:\n  redis: localhost\n")), HasSubstr("caps.redis: expected HOST:PORT"));
+}
+
 TEST(PacerdConfig, UnknownKeyIsAnErrorWithASuggestion) {
   EXPECT_EQ(errorOf(fromText("scheduler:\n  tick_msec: 5\n")),
             "pacerd.yaml:2:3: scheduler.tick_msec: unknown key (did you mean scheduler.tick_ms?)");

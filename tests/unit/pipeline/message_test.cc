@@ -35,6 +35,29 @@ TEST(DecodeMessage, WithoutAMessageIdHeaderTheIdIsItsPosition) {
   EXPECT_EQ(d.message->recipient, "");
 }
 
+TEST(DecodeMessage, TheTzHeaderGivesTheRecipientsTimeZone) {
+  RawMessage r = raw("c");
+  r.headers = {{"message-id", "m-1"}, {"tz", "America/New_York"}};
+  const Decoded d = decodeMessage(r, {});
+  ASSERT_TRUE(d.message) << d.reason;
+  EXPECT_EQ(d.message->time_zone, "America/New_York");
+  EXPECT_EQ(decodeMessage(raw("c"), {}).message->time_zone, "");  // absent: the campaign's default
+}
+
+TEST(DecodeMessage, RejectsAnUnusableTzHeaderKeepingItsId) {
+  RawMessage bad = raw("c");
+  bad.headers = {{"message-id", "m-2"}, {"tz", std::string("Europe/\x01", 8)}};
+  Decoded d = decodeMessage(bad, {});
+  EXPECT_FALSE(d.message);
+  EXPECT_THAT(d.reason, HasSubstr("undecodable tz header"));
+  EXPECT_EQ(d.id, "m-2");
+  RawMessage longer = raw("c");
+  longer.headers = {{"tz", std::string(65, 'A')}};
+  EXPECT_THAT(decodeMessage(longer, {}).reason, HasSubstr("at most 64 bytes"));
+  longer.headers = {{"tz", std::string(64, 'A')}};  // the bound itself decodes (the core checks the name)
+  EXPECT_TRUE(decodeMessage(longer, {}).message);
+}
+
 TEST(DecodeMessage, RejectsWithAReason) {
   EXPECT_THAT(decodeMessage(raw(std::nullopt), {}).reason, HasSubstr("Kafka key (campaign id) is empty"));
   EXPECT_THAT(decodeMessage(raw(""), {}).reason, HasSubstr("is empty"));
