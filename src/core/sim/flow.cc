@@ -11,6 +11,8 @@ namespace {
 
 // A backlogged campaign's backlog: more than any simulation can send.
 constexpr std::uint64_t kEndless = std::uint64_t{1} << 60;
+// Held messages one campaign may have at once (each is kept individually).
+constexpr std::size_t kMaxParked = 10'000'000;
 
 }  // namespace
 
@@ -138,6 +140,12 @@ bool Flow::capAllows(std::uint64_t k, WallTime now, Msg& m) {
 }
 
 void Flow::park(std::uint64_t k, WallTime allowed_at, const Msg& m) {
+  if (parked_.size() >= kMaxParked) {
+    throw ScenarioError(fmt::format(
+        "campaigns ({}): more than {} messages held at once by quiet hours or the cap (about {} MiB): give it fewer "
+        "messages or a lower rate",
+        c_.id, kMaxParked, kMaxParked * sizeof(Parked) >> 20));
+  }
   const std::int64_t ms = (allowed_at - start_utc_).count();
   std::uint64_t due = k + 1;
   if (ms > 0) {
