@@ -1,5 +1,7 @@
 // Runs the real scheduler and limiters over a scenario on simulated time.
-// Pure: no clock reads, no I/O; the caller times the run if it wants to.
+// Pure: no clock reads; the caller times the run if it wants to. The only
+// I/O is the independent quiet-hours check, which sets TZ and has glibc read
+// the tz database (so: one simulation at a time, from one thread).
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,8 @@ namespace {
 constexpr std::uint64_t kEndless = std::uint64_t{1} << 60;
 // Held messages one campaign may have at once (each is kept individually).
 constexpr std::size_t kMaxParked = 10'000'000;
+// Sends (distinct zone and instant) kept for the quiet-hours oracle before it checks them.
+constexpr std::size_t kOracleBatch = 1 << 20;
 
 }  // namespace
 
@@ -30,7 +32,7 @@ Flow::Flow(const Scenario& s, std::size_t index, std::int64_t tick_ns, Frequency
   if (c_.cap) cap_oracle_.emplace(*c_.cap);
   if (c_.quiet_hours) {
     for (const std::string& name : c_.time_zones) zones_.push_back(quiet_->table().require(name));
-    quiet_sends_ms_.resize(zones_.size());
+    quiet_sends_.resize(zones_.size());
   }
 }
 
@@ -108,7 +110,7 @@ bool Flow::dispatch(std::uint64_t k, Msg& m) {
     }
   }
   if (c_.cap && !capAllows(k, now, m)) return false;
-  if (c_.quiet_hours) quiet_sends_ms_[zone].push_back(now.time_since_epoch().count());
+  if (c_.quiet_hours) recordQuietSend(zone, now);
   recordWait(k - m.arrived_tick, 1);
   return true;
 }
@@ -159,6 +161,23 @@ WallTime Flow::wallAt(std::uint64_t k) const {
   return start_utc_ + std::chrono::milliseconds{static_cast<std::int64_t>(k) * tick_ns_ / 1000000};
 }
 
+void Flow::recordQuietSend(std::size_t zone, WallTime now) {
+  std::vector<SendRun>& runs = quiet_sends_[zone];
+  const std::int64_t ms = now.time_since_epoch().count();
+  if (!runs.empty() && runs.back().at_ms == ms) {
+    ++runs.back().count;
+    return;
+  }
+  runs.push_back(SendRun{ms, 1});
+  if (++quiet_pending_ >= kOracleBatch) checkQuietSends();
+}
+
+void Flow::checkQuietSends() {
+  out_.sent_in_quiet_window += sendsInQuietWindow(c_.time_zones, *c_.quiet_hours, quiet_sends_);
+  for (std::vector<SendRun>& runs : quiet_sends_) runs.clear();
+  quiet_pending_ = 0;
+}
+
 void Flow::recordWait(std::uint64_t ticks, std::uint64_t n) {
   if (c_.arrival_per_s) waits_[ticks] += n;
 }
@@ -168,6 +187,7 @@ bool Flow::done() const {
 }
 
 RuleResult Flow::finish() {
+  if (c_.quiet_hours) checkQuietSends();
   RuleResult r = out_;
   if (c_.arrival_per_s) {
     WaitStats w;
@@ -188,7 +208,6 @@ RuleResult Flow::finish() {
     r.waits = w;
   }
   if (cap_oracle_) r.recipients_over_cap = cap_oracle_->recipientsOverCap();
-  if (c_.quiet_hours) r.sent_in_quiet_window = sendsInQuietWindow(c_.time_zones, *c_.quiet_hours, quiet_sends_ms_);
   r.waiting = parked_.size();
   return r;
 }

@@ -58,6 +58,8 @@ class Flow {
   void park(std::uint64_t k, WallTime allowed_at, const Msg& m);
   WallTime wallAt(std::uint64_t k) const;
   void recordWait(std::uint64_t ticks, std::uint64_t n);
+  void recordQuietSend(std::size_t zone, WallTime now);
+  void checkQuietSends();
 
   const CampaignScenario& c_;
   const std::int64_t tick_ns_;
@@ -78,7 +80,9 @@ class Flow {
   std::map<std::uint64_t, std::uint64_t> waits_;  // wait in ticks -> messages
   RuleResult out_;
   std::optional<CapOracle> cap_oracle_;
-  std::vector<std::vector<std::int64_t>> quiet_sends_ms_;  // by zone index, for the oracle
+  // Sends by zone index, for the oracle; checked and cleared as they pile up.
+  std::vector<std::vector<SendRun>> quiet_sends_;
+  std::size_t quiet_pending_ = 0;
 };
 
 }  // namespace pacer::sim

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -25,14 +24,20 @@ class CapOracle {
 
  private:
   FrequencyCapRule rule_;
-  std::unordered_map<std::uint64_t, std::deque<std::int64_t>> recent_;  // sends still in the window
+  std::unordered_map<std::uint64_t, std::vector<std::int64_t>> recent_;  // sends still in the window (<= limit + 1)
   std::unordered_set<std::uint64_t> over_;
 };
 
-// How many of the sends (UTC ms since 1970, by zone index) fall inside the
-// window in their zone's local time, per glibc's localtime_r with TZ set to
-// the zone. Sets TZ and restores it: call from one thread only.
+// Sends at one instant: UTC ms since 1970, and how many.
+struct SendRun {
+  std::int64_t at_ms = 0;
+  std::uint64_t count = 0;
+};
+
+// How many of the sends (by zone index) fall inside the window in their
+// zone's local time, per glibc's localtime_r with TZ set to the zone. Sets
+// TZ and restores it: call from one thread only.
 std::uint64_t sendsInQuietWindow(const std::vector<std::string>& zones, const QuietWindow& window,
-                                 const std::vector<std::vector<std::int64_t>>& sends_ms);
+                                 const std::vector<std::vector<SendRun>>& sends);
 
 }  // namespace pacer::sim
