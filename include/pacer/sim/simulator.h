@@ -14,7 +14,9 @@
 namespace pacer::sim {
 
 // Arrival-to-send waits of a campaign with arrival_per_s, in simulated ms
-// (nearest rank; whole ticks).
+// (nearest rank, to 0.1 ms): message n arrives at start_s + n / arrival_per_s
+// and is offered to the scheduler at the first tick at or after that, so
+// even an unhindered message waits up to a tick.
 struct WaitStats {
   std::uint64_t count = 0;  // messages sent that had arrived
   double p50_ms = 0;

@@ -47,8 +47,10 @@ std::uint64_t Flow::start(std::uint64_t k) {
 std::uint64_t Flow::due(std::uint64_t k) {
   std::uint64_t n = 0;
   if (c_.arrival_per_s) {
+    // Message n arrives at start + n / arrival_per_s and is offered at the
+    // first tick at or after that.
     const double per_tick = *c_.arrival_per_s * static_cast<double>(tick_ns_) / 1e9;
-    const double total = std::floor(static_cast<double>(k - k0_ + 1) * per_tick + 1e-9);
+    const double total = std::floor(static_cast<double>(k - k0_) * per_tick + 1e-9) + 1;
     const std::uint64_t until = std::min(static_cast<std::uint64_t>(total), c_.messages.value_or(kEndless));
     if (until > arrived_) {
       fresh_.emplace_back(k, until - arrived_);
@@ -70,7 +72,8 @@ std::uint64_t Flow::take(std::uint64_t k, std::uint64_t n) {
     while (n > 0 && !fresh_.empty()) {
       auto& [tick, count] = fresh_.front();
       const std::uint64_t m = std::min(n, count);
-      recordWait(k - tick, m);
+      if (c_.arrival_per_s)
+        for (std::uint64_t seq = next_seq_; seq < next_seq_ + m; ++seq) recordWait(k, seq);
       count -= m;
       n -= m;
       next_seq_ += m;
@@ -86,7 +89,7 @@ std::uint64_t Flow::take(std::uint64_t k, std::uint64_t n) {
       m = ready_.front();
       ready_.pop_front();
     } else if (!fresh_.empty()) {
-      m = Msg{next_seq_++, fresh_.front().first, false};
+      m = Msg{next_seq_++, false};
       if (--fresh_.front().second == 0) fresh_.pop_front();
     } else {
       break;
@@ -111,7 +114,7 @@ bool Flow::dispatch(std::uint64_t k, Msg& m) {
   }
   if (c_.cap && !capAllows(k, now, m)) return false;
   if (c_.quiet_hours) recordQuietSend(zone, now);
-  recordWait(k - m.arrived_tick, 1);
+  if (c_.arrival_per_s) recordWait(k, m.seq);
   return true;
 }
 
@@ -178,8 +181,12 @@ void Flow::checkQuietSends() {
   quiet_pending_ = 0;
 }
 
-void Flow::recordWait(std::uint64_t ticks, std::uint64_t n) {
-  if (c_.arrival_per_s) waits_[ticks] += n;
+// From message seq's arrival instant to tick k, in units of 0.1 ms.
+void Flow::recordWait(std::uint64_t k, std::uint64_t seq) {
+  const double arrived_ns = static_cast<double>(k0_) * static_cast<double>(tick_ns_) +
+                            static_cast<double>(seq) * 1e9 / *c_.arrival_per_s;
+  const double wait_ns = static_cast<double>(k) * static_cast<double>(tick_ns_) - arrived_ns;
+  waits_[static_cast<std::uint64_t>(std::llround(std::max(0.0, wait_ns) / 1e5))] += 1;
 }
 
 bool Flow::done() const {
@@ -191,20 +198,19 @@ RuleResult Flow::finish() {
   RuleResult r = out_;
   if (c_.arrival_per_s) {
     WaitStats w;
-    for (const auto& [ticks, n] : waits_) w.count += n;
-    const double tick_ms = static_cast<double>(tick_ns_) / 1e6;
+    for (const auto& [tenths, n] : waits_) w.count += n;
     auto rank = [&](double q) {
       const auto need = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(w.count)));
       std::uint64_t seen = 0;
-      for (const auto& [ticks, n] : waits_) {
+      for (const auto& [tenths, n] : waits_) {
         seen += n;
-        if (seen >= std::max<std::uint64_t>(need, 1)) return static_cast<double>(ticks) * tick_ms;
+        if (seen >= std::max<std::uint64_t>(need, 1)) return static_cast<double>(tenths) / 10.0;
       }
       return 0.0;
     };
     w.p50_ms = rank(0.5);
     w.p99_ms = rank(0.99);
-    w.max_ms = waits_.empty() ? 0.0 : static_cast<double>(waits_.rbegin()->first) * tick_ms;
+    w.max_ms = waits_.empty() ? 0.0 : static_cast<double>(waits_.rbegin()->first) / 10.0;
     r.waits = w;
   }
   if (cap_oracle_) r.recipients_over_cap = cap_oracle_->recipientsOverCap();

@@ -44,7 +44,6 @@ class Flow {
  private:
   struct Msg {
     std::uint64_t seq = 0;
-    std::uint64_t arrived_tick = 0;
     bool held_quiet = false;
   };
   struct Parked {
@@ -57,7 +56,7 @@ class Flow {
   bool capAllows(std::uint64_t k, WallTime now, Msg& m);
   void park(std::uint64_t k, WallTime allowed_at, const Msg& m);
   WallTime wallAt(std::uint64_t k) const;
-  void recordWait(std::uint64_t ticks, std::uint64_t n);
+  void recordWait(std::uint64_t k, std::uint64_t seq);
   void recordQuietSend(std::size_t zone, WallTime now);
   void checkQuietSends();
 
@@ -74,10 +73,10 @@ class Flow {
   std::uint64_t arrived_ = 0;
   std::uint64_t next_seq_ = 0;
   std::uint64_t sent_ = 0;
-  std::deque<std::pair<std::uint64_t, std::uint64_t>> fresh_;  // (arrival tick, messages) not yet granted
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> fresh_;  // (tick offered, messages) not yet granted
   std::deque<Msg> ready_;                                      // back from a hold, in the backlog again
   std::priority_queue<Parked, std::vector<Parked>, std::greater<>> parked_;
-  std::map<std::uint64_t, std::uint64_t> waits_;  // wait in ticks -> messages
+  std::map<std::uint64_t, std::uint64_t> waits_;  // arrival-to-send wait in 0.1 ms -> messages
   RuleResult out_;
   std::optional<CapOracle> cap_oracle_;
   // Sends by zone index, for the oracle; checked and cleared as they pile up.

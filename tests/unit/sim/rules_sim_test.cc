@@ -62,6 +62,22 @@ campaigns:
   EXPECT_GT(campaign(r, "otp").rules.waits->p99_ms, 10000.0);
 }
 
+TEST(SimPriority, WaitsAreMeasuredFromEachMessagesArrivalInstant) {
+  // 30/s against 10 ms ticks: message n arrives at n x 33.3 ms, between
+  // ticks, and nothing holds it back, so it waits less than a tick.
+  const SimResult r = simulate(parseScenario(R"(
+duration_s: 10
+tick_ms: 10
+campaigns: [{id: a, class: transactional, arrival_per_s: 30}]
+)"), false);
+  const WaitStats& w = *campaign(r, "a").rules.waits;
+  EXPECT_EQ(w.count, 300u);
+  EXPECT_GT(w.max_ms, 0.0);
+  EXPECT_LT(w.max_ms, 10.0);
+  EXPECT_NEAR(w.p50_ms, 3.3, 0.05);  // waits cycle 0, 6.7, 3.3 ms
+  EXPECT_NEAR(w.max_ms, 6.7, 0.05);
+}
+
 TEST(SimCaps, SuppressedMatchesAnIndependentCountAndNoRecipientIsOverTheCap) {
   // 10 messages to each of 100 recipients within a minute, 3 per 24 h.
   const SimResult short_run = simulate(parseScenario(R"(
