@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 
 namespace pacer::sim {
@@ -34,6 +35,10 @@ TEST(SimOracle, CapOracleCountsRecipientsOverTheLimitInARollingWindow) {
 }
 
 TEST(SimOracle, QuietWindowCheckUsesLocalTimeAcrossTheSpringChangeAndRestoresTz) {
+  // The oracle must put back whatever TZ was; this test then puts back the
+  // process's own (and has glibc re-read it: other tests format local time).
+  const char* before = std::getenv("TZ");
+  const std::string saved = before ? before : "";
   ::setenv("TZ", "Asia/Tokyo", 1);
   const sys_days day = 2024y / March / 10;
   const QuietWindow w{hours{21}, hours{8}};
@@ -52,7 +57,12 @@ TEST(SimOracle, QuietWindowCheckUsesLocalTimeAcrossTheSpringChangeAndRestoresTz)
   EXPECT_EQ(sendsInQuietWindow(zones, w, sends), 3u + 1 + 4);
   ASSERT_NE(std::getenv("TZ"), nullptr);
   EXPECT_EQ(std::string(std::getenv("TZ")), "Asia/Tokyo");
-  ::unsetenv("TZ");
+  if (before) {
+    ::setenv("TZ", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TZ");
+  }
+  ::tzset();
 }
 
 }  // namespace
