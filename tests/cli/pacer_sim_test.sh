@@ -23,6 +23,14 @@ grep -q '"bins": \[[0-9]' "$tmp/bins.json" || fail "--bins gave no bins"
 "$sim" "$src/config/scenarios/example.yaml" --summary > "$tmp/summary.txt"
 grep -q 'achieved/s' "$tmp/summary.txt" || fail "summary has no header"
 
+# The rules' scenarios: their independent checks print 0.
+"$sim" "$src/config/scenarios/caps.yaml" --summary > "$tmp/caps.txt"
+grep -q 'recipients over cap: 0$' "$tmp/caps.txt" || fail "caps: $(cat "$tmp/caps.txt")"
+"$sim" "$src/config/scenarios/quiet_hours.yaml" --summary > "$tmp/quiet.txt"
+grep -q 'sent inside quiet window: 0$' "$tmp/quiet.txt" || fail "quiet hours: $(cat "$tmp/quiet.txt")"
+"$sim" "$src/config/scenarios/priority.yaml" --out "$tmp/prio.json"
+grep -q '"waits": {"count": 3000' "$tmp/prio.json" || fail "priority: no waits in the JSON"
+
 # Bad input: a clear message naming the field, and exit code 2.
 printf 'duration_s: 5\ncampaigns:\n  - {id: a, rate: lots}\n' > "$tmp/bad.yaml"
 set +e

@@ -4,13 +4,17 @@
 
 #include "pacer/error.h"
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "pacer/campaign_rules.h"
+#include "pacer/quiet_hours.h"
 #include "pacer/rate_limiter.h"
+#include "pacer/wall_time.h"
 
 namespace pacer::sim {
 
@@ -38,6 +42,17 @@ struct CampaignScenario {
   double weight = 1;
   std::optional<std::uint64_t> messages;  // nullopt = backlogged all run
   double start_s = 0;
+  // Recipient rules (docs/recipient-rules.md), all optional.
+  std::string class_name;      // a name from Scenario::classes
+  std::uint32_t priority = 0;  // its rank there (CampaignSpec::priority)
+  // Messages arrive at this steady rate from start_s (up to `messages` when
+  // set) instead of being a backlog from the start.
+  std::optional<double> arrival_per_s;
+  std::uint64_t recipients = 0;  // message n goes to recipient n % recipients; 0: not modelled
+  std::optional<FrequencyCapRule> cap;
+  CapPolicy cap_policy = CapPolicy::kSuppress;
+  std::optional<QuietWindow> quiet_hours;
+  std::vector<std::string> time_zones;  // message n is in zone n % size; ["UTC"] with quiet hours and none given
 };
 
 struct Scenario {
@@ -49,6 +64,14 @@ struct Scenario {
   std::vector<Stall> stalls;
   std::vector<ProviderScenario> providers;
   std::vector<CampaignScenario> campaigns;
+  // Priority classes, highest first; a campaign's rank is its class's index.
+  std::vector<std::string> classes{"critical", "transactional", "bulk"};
+  // The wall-clock instant of simulated time 0 (quiet hours, caps).
+  WallTime start_utc = kDefaultStartUtc;
+  // Loaded when a campaign names time zones; null otherwise.
+  TimeZoneTablePtr zones;
+
+  static constexpr WallTime kDefaultStartUtc{std::chrono::milliseconds{1704067200000}};  // 2024-01-01T00:00:00Z
 };
 
 // Default burst when a scenario gives none: one tick of tokens plus one, the

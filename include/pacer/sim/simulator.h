@@ -1,5 +1,7 @@
 // Runs the real scheduler and limiters over a scenario on simulated time.
-// Pure: no clock reads, no I/O; the caller times the run if it wants to.
+// Pure: no clock reads; the caller times the run if it wants to. The only
+// I/O is the independent quiet-hours check, which sets TZ and has glibc read
+// the tz database (so: one simulation at a time, from one thread).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,31 @@
 
 namespace pacer::sim {
 
+// Arrival-to-send waits of a campaign with arrival_per_s, in simulated ms
+// (nearest rank, to 0.1 ms): message n arrives at start_s + n / arrival_per_s
+// and is offered to the scheduler at the first tick at or after that, so
+// even an unhindered message waits up to a tick.
+struct WaitStats {
+  std::uint64_t count = 0;  // messages sent that had arrived
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double max_ms = 0;
+};
+
+// What a campaign's recipient rules did (campaigns only).
+struct RuleResult {
+  std::string priority_class;
+  std::optional<WaitStats> waits;  // campaigns with arrival_per_s
+  bool capped = false;             // has a frequency cap
+  std::uint64_t suppressed = 0;    // refused by the cap and dropped (cap_policy suppress)
+  std::uint64_t deferred = 0;      // times the cap sent a message back to wait (cap_policy defer)
+  std::uint64_t recipients_over_cap = 0;  // independent count: recipients with more than the cap in a window
+  bool quiet = false;                     // has quiet hours
+  std::uint64_t quiet_held = 0;           // messages that waited for quiet hours (each once)
+  std::uint64_t sent_in_quiet_window = 0;  // independent check (glibc localtime_r) of every send
+  std::uint64_t waiting = 0;               // still held (quiet hours or cap) when the run ended
+};
+
 struct SeriesResult {
   std::string id;
   std::optional<double> rate;
@@ -19,6 +46,7 @@ struct SeriesResult {
   std::optional<double> finished_s;  // when the last message went (finite campaigns)
   std::vector<std::uint64_t> per_s;  // sends in each simulated second
   std::vector<std::uint64_t> bins;   // sends in each tick (only when asked for)
+  RuleResult rules;                  // campaigns only
 };
 
 struct SimResult {

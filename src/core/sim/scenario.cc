@@ -3,13 +3,20 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "pacer/scheduler.h"
+
 namespace pacer::sim {
 namespace {
+
+constexpr double kMaxDurationS = 30 * 86400.0;
 
 std::string where(const YAML::Node& n) {
   const YAML::Mark m = n.Mark();
@@ -89,7 +96,8 @@ double burstFor(const YAML::Node& n, const std::string& field, std::optional<dou
 void readTiming(const YAML::Node& root, Scenario& s) {
   if (!root["duration_s"]) throw ScenarioError("duration_s: required (simulated seconds)");
   s.duration_s = positive(root["duration_s"], "duration_s");
-  if (s.duration_s > 86400) fail("duration_s", root["duration_s"], "expected at most 86400 simulated seconds");
+  if (s.duration_s > kMaxDurationS)
+    fail("duration_s", root["duration_s"], "expected at most 2592000 simulated seconds (30 days)");
   if (root["tick_ms"]) s.tick_ms = positive(root["tick_ms"], "tick_ms");
   if (s.tick_ms < 0.001 || s.tick_ms > 10000) fail("tick_ms", root["tick_ms"], "expected 0.001 to 10000 ms");
   if (root["capacity_per_s"]) {
@@ -159,10 +167,110 @@ std::set<std::string> readProviders(const YAML::Node& root, Scenario& s) {
   return provider_ids;
 }
 
+// classes: [names], highest first; start_utc: "YYYY-MM-DDTHH:MM:SSZ".
+void readClassesAndStart(const YAML::Node& root, Scenario& s) {
+  if (const YAML::Node cl = root["classes"]) {
+    if (!cl.IsSequence() || cl.size() == 0) fail("classes", cl, "expected a non-empty list of class names");
+    if (cl.size() > kMaxPriorityRanks)
+      fail("classes", cl, fmt::format("at most {} classes (the scheduler's priority ranks)", kMaxPriorityRanks));
+    s.classes.clear();
+    for (std::size_t i = 0; i < cl.size(); ++i) {
+      const std::string name = text(cl[i], fmt::format("classes[{}]", i));
+      if (std::find(s.classes.begin(), s.classes.end(), name) != s.classes.end())
+        fail(fmt::format("classes[{}]", i), cl[i], fmt::format("duplicate class '{}'", name));
+      s.classes.push_back(name);
+    }
+  }
+  if (const YAML::Node st = root["start_utc"]) {
+    const std::string t = text(st, "start_utc");
+    int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, used = 0;
+    const bool shape = std::sscanf(t.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &sec, &used) == 6 &&
+                       used == static_cast<int>(t.size()) && t.size() == 20;
+    const std::chrono::year_month_day ymd{std::chrono::year{y}, std::chrono::month(static_cast<unsigned>(mo)),
+                                          std::chrono::day(static_cast<unsigned>(d))};
+    if (!shape || !ymd.ok() || y < 1970 || y > 9999 || h > 23 || mi > 59 || sec > 59)
+      fail("start_utc", st, fmt::format("expected a UTC instant like 2024-03-09T12:00:00Z, got '{}'", t));
+    s.start_utc = WallTime{std::chrono::sys_days{ymd}} + std::chrono::hours{h} + std::chrono::minutes{mi} +
+                  std::chrono::seconds{sec};
+  }
+}
+
+// class, arrival_per_s.
+void readClass(const YAML::Node& node, const std::string& f, const Scenario& s, CampaignScenario& c) {
+  const auto bulk = std::find(s.classes.begin(), s.classes.end(), "bulk");
+  c.class_name = bulk != s.classes.end() ? *bulk : s.classes.back();
+  if (node["class"]) {
+    c.class_name = text(node["class"], f + ".class");
+    if (std::find(s.classes.begin(), s.classes.end(), c.class_name) == s.classes.end()) {
+      std::string list;
+      for (const std::string& n : s.classes) list += (list.empty() ? "" : ", ") + n;
+      fail(f + ".class", node["class"], fmt::format("unknown class '{}' (classes: {})", c.class_name, list));
+    }
+  }
+  c.priority = static_cast<std::uint32_t>(std::find(s.classes.begin(), s.classes.end(), c.class_name) -
+                                          s.classes.begin());
+  if (node["arrival_per_s"]) {
+    c.arrival_per_s = positive(node["arrival_per_s"], f + ".arrival_per_s");
+    if (*c.arrival_per_s > 1e7) fail(f + ".arrival_per_s", node["arrival_per_s"], "expected at most 10000000 messages/s");
+  }
+}
+
+// recipients, cap, cap_policy.
+void readCap(const YAML::Node& node, const std::string& f, CampaignScenario& c) {
+  if (node["recipients"]) {
+    const double n = positive(node["recipients"], f + ".recipients");
+    if (n != std::floor(n) || n > 1e9) fail(f + ".recipients", node["recipients"], "expected a whole number, 1 to 1e9");
+    c.recipients = static_cast<std::uint64_t>(n);
+  }
+  if (node["cap"]) {
+    std::string error;
+    c.cap = parseFrequencyCap(text(node["cap"], f + ".cap"), &error);
+    if (!c.cap) fail(f + ".cap", node["cap"], error);
+    if (c.recipients == 0) fail(f + ".cap", node["cap"], "needs recipients (how many people the messages go to)");
+  }
+  if (node["cap_policy"]) {
+    const std::string p = text(node["cap_policy"], f + ".cap_policy");
+    const std::optional<CapPolicy> policy = parseCapPolicy(p);
+    if (!policy) fail(f + ".cap_policy", node["cap_policy"], fmt::format("expected suppress or defer, got '{}'", p));
+    if (!c.cap) fail(f + ".cap_policy", node["cap_policy"], "needs a cap");
+    c.cap_policy = *policy;
+  }
+}
+
+// quiet_hours, time_zones (checked against the system's tz database).
+void readQuiet(const YAML::Node& node, const std::string& f, Scenario& s, CampaignScenario& c) {
+  if (node["quiet_hours"]) {
+    const QuietWindowParse q = parseQuietWindow(text(node["quiet_hours"], f + ".quiet_hours"));
+    if (!q.window) fail(f + ".quiet_hours", node["quiet_hours"], q.error);
+    if (!q.window->none()) c.quiet_hours = q.window;
+  }
+  if (const YAML::Node tz = node["time_zones"]) {
+    if (!tz.IsSequence() || tz.size() == 0) fail(f + ".time_zones", tz, "expected a non-empty list of IANA zone names");
+    for (std::size_t i = 0; i < tz.size(); ++i) c.time_zones.push_back(text(tz[i], fmt::format("{}.time_zones[{}]", f, i)));
+  } else if (c.quiet_hours) {
+    c.time_zones = {"UTC"};
+  }
+  if (c.time_zones.empty()) return;
+  if (!s.zones) {
+    try {
+      s.zones = TimeZoneTable::loadSystem();
+    } catch (const TimeZoneError& e) {
+      fail(f + ".time_zones", node, e.what());
+    }
+  }
+  for (std::size_t i = 0; i < c.time_zones.size(); ++i) {
+    if (s.zones->find(c.time_zones[i])) continue;
+    const YAML::Node at = node["time_zones"] ? node["time_zones"][i] : node;
+    fail(fmt::format("{}.time_zones[{}]", f, i), at, fmt::format("unknown time zone '{}'", c.time_zones[i]));
+  }
+}
+
 // campaigns[i]: {id, provider, rate, burst, weight, messages, start_s}.
-CampaignScenario readCampaign(const YAML::Node& node, const std::string& f, const Scenario& s,
+CampaignScenario readCampaign(const YAML::Node& node, const std::string& f, Scenario& s,
                               const std::set<std::string>& provider_ids, std::set<std::string>& campaign_ids) {
-  checkKeys(node, f, {"id", "provider", "rate", "burst", "weight", "messages", "start_s"});
+  checkKeys(node, f,
+            {"id", "provider", "rate", "burst", "weight", "messages", "start_s", "class", "arrival_per_s", "recipients",
+             "cap", "cap_policy", "quiet_hours", "time_zones"});
   CampaignScenario c;
   if (!node["id"]) fail(f + ".id", node, "required");
   c.id = text(node["id"], f + ".id");
@@ -190,6 +298,9 @@ CampaignScenario readCampaign(const YAML::Node& node, const std::string& f, cons
       fail(f + ".start_s", node["start_s"], fmt::format("at or after the end of the simulation ({} s)", s.duration_s));
     }
   }
+  readClass(node, f, s, c);
+  readCap(node, f, c);
+  readQuiet(node, f, s, c);
   return c;
 }
 
@@ -208,9 +319,11 @@ Scenario parseScenario(const std::string& yaml_text) {
   }
   if (!root || !root.IsMap()) throw ScenarioError("scenario: expected a mapping at the top level");
   checkKeys(root, "",
-            {"duration_s", "tick_ms", "capacity_per_s", "algorithm", "window_s", "stalls", "providers", "campaigns"});
+            {"duration_s", "tick_ms", "capacity_per_s", "algorithm", "window_s", "stalls", "providers", "campaigns",
+             "classes", "start_utc"});
   Scenario s;
   readTiming(root, s);
+  readClassesAndStart(root, s);
   readStalls(root, s);
   const std::set<std::string> provider_ids = readProviders(root, s);
   const YAML::Node cs = root["campaigns"];

@@ -6,14 +6,15 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 
+#include "flow.h"
+#include "pacer/frequency_cap.h"
+#include "pacer/quiet_hours.h"
 #include "pacer/scheduler.h"
 
 namespace pacer::sim {
 namespace {
-
-// A backlogged campaign's backlog: more than any simulation can send.
-constexpr std::uint64_t kEndless = std::uint64_t{1} << 60;
 
 std::optional<RateLimit> limitOf(const std::optional<double>& rate, double burst) {
   if (!rate) return std::nullopt;
@@ -29,13 +30,16 @@ class Run {
         tick_ns_(static_cast<std::int64_t>(std::llround(s.tick_ms * 1e6))),
         ticks_(static_cast<std::uint64_t>(std::ceil(s.duration_s * 1e9 / static_cast<double>(tick_ns_) - 1e-9))),
         seconds_(std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(s.duration_s - 1e-9)))),
-        scheduler_(options(s, tick_ns_)) {
+        scheduler_(options(s, tick_ns_)),
+        caps_(makeMemoryFrequencyCapStore()) {
     checkSize();
+    if (s.zones) quiet_ = std::make_unique<QuietHours>(s.zones);
+    for (std::size_t i = 0; i < s.campaigns.size(); ++i) flows_.emplace_back(s, i, tick_ns_, caps_.get(), quiet_.get());
     out_.tick_ms = s.tick_ms;
     out_.ticks = ticks_;
     addProviders();
     for (const CampaignScenario& c : s.campaigns)
-      out_.campaigns.push_back(SeriesResult{c.id, c.rate, c.burst, 0, std::nullopt, {}, {}});
+      out_.campaigns.push_back(SeriesResult{c.id, c.rate, c.burst, 0, std::nullopt, {}, {}, {}});
     for (std::vector<SeriesResult>* r : {&out_.campaigns, &out_.providers}) {
       for (SeriesResult& x : *r) {
         x.per_s.assign(seconds_, 0);
@@ -49,6 +53,7 @@ class Run {
           i);
     std::sort(starts_.begin(), starts_.end());
     provider_of_.assign(s.campaigns.size(), kNoProvider);
+    ids_.assign(s.campaigns.size(), 0);
   }
 
   SimResult run() {
@@ -56,9 +61,14 @@ class Run {
       const MonoTime now{Nanos{static_cast<std::int64_t>(k) * tick_ns_}};
       const double t_s = static_cast<double>(k) * static_cast<double>(tick_ns_) / 1e9;
       join(k, now);
+      for (std::size_t n = 0; n < next_start_; ++n) {
+        const std::size_t i = starts_[n].second;
+        if (const std::uint64_t more = flows_[i].due(k)) scheduler_.addBacklog(ids_[i], more);
+      }
       const std::size_t second = std::min(seconds_ - 1, static_cast<std::size_t>(t_s + 1e-12));
       for (const Grant& g : scheduler_.tick(now, capacityAt(k, t_s))) record(g, k, second, t_s);
     }
+    for (std::size_t i = 0; i < flows_.size(); ++i) out_.campaigns[i].rules = flows_[i].finish();
     return std::move(out_);
   }
 
@@ -94,7 +104,7 @@ class Run {
       provider_ids_[p.id] = id;
       provider_index_.resize(id + 1);
       provider_index_[id] = out_.providers.size();
-      out_.providers.push_back(SeriesResult{p.id, p.rate, p.burst, 0, std::nullopt, {}, {}});
+      out_.providers.push_back(SeriesResult{p.id, p.rate, p.burst, 0, std::nullopt, {}, {}, {}});
     }
   }
 
@@ -103,7 +113,7 @@ class Run {
     for (; next_start_ < starts_.size() && starts_[next_start_].first <= k; ++next_start_) {
       const std::size_t i = starts_[next_start_].second;
       const CampaignScenario& c = s_.campaigns[i];
-      CampaignSpec spec{limitOf(c.rate, c.burst), c.weight, kNoProvider};
+      CampaignSpec spec{limitOf(c.rate, c.burst), c.weight, kNoProvider, c.priority};
       if (c.provider) spec.provider = provider_ids_.at(*c.provider);
       CampaignId id = 0;
       try {
@@ -114,9 +124,9 @@ class Run {
       by_id_.resize(std::max<std::size_t>(by_id_.size(), id + 1));
       by_id_[id] = i;
       provider_of_[i] = spec.provider;
-      const std::uint64_t backlog = c.messages.value_or(kEndless);
-      if (backlog == 0) out_.campaigns[i].finished_s = std::nullopt;
-      scheduler_.addBacklog(id, backlog);
+      ids_[i] = id;
+      const std::uint64_t backlog = flows_[i].start(k);
+      if (backlog > 0) scheduler_.addBacklog(id, backlog);
     }
   }
 
@@ -132,16 +142,18 @@ class Run {
 
   void record(const Grant& g, std::uint64_t k, std::size_t second, double t_s) {
     const std::size_t i = by_id_[g.campaign];
+    // The rules may hold or suppress some of the granted messages.
+    const std::uint64_t sent = flows_[i].take(k, g.count);
     SeriesResult& r = out_.campaigns[i];
-    r.sent += g.count;
-    r.per_s[second] += g.count;
-    if (keep_bins_) r.bins[k] += g.count;
-    if (s_.campaigns[i].messages && r.sent == *s_.campaigns[i].messages) r.finished_s = t_s;
+    r.sent += sent;
+    r.per_s[second] += sent;
+    if (keep_bins_) r.bins[k] += sent;
+    if (!r.finished_s && flows_[i].done()) r.finished_s = t_s;
     if (provider_of_[i] == kNoProvider) return;
     SeriesResult& p = out_.providers[provider_index_[provider_of_[i]]];
-    p.sent += g.count;
-    p.per_s[second] += g.count;
-    if (keep_bins_) p.bins[k] += g.count;
+    p.sent += sent;
+    p.per_s[second] += sent;
+    if (keep_bins_) p.bins[k] += sent;
   }
 
   const Scenario& s_;
@@ -157,6 +169,10 @@ class Run {
   std::size_t next_start_ = 0;
   std::vector<std::size_t> by_id_;  // CampaignId -> scenario index
   std::vector<ProviderId> provider_of_;
+  std::vector<CampaignId> ids_;  // scenario index -> CampaignId (once joined)
+  FrequencyCapStorePtr caps_;    // one store; each campaign is its own scope
+  std::unique_ptr<QuietHours> quiet_;
+  std::vector<Flow> flows_;  // by scenario index
 };
 
 }  // namespace
