@@ -17,6 +17,10 @@
 #   bench/priority_e2e.sh                 the run (about 3 minutes with the build done)
 #   BULK=100000 TXN_S=60 WORKERS=4 PACER_KEEP=1 bench/priority_e2e.sh
 #   PRIORITY=off bench/priority_e2e.sh    the same with one class for both (the baseline)
+#   FETCH_WAIT_MS=10 bench/priority_e2e.sh  pacerd's consumers with fetch.wait.max.ms=10: librdkafka's
+#                                           mock broker answers a fetch only when that wait runs out
+#                                           (500 ms by default) even when data is there, which a real
+#                                           broker does not (it answers at fetch.min.bytes, 1 byte)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/../scripts/services.sh"
@@ -77,14 +81,15 @@ for p in $(seq 0 7); do
     kcat -P -b "$PACER_KAFKA" -t messages -p "$p" -K: -X queue.buffering.max.messages=1000000
 done
 echo "bulk: $((per * 8)) messages; transactional: $txn_per_s/s for $txn_s s; provider window $window/s" \
-  "(pacer: $rate/s, burst $burst); $workers workers; classes: bulk=$bulk_class txn=$txn_class"
+  "(pacer: $rate/s, burst $burst); $workers workers; classes: bulk=$bulk_class txn=$txn_class;" \
+  "fetch.wait.max.ms ${FETCH_WAIT_MS:-default}"
 
 for w in $(seq 1 "$workers"); do
   "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --postgres "$PACER_PG" --no-migrate \
     --redis "$PACER_REDIS" --live-workers "$workers" --refresh-ms 500 \
     --sink http --http-url "http://127.0.0.1:$provider_port/send/{campaign}" --in-flight 100 \
     --session-timeout-ms 6000 --summary "$PACER_RUN_DIR/summary$w.json" --admin-listen 127.0.0.1:0 \
-    >"$PACER_RUN_DIR/pacerd$w.log" 2>&1 &
+    ${FETCH_WAIT_MS:+--kafka fetch.wait.max.ms=$FETCH_WAIT_MS} >"$PACER_RUN_DIR/pacerd$w.log" 2>&1 &
   pids+=($!)
 done
 # Bulk flowing on every partition (all workers assigned) before transactional starts.
@@ -141,7 +146,7 @@ pct() { awk -v q="$1" '{ w[NR] = $1 } END { i = int(NR * q) + 1; if (i > NR) i =
 p50=$(pct 0.5); p90=$(pct 0.9); p99=$(pct 0.99); max=$(pct 1)
 used_pct=$(echo "$used / $span / $window * 100" | bc -l)
 printf 'transactional: %d produced, %d accepted, %d never accepted\n' "$produced" "$accepted" "$missing"
-printf "transactional wait (Kafka timestamp to the provider's 200), ms: p50 %d  p90 %d  p99 %d  max %d\n" \
+printf "transactional wait (Kafka timestamp to the provider's 200), ms: p50 %.0f  p90 %.0f  p99 %.0f  max %.0f\n" \
   "$p50" "$p90" "$p99" "$max"
 printf 'provider while transactional arrived (%.1f s): %d accepted = %.1f/s = %.1f%% of %d/s\n' "$span" "$used" \
   "$(echo "$used / $span" | bc -l)" "$used_pct" "$window"
@@ -156,7 +161,7 @@ check '[ "$missing" -eq 0 ]' "$missing transactional messages never accepted"
 check '[ "$dup" -eq 0 ]' "$dup messages accepted twice"
 check '[ "$thr" -eq 0 ] && [ "$busiest" -le "$window" ]' "a one-second window over the provider's $window"
 if [ "${PRIORITY:-on}" != off ]; then
-  check '[ "$p99" -le 1000 ]' "transactional p99 wait above 1 s"
+  check '[ "$(echo "$p99 <= 1000" | bc)" = 1 ]' "transactional p99 wait above 1 s"
   check '[ "$(echo "$used_pct >= 95" | bc)" = 1 ]' "under 95% of the provider used"
 fi
 [ "$ok" = 1 ] && echo "PASS"

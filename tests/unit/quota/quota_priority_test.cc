@@ -213,8 +213,15 @@ TEST(QuotaPriorityProperty, FourWorkersBulkUsesTheRestAndTransactionalWaitsLittl
   EXPECT_LE(static_cast<double>(pacer::testing::maxWindowSum(per_tick, 200)), 400.0 * 0.995 + 20 + 1e-9);
   // The provider is used: bulk takes what transactional leaves, >= 95 %.
   const double total = static_cast<double>(bulk_sent + waits.size());
-  std::printf("p50 %.4f p99 %.4f max %.4f (after 2 s: %.4f) used %.4f\n", waits[waits.size() / 2], p99, waits.back(),
-              worst_later, total / (400.0 * 60));
+  std::uint64_t batches = 0, refused = 0, requests = 0;
+  for (const W& w : ws) {
+    batches += w.leaser->metrics().batches;
+    refused += w.leaser->metrics().refused;
+    requests += w.leaser->metrics().requests;
+  }
+  std::printf("p50 %.4f p99 %.4f max %.4f (after 2 s: %.4f) used %.4f; round trips per message %.3f (%llu requests, %llu refused)\n",
+              waits[waits.size() / 2], p99, waits.back(), worst_later, total / (400.0 * 60), batches / total,
+              static_cast<unsigned long long>(requests), static_cast<unsigned long long>(refused));
   EXPECT_GE(total, 0.95 * 400 * 60);
 }
 

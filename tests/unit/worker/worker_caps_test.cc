@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <ctime>
+
 #include <algorithm>
 
 #include "pacer/worker.h"
@@ -95,6 +98,22 @@ TEST_F(WorkerCapsTest, SuppressedMessagesGetARowAndSpendNoToken) {
   EXPECT_EQ(core_->stats().suppressed, 49u);
   EXPECT_EQ(ledger_.byId["m3"].reason, "suppressed: frequency cap campaign:a 1/1d, allowed at 2026-11-26T12:00:00Z");
   EXPECT_EQ(core_->committable(TopicPartition{"t", 0}), 100) << "a suppressed row is a finished outcome";
+}
+
+// The row's time is UTC whatever the process's TZ says (pacerd may run with any).
+TEST_F(WorkerCapsTest, TheSuppressedRowsTimeIsUtcWhateverTheLocalZone) {
+  const char* old_tz = std::getenv("TZ");
+  const std::string saved = old_tz ? old_tz : "";
+  setenv("TZ", "Asia/Tokyo", 1);
+  tzset();
+  make();
+  core_->upsertCampaign(capped("a", 10, rule(1, hours(24))), clock_.now());
+  core_->offer(raw(0, "a", "x"), clock_.now());
+  core_->offer(raw(1, "a", "x"), clock_.now());
+  run(seconds(1));
+  if (old_tz) setenv("TZ", saved.c_str(), 1); else unsetenv("TZ");
+  tzset();
+  EXPECT_EQ(ledger_.byId["m1"].reason, "suppressed: frequency cap campaign:a 1/1d, allowed at 2026-11-26T12:00:00Z");
 }
 
 TEST_F(WorkerCapsTest, DeferredMessagesWaitUntilTheCapAllowsThem) {
