@@ -1,0 +1,66 @@
+// WorkerCore's figures for logs, metrics and the console: the worker's, each
+// campaign's and each provider's (include/pacer/worker.h).
+#include "worker_core_impl.h"
+
+namespace pacer {
+
+WorkerStats WorkerCore::stats() const {
+  WorkerStats s = impl_->totals;
+  s.buffered_messages = impl_->bufferedMessages();
+  s.buffered_bytes = impl_->buffered_bytes;
+  s.unrecorded = impl_->unrecorded();
+  s.pending_rows = impl_->rows.size();
+  s.pending_receipts = impl_->receipts.size();
+  if (!impl_->rows.empty()) s.oldest_pending_row = impl_->rows_since.value_or(impl_->now);
+  s.store_failing = impl_->ledger_failing || impl_->parking_failing;
+  s.waiting = impl_->waiting;
+  if (impl_->leaser) s.quota = impl_->leaser->metrics();
+  return s;
+}
+
+std::vector<ProviderStats> WorkerCore::providerStats(MonoTime now) const {
+  std::vector<ProviderStats> out;
+  for (const auto& [id, p] : impl_->providers) {
+    ProviderStats s;
+    s.id = id;
+    if (p->info.limit) s.ceiling = p->info.limit->rate_per_s;
+    s.paused = now < p->paused_until;
+    if (p->adaptive) s.effective = p->adaptive->rate(now);
+    if (impl_->leaser && p->qid != UINT32_MAX) {
+      s.effective = impl_->leaser->effectiveRate(p->qid);
+      s.paused = s.paused || now < impl_->leaser->pausedUntil(p->qid);
+    }
+    s.throttled = p->throttled;
+    s.circuit_open = p->breaker && p->breaker->isOpen(now);
+    if (impl_->leaser && p->qid != UINT32_MAX) {
+      s.degraded = impl_->leaser->degraded(p->qid);
+      s.circuit_open = impl_->leaser->circuitOpen(p->qid);
+      s.workers = impl_->leaser->workersFor(p->qid);
+    }
+    s.server_errors = p->server_errors;
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const ProviderStats& a, const ProviderStats& b) { return a.id < b.id; });
+  return out;
+}
+
+std::vector<CampaignStats> WorkerCore::campaignStats() const {
+  std::vector<CampaignStats> out;
+  for (const auto& [id, c] : impl_->campaigns) {
+    CampaignStats s = c->stats;
+    s.queued = c->queue.size() + c->unchecked.size();
+    s.quiet_waiting = c->quiet_waiting;
+    s.provider = c->info.provider;
+    s.priority_class = c->info.priority_class;  // empty: the default class (shown as "default")
+    s.limit = c->info.limit;
+    s.in_flight = c->in_flight;
+    s.retrying = c->retrying;
+    s.to_park = c->to_park;
+    s.parked_waiting = c->parked_waiting;
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const CampaignStats& a, const CampaignStats& b) { return a.id < b.id; });
+  return out;
+}
+
+}  // namespace pacer
