@@ -41,15 +41,19 @@ class PgParking final : public ParkingInterface {
       const pqxx::result res = tx.exec_params(
           "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, recipient, payload, "
           "time_zone, not_before) "
-          "SELECT u.id, u.campaign, u.topic, u.p, u.o, u.recipient, u.payload, u.tz, "
+          // One row per id: ON CONFLICT DO UPDATE may not touch a row twice
+          // in one statement (two copies of a message a producer retried).
+          "SELECT DISTINCT ON (u.id) u.id, u.campaign, u.topic, u.p, u.o, u.recipient, u.payload, u.tz, "
           "to_timestamp(NULLIF(u.nb, 0) / 1000.0) "
           "FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], "
           "$7::bytea[], $8::text[], $9::bigint[]) AS u(id, campaign, topic, p, o, recipient, payload, tz, nb) "
-          "WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = u.id) "
-          // One this worker claimed and must wait again (quiet hours began):
-          // handed back with its new time.
+          "WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = u.id) ORDER BY u.id, u.o "
+          // The very row this worker claimed and must wait again (quiet hours
+          // began): handed back with its new time. Another Kafka copy of the
+          // id (another position) leaves the row as it is, claimed or not.
           "ON CONFLICT (message_id) DO UPDATE SET not_before = EXCLUDED.not_before, owner = NULL, "
-          "lease_until = NULL WHERE parked.owner = $10",
+          "lease_until = NULL WHERE parked.owner = $10 AND parked.topic = EXCLUDED.topic "
+          "AND parked.kafka_partition = EXCLUDED.kafka_partition AND parked.kafka_offset = EXCLUDED.kafka_offset",
           textArray(ids), textArray(campaigns), textArray(topics), numberArray(partitions), numberArray(offsets),
           textArray(recipients), byteaArray(payloads), textArray(zones), numberArray(not_before_ms), options_.owner);
       tx.commit();

@@ -397,4 +397,7 @@ for i = 1, nall do
     end
   end
 end
+-- The class's own bucket is not one of the request's levels: it stands for
+-- the shared level it is a share of.
+if bind > nlev then bind = plevel end
 return {grant, wait, full_in, bind - 1, eff_milli, paused_us, start, active, open, math.floor(srate * U)}

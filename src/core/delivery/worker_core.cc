@@ -380,6 +380,7 @@ void WorkerCore::step(MonoTime now) {
           if (it == m.campaigns.end()) continue;  // left parked until the campaign is known
           Impl::Campaign* c = it->second.get();
           c->parked_waiting = std::max(c->parked_waiting, n);
+          c->next_claim = std::min(c->next_claim, now);  // due rows (another worker's, say): not at a wake time
           m.with_parked.insert(c);
         }
       } catch (const std::runtime_error&) {

@@ -37,6 +37,7 @@ struct Item {
   // good); not_before = when it may go (parked with it); waiting_quiet = it
   // waits for quiet hours (else for a deferred cap).
   std::uint8_t caps_counted = 0;
+  std::uint8_t caps_gen = 0;  // the campaign's caps_gen when counted: which list bit i names
   bool waiting_quiet = false;
   std::array<WallTime, 2> counted_at{};
   WallTime not_before{};
@@ -86,6 +87,11 @@ struct WorkerCore::Impl {
       CapPolicy policy;
     };
     std::vector<Cap> caps;                 // 0 to 2
+    // The list before the last change of the campaign's caps, and a count of
+    // changes: a message counted under the old list gives back the right
+    // scopes (older ones than that are left to expire: capping early, never late).
+    std::vector<Cap> prev_caps;
+    std::uint8_t caps_gen = 0;
     std::deque<Item> unchecked;            // capped campaigns: not yet asked (not the scheduler's backlog)
     MonoTime cap_retry_at{};               // after the cap store could not answer
     std::multimap<WallTime, Item> waiting;  // until their time (quiet hours, a deferred cap), in memory

@@ -180,7 +180,9 @@ bool WorkerCore::Impl::writeParking(MonoTime now) {
     if (item.not_before == WallTime{}) {
       ++c->parked_waiting;  // claimable at once (a claim may have been put off until a wake time)
       c->next_claim = std::min(c->next_claim, now + std::chrono::milliseconds(100));
-    }  // else park_wakes says when to claim it
+    } else {  // park_wakes says when to claim it; an earlier wake than the one planned brings the claim forward
+      c->next_claim = std::min(c->next_claim, monoAt(std::chrono::ceil<std::chrono::seconds>(item.not_before)));
+    }
     ++c->stats.parked;
     ++totals.parked;
     with_parked.insert(c);

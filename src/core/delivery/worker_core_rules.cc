@@ -49,12 +49,17 @@ void WorkerCore::Impl::setRules(Campaign* c) {
     else if (!p.window->none())
       c->quiet = *p.window;
   }
-  c->caps.clear();
-  if (info.frequency_cap)
-    c->caps.push_back(Campaign::Cap{"campaign:" + info.id, *info.frequency_cap, info.cap_policy});
+  std::vector<Campaign::Cap> caps;
+  if (info.frequency_cap) caps.push_back(Campaign::Cap{"campaign:" + info.id, *info.frequency_cap, info.cap_policy});
   const std::string& cls = info.priority_class.empty() ? options.default_class : info.priority_class;
   for (const auto& [name, rule] : options.class_caps)
-    if (name == cls) c->caps.push_back(Campaign::Cap{"class:" + name, rule, options.class_cap_policy});
+    if (name == cls) caps.push_back(Campaign::Cap{"class:" + name, rule, options.class_cap_policy});
+  const auto same = [](const Campaign::Cap& a, const Campaign::Cap& b) { return a.scope == b.scope; };
+  if (!std::equal(caps.begin(), caps.end(), c->caps.begin(), c->caps.end(), same)) {
+    c->prev_caps = std::move(c->caps);
+    ++c->caps_gen;
+  }
+  c->caps = std::move(caps);
   c->stats.priority_class = cls;
 }
 
@@ -222,6 +227,7 @@ bool WorkerCore::Impl::capAnswered(Campaign* c, Item& item, const CapDecision* d
   for (std::size_t k = 0; k < n; ++k)
     if (d[k].verdict == CapVerdict::kAllowed) {
       item.caps_counted |= static_cast<std::uint8_t>(1u << k);
+      item.caps_gen = c->caps_gen;
       item.counted_at[k] = d[k].at;
     }
   const Campaign::Cap* capped = nullptr;
@@ -267,9 +273,16 @@ bool WorkerCore::Impl::capAnswered(Campaign* c, Item& item, const CapDecision* d
 }
 
 void WorkerCore::Impl::giveBack(const Item& item, const Campaign* c) {
-  for (std::size_t k = 0; k < c->caps.size(); ++k)
+  if (item.caps_counted == 0) return;
+  const std::vector<Campaign::Cap>* caps = nullptr;  // the list the bits were set against
+  if (item.caps_gen == c->caps_gen)
+    caps = &c->caps;
+  else if (item.caps_gen == static_cast<std::uint8_t>(c->caps_gen - 1))
+    caps = &c->prev_caps;
+  if (caps == nullptr) return;  // older still: left to expire
+  for (std::size_t k = 0; k < caps->size(); ++k)
     if (item.caps_counted & (1u << k))
-      cap_give_back.push_back(CapGiveBack{item.msg.recipient, c->caps[k].scope, item.counted_at[k]});
+      cap_give_back.push_back(CapGiveBack{item.msg.recipient, (*caps)[k].scope, item.counted_at[k]});
 }
 
 // One release() per step for every reservation given back. If the store does

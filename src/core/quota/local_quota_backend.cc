@@ -247,6 +247,8 @@ class LocalQuotaBackend final : public QuotaBackend {
     }
     const Level& bind = levels_[reply.binding];
     reply.full_in = bind.rate > 0 ? nanos((bind.cap - bind.left) / bind.rate) : kNever;
+    // The class's own bucket (a floor) stands for the shared level it is a share of.
+    if (reply.binding >= r.levels.size()) reply.binding = static_cast<std::uint32_t>(pv.level);
     reply.status = QuotaStatus::kOk;
     reply.granted = static_cast<std::uint64_t>(grant);
     reply.next_token = next;

@@ -217,7 +217,10 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
   // by weight, so what a worker holds for a provider stays about one horizon
   // of its share however many campaigns it has.
   for (Provider& p : providers_) {
-    p.ranks.fill(Provider::Rank{});
+    for (Provider::Rank& r : p.ranks) {  // retry_at is kept: a refusal holds for its wait
+      r.active_weight = 0;
+      r.target = r.held = 0;
+    }
     p.asking = false;
   }
   for (CampaignId id : active)

@@ -438,6 +438,30 @@ TEST_F(PgLedgerTest, ParkedMessagesWaitForTheirNotBeforeAndKeepTheirZone) {
   EXPECT_EQ(camp_r, 1u);
 }
 
+// Two copies of one message (a producer retried) in one batch park once,
+// and a copy from another Kafka position never undoes this worker's claim on
+// the row (only the claimed row itself, parked again, is handed back).
+TEST_F(PgLedgerTest, DuplicateCopiesParkOnceAndNeverFreeAClaimedRow) {
+  migrate(options_);
+  auto parking = makePgParking(PgParkingOptions{options_, "test-worker"});
+  const WallTime t0{std::chrono::milliseconds(1'710'000'000'000)};
+  Message a;
+  a.id = "dup";
+  a.campaign = "camp-d";
+  a.position = Position{"messages", 6, 1};
+  a.payload = "x";
+  Message copy = a;
+  copy.position.offset = 2;
+  EXPECT_EQ(parking->park(std::vector<Message>{a, copy}, std::vector<WallTime>{WallTime{}, WallTime{}}), 1u);
+  auto claimed = parking->claim("camp-d", 10, t0);
+  ASSERT_EQ(claimed.size(), 1u);
+  Message third = a;
+  third.position.offset = 3;
+  EXPECT_EQ(parking->park(std::vector<Message>{third}, std::vector<WallTime>{t0 + std::chrono::hours(1)}), 0u);
+  EXPECT_TRUE(parking->claim("camp-d", 10, t0 + std::chrono::hours(2)).empty())
+      << "still this worker's claim: nobody gets it a second time";
+}
+
 TEST_F(PgLedgerTest, EmptyBatchIsANoOp) {
   migrate(options_);
   auto ledger = makePgLedger(options_);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pacer/quota_redis.h"
@@ -88,6 +89,34 @@ TEST(RedisPriority, AnswersAsTheLocalBackendDoes) {
   EXPECT_NE(server.command("PTTL pacer:{s5}:cls"), "-2");
   EXPECT_NE(server.command("PTTL pacer:{s5}:k0"), "-2");
   EXPECT_EQ(server.command("EXISTS pacer:{s4}:k1"), "0") << "no floor, no class bucket";
+}
+
+// With a floor, the class's own bucket may hold the fewest tokens: the reply
+// names the shared level it stands for (a level of the request), not an index
+// the caller never sent (which it would take for a broken reply).
+TEST(RedisPriority, AClassBucketThatBindsIsReportedAsTheSharedLevel) {
+  RedisServer server;
+  RedisQuotaOptions o;
+  o.nodes = {RedisAddress{"127.0.0.1", server.port()}};
+  auto redis = makeRedisQuotaBackend(o);
+  ASSERT_EQ(acquireOne(*redis, classRequest("fl", 2, 1, 0.05)).status, QuotaStatus::kOk);
+  const LeaseReply first = acquireOne(*redis, classRequest("fl", 0, 10'000, 0.05));
+  ASSERT_EQ(first.status, QuotaStatus::kOk);
+  EXPECT_NEAR(static_cast<double>(first.granted), 115.0, 2.0);
+  // 100 ms on: the shared level (400/s) has refilled more than the class's
+  // bucket (380/s), so the class's bucket binds.
+  std::this_thread::sleep_for(milliseconds(100));
+  const LeaseReply second = acquireOne(*redis, classRequest("fl", 0, 10'000, 0.05));
+  ASSERT_EQ(second.status, QuotaStatus::kOk);
+  EXPECT_EQ(second.binding, 0u);
+  EXPECT_GT(second.granted, 0u);
+  // The in-process backend says the same.
+  auto local = makeLocalQuotaBackend();
+  acquireOne(*local, classRequest("fl", 2, 1, 0.05), MonoTime{});
+  acquireOne(*local, classRequest("fl", 0, 10'000, 0.05), MonoTime{});
+  const LeaseReply l = acquireOne(*local, classRequest("fl", 0, 10'000, 0.05), MonoTime{milliseconds(100)});
+  EXPECT_EQ(l.binding, 0u);
+  EXPECT_GT(l.granted, 0u);
 }
 
 TEST(RedisPriority, OddPriorityArgumentsAreClampedOrLeftOut) {

@@ -209,6 +209,37 @@ TEST_F(WorkerCapsTest, APermanentFailureGivesItsCountBack) {
   EXPECT_EQ(ledger_.byId["m1"].status, DeliveryStatus::kSent) << "the failed one no longer counts";
 }
 
+// The campaign's caps change while a counted message is in the sink: its
+// failure gives back the counts it took, under the scopes it took them in.
+TEST_F(WorkerCapsTest, ACountTakenBeforeTheCapsChangedIsGivenBackUnderItsOwnScopes) {
+  WorkerOptions o;
+  o.class_caps = {{"bulk", rule(5, hours(24))}};
+  make(o);
+  sink_.answer = [](const Message&) {
+    SendResult r;
+    r.outcome = SendOutcome::kPermanent;
+    r.status = 400;
+    r.reason = "HTTP 400";
+    return r;
+  };
+  sink_.instant = false;  // the answer comes when the test says
+  core_->upsertCampaign(capped("a", 100, rule(5, hours(24))), clock_.now());
+  core_->offer(raw(0, "a", "x"), clock_.now());
+  for (int i = 0; i < 50 && sink_.submitted.empty(); ++i) {
+    core_->step(clock_.now());
+    clock_.advance(milliseconds(1));
+  }
+  ASSERT_EQ(sink_.submitted.size(), 1u);
+  ASSERT_TRUE(caps_.released.empty());
+  core_->upsertCampaign(capped("a", 100, std::nullopt), clock_.now());  // the operator drops the campaign's cap
+  sink_.finishAll();
+  run(seconds(1));
+  EXPECT_EQ(ledger_.byId["m0"].status, DeliveryStatus::kFailed);
+  std::vector<std::pair<std::string, std::string>> released = caps_.released;
+  std::sort(released.begin(), released.end());
+  EXPECT_EQ(released, (std::vector<std::pair<std::string, std::string>>{{"x", "campaign:a"}, {"x", "class:bulk"}}));
+}
+
 TEST_F(WorkerCapsTest, TwoCapsAreAskedInOneBatchAndTheOtherCountIsGivenBack) {
   WorkerOptions o;
   o.class_caps = {{"bulk", rule(1, hours(24))}};
