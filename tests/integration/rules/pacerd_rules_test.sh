@@ -113,6 +113,9 @@ done
 parked_utc=$(q "SELECT count(*) FROM parked WHERE campaign = 'quiet' AND time_zone = 'Etc/UTC'
                 AND extract(epoch FROM not_before) = $window_end_s")
 parked_mystery=$(q "SELECT count(*) FROM parked WHERE campaign = 'mystery'")
+admin=$(sed -n 's/.*event=admin_listening address=\([^ ]*\).*/\1/p' "$tmp/pacerd.log")
+trips=$(curl -sf "http://$admin/metrics" | awk '$1 == "pacer_cap_round_trips_total" { print $2 }')
+[ -n "$trips" ] && [ "${trips%.*}" -ge 1 ] || fail "/metrics: pacer_cap_round_trips_total '$trips', expected at least 1"
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" || fail "pacerd exited $? on SIGTERM"
 daemon_pid=
