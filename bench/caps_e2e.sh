@@ -22,6 +22,7 @@
 #   bench/caps_e2e.sh
 #   MESSAGES=300000 RECIPIENTS=200000 CAP=1/24h RATE=5000 PRODUCE_RATE=6500 SINK=provider PACER_KEEP=1 bench/caps_e2e.sh
 #   PACERD_ARGS="--park-keep-s 60" bench/caps_e2e.sh     more pacerd flags (word-split)
+#   BURST=500 bench/caps_e2e.sh                           the campaign's burst (default: pacerctl's)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/../scripts/services.sh"
@@ -33,6 +34,7 @@ cap=${CAP:-1/24h}
 limit=${cap%%/*}
 rate=${RATE:-5000}
 produce_rate=${PRODUCE_RATE:-6500}
+burst=${BURST:-}  # empty: pacerctl's default, ceil(rate / 100) + 1 (10 ms of the rate)
 sink=${SINK:-provider}
 
 pacer_install_packages "${PACER_PACKAGES[@]}" jq >/dev/null
@@ -71,10 +73,11 @@ if [ "$sink" = provider ]; then
   sink_args=(--sink http --http-url "http://127.0.0.1:$(cat "$run/provider.port")/send/{campaign}" --in-flight 200)
 fi
 "$bin/pacerctl" provider create gw --rate unlimited >/dev/null
-"$bin/pacerctl" campaign create capped --rate "$rate" --provider gw --cap "$cap" --cap-policy suppress >/dev/null
+"$bin/pacerctl" campaign create capped --rate "$rate" ${burst:+--burst "$burst"} --provider gw --cap "$cap" \
+  --cap-policy suppress >/dev/null
 before=$(used_memory)
 
-echo "caps_e2e: 1 worker, campaign at $rate/s, cap $cap suppress, sink $sink, $messages messages to $recipients" \
+echo "caps_e2e: 1 worker, campaign at $rate/s (burst ${burst:-default}), cap $cap suppress, sink $sink, $messages messages to $recipients" \
   "recipients produced at $produce_rate/s, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --no-migrate --caps-redis "$PACER_REDIS" "${sink_args[@]}" \
   --summary "$run/summary.json" --admin-listen 127.0.0.1:0 ${PACERD_ARGS:-} >"$run/pacerd.log" 2>&1 &
