@@ -67,9 +67,13 @@ pacer_install_packages() {
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# pacer_build PRESET: configure and build one CMake preset.
+# pacer_build PRESET [TARGET...]: configure and build one CMake preset (only
+# TARGETs when given: a bench needs four programs, not the test binaries).
 pacer_build() {
   local preset=$1
+  shift
+  local targets=()
+  [ $# -eq 0 ] || targets=(--target "$@")
   cmake --preset "$preset" -S "$PACER_ROOT" >/dev/null
-  cmake --build --preset "$preset" -j "$(nproc)"
+  cmake --build --preset "$preset" -j "$(nproc)" "${targets[@]}"
 }

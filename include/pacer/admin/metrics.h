@@ -90,6 +90,7 @@ struct MetricsSnapshot {
   std::uint64_t unrecorded = 0;              // in the sink or awaiting the ledger
   bool store_failing = false;
   std::uint64_t parked = 0, unparked = 0;
+  std::uint64_t cap_round_trips = 0, cap_faults = 0;  // frequency-cap store calls, and those that failed
 
   std::vector<CampaignMetrics> campaigns;
   // Messages queued in this worker's memory per priority class (every

@@ -173,6 +173,10 @@ void ledgerMetrics(Families& f, const MetricsSnapshot& s) {
   f.single("pacer_ledger_failing", "1 while the last ledger or parking write failed", kGauge, s.store_failing ? 1 : 0);
   f.single("pacer_parked_total", "messages parked in PostgreSQL", kCounter, d(s.parked));
   f.single("pacer_unparked_total", "parked messages claimed back", kCounter, d(s.unparked));
+  f.single("pacer_cap_round_trips_total", "frequency-cap store round trips (one per batch of checks or releases)",
+           kCounter, d(s.cap_round_trips));
+  f.single("pacer_cap_faults_total", "frequency-cap round trips the store did not answer (messages wait)", kCounter,
+           d(s.cap_faults));
 }
 
 // The global quota, with one.
@@ -321,6 +325,8 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
   s.store_failing = w.store_failing;
   s.parked = w.parked;
   s.unparked = w.unparked;
+  s.cap_round_trips = w.cap_round_trips;
+  s.cap_faults = w.cap_faults;
 
   std::uint64_t attributed_rejections = 0;
   s.campaigns.reserve(campaigns.size());

@@ -21,6 +21,10 @@ json totals(const WorkerStats& s, bool with_quota) {
   j["rejected"] = s.rejected;
   j["invalid_token"] = s.invalid_tokens;
   j["suppressed"] = s.suppressed;
+  j["deferred"] = s.deferred;
+  j["cap_round_trips"] = s.cap_round_trips;  // decide() and release() batches: Redis round trips
+  j["cap_faults"] = s.cap_faults;
+  j["waiting"] = s.waiting;
   j["skipped_finished"] = s.skipped_finished;
   j["parked"] = s.parked;
   j["ledger_rows"] = s.ledger_rows;

@@ -35,6 +35,8 @@ MetricsSnapshot full() {
   w.oldest_pending_row = at(9.5);
   w.unrecorded = 60;
   w.quota.batches = 33;
+  w.cap_round_trips = 21;
+  w.cap_faults = 2;
   CampaignStats promo;
   promo.id = "promo";
   promo.provider = "sms";
@@ -108,6 +110,10 @@ TEST(RenderMetricsTest, RecipientRuleFiguresPerCampaign) {
   EXPECT_EQ(sample(text, R"(pacer_campaign_deferred_total{campaign="promo",provider="sms"})"), 4);
   EXPECT_EQ(sample(text, R"(pacer_campaign_quiet_waiting{campaign="promo",provider="sms"})"), 9);
   EXPECT_EQ(sample(text, R"(pacer_campaign_suppressed_total{campaign="we\"ird\\id",provider=""})"), 0);
+  // The worker's cap store: round trips per message is this over pacer_records_read_total.
+  EXPECT_THAT(text, HasSubstr("# TYPE pacer_cap_round_trips_total counter"));
+  EXPECT_EQ(sample(text, "pacer_cap_round_trips_total"), 21);
+  EXPECT_EQ(sample(text, "pacer_cap_faults_total"), 2);
 }
 
 // Every class a known campaign is in has a series, idle ones included (at 0);
