@@ -37,7 +37,7 @@ txn_partitions=(0 2 4 6)
 
 pacer_install_packages "${PACER_PACKAGES[@]}" jq bc kcat >/dev/null
 echo "building the release preset..."
-pacer_build release >/dev/null
+pacer_build release pacerd pacerctl pacer-kafka-mock pacer-fake-provider >/dev/null
 bin=build/release
 
 PACER_RUN_DIR=$(mktemp -d /tmp/pacer-priority-XXXXXX)
