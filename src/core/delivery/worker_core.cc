@@ -208,11 +208,12 @@ void WorkerCore::revoke(const TopicPartition& tp) {
     m.release(item.msg);
     return true;
   };
-  for (auto& [id, c] : m.campaigns) {
-    m.dropRuleHeld(c.get(), [&](Item& item) { return let_go(c.get(), item); });
+  for (auto& entry : m.campaigns) {
+    Impl::Campaign* c = entry.second.get();  // not a structured binding: lambdas capture it (Clang)
+    m.dropRuleHeld(c, [&](Item& item) { return let_go(c, item); });
     if (c->queue.empty()) continue;
     m.queued -= c->queue.removeIf([&](Item& item) {
-      if (!let_go(c.get(), item)) return false;
+      if (!let_go(c, item)) return false;
       m.buffered_bytes -= item.bytes();
       return true;
     });
