@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,6 +38,8 @@ class RedisServer {
   std::string command(const std::string& cmd) const;
   // The same with the arguments given one by one (empty ones allowed).
   std::string command(const std::vector<std::string>& args) const;
+  // The server's own clock (TIME), in microseconds: the lease script's clock.
+  std::int64_t micros() const;
 
  private:
   std::vector<std::string> extra_;

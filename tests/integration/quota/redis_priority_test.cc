@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "pacer/quota_redis.h"
@@ -103,9 +102,11 @@ TEST(RedisPriority, AClassBucketThatBindsIsReportedAsTheSharedLevel) {
   const LeaseReply first = acquireOne(*redis, classRequest("fl", 0, 10'000, 0.05));
   ASSERT_EQ(first.status, QuotaStatus::kOk);
   EXPECT_NEAR(static_cast<double>(first.granted), 115.0, 2.0);
-  // 100 ms on: the shared level (400/s) has refilled more than the class's
-  // bucket (380/s), so the class's bucket binds.
-  std::this_thread::sleep_for(milliseconds(100));
+  // 100 ms on by Redis's own clock (the script's clock): the shared level
+  // (400/s) has refilled more than the class's bucket (380/s), so the
+  // class's bucket binds.
+  const std::int64_t from = server.micros();
+  ASSERT_TRUE(testing::waitUntil([&] { return server.micros() - from >= 100'000; }, std::chrono::seconds(5)));
   const LeaseReply second = acquireOne(*redis, classRequest("fl", 0, 10'000, 0.05));
   ASSERT_EQ(second.status, QuotaStatus::kOk);
   EXPECT_EQ(second.binding, 0u);
