@@ -511,12 +511,16 @@ TEST_F(PipelineTest, TwoWorkersShareACampaignRateThroughRedis) {
 // A 429 answered to one worker pauses the provider for the other one too:
 // the pause lives in Redis. Each worker sends to its own fake provider, so
 // only worker A is ever refused; worker B's provider sees nothing for the
-// Retry-After (2 s) after A's first 429.
+// Retry-After (2 s) after A's first 429. The backlog is 12 s of the rate:
+// before B joins, A alone may send ~5 s of it on a loaded machine, and both
+// must still hold work when A is refused and through the pause. That B had
+// work is checked, not assumed: nothing more is produced, so B sending after
+// the pause means its messages were waiting during it.
 TEST_F(PipelineTest, A429AtOneWorkerPausesTheProviderForBothThroughRedis) {
   startKafka(4);
   directory_->putProvider(ProviderInfo{"gw", RateLimit{100, 5}});
   campaign("shared", std::nullopt, 1, "gw");
-  const int n = 800;
+  const int n = 1200;
   produce(kafka_->bootstraps(), "messages", records("shared", n, 4));
   testing::RedisServer redis;
   fake::FakeProviderOptions po;
@@ -551,13 +555,15 @@ TEST_F(PipelineTest, A429AtOneWorkerPausesTheProviderForBothThroughRedis) {
   ASSERT_GT(refused(to_a), 0) << "worker A got its 429";
   const auto refused_at = Clock::now();
   to_a.setQuota(0, 0);  // one 429 (or a few in flight), then healthy again
-  std::this_thread::sleep_until(refused_at + milliseconds(400));
+  std::this_thread::sleep_until(refused_at + milliseconds(700));  // A hears its 429, B its next lease reply
   const int b_before = requests(to_b);
   std::this_thread::sleep_until(refused_at + milliseconds(1800));
   const int b_after = requests(to_b);
   EXPECT_EQ(b_after, b_before) << "worker B kept sending while the provider was paused for worker A";
-  while (Clock::now() < until && scalar("SELECT count(*) FROM deliveries") < n)
+  const auto drained_by = Clock::now() + seconds(60);
+  while (Clock::now() < drained_by && scalar("SELECT count(*) FROM deliveries") < n)
     std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_GT(requests(to_b), b_after) << "B had messages waiting through the pause (else its silence proves nothing)";
   EXPECT_EQ(a.stop(), 0);
   EXPECT_EQ(b.stop(), 0);
   EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'"), n) << "the refused ones were retried";
