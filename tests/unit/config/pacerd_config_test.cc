@@ -12,6 +12,7 @@
 #include <string>
 
 #include "pacer/conninfo.h"
+#include "support/thrown.h"
 
 namespace pacer::config {
 namespace {
@@ -41,13 +42,7 @@ Sources fromText(const std::string& yaml, const Env* env = nullptr, FlagValues f
 
 // The message of the ConfigError that loading `s` throws.
 std::string errorOf(const Sources& s) {
-  try {
-    load(s);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no ConfigError";
-  return {};
+  return test_support::thrownBy<ConfigError>([&] { load(s); });
 }
 
 // A file in the temporary directory, removed when the test ends.

@@ -9,22 +9,19 @@
 #include <string>
 #include <tuple>
 
+#include "support/thrown.h"
+
 namespace pacer::control {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// The message of the InvalidValueError `fn` throws ("" if it throws none).
+// The message of the InvalidValueError `fn` throws, a usage error.
 template <typename Fn>
 std::string refusal(Fn&& fn) {
-  try {
-    fn();
-  } catch (const InvalidValueError& e) {
-    EXPECT_EQ(e.code(), ExitCode::kUsage);
-    return e.what();
-  }
-  return "";
+  return test_support::thrownBy<InvalidValueError>(
+      std::forward<Fn>(fn), [](const InvalidValueError& e) { EXPECT_EQ(e.code(), ExitCode::kUsage); });
 }
 
 TEST(ParseRate, AcceptsNumbersAboveZeroToTheLimitersMaximumAndUnlimited) {

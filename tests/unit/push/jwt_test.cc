@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "key_impl.h"
+#include "support/thrown.h"
 #include "test_keys.h"
 
 namespace pacer::push {
@@ -114,17 +115,11 @@ TEST(SignJwt, RefusesNonObjectsAndAConflictingAlg) {
   EXPECT_NO_THROW(signJwtEs256({{"alg", "ES256"}}, {{"a", 1}}, key));
 }
 
-// The message of the error `load` throws; fails the test if it throws nothing.
+// The message of the error `load` throws, a bad-input one.
 template <typename F>
 std::string errorOf(F load) {
-  try {
-    load();
-  } catch (const PushCredentialError& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalid);
-    return e.what();
-  }
-  ADD_FAILURE() << "no PushCredentialError";
-  return {};
+  return test_support::thrownBy<PushCredentialError>(
+      load, [](const PushCredentialError& e) { EXPECT_EQ(e.kind(), ErrorKind::kInvalid); });
 }
 
 TEST(KeyLoading, BadKeysThrowClearErrorsWithoutTheSecret) {

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "pacer/push/credentials.h"
+#include "support/thrown.h"
 #include "test_keys.h"
 
 namespace pacer::push {
@@ -216,13 +217,8 @@ TEST(ServiceAccountTest, ReadsTheFieldsAndDefaultsTheTokenUri) {
 }
 
 std::string errorOf(std::string_view json) {
-  try {
-    parseServiceAccount(json);
-  } catch (const PushCredentialError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no error for " << json;
-  return {};
+  SCOPED_TRACE(json);
+  return test_support::thrownBy<PushCredentialError>([&] { parseServiceAccount(json); });
 }
 
 TEST(ServiceAccountTest, ErrorsNameTheFieldAndNeverTheSecret) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "pacer/sim/scenario.h"
+#include "support/thrown.h"
 
 namespace pacer::sim {
 namespace {
@@ -11,12 +12,7 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string errorOf(const std::string& yaml) {
-  try {
-    parseScenario(yaml);
-  } catch (const ScenarioError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test_support::thrownBy<ScenarioError>([&] { parseScenario(yaml); });
 }
 
 TEST(SimRulesScenario, ParsesEveryRuleKey) {

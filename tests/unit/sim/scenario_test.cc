@@ -3,18 +3,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/thrown.h"
+
 namespace pacer::sim {
 namespace {
 
 using ::testing::HasSubstr;
 
 std::string errorOf(const std::string& yaml) {
-  try {
-    parseScenario(yaml);
-  } catch (const ScenarioError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test_support::thrownBy<ScenarioError>([&] { parseScenario(yaml); });
 }
 
 TEST(Scenario, ParsesTheDocumentedExample) {
