@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
     for (const auto& r : done) (r.outcome == pacer::SendOutcome::kDelivered ? delivered : other)++;
     got.clear();
     sink->pollReceipts(got);
+    sink->receiptsRecorded(got);  // no ledger here: answered as soon as read, as after a write
     receipt_count += got.size();
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -91,7 +91,9 @@ class LedgerInterface {
 
   // Records delivery receipts durably in one batch, each under (provider,
   // provider_message_id): a later receipt for the same id replaces an
-  // earlier one. A receipt whose id no delivery row has yet is kept all the
+  // earlier one, and the same receipt again (status, error code, text and
+  // done time equal) changes nothing, so recording it twice is harmless. A
+  // receipt whose id no delivery row has yet is kept all the
   // same (its row may be written later, or by another worker; or the id is
   // unknown, which the operator sees). Throws as record() does.
   virtual void recordReceipts(std::span<const DeliveryReceipt> receipts) = 0;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,11 @@ struct DeliveryReceipt {
   std::int64_t done_at_ms = 0;      // when the provider says it finished (Unix ms), 0 if unknown
   std::int64_t received_at_ms = 0;  // when it reached Pacer (Unix ms, the adapter's wall clock)
   std::string text;                 // the receipt as received (bounded), for the ledger
+  // The sink's own handle for answering the receipt once the ledger holds it
+  // (SinkInterface::receiptsRecorded); 0: nothing to answer. Opaque to
+  // everyone but the sink that made it, never written to the ledger, and
+  // unique in the process, so a handle reaching another sink is ignored.
+  std::uint64_t ack = 0;
 };
 
 // Thread-safety: one owner thread.
@@ -86,6 +92,15 @@ class SinkInterface {
   // Appends delivery receipts that arrived since the last call (sinks whose
   // protocol has them); never blocks. Each receipt is handed out once.
   virtual void pollReceipts(std::vector<DeliveryReceipt>& out) { (void)out; }
+  // The ledger now durably holds `receipts` (from pollReceipts(), this sink's
+  // or, through a routing sink, another's). A protocol that acknowledges
+  // receipts (SMPP deliver_sm_resp) acknowledges these now and never before,
+  // so a receipt lost before the ledger has it stays unacknowledged and the
+  // provider sends it again. Handles the sink does not know, or whose
+  // connection is gone, are skipped (the provider redelivers those). Never
+  // blocks; an acknowledgement the socket cannot take at once goes with the
+  // next poll().
+  virtual void receiptsRecorded(std::span<const DeliveryReceipt> receipts) { (void)receipts; }
 };
 using SinkInterfacePtr = std::unique_ptr<SinkInterface>;
 

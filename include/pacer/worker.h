@@ -136,7 +136,10 @@ struct WorkerOptions {
   // This is the most a crash can send twice (replay skips what is in the ledger).
   std::size_t max_unrecorded = 10'000;
   std::size_t ledger_batch = 5'000;                              // rows per ledger write, at most
-  Nanos ledger_flush_interval = std::chrono::milliseconds(50);   // a row waits at most this long
+  // A row or receipt waits at most this long; so does an SMPP receipt's
+  // deliver_sm_resp, which goes only once the receipt is written (keep it
+  // well below the SMSC's response timeout for deliver_sm).
+  Nanos ledger_flush_interval = std::chrono::milliseconds(50);
   Nanos ledger_retry_interval = std::chrono::milliseconds(500);  // after the store was unavailable
   // Parking (when a ParkingInterface is given): a campaign keeps at most
   // max(park_min_keep, send_rate * park_keep_for) messages in memory; the rest
@@ -320,8 +323,10 @@ class WorkerCore {
   // One pass of the loop: sink results, retries, provider pauses, parking,
   // a scheduler tick and dispatch, and a ledger write when one is due.
   void step(MonoTime now);
-  // Writes every pending ledger row and parked message now (before a commit on
-  // revoke or shutdown). False if the store was unavailable; rows are kept.
+  // Writes every pending ledger row, receipt and parked message now (before a
+  // commit on revoke or shutdown). False if the store was unavailable; rows are
+  // kept. Receipts, whichever call writes them, are passed to the sink's
+  // receiptsRecorded() right after the ledger took them, never before.
   bool flush(MonoTime now);
 
   // A graceful stop: from now on step() starts no new send (no dispatch, no

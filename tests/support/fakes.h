@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,6 +79,14 @@ class FakeSink final : public SinkInterface {
     receipts.clear();
   }
   std::vector<DeliveryReceipt> receipts;  // handed out at the next pollReceipts
+  void receiptsRecorded(std::span<const DeliveryReceipt> rs) override {
+    ++recorded_calls;
+    if (on_recorded) on_recorded(rs);
+    recorded.insert(recorded.end(), rs.begin(), rs.end());
+  }
+  std::vector<DeliveryReceipt> recorded;  // every receipt receiptsRecorded() was told of, in order
+  int recorded_calls = 0;
+  std::function<void(std::span<const DeliveryReceipt>)> on_recorded;  // called first, e.g. to look at the ledger
   void finishAll() {
     for (auto& [m, ticket] : pending_) {
       SendResult r = answer ? answer(m) : SendResult{};

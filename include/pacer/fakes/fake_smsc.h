@@ -53,7 +53,9 @@ class FakeSmsc {
   // Per account: binds, bind_failures, submits, accepted, throttled,
   // window_exceeded, errors_permanent, errors_transient, max_segments_1s,
   // receipts_sent {delivered, undelivered, expired, rejected},
-  // receipts_acked, receipts_pending. Safe from any thread.
+  // receipts_acked, receipts_resent (sent again after their bind ended
+  // unanswered), receipts_pending (not sent yet), receipts_unacked (sent on
+  // a bind still open, not answered yet). Safe from any thread.
   nlohmann::json report() const;
 
   // Test hooks, safe from any thread, carried out by the server's thread

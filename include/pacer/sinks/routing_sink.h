@@ -1,7 +1,9 @@
 // A sink that sends each message through the sink of its campaign's provider
 // (pacerd's `providers.<id>.sink`), and every other message through the
 // default sink. Tickets pass through unchanged, so every submitted message
-// comes back from poll() exactly once, from whichever sink took it.
+// comes back from poll() exactly once, from whichever sink took it. Receipts
+// come from every sink's pollReceipts(); receiptsRecorded() goes to every
+// sink, and each acknowledges only the handles it made.
 //
 // Thread-safety: none; one owner thread, like the sinks it routes to.
 #pragma once

@@ -1,5 +1,6 @@
 // The SMPP 3.4 provider sink: Pacer messages as submit_sm over one or more
-// binds to an SMSC, their delivery receipts out of pollReceipts().
+// binds to an SMSC, their delivery receipts out of pollReceipts(), each
+// answered (deliver_sm_resp) only when the owner calls receiptsRecorded().
 // See docs/smpp.md for every option and the payload contract.
 //
 // Not thread-safe: one owner thread calls everything (like the HTTP sink,
@@ -61,6 +62,8 @@ struct SmppSinkStats {
   std::uint64_t disconnects = 0;    // sessions that ended (any reason)
   std::uint64_t submit_sm = 0;      // PDUs sent
   std::uint64_t receipts = 0;       // delivery receipts received
+  std::uint64_t receipts_answered = 0;  // deliver_sm_resp sent for receipts the owner reported recorded
+  std::size_t receipts_unanswered = 0;  // receipts received on the binds up now, awaiting receiptsRecorded()
   std::uint64_t partial_throttles = 0;  // messages partly accepted, the rest throttled: retried without the accepted segments
   std::uint64_t protocol_errors = 0;
 };

@@ -2,7 +2,8 @@
 // owner feeds it the bytes it reads and the time, and writes the bytes it
 // produces. It binds, keeps the window (outstanding submit_sm), numbers
 // PDUs, sends enquire_link when the link is quiet, times out unanswered
-// requests, answers every deliver_sm, enquire_link and unbind from the SMSC,
+// requests, answers enquire_link, unbind and deliver_sm from the SMSC (a
+// delivery receipt only when the owner says it is recorded: answerDeliver),
 // and reports what happened as events. No sockets, no clock, no threads.
 // Not thread-safe: one owner.
 #pragma once
@@ -50,7 +51,7 @@ struct SessionEvent {
   enum class Kind {
     kBound,          // the bind was accepted
     kSubmitDone,     // one submit_sm finished: tag, outcome, status, message_id, reason
-    kReceipt,        // a deliver_sm delivery receipt (already answered): receipt
+    kReceipt,        // a deliver_sm delivery receipt, not yet answered: receipt, sequence (for answerDeliver)
     kMessage,        // a deliver_sm that is not a receipt (answered, otherwise ignored)
     kProtocolError,  // something the SMSC sent that was not understood (reason); not fatal
     kClosed,         // the session is over (reason; status: a refused bind's command_status)
@@ -62,6 +63,7 @@ struct SessionEvent {
   std::string message_id;
   std::string reason;
   ParsedReceipt receipt;
+  std::uint32_t sequence = 0;  // kReceipt: the deliver_sm's sequence_number
 };
 
 class EsmeSession {
@@ -93,6 +95,17 @@ class EsmeSession {
   // `tag` comes back in its kSubmitDone event. Precondition: canSubmit().
   // An encode error sends nothing and records nothing.
   EncodeError submit(Pdu& pdu, std::uint64_t tag, MonoTime now);
+
+  // Answers the receipt deliver_sm `sequence` (a kReceipt event's) with
+  // deliver_sm_resp ESME_ROK, once the owner has it recorded. Until then the
+  // SMSC keeps the receipt and sends it again on a later bind if this one
+  // ends. False, writing nothing, when this session has no such unanswered
+  // receipt (already answered, or the session closed or was reset since: a
+  // new session's sequence numbers are not the old one's).
+  bool answerDeliver(std::uint32_t sequence);
+  // Receipts received and not yet answered (the SMSC counts them against its
+  // window of deliver_sm).
+  std::size_t unansweredReceipts() const { return unanswered_.size(); }
 
   // Asks the SMSC to end the session (unbind); outstanding submits may
   // still be answered until unbind_resp or the response timeout.
@@ -144,6 +157,7 @@ class EsmeSession {
   std::size_t outstanding_submits_ = 0;
   bool enquire_pending_ = false;
   std::uint32_t seq_ = 0;
+  std::vector<std::uint32_t> unanswered_;  // receipt deliver_sm sequence numbers, in arrival order
   MonoTime last_rx_{};
   std::vector<SessionEvent> events_;
 };

@@ -143,7 +143,8 @@ class PgLedger final : public LedgerInterface {
   void recordReceipts(std::span<const DeliveryReceipt> receipts) override {
     if (receipts.empty()) return;
     // One row per (provider, id) in the batch: the last one wins, as a later
-    // batch's would.
+    // batch's would. Recording a receipt twice is harmless (the SMSC sends
+    // an unanswered one again, and answers wait for this write).
     std::map<std::pair<std::string_view, std::string_view>, const DeliveryReceipt*> last;
     for (const DeliveryReceipt& r : receipts) last[{r.provider, r.provider_message_id}] = &r;
     std::vector<std::string> owned;  // what came off the wire, made printable
@@ -169,7 +170,11 @@ class PgLedger final : public LedgerInterface {
           "AS t(p, i, s, e, txt, d, r) "
           "ON CONFLICT (provider, provider_message_id) DO UPDATE SET status = EXCLUDED.status, "
           "error_code = EXCLUDED.error_code, text = EXCLUDED.text, done_at = EXCLUDED.done_at, "
-          "received_at = EXCLUDED.received_at",
+          "received_at = EXCLUDED.received_at "
+          // The same receipt again (an SMSC sends what was not answered again
+          // after a reconnect) changes nothing, not even when it arrived.
+          "WHERE (receipts.status, receipts.error_code, receipts.text, receipts.done_at) IS DISTINCT FROM "
+          "(EXCLUDED.status, EXCLUDED.error_code, EXCLUDED.text, EXCLUDED.done_at)",
           textArray(providers), textArray(ids), textArray(statuses), textArray(codes), textArray(texts),
           numberArray(done), numberArray(received));
       tx.commit();

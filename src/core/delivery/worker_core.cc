@@ -441,7 +441,9 @@ MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
   if (!m.retries.empty()) wake = std::min(wake, m.retries.begin()->first);
   for (const Impl::Campaign* c : m.with_waiting)
     if (!c->waiting.empty()) wake = std::min(wake, m.monoAt(c->waiting.begin()->first));
-  if (!m.rows.empty())
+  // Receipts too: the provider waits for their acknowledgement, which comes
+  // only once they are written.
+  if (!m.rows.empty() || !m.receipts.empty())
     wake = std::min(wake, std::max(m.ledger_retry_at, m.rows_since.value_or(now) + m.options.ledger_flush_interval));
   return std::max(wake, now);
 }

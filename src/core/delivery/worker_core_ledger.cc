@@ -129,7 +129,9 @@ bool WorkerCore::Impl::receiptsFailed(MonoTime now) {
 }
 
 // After the rows (a receipt may name a row of this batch): the same retry,
-// nothing dropped.
+// nothing dropped. Only once the ledger holds them does the sink acknowledge
+// them to the provider (SMPP deliver_sm_resp); until then the provider keeps
+// them and sends them again if the connection, or this process, goes away.
 bool WorkerCore::Impl::writeReceipts(MonoTime now) {
   if (receipts.empty()) return true;
   try {
@@ -139,6 +141,7 @@ bool WorkerCore::Impl::writeReceipts(MonoTime now) {
   } catch (const LedgerRejectedError&) {
     return receiptsFailed(now);
   }
+  sink.receiptsRecorded(receipts);
   totals.receipts += receipts.size();
   receipts.clear();
   return true;

@@ -201,6 +201,7 @@ void FakeSmsc::Impl::sendReceipts(Clock::time_point now) {
     Pdu d = state.receiptPdu(*it);
     d.sequence_number = ++c.seq;
     append(c.out, d);
+    if (it->counted) ++a.receipts_resent;
     if (!it->counted) ++a.receipts_sent[it->outcome];
     it->counted = true;
     c.unacked.emplace(d.sequence_number, std::move(*it));
@@ -341,8 +342,16 @@ void FakeSmsc::stop() {
 }
 
 nlohmann::json FakeSmsc::report() const {
-  std::lock_guard<std::mutex> lock(impl_->state.mutex());
-  return impl_->state.report();
+  std::lock_guard<std::mutex> lock(impl_->state.mutex());  // the server thread changes conns only under it
+  nlohmann::json r = impl_->state.report();
+  for (auto& account : r["accounts"]) account["receipts_unacked"] = 0;
+  for (const auto& [fd, c] : impl_->conns) {
+    if (c->account < 0 || c->unacked.empty()) continue;
+    const std::string& id = impl_->state.accounts()[static_cast<std::size_t>(c->account)].config.system_id;
+    nlohmann::json& unacked = r["accounts"][id]["receipts_unacked"];
+    unacked = unacked.get<std::size_t>() + c->unacked.size();
+  }
+  return r;
 }
 
 void FakeSmsc::unbindAll() {

@@ -164,6 +164,7 @@ nlohmann::json SmscState::report() const {
                                {"max_segments_1s", a.max_segments_1s},
                                {"receipts_sent", sent},
                                {"receipts_acked", a.receipts_acked},
+                               {"receipts_resent", a.receipts_resent},
                                {"receipts_pending", pending}};
   }
   return {{"accounts", out}};

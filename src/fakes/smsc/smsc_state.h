@@ -28,6 +28,7 @@ struct AccountState {
   std::uint64_t errors_permanent = 0, errors_transient = 0, max_segments_1s = 0;
   std::uint64_t receipts_sent[4] = {0, 0, 0, 0};  // delivered, undelivered, expired, rejected
   std::uint64_t receipts_acked = 0;
+  std::uint64_t receipts_resent = 0;  // sent again after the bind they went on ended unanswered
   std::size_t next_receiver = 0;  // round robin among the account's receiving binds
 };
 

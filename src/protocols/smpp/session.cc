@@ -107,6 +107,7 @@ void EsmeSession::reset() {
   pending_.clear();
   outstanding_submits_ = 0;
   enquire_pending_ = false;
+  unanswered_.clear();
 }
 
 bool EsmeSession::canSubmit() const { return windowRoom() > 0; }
@@ -172,6 +173,9 @@ void EsmeSession::close(std::string reason, std::uint32_t status, MonoTime now) 
   pending_.clear();
   outstanding_submits_ = 0;
   enquire_pending_ = false;
+  // Unanswered receipts stay unanswered: the SMSC sends them again on the
+  // next bind, and this session's sequence numbers mean nothing there.
+  unanswered_.clear();
   state_ = SessionState::kClosed;
   SessionEvent& e = events_.emplace_back();
   e.kind = SessionEvent::Kind::kClosed;
@@ -283,17 +287,37 @@ void EsmeSession::handleRequest(MonoTime now) {
   }
 }
 
+// A receipt is answered only by answerDeliver(), once the owner has it in
+// the ledger: an SMSC forgets what it has an answer for, so answering first
+// would lose the receipt if the process died before writing it. Anything
+// else is answered at once: a mobile-originated message is not kept, and a
+// receipt without an id can never be matched, so it would come back for ever.
 void EsmeSession::handleDeliverSm() {
-  sendHeaderOnly(cmd::kDeliverSmResp, rx_.sequence_number);
   if (!isReceipt(rx_)) {
+    sendHeaderOnly(cmd::kDeliverSmResp, rx_.sequence_number);
     events_.emplace_back().kind = SessionEvent::Kind::kMessage;
     return;
   }
   std::optional<ParsedReceipt> r = parseReceipt(rx_);
-  if (!r) return protocolError("delivery receipt without a message id: " + rx_.short_message.substr(0, 200));
+  if (!r) {
+    sendHeaderOnly(cmd::kDeliverSmResp, rx_.sequence_number);
+    return protocolError("delivery receipt without a message id: " + rx_.short_message.substr(0, 200));
+  }
+  unanswered_.push_back(rx_.sequence_number);
   SessionEvent& e = events_.emplace_back();
   e.kind = SessionEvent::Kind::kReceipt;
   e.receipt = std::move(*r);
+  e.sequence = rx_.sequence_number;
+}
+
+bool EsmeSession::answerDeliver(std::uint32_t sequence) {
+  if (state_ != SessionState::kBound && state_ != SessionState::kUnbinding) return false;
+  // Mostly answered in arrival order: the match is near the front.
+  const auto it = std::find(unanswered_.begin(), unanswered_.end(), sequence);
+  if (it == unanswered_.end()) return false;
+  unanswered_.erase(it);
+  sendHeaderOnly(cmd::kDeliverSmResp, sequence);
+  return true;
 }
 
 void EsmeSession::tick(MonoTime now) {

@@ -1,6 +1,7 @@
 #include "pacer/sinks/routing_sink.h"
 #include "pacer/error.h"
 
+#include <span>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -30,6 +31,13 @@ class RoutingSink final : public SinkInterface {
 
   void pollReceipts(std::vector<DeliveryReceipt>& out) override {
     for (SinkInterface* s : all_) s->pollReceipts(out);
+  }
+
+  // Every sink sees every receipt: each answers only its own handles (they
+  // are unique in the process), so nothing has to remember which sink a
+  // receipt came from.
+  void receiptsRecorded(std::span<const DeliveryReceipt> receipts) override {
+    for (SinkInterface* s : all_) s->receiptsRecorded(receipts);
   }
 
   std::size_t inFlight() const override {

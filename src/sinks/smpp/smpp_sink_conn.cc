@@ -6,11 +6,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 
 #include "smpp_sink_impl.h"
 
 namespace pacer::sink::smpp_detail {
+
+// Process-wide, so that no two connections of any sinks share a number
+// until 2^32 connects (decades of reconnecting every half second).
+std::uint32_t nextConnectionSerial() {
+  static std::atomic<std::uint32_t> last{0};
+  std::uint32_t s = last.fetch_add(1, std::memory_order_relaxed) + 1;
+  while (s == 0) s = last.fetch_add(1, std::memory_order_relaxed) + 1;
+  return s;
+}
 
 void SmppSink::addConns() {
   smpp::SessionOptions so;
@@ -36,6 +46,7 @@ void SmppSink::addConns() {
 
 void SmppSink::connect(Conn& c, MonoTime now) {
   c.session.reset();  // its events were handed out by the last service()
+  c.serial = nextConnectionSerial();
   std::string error;
   c.fd = tcp::startConnect(endpoint_, error);
   if (c.fd < 0) {
@@ -117,6 +128,7 @@ void SmppSink::closeConn(Conn& c, MonoTime now) {
   if (c.fd >= 0) ::close(c.fd);
   c.fd = -1;
   c.phase = Conn::Phase::kDown;
+  c.serial = 0;
   const double r = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
   c.retry_at =
       now + smpp::reconnectDelay(c.failures++, options_.reconnect_backoff_min, options_.reconnect_backoff_max, r);
@@ -141,6 +153,7 @@ void SmppSink::handleEvents(std::size_t index, MonoTime now) {
         r.done_at_ms = e.receipt.done_at_ms;
         r.received_at_ms = wallMs();
         r.text = e.receipt.text.substr(0, kMaxReceiptText);
+        r.ack = ackOf(c.serial, e.sequence);  // answered by receiptsRecorded()
         break;
       }
       case SessionEvent::Kind::kMessage: break;
@@ -167,6 +180,35 @@ void SmppSink::segmentDone(const SessionEvent& e, MonoTime now) {
   if (!s.used || s.generation != static_cast<std::uint32_t>(e.tag >> 32)) return;  // cannot happen; be safe
   s.tally.done(segment, e.outcome, e.status, e.message_id, e.reason);
   if (s.tally.finished()) settle(slot, now);
+}
+
+Conn* SmppSink::connOfSerial(std::uint32_t serial) {
+  for (auto& c : conns_)
+    if (c->serial == serial) return c.get();
+  return nullptr;
+}
+
+// Each receipt's deliver_sm_resp goes on the connection it came on, if that
+// connection is still the same one and its session still bound: after a
+// reconnect the SMSC sends unanswered receipts again, under new sequence
+// numbers. Written at once, so that an unbind or the process ending after
+// this call cannot leave recorded receipts unanswered.
+void SmppSink::receiptsRecorded(std::span<const DeliveryReceipt> receipts) {
+  Conn* last = nullptr;
+  bool answered = false;
+  for (const DeliveryReceipt& r : receipts) {
+    const auto serial = static_cast<std::uint32_t>(r.ack >> 32);
+    if (serial == 0) continue;
+    Conn* c = last != nullptr && last->serial == serial ? last : connOfSerial(serial);
+    if (c == nullptr || c->phase != Conn::Phase::kOpen) continue;  // another sink's, or gone
+    last = c;
+    if (!c->session.answerDeliver(static_cast<std::uint32_t>(r.ack & 0xFFFFFFFF))) continue;
+    ++stats_.receipts_answered;
+    answered = true;
+  }
+  if (!answered) return;
+  for (auto& c : conns_)
+    if (c->phase == Conn::Phase::kOpen) flush(*c);
 }
 
 }  // namespace pacer::sink::smpp_detail

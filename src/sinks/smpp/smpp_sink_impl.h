@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,7 +37,19 @@ struct Conn {
   MonoTime connect_deadline{};  // kConnecting
   unsigned failures = 0;        // consecutive, for the backoff
   bool transmits = true;
+  // This connection's number, new at every connect and unique in the process
+  // (nextConnectionSerial), 0 while down: the upper half of its receipts'
+  // ack handles, so a handle from an earlier connection, or another sink's,
+  // never answers a deliver_sm on this one.
+  std::uint32_t serial = 0;
 };
+
+std::uint32_t nextConnectionSerial();  // thread-safe; never 0
+
+// DeliveryReceipt::ack of the receipt deliver_sm `sequence` on connection `serial`.
+inline std::uint64_t ackOf(std::uint32_t serial, std::uint32_t sequence) {
+  return (std::uint64_t{serial} << 32) | sequence;
+}
 
 // One message between submit() and its result.
 struct Slot {
@@ -90,7 +103,8 @@ class SmppSink final : public SmppSinkInterface {
 
   ~SmppSink() override {
     // Best effort: tell the SMSC we leave, then close. Anything still in
-    // flight was the owner's to drain before destroying the sink.
+    // flight was the owner's to drain before destroying the sink. Receipts
+    // not recorded by now are left unanswered: the SMSC sends them again.
     const MonoTime now = options_.clock->now();
     for (auto& c : conns_) {
       if (c->phase != Conn::Phase::kOpen) continue;
@@ -152,6 +166,7 @@ class SmppSink final : public SmppSinkInterface {
     for (auto& r : receipts_) out.push_back(std::move(r));
     receipts_.clear();
   }
+  void receiptsRecorded(std::span<const DeliveryReceipt> receipts) override;
 
   std::size_t inFlight() const override { return max_in_flight_ - free_.size(); }
   std::size_t maxInFlight() const override { return max_in_flight_; }
@@ -159,7 +174,10 @@ class SmppSink final : public SmppSinkInterface {
   SmppSinkStats stats() const override {
     SmppSinkStats s = stats_;
     s.binds_up = 0;
-    for (const auto& c : conns_) s.binds_up += c->session.state() == SessionState::kBound ? 1 : 0;
+    for (const auto& c : conns_) {
+      s.binds_up += c->session.state() == SessionState::kBound ? 1 : 0;
+      s.receipts_unanswered += c->session.unansweredReceipts();
+    }
     return s;
   }
 
@@ -172,6 +190,7 @@ class SmppSink final : public SmppSinkInterface {
   void lose(Conn& c, const std::string& reason, MonoTime now);
   void closeConn(Conn& c, MonoTime now);
   void handleEvents(std::size_t index, MonoTime now);
+  Conn* connOfSerial(std::uint32_t serial);
   void segmentDone(const SessionEvent& e, MonoTime now);
   void dispatch(MonoTime now);
   bool progress(std::size_t slot, MonoTime now);

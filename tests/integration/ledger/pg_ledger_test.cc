@@ -462,6 +462,74 @@ TEST_F(PgLedgerTest, DuplicateCopiesParkOnceAndNeverFreeAClaimedRow) {
       << "still this worker's claim: nobody gets it a second time";
 }
 
+// An SMPP receipt is answered only once it is recorded, so the SMSC sends
+// one that was recorded but not answered (the bind or pacerd went in
+// between) again: the second recording, alone or twice in one batch, must
+// leave the one row as it was. A receipt that says something else replaces it.
+TEST_F(PgLedgerTest, TheSameReceiptRecordedAgainLeavesItsRowAsItWas) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  DeliveryRecord sent = row("m-1", 1);
+  sent.provider = "sms";
+  sent.provider_message_id = "smsc-1";
+  std::vector<DeliveryRecord> rows{sent};
+  ASSERT_EQ(ledger->record(rows), 1u);
+
+  DeliveryReceipt r;
+  r.provider = "sms";
+  r.provider_message_id = "smsc-1";
+  r.status = ReceiptStatus::kDelivered;
+  r.error_code = "000";
+  r.done_at_ms = 1795534260000;
+  r.received_at_ms = 1700000000000;
+  r.text = "id:smsc-1 sub:001 dlvrd:001 submit date:2611241530 done date:2611241531 stat:DELIVRD err:000";
+  r.ack = 7;
+  std::vector<DeliveryReceipt> once{r};
+  ledger->recordReceipts(once);
+  DeliveryReceipt again = r;
+  again.received_at_ms = 1700000005000;  // sent again by the SMSC after a reconnect
+  again.ack = 8;
+  std::vector<DeliveryReceipt> twice{again, again};
+  ledger->recordReceipts(twice);
+  ledger->recordReceipts(once);
+
+  auto read = [&] {
+    pqxx::connection c(options_.conninfo);
+    pqxx::read_transaction tx(c);
+    return tx.exec(
+        "SELECT status, error_code, text, (extract(epoch FROM done_at) * 1000)::bigint, "
+        "(extract(epoch FROM received_at) * 1000)::bigint FROM receipts");
+  };
+  pqxx::result rs = read();
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0][0].as<std::string>(), "delivered");
+  EXPECT_EQ(rs[0][1].as<std::string>(), "000");
+  EXPECT_EQ(rs[0][2].as<std::string>(), r.text);
+  EXPECT_EQ(rs[0][3].as<std::int64_t>(), 1795534260000);
+  EXPECT_EQ(rs[0][4].as<std::int64_t>(), 1700000000000) << "the first arrival stands";
+  {
+    pqxx::connection c(options_.conninfo);
+    pqxx::read_transaction tx(c);
+    const pqxx::result v = tx.exec("SELECT message_id, receipt_status FROM delivery_receipts");
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0][0].as<std::string>(), "m-1");
+    EXPECT_EQ(v[0][1].as<std::string>(), "delivered");
+  }
+
+  DeliveryReceipt other = r;
+  other.status = ReceiptStatus::kUndelivered;
+  other.error_code = "034";
+  other.text = "id:smsc-1 sub:001 dlvrd:000 submit date:2611241530 done date:2611241532 stat:UNDELIV err:034";
+  other.received_at_ms = 1700000009000;
+  std::vector<DeliveryReceipt> changed{other};
+  ledger->recordReceipts(changed);
+  rs = read();
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0][0].as<std::string>(), "undelivered");
+  EXPECT_EQ(rs[0][1].as<std::string>(), "034");
+  EXPECT_EQ(rs[0][4].as<std::int64_t>(), 1700000009000);
+}
+
 TEST_F(PgLedgerTest, EmptyBatchIsANoOp) {
   migrate(options_);
   auto ledger = makePgLedger(options_);

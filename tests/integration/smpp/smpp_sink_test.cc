@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -61,6 +62,25 @@ std::uint64_t acc(const nlohmann::json& report, const char* key) {
   return report["accounts"]["pacer"][key].get<std::uint64_t>();
 }
 
+// Drives the sink until `done()` or 10 s; what finishes meanwhile is
+// appended to `results` and `receipts`. Returns done().
+bool driveUntil(SinkInterface& sink, const std::function<bool()>& done, std::vector<SendResult>& results,
+                std::vector<DeliveryReceipt>& receipts) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    sink.poll(results);
+    sink.pollReceipts(receipts);
+    sink.wait(20ms);
+  }
+  return done();
+}
+
+std::set<std::string> idsOf(const std::vector<DeliveryReceipt>& receipts) {
+  std::set<std::string> ids;
+  for (const auto& r : receipts) ids.insert(r.provider_message_id);
+  return ids;
+}
+
 TEST(SmppSinkIntegration, DeliversAndReportsTheReceipt) {
   fake::FakeSmsc smsc(smscOptions());
   const int port = smsc.start();
@@ -78,6 +98,7 @@ TEST(SmppSinkIntegration, DeliversAndReportsTheReceipt) {
   EXPECT_EQ(receipts[0].status, ReceiptStatus::kDelivered);
   EXPECT_EQ(receipts[0].provider, "smsc-test");
   EXPECT_GT(receipts[0].received_at_ms, 0);
+  EXPECT_NE(receipts[0].ack, 0u);
   EXPECT_EQ(sink->inFlight(), 0u);
   EXPECT_EQ(sink->stats().binds_up, 1u);
 }
@@ -273,6 +294,105 @@ TEST(SmppSinkIntegration, TransmitterAndReceiverBindsWithMixedReceipts) {
   EXPECT_EQ(acc(report, "binds"), 4u);
   EXPECT_EQ(report["accounts"]["pacer"]["receipts_sent"]["delivered"].get<int>(), delivered);
   EXPECT_EQ(sink->stats().binds_up, 4u);
+  // Answered on the receiver binds they came on, once recorded.
+  EXPECT_EQ(acc(report, "receipts_acked"), 0u);
+  sink->receiptsRecorded(receipts);
+  EXPECT_EQ(sink->stats().receipts_answered, 20u);
+  std::vector<DeliveryReceipt> more;
+  auto all_acked = [&] { return acc(smsc.report(), "receipts_acked") == 20; };
+  EXPECT_TRUE(driveUntil(*sink, all_acked, results, more));
+  EXPECT_EQ(acc(smsc.report(), "receipts_unacked"), 0u);
+  EXPECT_TRUE(more.empty());
+}
+
+// Receipts the owner never reports recorded (pacerd killed, PostgreSQL down)
+// are never answered: when the bind goes, the SMSC sends them again on the
+// next one, and only there can they be answered.
+TEST(SmppSinkIntegration, UnrecordedReceiptsStayUnansweredAndComeAgainOnTheNextBind) {
+  fake::FakeSmsc smsc(smscOptions());
+  auto sink = makeSmppSink(sinkOptions(smsc.start()));
+  for (std::uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(sink->submit(msg("m" + std::to_string(t), "123", "hi"), t));
+  std::vector<SendResult> results;
+  std::vector<DeliveryReceipt> first;
+  drive(*sink, results, 3, &first, 3);
+  ASSERT_EQ(results.size(), 3u);
+  ASSERT_EQ(first.size(), 3u);
+  std::set<std::uint64_t> first_acks;
+  for (const auto& r : first) first_acks.insert(r.ack);
+  EXPECT_EQ(first_acks.size(), 3u);
+  EXPECT_EQ(first_acks.count(0), 0u);
+  // A while of polling without receiptsRecorded(): still nothing answered.
+  std::vector<DeliveryReceipt> none;
+  const auto until = std::chrono::steady_clock::now() + 300ms;
+  while (std::chrono::steady_clock::now() < until) {
+    sink->poll(results);
+    sink->pollReceipts(none);
+    sink->wait(20ms);
+  }
+  EXPECT_TRUE(none.empty());
+  auto report = smsc.report();
+  EXPECT_EQ(acc(report, "receipts_acked"), 0u);
+  EXPECT_EQ(acc(report, "receipts_unacked"), 3u);
+  EXPECT_EQ(sink->stats().receipts_unanswered, 3u);
+
+  smsc.dropAll();
+  std::vector<DeliveryReceipt> again;
+  auto all_again = [&] { return again.size() >= 3; };
+  ASSERT_TRUE(driveUntil(*sink, all_again, results, again));
+  EXPECT_EQ(again.size(), 3u);
+  EXPECT_EQ(idsOf(again), idsOf(first));
+  EXPECT_GE(sink->stats().connects, 2u);
+  for (const auto& r : again) EXPECT_EQ(first_acks.count(r.ack), 0u) << "a new bind gives new handles";
+  EXPECT_EQ(acc(smsc.report(), "receipts_resent"), 3u);
+
+  // The first bind's handles answer nothing on the new one; the new ones do.
+  sink->receiptsRecorded(first);
+  EXPECT_EQ(sink->stats().receipts_answered, 0u);
+  sink->receiptsRecorded(again);
+  EXPECT_EQ(sink->stats().receipts_answered, 3u);
+  EXPECT_EQ(sink->stats().receipts_unanswered, 0u);
+  auto three_acked = [&] { return acc(smsc.report(), "receipts_acked") == 3; };
+  ASSERT_TRUE(driveUntil(*sink, three_acked, results, again));
+  report = smsc.report();
+  EXPECT_EQ(acc(report, "receipts_unacked"), 0u);
+  EXPECT_EQ(acc(report, "receipts_pending"), 0u);
+  EXPECT_EQ(report["accounts"]["pacer"]["receipts_sent"]["delivered"].get<int>(), 3);  // counted once each
+}
+
+TEST(SmppSinkIntegration, RecordedReceiptsAreAnsweredOnceAndNotSentAgain) {
+  fake::FakeSmsc smsc(smscOptions());
+  auto sink = makeSmppSink(sinkOptions(smsc.start()));
+  for (std::uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(sink->submit(msg("m" + std::to_string(t), "123", "hi"), t));
+  std::vector<SendResult> results;
+  std::vector<DeliveryReceipt> receipts;
+  drive(*sink, results, 3, &receipts, 3);
+  ASSERT_EQ(receipts.size(), 3u);
+  sink->receiptsRecorded(receipts);
+  EXPECT_EQ(sink->stats().receipts_answered, 3u);
+  std::vector<DeliveryReceipt> later;
+  auto three_acked = [&] { return acc(smsc.report(), "receipts_acked") == 3; };
+  ASSERT_TRUE(driveUntil(*sink, three_acked, results, later));
+  EXPECT_EQ(acc(smsc.report(), "receipts_unacked"), 0u);
+  sink->receiptsRecorded(receipts);  // told again (it is not, by the worker): nothing more is written
+  EXPECT_EQ(sink->stats().receipts_answered, 3u);
+
+  smsc.dropAll();
+  ASSERT_TRUE(driveUntil(
+      *sink, [&] { return acc(smsc.report(), "binds") == 2 && sink->stats().binds_up == 1; }, results, later));
+  // The SMSC would send anything unanswered at once on the new bind (it does
+  // in the test above); give it time to.
+  const auto until = std::chrono::steady_clock::now() + 300ms;
+  while (std::chrono::steady_clock::now() < until) {
+    sink->poll(results);
+    sink->pollReceipts(later);
+    sink->wait(20ms);
+  }
+  EXPECT_TRUE(later.empty()) << later.size() << " receipts came again";
+  const auto report = smsc.report();
+  EXPECT_EQ(acc(report, "receipts_acked"), 3u);
+  EXPECT_EQ(acc(report, "receipts_resent"), 0u);
+  EXPECT_EQ(acc(report, "receipts_pending"), 0u);
+  EXPECT_EQ(results.size(), 3u);
 }
 
 TEST(SmppSinkIntegration, SmscWindowIsNeverExceeded) {

@@ -111,6 +111,29 @@ TEST(RoutingSink, WaitIsSharedAmongTheBusySinks) {
   EXPECT_EQ(r.fallback->waits.size(), 1u);
 }
 
+// Receipts come from every sink; that they are recorded reaches every sink,
+// each of which acknowledges only its own handles (SMPP's are unique in the
+// process), so the router need not remember where each came from.
+TEST(RoutingSink, ReceiptsComeFromEverySinkAndTheirRecordingReachesEverySink) {
+  Routed r = makeRouted(kProviders);
+  DeliveryReceipt a, b;
+  a.provider_message_id = "a";
+  a.ack = 1;
+  b.provider_message_id = "b";
+  b.ack = 2;
+  r.sms->receipts = {a};
+  r.fallback->receipts = {b};
+  std::vector<DeliveryReceipt> got;
+  r.sink->pollReceipts(got);
+  ASSERT_EQ(got.size(), 2u);
+  r.sink->receiptsRecorded(got);
+  for (FakeSink* s : {r.fallback, r.sms, r.push}) {
+    EXPECT_EQ(s->recorded_calls, 1);
+    ASSERT_EQ(s->recorded.size(), 2u);
+    EXPECT_EQ(s->recorded[0].ack + s->recorded[1].ack, 3u);
+  }
+}
+
 TEST(RoutingSink, WithoutProviderSinksEverythingGoesToTheDefault) {
   auto fallback = std::make_unique<FakeSink>(4);
   FakeSink* f = fallback.get();

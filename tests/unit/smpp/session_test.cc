@@ -5,6 +5,7 @@
 
 #include <map>
 #include <random>
+#include <set>
 
 #include "hex.h"
 
@@ -225,24 +226,128 @@ TEST_F(SmppSessionTest, AnswersSmscRequests) {
   feed(dlr, 1s);
   const std::string data_sm = hex("00000010 00000103 00000000 000001f7");  // data_sm seq 503: not handled, refused
   session_.onBytes(reinterpret_cast<const std::uint8_t*>(data_sm.data()), data_sm.size(), at(1s));
+  // Everything is answered at once but the receipt, which waits for answerDeliver().
   const auto w = written();
-  ASSERT_EQ(w.size(), 4u);
+  ASSERT_EQ(w.size(), 3u);
   EXPECT_EQ(w[0].command_id, cmd::kEnquireLinkResp);
   EXPECT_EQ(w[0].sequence_number, 500u);
   EXPECT_EQ(w[1].command_id, cmd::kDeliverSmResp);
-  EXPECT_EQ(w[1].sequence_number, 501u);
+  EXPECT_EQ(w[1].sequence_number, 502u);
   EXPECT_EQ(w[1].command_status, 0u);
-  EXPECT_EQ(w[2].command_id, cmd::kDeliverSmResp);
-  EXPECT_EQ(w[2].sequence_number, 502u);
-  EXPECT_EQ(w[3].command_id, cmd::kGenericNack);
-  EXPECT_EQ(w[3].command_status, status::kInvCmdId);
+  EXPECT_EQ(w[2].command_id, cmd::kGenericNack);
+  EXPECT_EQ(w[2].command_status, status::kInvCmdId);
   auto& ev = session_.events();
   ASSERT_EQ(ev.size(), 3u);
   EXPECT_EQ(ev[0].kind, SessionEvent::Kind::kReceipt);
   EXPECT_EQ(ev[0].receipt.message_id, "m-1");
   EXPECT_EQ(ev[0].receipt.status, ReceiptStatus::kDelivered);
+  EXPECT_EQ(ev[0].sequence, 501u);
   EXPECT_EQ(ev[1].kind, SessionEvent::Kind::kMessage);
   EXPECT_EQ(ev[2].kind, SessionEvent::Kind::kProtocolError);
+}
+
+Pdu receiptPdu(std::uint32_t seq, const std::string& id) {
+  Pdu dlr;
+  dlr.command_id = cmd::kDeliverSm;
+  dlr.sequence_number = seq;
+  dlr.esm_class = kEsmClassReceipt;
+  dlr.short_message =
+      "id:" + id + " sub:001 dlvrd:001 submit date:2611241530 done date:2611241531 stat:DELIVRD err:000";
+  return dlr;
+}
+
+// The SMSC forgets a receipt once it has its deliver_sm_resp: that answer
+// must wait until the owner has the receipt in the ledger.
+TEST_F(SmppSessionTest, AReceiptIsAnsweredOnlyWhenTheOwnerSaysItIsRecordedAndOnlyOnce) {
+  bind();
+  feed(receiptPdu(601, "m-1"), 1s);
+  feed(receiptPdu(602, "m-2"), 1s);
+  EXPECT_TRUE(written().empty()) << "no deliver_sm_resp before answerDeliver";
+  session_.tick(at(20s));  // time alone answers nothing (the enquire_link is not due yet)
+  EXPECT_TRUE(written().empty());
+  ASSERT_EQ(session_.events().size(), 2u);
+  EXPECT_EQ(session_.events()[1].sequence, 602u);
+  EXPECT_EQ(session_.unansweredReceipts(), 2u);
+
+  EXPECT_FALSE(session_.answerDeliver(999)) << "no such receipt";
+  EXPECT_TRUE(written().empty());
+  ASSERT_TRUE(session_.answerDeliver(602));  // out of order is fine
+  auto w = written();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].command_id, cmd::kDeliverSmResp);
+  EXPECT_EQ(w[0].sequence_number, 602u);
+  EXPECT_EQ(w[0].command_status, status::kOk);
+  EXPECT_FALSE(session_.answerDeliver(602)) << "answered once";
+  EXPECT_TRUE(written().empty());
+  EXPECT_EQ(session_.unansweredReceipts(), 1u);
+  ASSERT_TRUE(session_.answerDeliver(601));
+  w = written();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].sequence_number, 601u);
+  EXPECT_EQ(session_.unansweredReceipts(), 0u);
+}
+
+TEST_F(SmppSessionTest, NonReceiptsAndReceiptsWithoutAnIdAreAnsweredAtOnce) {
+  bind();
+  Pdu mo;
+  mo.command_id = cmd::kDeliverSm;
+  mo.sequence_number = 700;
+  mo.short_message = "a reply from a handset";
+  feed(mo, 1s);
+  Pdu no_id = receiptPdu(701, "x");
+  no_id.short_message = "sub:001 dlvrd:001 stat:DELIVRD";  // nothing could ever match it
+  feed(no_id, 1s);
+  const auto w = written();
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].command_id, cmd::kDeliverSmResp);
+  EXPECT_EQ(w[0].sequence_number, 700u);
+  EXPECT_EQ(w[1].command_id, cmd::kDeliverSmResp);
+  EXPECT_EQ(w[1].sequence_number, 701u);
+  EXPECT_EQ(session_.unansweredReceipts(), 0u);
+  ASSERT_EQ(session_.events().size(), 2u);
+  EXPECT_EQ(session_.events()[0].kind, SessionEvent::Kind::kMessage);
+  EXPECT_EQ(session_.events()[1].kind, SessionEvent::Kind::kProtocolError);
+}
+
+// After the connection is gone the SMSC sends the receipt again on the next
+// bind, under a sequence number of that session: the old one answers nothing.
+TEST_F(SmppSessionTest, AReceiptOfAnEndedSessionIsNeverAnswered) {
+  bind();
+  feed(receiptPdu(5, "m-1"), 1s);
+  session_.connectionLost("reset by peer", at(2s));
+  EXPECT_FALSE(session_.answerDeliver(5));
+  EXPECT_EQ(session_.unansweredReceipts(), 0u);
+  session_.reset();
+  bind(3s);
+  EXPECT_FALSE(session_.answerDeliver(5)) << "5 belonged to the last session";
+  EXPECT_TRUE(written().empty());
+  feed(receiptPdu(5, "m-1"), 4s);  // the SMSC's own numbering may start over
+  EXPECT_TRUE(written().empty());
+  ASSERT_TRUE(session_.answerDeliver(5));
+  const auto w = written();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].sequence_number, 5u);
+
+  // An unbind from the SMSC ends the session too: its receipts stay unanswered.
+  feed(receiptPdu(6, "m-2"), 5s);
+  feed(makeHeaderOnly(cmd::kUnbind, 7), 5s);
+  EXPECT_FALSE(session_.answerDeliver(6));
+  const auto after = written();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].command_id, cmd::kUnbindResp);
+}
+
+// While our own unbind waits for its answer the session can still answer.
+TEST_F(SmppSessionTest, AReceiptIsStillAnsweredWhileUnbinding) {
+  bind();
+  feed(receiptPdu(9, "m-1"), 1s);
+  session_.unbind(at(2s));
+  written();
+  ASSERT_EQ(session_.state(), SessionState::kUnbinding);
+  ASSERT_TRUE(session_.answerDeliver(9));
+  const auto w = written();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].command_id, cmd::kDeliverSmResp);
 }
 
 TEST_F(SmppSessionTest, DeliverSmRespBytes) {
@@ -418,6 +523,102 @@ TEST(SmppSessionProperty, EverySubmitComesBackExactlyOnce) {
   EXPECT_GT(next_tag, 3000u);  // the walk did submit a lot
   ASSERT_EQ(returned.size(), next_tag - 1);
   for (const auto& [tag, n] : returned) ASSERT_EQ(n, 1) << "tag " << tag;
+}
+
+// A random walk of receipts, answers from the owner (some for receipts of
+// sessions already gone), lost connections and SMSC unbinds, with the SMSC
+// numbering each session from 1 again. A deliver_sm_resp goes out exactly
+// for the receipts answered on the session they came on, once each; the
+// rest are left to the SMSC, which would send them again. (An old session's
+// number that the new session has unanswered too cannot be told apart by
+// the session: the sink never passes one on, by its connection serial, and
+// integration.smpp checks that; here such an answer is not attempted.)
+TEST(SmppSessionProperty, ReceiptsAreAnsweredOnceAndOnlyOnTheirOwnSession) {
+  std::mt19937 rng(2718);
+  SessionOptions o;
+  o.system_id = "p";
+  o.response_timeout = 3s;
+  o.enquire_link_interval = 10s;
+  EsmeSession s(o);
+  Nanos t = 0s;
+  int session_no = 0;
+  std::uint32_t smsc_seq = 0;
+  struct Got {
+    int session;
+    std::uint32_t seq;
+  };
+  std::vector<Got> got;                 // receipts reported, not yet handed to answerDeliver
+  std::multiset<std::uint32_t> expect;  // answers the current session must write
+  std::set<std::uint32_t> open_now;     // received on the current session, not answered
+  std::size_t answered = 0, refused_stale = 0;
+  auto feed = [&](const Pdu& p) {
+    std::string wire;
+    ASSERT_EQ(encode(p, wire), EncodeError::kNone);
+    s.onBytes(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size(), monoAt(t));
+  };
+  auto drain = [&] {
+    Framer f;
+    f.append(s.output());
+    s.consumeOutput(s.output().size());
+    std::string_view frame;
+    Pdu p;
+    while (f.next(frame) == Framer::Next::kPdu) {
+      ASSERT_EQ(decode(frame, p), DecodeError::kNone);
+      if (p.command_id == cmd::kBindTransceiver) feed(makeHeaderOnly(cmd::kBindTransceiverResp, p.sequence_number));
+      if (p.command_id == cmd::kEnquireLink) feed(makeHeaderOnly(cmd::kEnquireLinkResp, p.sequence_number));
+      if (p.command_id == cmd::kDeliverSmResp) {
+        auto it = expect.find(p.sequence_number);
+        ASSERT_NE(it, expect.end()) << "deliver_sm_resp for " << p.sequence_number << " that nobody answered";
+        expect.erase(it);
+      }
+    }
+    ASSERT_TRUE(expect.empty()) << "an answered receipt was not written";
+    for (const SessionEvent& e : s.events())
+      if (e.kind == SessionEvent::Kind::kReceipt) {
+        got.push_back({session_no, e.sequence});
+        open_now.insert(e.sequence);
+      }
+    s.events().clear();
+  };
+  for (int step = 0; step < 20000; ++step) {
+    if (s.state() == SessionState::kIdle || s.state() == SessionState::kClosed) {
+      s.reset();
+      s.start(monoAt(t));
+      ++session_no;
+      smsc_seq = 0;
+      open_now.clear();
+    }
+    const int action = static_cast<int>(rng() % 100);
+    if (action < 40 && s.state() == SessionState::kBound) {
+      feed(receiptPdu(++smsc_seq, "m-" + std::to_string(step)));
+    } else if (action < 80 && !got.empty()) {
+      const std::size_t i = rng() % got.size();
+      const Got g = got[i];
+      got.erase(got.begin() + static_cast<long>(i));
+      const bool live = g.session == session_no && s.state() == SessionState::kBound;
+      const bool ambiguous = g.session != session_no && open_now.count(g.seq) > 0;  // the sink's serial stops it
+      if (!ambiguous) {
+        if (live) {
+          expect.insert(g.seq);
+          open_now.erase(g.seq);
+        }
+        const bool ok = s.answerDeliver(g.seq);
+        ASSERT_EQ(ok, live) << "step " << step << " seq " << g.seq;
+        answered += ok ? 1 : 0;
+        refused_stale += ok ? 0 : 1;
+      }
+    } else if (action < 82) {
+      feed(makeHeaderOnly(cmd::kUnbind, 1000000 + static_cast<std::uint32_t>(step)));
+    } else if (action < 84) {
+      s.connectionLost("test", monoAt(t));
+    } else {
+      t += Nanos(static_cast<Nanos::rep>(rng() % 800) * 1000000);
+      s.tick(monoAt(t));
+    }
+    drain();
+  }
+  EXPECT_GT(answered, 2000u);
+  EXPECT_GT(refused_stale, 50u);  // the walk did answer receipts of ended sessions
 }
 
 }  // namespace

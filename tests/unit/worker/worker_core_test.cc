@@ -946,5 +946,88 @@ TEST_F(WorkerCoreTest, TheProvidersIdGoesIntoTheRowAndReceiptsReachTheLedgerThro
   EXPECT_EQ(core_->stats().receipts, 1u);
 }
 
+DeliveryReceipt receiptFor(std::string id, std::uint64_t ack) {
+  DeliveryReceipt r;
+  r.provider = "sms";
+  r.provider_message_id = std::move(id);
+  r.status = ReceiptStatus::kDelivered;
+  r.ack = ack;
+  return r;
+}
+
+std::vector<std::uint64_t> acksOf(const std::vector<DeliveryReceipt>& rs) {
+  std::vector<std::uint64_t> out;
+  for (const DeliveryReceipt& r : rs) out.push_back(r.ack);
+  return out;
+}
+
+// An SMSC forgets a receipt once it is acknowledged, so the sink may hear of
+// a receipt (and acknowledge it) only after the ledger took it: never while
+// the ledger fails, then exactly once.
+TEST_F(WorkerCoreTest, TheSinkIsToldOfReceiptsOnlyOnceTheLedgerHoldsThemAndOnlyOnce) {
+  make();
+  std::vector<std::string> in_ledger_when_told;
+  sink_.on_recorded = [&](std::span<const DeliveryReceipt> rs) {
+    for (const DeliveryReceipt& r : rs) {
+      const bool held = std::any_of(ledger_.receipts.begin(), ledger_.receipts.end(), [&](const DeliveryReceipt& l) {
+        return l.provider_message_id == r.provider_message_id;
+      });
+      if (held) in_ledger_when_told.push_back(r.provider_message_id);
+    }
+  };
+  ledger_.available = false;
+  sink_.receipts = {receiptFor("x-1", 11), receiptFor("x-2", 12)};
+  run(seconds(3));
+  EXPECT_GT(ledger_.calls, 2) << "the write was tried, and failed, more than once";
+  EXPECT_EQ(sink_.recorded_calls, 0);
+  EXPECT_TRUE(sink_.recorded.empty());
+  EXPECT_EQ(core_->stats().pending_receipts, 2u);
+
+  ledger_.available = true;
+  run(seconds(2));
+  ASSERT_EQ(ledger_.receipts.size(), 2u);
+  EXPECT_EQ(sink_.recorded_calls, 1);
+  EXPECT_EQ(acksOf(sink_.recorded), (std::vector<std::uint64_t>{11, 12}));
+  EXPECT_EQ(in_ledger_when_told, (std::vector<std::string>{"x-1", "x-2"}));
+
+  sink_.receipts = {receiptFor("x-3", 13)};
+  run(seconds(2));
+  EXPECT_EQ(sink_.recorded_calls, 2);
+  EXPECT_EQ(acksOf(sink_.recorded), (std::vector<std::uint64_t>{11, 12, 13})) << "each receipt told once";
+  EXPECT_EQ(in_ledger_when_told.size(), 3u);
+}
+
+// The receipts' acknowledgements wait for the ledger write: the loop must
+// wake for that write even when no delivery row waits.
+TEST_F(WorkerCoreTest, APendingReceiptAloneWakesTheLoopForItsWrite) {
+  make();
+  sink_.receipts = {receiptFor("x-1", 1)};
+  core_->step(clock_.now());
+  ASSERT_EQ(core_->stats().pending_receipts, 1u);
+  EXPECT_EQ(core_->nextWake(clock_.now(), seconds(1)), clock_.now() + milliseconds(50));
+  clock_.advance(milliseconds(50));
+  core_->step(clock_.now());
+  EXPECT_EQ(acksOf(sink_.recorded), (std::vector<std::uint64_t>{1}));
+}
+
+TEST_F(WorkerCoreTest, ReceiptsWrittenByFlushOrWhileDrainingReachTheSinkToo) {
+  make();
+  sink_.receipts = {receiptFor("x-1", 21)};
+  core_->step(clock_.now());  // taken from the sink; not due yet
+  ASSERT_TRUE(sink_.recorded.empty());
+  ledger_.available = false;
+  EXPECT_FALSE(core_->flush(clock_.now()));
+  EXPECT_TRUE(sink_.recorded.empty());
+  ledger_.available = true;
+  EXPECT_TRUE(core_->flush(clock_.now()));
+  EXPECT_EQ(acksOf(sink_.recorded), (std::vector<std::uint64_t>{21}));
+
+  core_->drain();
+  sink_.receipts = {receiptFor("x-2", 22)};
+  run(seconds(1));  // past the retry interval the failed flush started
+  EXPECT_EQ(acksOf(sink_.recorded), (std::vector<std::uint64_t>{21, 22}));
+  EXPECT_EQ(sink_.recorded_calls, 2);
+}
+
 }  // namespace
 }  // namespace pacer
