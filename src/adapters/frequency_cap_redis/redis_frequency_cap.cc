@@ -376,7 +376,16 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
     try {
       now_ms_ = now.time_since_epoch().count();
       if (pending_.empty()) return result;
+      // A node lost since the last batch may have failed over: the map is
+      // reread then too, at most once per backoff_max (a clock that went
+      // back allows it at once).
+      if (suspect_slots_ && (now_ms_ >= next_suspect_refresh_ms_ ||
+                             now_ms_ < next_suspect_refresh_ms_ - options_.backoff_max.count() * 2)) {
+        need_slots_ = true;
+        next_suspect_refresh_ms_ = now_ms_ + options_.backoff_max.count();
+      }
       if (need_slots_) {
+        suspect_slots_ = false;
         const CapFault f = refreshSlots(false);
         if (f != CapFault::kNone) return CapBatchResult{f, 0};
       }
@@ -437,6 +446,7 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
         }
         work_.swap(retry_);
       }
+      if (cluster_ && result.fault != CapFault::kNone && result.fault != CapFault::kReply) suspect_slots_ = true;
       if (!work_.empty()) {  // still redirected or NOSCRIPT after every attempt
         last_error_ = "redis frequency cap: no answer after " + std::to_string(kMaxAttempts) + " attempts";
         result.fault = worse(result.fault, CapFault::kReply);
@@ -491,7 +501,9 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
   redis_cluster::SlotMap map_;
   std::vector<std::unique_ptr<Node>> nodes_;
   bool cluster_ = false;
-  bool need_slots_ = false;
+  bool need_slots_ = false;     // reread CLUSTER SLOTS before the next batch (MOVED)
+  bool suspect_slots_ = false;  // a node was lost: reread it soon (a failover moves its slots)
+  std::int64_t next_suspect_refresh_ms_ = INT64_MIN;
   std::string last_error_;
   std::int64_t now_ms_ = 0;  // the caller's clock at the current call
   std::vector<std::size_t> pending_;
