@@ -20,7 +20,9 @@
 // their recipient's slot owner, read from CLUSTER SLOTS (shared routing with
 // pacer::quota_redis: src/adapters/redis_cluster). MOVED sends the query to
 // the node named and rereads the map before the next batch; ASK sends it
-// there once with ASKING; at most 4 sends per query per batch.
+// there once with ASKING; at most 4 sends per query per batch. A lost node
+// makes a later batch reread the map (at most once per backoff_max), so a
+// replica promoted in its place is found.
 //
 // Faults: a node that cannot be reached, or whose replies stop, answers
 // kUnavailable for its queries without a reply (the other nodes' queries are
