@@ -406,6 +406,7 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
           if (f != CapFault::kNone) {  // its queries stay kUnavailable
             result.fault = worse(result.fault, f);
             last_error_ = node.error();
+            suspect_slots_ = cluster_;
             continue;
           }
           bool ok = true;
@@ -414,6 +415,7 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
           if (!ok) {
             result.fault = worse(result.fault, node.fail(CapFault::kIo, node.context()->errstr, now_ms_));
             last_error_ = node.error();
+            suspect_slots_ = cluster_;
             continue;
           }
           sent_[k] = 1;
@@ -429,6 +431,7 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
               // Lost mid-batch: the rest of this node's queries stay kUnavailable.
               result.fault = worse(result.fault, node.fail(classify(node.context()), node.context()->errstr, now_ms_));
               last_error_ = node.error();
+              suspect_slots_ = cluster_;
               break;
             }
             const ReplyPtr reply(static_cast<redisReply*>(raw));
@@ -446,7 +449,6 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
         }
         work_.swap(retry_);
       }
-      if (cluster_ && result.fault != CapFault::kNone && result.fault != CapFault::kReply) suspect_slots_ = true;
       if (!work_.empty()) {  // still redirected or NOSCRIPT after every attempt
         last_error_ = "redis frequency cap: no answer after " + std::to_string(kMaxAttempts) + " attempts";
         result.fault = worse(result.fault, CapFault::kReply);
