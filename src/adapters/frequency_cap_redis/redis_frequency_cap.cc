@@ -92,8 +92,7 @@ class Node {
     if (!r) return fail(classify(ctx_), ctx_->errstr, now_ms);
     if (r->type != REDIS_REPLY_STRING) {
       ++stats_.reply_errors;
-      return fail(CapFault::kReply, r->type == REDIS_REPLY_ERROR ? r->str : "SCRIPT LOAD: not a string reply",
-                  now_ms);
+      return fail(CapFault::kReply, r->type == REDIS_REPLY_ERROR ? r->str : "SCRIPT LOAD: not a string reply", now_ms);
     }
     sha_.assign(r->str, r->len);
     return CapFault::kNone;
@@ -411,7 +410,8 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
           }
           bool ok = true;
           for (const Work& w : work_)
-            if (w.node == k && ok) ok = (!w.asking || redis_cluster::appendAsking(node.context())) && send(node, w.query);
+            if (w.node == k && ok)
+              ok = (!w.asking || redis_cluster::appendAsking(node.context())) && send(node, w.query);
           if (!ok) {
             result.fault = worse(result.fault, node.fail(CapFault::kIo, node.context()->errstr, now_ms_));
             last_error_ = node.error();
@@ -473,8 +473,8 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
         return;
       }
       RedisAddress to;
-      const redis_cluster::Redirect redirect = cluster_ ? redis_cluster::parseRedirect(msg, to)
-                                                        : redis_cluster::Redirect::kNone;
+      const redis_cluster::Redirect redirect =
+          cluster_ ? redis_cluster::parseRedirect(msg, to) : redis_cluster::Redirect::kNone;
       if (redirect != redis_cluster::Redirect::kNone) {
         const std::size_t target = map_.nodeFor(to);
         syncNodes();

@@ -1,13 +1,13 @@
 // The Redis Cluster routing both Redis adapters share
 // (src/adapters/redis_cluster): redirects and CLUSTER SLOTS replies, read
 // from RESP bytes by hiredis's own reader as they would come off a socket.
+#include "cluster_routing.h"
+
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
 #include <memory>
 #include <string>
-
-#include "cluster_routing.h"
 
 namespace pacer::redis_cluster {
 namespace {
@@ -77,8 +77,8 @@ TEST(ClusterRouting, AMalformedClusterSlotsReplyLeavesTheMapAsItWas) {
   ASSERT_TRUE(map.apply(*parse("*1\r\n" + range(0, 16383, "127.0.0.1", 7001)), 0));
   EXPECT_EQ(map.owner(9000), 1u);
   // The first range is well formed, the second has a port that is not an integer.
-  const ReplyPtr bad = parse("*2\r\n" + range(0, 100, "127.0.0.1", 7002) +
-                             "*3\r\n:101\r\n:16383\r\n*2\r\n" + bulk("127.0.0.1") + bulk("7003"));
+  const ReplyPtr bad = parse("*2\r\n" + range(0, 100, "127.0.0.1", 7002) + "*3\r\n:101\r\n:16383\r\n*2\r\n" +
+                             bulk("127.0.0.1") + bulk("7003"));
   EXPECT_FALSE(map.apply(*bad, 0));
   EXPECT_EQ(map.owner(50), 1u);
   EXPECT_EQ(map.nodes().size(), 2u);
