@@ -7,33 +7,50 @@
 // stamp leaves the window, so an idle recipient costs nothing after a window.
 // The hash tag keeps every scope of a recipient in one Redis Cluster slot.
 //
-// One Lua script (src/frequency_cap_redis/frequency_cap.lua, embedded at
-// build time) checks and counts atomically. It is loaded once per connection
-// and called by EVALSHA; a NOSCRIPT answer (SCRIPT FLUSH, restart) loads it
-// again and resends only those queries, without the caller noticing. A
-// batch is one pipelined round trip (redisAppendCommandArgv for every query,
-// then redisGetReply for every reply).
+// One Lua script (src/adapters/frequency_cap_redis/frequency_cap.lua,
+// embedded at build time) checks and counts atomically; each call has one
+// key. It is loaded once per connection and called by EVALSHA; a NOSCRIPT
+// answer (SCRIPT FLUSH, restart) loads it again and resends only those
+// queries, without the caller noticing. A batch is one pipelined round trip
+// per node (redisAppendCommandArgv for every query, then redisGetReply for
+// every reply).
 //
-// Faults: a batch that cannot be sent, or whose replies stop, answers
-// kUnavailable for the queries without a reply, with the fault kind in the
-// batch result; the connection is dropped and retried on a later call after
-// a backoff measured on the caller's `now`. Nothing here reads a clock.
-// Standalone Redis only: a cluster needs slot routing (see pacer::quota_redis).
+// Redis Cluster (cluster_nodes given): the key format is the same (the hash
+// tag already puts a recipient's keys in one slot), queries are grouped by
+// their recipient's slot owner, read from CLUSTER SLOTS (shared routing with
+// pacer::quota_redis: src/adapters/redis_cluster). MOVED sends the query to
+// the node named and rereads the map before the next batch; ASK sends it
+// there once with ASKING; at most 4 sends per query per batch. A lost node
+// makes a later batch reread the map (at most once per backoff_max), so a
+// replica promoted in its place is found.
 //
-// Thread-safety: none; one store (one connection) per worker thread.
+// Faults: a node that cannot be reached, or whose replies stop, answers
+// kUnavailable for its queries without a reply (the other nodes' queries are
+// decided), with the worst fault kind in the batch result; its connection is
+// dropped and retried on a later call after a backoff measured on the
+// caller's `now`. Nothing here reads a clock.
+//
+// Thread-safety: none; one store (its connections) per worker thread.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "pacer/frequency_cap.h"
+#include "pacer/redis_cluster.h"
 
 namespace pacer {
 
 struct RedisFrequencyCapOptions {
+  // A standalone Redis (when cluster_nodes is empty).
   std::string host = "127.0.0.1";
   int port = 6379;
+  // Non-empty: a Redis Cluster, and any of its nodes to learn the slot map
+  // from (host and port are then unused).
+  std::vector<RedisAddress> cluster_nodes;
   std::chrono::milliseconds connect_timeout{100};
   // Per read or write of a batch: 1,000 queries take Redis about 10 ms.
   std::chrono::milliseconds command_timeout{200};
@@ -44,10 +61,13 @@ struct RedisFrequencyCapOptions {
 
 // Counters since construction.
 struct RedisFrequencyCapStats {
-  std::uint64_t round_trips = 0;  // pipelined batches sent and read, plus SCRIPT LOADs
+  std::uint64_t round_trips = 0;  // pipelined batches sent and read (per node), SCRIPT LOADs, CLUSTER SLOTS
   std::uint64_t commands = 0;     // EVALSHA sent
   std::uint64_t script_loads = 0;
   std::uint64_t noscript_retries = 0;  // queries sent again after NOSCRIPT
+  std::uint64_t moved = 0;             // queries sent again after MOVED (cluster)
+  std::uint64_t asked = 0;             // queries sent again after ASK (cluster)
+  std::uint64_t slot_refreshes = 0;    // CLUSTER SLOTS read
   std::uint64_t io_errors = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t reply_errors = 0;
@@ -56,8 +76,9 @@ struct RedisFrequencyCapStats {
 
 class RedisFrequencyCapStore : public FrequencyCapStore {
  public:
-  // Connects and loads the script now; returns the fault (kNone on success)
-  // and fills `why`. Optional: decide() connects by itself.
+  // Connects and loads the script now (cluster: reads the slot map and
+  // connects to every master); returns the fault (kNone on success) and
+  // fills `why`. Optional: decide() connects by itself.
   virtual CapFault connect(std::string& why) noexcept = 0;
   virtual const RedisFrequencyCapStats& stats() const noexcept = 0;
   // The last fault's text ("" if none yet), for logs.
@@ -66,7 +87,7 @@ class RedisFrequencyCapStore : public FrequencyCapStore {
 using RedisFrequencyCapStorePtr = std::unique_ptr<RedisFrequencyCapStore>;
 
 // Does not connect yet. Throws std::invalid_argument for an empty host, a
-// port outside 1..65535, non-positive timeouts, backoff_min <= 0 or
+// port outside 1..65535 (also in cluster_nodes), non-positive timeouts, backoff_min <= 0 or
 // backoff_max < backoff_min, or a key_prefix holding '{' or '}'.
 RedisFrequencyCapStorePtr makeRedisFrequencyCapStore(RedisFrequencyCapOptions options);
 

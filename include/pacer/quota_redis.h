@@ -27,6 +27,7 @@
 
 #include "pacer/error.h"
 #include "pacer/quota.h"
+#include "pacer/redis_cluster.h"  // RedisAddress, redisClusterSlot
 #include "pacer/time.h"
 
 namespace pacer {
@@ -48,11 +49,6 @@ class TimeoutError : public QuotaError {  // connect or command timeout
 class ReplyError : public QuotaError {  // an error reply, or a reply of the wrong type
  public:
   explicit ReplyError(const std::string& what) : QuotaError(what, ErrorKind::kRejected) {}
-};
-
-struct RedisAddress {
-  std::string host = "127.0.0.1";
-  int port = 6379;
 };
 
 struct RedisQuotaOptions {
@@ -110,12 +106,5 @@ using RedisQuotaBackendPtr = std::unique_ptr<RedisQuotaBackend>;
 // Does not connect yet (see connect()). Throws std::invalid_argument for
 // empty nodes or non-positive timeouts.
 RedisQuotaBackendPtr makeRedisQuotaBackend(RedisQuotaOptions options);
-
-// The Redis Cluster slot of `key`: CRC16 (XMODEM) of its hash tag (the part
-// between the first '{' and the next '}', if non-empty) or of the whole key,
-// modulo 16384.
-std::uint16_t redisClusterSlot(std::string_view key) noexcept;
-// CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), as Redis Cluster uses.
-std::uint16_t crc16Xmodem(std::string_view data) noexcept;
 
 }  // namespace pacer

@@ -37,6 +37,8 @@ expect_refusal '--redis: redis.nodes: expected HOST:PORT, got "127.0.0.1:99999"'
 expect_refusal '--quota-degraded: redis.degraded: expected one of local-share, stop, got "maybe"' "${ok[@]}" --quota-degraded maybe
 expect_refusal '--live-workers: redis.live_workers: expected an integer >= 1, got "0"' "${ok[@]}" --live-workers 0
 expect_refusal "redis.cluster: give the cluster's nodes" "${ok[@]}" --redis-cluster
+expect_refusal "caps.cluster: needs caps.redis HOST:PORT" "${ok[@]}" --sink null --caps-cluster
+expect_refusal "caps.cluster: needs caps.redis HOST:PORT" "${ok[@]}" --sink null --caps-cluster --caps-redis none
 expect_refusal '--adaptive-decrease: limits.adaptive_decrease: expected a number above 0 and below 1, got "1"' "${ok[@]}" --adaptive-decrease 1
 expect_refusal '--adaptive-floor: limits.adaptive_floor: expected a rate >= 0, got "-1"' "${ok[@]}" --adaptive-floor -1
 expect_refusal '--latency-threshold-ms: limits.latency_threshold_ms: expected an integer >= 0, got "-5"' "${ok[@]}" --latency-threshold-ms -5

@@ -74,11 +74,14 @@ struct DaemonOptions {
   std::vector<std::string> redis;
   bool redis_cluster = false;
   std::chrono::milliseconds redis_timeout{50};  // connect and command timeout
-  // Frequency caps' Redis, "HOST:PORT"; empty: the first of `redis`; "none"
-  // (or empty without `redis`): an in-process store, which holds per worker
-  // only. The class caps and their policy are worker.class_caps and
-  // worker.class_cap_policy; quiet hours need only the system's tzdata.
+  // Frequency caps' Redis, "HOST:PORT"; empty: the quota's `redis` (all of
+  // them as cluster seeds with redis_cluster, else the first); "none" (or
+  // empty without `redis`): an in-process store, which holds per worker only.
+  // caps_cluster: caps_redis is a node of a Redis Cluster. The class caps and
+  // their policy are worker.class_caps and worker.class_cap_policy; quiet
+  // hours need only the system's tzdata.
   std::string caps_redis;
+  bool caps_cluster = false;
 
   WorkerOptions worker;
   bool parking = true;

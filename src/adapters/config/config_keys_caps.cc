@@ -34,12 +34,15 @@ std::vector<std::pair<std::string, FrequencyCapRule>> classCaps(const Raw& r) {
 std::vector<Key> capsKeys() {
   return {
       {"caps.redis", Shape::kScalar, "--caps-redis", FlagForm::kValue, false, false,
-       "frequency caps' Redis, HOST:PORT (default: the first of redis.nodes); none: counted in this process only, "
-       "so each worker allows the full cap (logged as a warning)",
+       "frequency caps' Redis, HOST:PORT (default: redis.nodes, a cluster with redis.cluster); none: counted in "
+       "this process only, so each worker allows the full cap (logged as a warning)",
        [](const Raw& r, Ctx& c) {
          c.o.caps_redis = asString(r);
          if (!c.o.caps_redis.empty() && c.o.caps_redis != "none") checkHostPort(r, c.o.caps_redis);
        }},
+      {"caps.cluster", Shape::kScalar, "--caps-cluster", FlagForm::kSetTrue, false, false,
+       "caps.redis is a node of a Redis Cluster (the slot map is read from it; default false)",
+       [](const Raw& r, Ctx& c) { c.o.caps_cluster = asBool(r); }},
       {"caps.classes", Shape::kScalar, "--caps-classes", FlagForm::kValue, false, false,
        "per-recipient cap of each priority class, CLASS=LIMIT/WINDOW separated by commas, e.g. bulk=3/24h "
        "(scope class:CLASS, across the class's campaigns; default: none)",

@@ -1,20 +1,24 @@
-// The Redis FrequencyCapStore: hiredis, one pipelined round trip per batch,
-// EVALSHA with NOSCRIPT reload, backoff on the caller's clock. See
-// include/pacer/frequency_cap_redis.h.
+// The Redis FrequencyCapStore: hiredis, one pipelined round trip per batch
+// (per node of a Redis Cluster), EVALSHA with NOSCRIPT reload, MOVED / ASK,
+// backoff on the caller's clock. See include/pacer/frequency_cap_redis.h.
 #include <hiredis/hiredis.h>
-#include "pacer/error.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
+#include "cluster_routing.h"
 #include "frequency_cap_redis/frequency_cap_lua.h"
+#include "pacer/error.h"
 #include "pacer/frequency_cap_redis.h"
 
 namespace pacer {
 namespace {
+
+using redis_cluster::kMaxAttempts;
 
 struct ReplyDeleter {
   void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
@@ -41,26 +45,141 @@ CapFault classify(const redisContext* c) {
 // Worse faults win when a batch sees several.
 CapFault worse(CapFault a, CapFault b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
 
+// One Redis server: its connection, the script's SHA there, and the
+// reconnect backoff, measured on the caller's clock.
+class Node {
+ public:
+  Node(RedisAddress address, const RedisFrequencyCapOptions& options, RedisFrequencyCapStats& stats)
+      : address_(std::move(address)), options_(options), stats_(stats), backoff_(options.backoff_min) {}
+  ~Node() { close(); }
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  redisContext* context() { return ctx_; }
+  const std::string& sha() const { return sha_; }
+  const std::string& error() const { return error_; }
+  CapFault fault() const { return fault_; }
+
+  // Connected with the script loaded, or the fault. Honours the backoff
+  // (a clock that went back restarts it).
+  CapFault ensure(std::int64_t now_ms) {
+    if (ctx_ != nullptr) return CapFault::kNone;
+    if (now_ms < next_try_ms_ && now_ms >= next_try_ms_ - options_.backoff_max.count() * 2) {
+      error_ = where() + "backing off after: " + cause_;
+      return fault_;
+    }
+    return open(now_ms);
+  }
+
+  // Connects now, ignoring the backoff.
+  CapFault open(std::int64_t now_ms) {
+    if (ctx_ != nullptr) return CapFault::kNone;
+    ctx_ = redisConnectWithTimeout(address_.host.c_str(), address_.port, toTimeval(options_.connect_timeout));
+    if (ctx_ == nullptr || ctx_->err != 0) return fail(classify(ctx_), ctx_ ? ctx_->errstr : "out of memory", now_ms);
+    redisSetTimeout(ctx_, toTimeval(options_.command_timeout));
+    redisEnableKeepAlive(ctx_);
+    const CapFault f = loadScript(now_ms);
+    if (f != CapFault::kNone) return f;
+    ++stats_.connects;
+    backoff_ = options_.backoff_min;
+    return CapFault::kNone;
+  }
+
+  CapFault loadScript(std::int64_t now_ms) {
+    ++stats_.script_loads;
+    ++stats_.round_trips;
+    ReplyPtr r(static_cast<redisReply*>(redisCommand(ctx_, "SCRIPT LOAD %s", rules::kFrequencyCapLua)));
+    if (!r) return fail(classify(ctx_), ctx_->errstr, now_ms);
+    if (r->type != REDIS_REPLY_STRING) {
+      ++stats_.reply_errors;
+      return fail(CapFault::kReply, r->type == REDIS_REPLY_ERROR ? r->str : "SCRIPT LOAD: not a string reply", now_ms);
+    }
+    sha_.assign(r->str, r->len);
+    return CapFault::kNone;
+  }
+
+  // Drops the connection (a half-read pipeline cannot be resumed) and waits
+  // a doubling backoff before the next attempt.
+  CapFault fail(CapFault f, const char* why, std::int64_t now_ms) {
+    if (f == CapFault::kTimeout) ++stats_.timeouts;
+    if (f == CapFault::kIo) ++stats_.io_errors;
+    cause_ = why;
+    error_ = where() + cause_;
+    fault_ = f;
+    close();
+    next_try_ms_ = now_ms + backoff_.count();
+    backoff_ = std::min(backoff_ * 2, options_.backoff_max);
+    return f;
+  }
+
+  void close() {
+    if (ctx_ != nullptr) redisFree(ctx_);
+    ctx_ = nullptr;
+  }
+
+ private:
+  std::string where() const { return "redis " + address_.host + ":" + std::to_string(address_.port) + ": "; }
+
+  RedisAddress address_;
+  const RedisFrequencyCapOptions& options_;
+  RedisFrequencyCapStats& stats_;
+  redisContext* ctx_ = nullptr;
+  std::string sha_;
+  std::string cause_;
+  std::string error_;
+  CapFault fault_ = CapFault::kNone;
+  std::int64_t next_try_ms_ = INT64_MIN;
+  std::chrono::milliseconds backoff_;
+};
+
+void checkAddress(const RedisAddress& a) {
+  if (a.host.empty()) throw InvalidError("redis frequency cap: empty host");
+  if (a.port < 1 || a.port > 65535) throw InvalidError("redis frequency cap: port must be 1..65535");
+}
+
+std::vector<RedisAddress> seedsOf(const RedisFrequencyCapOptions& o) {
+  if (!o.cluster_nodes.empty()) return o.cluster_nodes;
+  return {RedisAddress{o.host, o.port}};
+}
+
 class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
  public:
-  explicit RedisFrequencyCapStoreImpl(RedisFrequencyCapOptions options) : options_(std::move(options)) {
-    if (options_.host.empty()) throw InvalidError("redis frequency cap: empty host");
-    if (options_.port < 1 || options_.port > 65535)
-      throw InvalidError("redis frequency cap: port must be 1..65535");
+  explicit RedisFrequencyCapStoreImpl(RedisFrequencyCapOptions options)
+      : options_(std::move(options)), map_(seedsOf(options_)) {
+    if (options_.cluster_nodes.empty()) checkAddress(RedisAddress{options_.host, options_.port});
+    for (const RedisAddress& a : options_.cluster_nodes) checkAddress(a);
     if (options_.connect_timeout.count() <= 0 || options_.command_timeout.count() <= 0)
       throw InvalidError("redis frequency cap: timeouts must be > 0 ms");
     if (options_.backoff_min.count() <= 0 || options_.backoff_max < options_.backoff_min)
       throw InvalidError("redis frequency cap: need 0 < backoff_min <= backoff_max");
     if (options_.key_prefix.find_first_of("{}") != std::string::npos)
       throw InvalidError("redis frequency cap: key_prefix must not hold '{' or '}'");
-    backoff_ = options_.backoff_min;
+    syncNodes();
+    cluster_ = !options_.cluster_nodes.empty();
+    need_slots_ = cluster_;
   }
-  ~RedisFrequencyCapStoreImpl() override { close(); }
 
   CapFault connect(std::string& why) noexcept override {
-    const CapFault f = open();  // explicit: ignores the backoff
-    why = f == CapFault::kNone ? std::string() : last_error_;
-    return f;
+    try {
+      CapFault f = CapFault::kNone;
+      if (!cluster_) {
+        f = nodes_[0]->open(now_ms_);  // explicit: ignores the backoff
+        if (f != CapFault::kNone) last_error_ = nodes_[0]->error();
+      } else {
+        f = refreshSlots(true);
+        // Every master now, so a batch finds the script loaded everywhere.
+        for (std::size_t k = 0; f == CapFault::kNone && k < nodes_.size(); ++k) {
+          if (!owns(k)) continue;
+          f = nodes_[k]->open(now_ms_);
+          if (f != CapFault::kNone) last_error_ = nodes_[k]->error();
+        }
+      }
+      why = f == CapFault::kNone ? std::string() : last_error_;
+      return f;
+    } catch (const std::exception& e) {  // out of memory
+      why = last_error_ = e.what();
+      return CapFault::kIo;
+    }
   }
 
   const RedisFrequencyCapStats& stats() const noexcept override { return stats_; }
@@ -76,7 +195,8 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
     }
     setNumber(now_text_, now.time_since_epoch().count());
     CapBatchResult result = run(
-        now, [&](std::size_t i) { return appendDecide(queries[i]); },
+        now, [&](std::size_t i) -> std::string_view { return queries[i].recipient; },
+        [&](Node& node, std::size_t i) { return appendDecide(node, queries[i]); },
         [&](std::size_t i, const redisReply& r) { return takeDecision(r, out[i]); });
     for (std::size_t i = 0; i < n; ++i)
       if (out[i].verdict == CapVerdict::kAllowed || out[i].verdict == CapVerdict::kCapped) ++result.decided;
@@ -97,72 +217,79 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
       return true;
     };
     CapBatchResult result = run(
-        now, [&](std::size_t i) { return appendRelease(releases[i]); }, take);
+        now, [&](std::size_t i) -> std::string_view { return releases[i].recipient; },
+        [&](Node& node, std::size_t i) { return appendRelease(node, releases[i]); }, take);
     result.decided = removed;
     return result;
   }
 
  private:
+  // One query on its way: its index, the node it goes to, and whether that
+  // node answered ASK (ASKING goes first).
+  struct Work {
+    std::size_t query;
+    std::size_t node;
+    bool asking;
+  };
+
   static void setNumber(std::string& out, std::int64_t v) {
     char buf[24];
     const auto r = std::to_chars(buf, buf + sizeof buf, v);
     out.assign(buf, r.ptr);
   }
 
-  // Connected with the script loaded, or the fault. Honours the backoff,
-  // measured on the caller's clock (a clock that went back restarts it).
-  CapFault ensure() {
-    if (ctx_ != nullptr) return CapFault::kNone;
-    if (now_ms_ < next_try_ms_ && now_ms_ >= next_try_ms_ - options_.backoff_max.count() * 2) {
-      last_error_ = "backing off after: " + cause_;
-      return last_fault_;
+  // A connection for every node the map has met (nodes_[i] is map_.nodes()[i]).
+  void syncNodes() {
+    while (nodes_.size() < map_.nodes().size())
+      nodes_.push_back(std::make_unique<Node>(map_.nodes()[nodes_.size()], options_, stats_));
+  }
+
+  bool owns(std::size_t node) const {
+    for (std::size_t s = 0; s < redis_cluster::kSlots; ++s)
+      if (map_.owner(static_cast<std::uint16_t>(s)) == node) return true;
+    return false;
+  }
+
+  // Every key of a query is "<prefix>:{recipient}:<scope>" with a non-empty
+  // recipient holding no '}': the slot is the recipient's.
+  static std::uint16_t slotOf(std::string_view recipient) {
+    return static_cast<std::uint16_t>(crc16Xmodem(recipient) & (redis_cluster::kSlots - 1));
+  }
+
+  // Reads CLUSTER SLOTS from the first node that answers; kNone once the map
+  // is known. `now` ignores the nodes' backoff (connect()).
+  CapFault refreshSlots(bool now) {
+    CapFault worst = CapFault::kNone;
+    const std::size_t known = nodes_.size();
+    for (std::size_t k = 0; k < known; ++k) {
+      Node& node = *nodes_[k];
+      const CapFault f = now ? node.open(now_ms_) : node.ensure(now_ms_);
+      if (f != CapFault::kNone) {
+        worst = worse(worst, f);
+        last_error_ = node.error();
+        continue;
+      }
+      ++stats_.round_trips;
+      ReplyPtr r(static_cast<redisReply*>(redisCommand(node.context(), "CLUSTER SLOTS")));
+      if (!r) {
+        worst = worse(worst, node.fail(classify(node.context()), node.context()->errstr, now_ms_));
+        last_error_ = node.error();
+        continue;
+      }
+      const bool ok = map_.apply(*r, k);
+      syncNodes();
+      if (!ok) {
+        ++stats_.reply_errors;
+        last_error_ = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "CLUSTER SLOTS: malformed reply";
+        worst = worse(worst, CapFault::kReply);
+        continue;
+      }
+      ++stats_.slot_refreshes;
+      need_slots_ = false;
+      return CapFault::kNone;
     }
-    return open();
-  }
-
-  CapFault open() {
-    if (ctx_ != nullptr) return CapFault::kNone;
-    ctx_ = redisConnectWithTimeout(options_.host.c_str(), options_.port, toTimeval(options_.connect_timeout));
-    if (ctx_ == nullptr || ctx_->err != 0) return fail(classify(ctx_), ctx_ ? ctx_->errstr : "out of memory");
-    redisSetTimeout(ctx_, toTimeval(options_.command_timeout));
-    redisEnableKeepAlive(ctx_);
-    const CapFault f = loadScript();
-    if (f != CapFault::kNone) return f;
-    ++stats_.connects;
-    backoff_ = options_.backoff_min;
-    return CapFault::kNone;
-  }
-
-  CapFault loadScript() {
-    ++stats_.script_loads;
-    ++stats_.round_trips;
-    ReplyPtr r(static_cast<redisReply*>(redisCommand(ctx_, "SCRIPT LOAD %s", rules::kFrequencyCapLua)));
-    if (!r) return fail(classify(ctx_), ctx_->errstr);
-    if (r->type != REDIS_REPLY_STRING) {
-      ++stats_.reply_errors;
-      return fail(CapFault::kReply, r->type == REDIS_REPLY_ERROR ? r->str : "SCRIPT LOAD: not a string reply");
-    }
-    sha_.assign(r->str, r->len);
-    return CapFault::kNone;
-  }
-
-  // Drops the connection (a half-read pipeline cannot be resumed) and waits
-  // a doubling backoff before the next attempt.
-  CapFault fail(CapFault f, const char* why) {
-    if (f == CapFault::kTimeout) ++stats_.timeouts;
-    if (f == CapFault::kIo) ++stats_.io_errors;
-    cause_ = why;
-    last_error_ = "redis " + options_.host + ":" + std::to_string(options_.port) + ": " + cause_;
-    last_fault_ = f;
-    close();
-    next_try_ms_ = now_ms_ + backoff_.count();
-    backoff_ = std::min(backoff_ * 2, options_.backoff_max);
-    return f;
-  }
-
-  void close() {
-    if (ctx_ != nullptr) redisFree(ctx_);
-    ctx_ = nullptr;
+    if (map_.known()) return CapFault::kNone;  // a stale map still routes; MOVED corrects it
+    return worst == CapFault::kNone ? CapFault::kIo : worst;
   }
 
   // Arguments go into one reused buffer; hiredis copies them when appending.
@@ -176,7 +303,7 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
     offsets_.emplace_back(at, args_.size() - at);
   }
 
-  bool appendArgs() {
+  bool appendArgs(Node& node) {
     argv_.clear();
     lens_.clear();
     for (const auto& [at, len] : offsets_) {
@@ -184,34 +311,35 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
       lens_.push_back(len);
     }
     ++stats_.commands;
-    return redisAppendCommandArgv(ctx_, static_cast<int>(argv_.size()), argv_.data(), lens_.data()) == REDIS_OK;
+    return redisAppendCommandArgv(node.context(), static_cast<int>(argv_.size()), argv_.data(), lens_.data()) ==
+           REDIS_OK;
   }
 
-  void startEval(std::string_view recipient, std::string_view scope, std::string_view op) {
+  void startEval(const Node& node, std::string_view recipient, std::string_view scope, std::string_view op) {
     args_.clear();
     offsets_.clear();
     arg("EVALSHA");
-    arg(sha_);
+    arg(node.sha());
     arg("1");
     keyArg(recipient, scope);
     arg(op);
   }
 
-  bool appendDecide(const CapQuery& q) {
-    startEval(q.recipient, q.scope, "d");
+  bool appendDecide(Node& node, const CapQuery& q) {
+    startEval(node, q.recipient, q.scope, "d");
     arg(now_text_);
     setNumber(number_, q.limit);
     arg(number_);
     setNumber(number_, q.window.count());
     arg(number_);
-    return appendArgs();
+    return appendArgs(node);
   }
 
-  bool appendRelease(const CapRelease& r) {
-    startEval(r.recipient, r.scope, "r");
+  bool appendRelease(Node& node, const CapRelease& r) {
+    startEval(node, r.recipient, r.scope, "r");
     setNumber(number_, r.counted_at.time_since_epoch().count());
     arg(number_);
-    return appendArgs();
+    return appendArgs(node);
   }
 
   bool takeDecision(const redisReply& r, CapDecision& out) {
@@ -226,44 +354,105 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
     return true;
   }
 
-  // Sends pending_ (indexes) as one pipeline and reads every reply; queries
-  // answered NOSCRIPT go again once after SCRIPT LOAD. A query without a
-  // usable reply is left as the caller initialised it (kUnavailable).
-  template <class Send, class Take>
-  CapBatchResult run(WallTime now, const Send& send, const Take& take) noexcept {
+  // Reads and drops the reply to ASKING.
+  bool readAsking(Node& node) {
+    void* raw = nullptr;
+    if (redisGetReply(node.context(), &raw) != REDIS_OK || raw == nullptr) return false;
+    freeReplyObject(raw);
+    return true;
+  }
+
+  // Sends pending_ (indexes), grouped by node, as one pipeline per node, then
+  // reads every node's replies: one round trip per node per attempt. A query
+  // answered NOSCRIPT goes again after SCRIPT LOAD on that node; MOVED and
+  // ASK send it to the node named (MOVED also rereads the slot map before
+  // the next batch); at most kMaxAttempts sends per query. A query whose node
+  // is down, or without a usable reply, is left as the caller initialised it
+  // (kUnavailable) while the other nodes' queries are decided.
+  template <class Recipient, class Send, class Take>
+  CapBatchResult run(WallTime now, const Recipient& recipient, const Send& send, const Take& take) noexcept {
     CapBatchResult result;
     try {
-      for (int attempt = 0; attempt < 2 && !pending_.empty(); ++attempt) {
-        now_ms_ = now.time_since_epoch().count();
-        const CapFault f = ensure();
+      now_ms_ = now.time_since_epoch().count();
+      if (pending_.empty()) return result;
+      // A node lost since the last batch may have failed over: the map is
+      // reread then too, at most once per backoff_max (a clock that went
+      // back allows it at once).
+      if (suspect_slots_ && (now_ms_ >= next_suspect_refresh_ms_ ||
+                             now_ms_ < next_suspect_refresh_ms_ - options_.backoff_max.count() * 2)) {
+        need_slots_ = true;
+        next_suspect_refresh_ms_ = now_ms_ + options_.backoff_max.count();
+      }
+      if (need_slots_) {
+        suspect_slots_ = false;
+        const CapFault f = refreshSlots(false);
         if (f != CapFault::kNone) return CapBatchResult{f, 0};
-        for (const std::size_t i : pending_)
-          if (!send(i)) return CapBatchResult{fail(CapFault::kIo, ctx_->errstr), 0};
-        ++stats_.round_trips;
+      }
+      work_.clear();
+      for (const std::size_t i : pending_)
+        work_.push_back(Work{i, cluster_ ? map_.owner(slotOf(recipient(i))) : 0, false});
+      for (int attempt = 0; attempt < kMaxAttempts && !work_.empty(); ++attempt) {
         retry_.clear();
-        for (const std::size_t i : pending_) {
-          void* raw = nullptr;
-          if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr) {
-            result.fault = worse(result.fault, fail(classify(ctx_), ctx_->errstr));
-            return result;
+        reload_.assign(nodes_.size(), 0);
+        sent_.assign(nodes_.size(), 0);
+        // 1. Append every node's queries; 2. read node by node.
+        for (std::size_t k = 0; k < sent_.size(); ++k) {
+          Node& node = *nodes_[k];
+          bool any = false;
+          for (const Work& w : work_) any = any || w.node == k;
+          if (!any) continue;
+          const CapFault f = node.ensure(now_ms_);
+          if (f != CapFault::kNone) {  // its queries stay kUnavailable
+            result.fault = worse(result.fault, f);
+            last_error_ = node.error();
+            suspect_slots_ = cluster_;
+            continue;
           }
-          const ReplyPtr reply(static_cast<redisReply*>(raw));
-          if (reply->type == REDIS_REPLY_ERROR && std::string_view(reply->str, reply->len).starts_with("NOSCRIPT")) {
-            ++stats_.noscript_retries;
-            retry_.push_back(i);
-          } else if (!take(i, *reply)) {
-            ++stats_.reply_errors;
-            last_error_ = reply->type == REDIS_REPLY_ERROR
-                              ? std::string(reply->str, reply->len)
-                              : "reply of unexpected shape (type " + std::to_string(reply->type) + ")";
-            result.fault = worse(result.fault, CapFault::kReply);
+          bool ok = true;
+          for (const Work& w : work_)
+            if (w.node == k && ok)
+              ok = (!w.asking || redis_cluster::appendAsking(node.context())) && send(node, w.query);
+          if (!ok) {
+            result.fault = worse(result.fault, node.fail(CapFault::kIo, node.context()->errstr, now_ms_));
+            last_error_ = node.error();
+            suspect_slots_ = cluster_;
+            continue;
+          }
+          sent_[k] = 1;
+          ++stats_.round_trips;
+        }
+        for (std::size_t k = 0; k < sent_.size(); ++k) {
+          if (!sent_[k]) continue;
+          Node& node = *nodes_[k];
+          for (const Work& w : work_) {
+            if (w.node != k) continue;
+            void* raw = nullptr;
+            if ((w.asking && !readAsking(node)) || redisGetReply(node.context(), &raw) != REDIS_OK || raw == nullptr) {
+              // Lost mid-batch: the rest of this node's queries stay kUnavailable.
+              result.fault = worse(result.fault, node.fail(classify(node.context()), node.context()->errstr, now_ms_));
+              last_error_ = node.error();
+              suspect_slots_ = cluster_;
+              break;
+            }
+            const ReplyPtr reply(static_cast<redisReply*>(raw));
+            handle(*reply, w, recipient(w.query), take, result);
           }
         }
-        pending_.swap(retry_);
-        // Not run by Redis: load the script and send only those again.
-        if (!pending_.empty() && attempt == 0 && loadScript() != CapFault::kNone) return CapBatchResult{last_fault_, 0};
+        // Not run by Redis: load the script where it was missing; its
+        // queries go again in the next attempt.
+        for (std::size_t k = 0; k < reload_.size(); ++k) {
+          if (!reload_[k] || nodes_[k]->context() == nullptr) continue;
+          if (nodes_[k]->loadScript(now_ms_) != CapFault::kNone) {
+            result.fault = worse(result.fault, nodes_[k]->fault());
+            last_error_ = nodes_[k]->error();
+          }
+        }
+        work_.swap(retry_);
       }
-      if (!pending_.empty()) result.fault = worse(result.fault, CapFault::kReply);
+      if (!work_.empty()) {  // still redirected or NOSCRIPT after every attempt
+        last_error_ = "redis frequency cap: no answer after " + std::to_string(kMaxAttempts) + " attempts";
+        result.fault = worse(result.fault, CapFault::kReply);
+      }
     } catch (const std::exception& e) {  // out of memory while building arguments
       last_error_ = e.what();
       result.fault = worse(result.fault, CapFault::kIo);
@@ -271,18 +460,59 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
     return result;
   }
 
+  // One reply: taken, or queued again (NOSCRIPT, MOVED, ASK), or a reply fault.
+  template <class Take>
+  void handle(const redisReply& reply, const Work& w, std::string_view recipient, const Take& take,
+              CapBatchResult& result) {
+    if (reply.type == REDIS_REPLY_ERROR) {
+      const std::string_view msg(reply.str, reply.len);
+      if (msg.starts_with("NOSCRIPT")) {
+        ++stats_.noscript_retries;
+        reload_[w.node] = 1;
+        retry_.push_back(w);
+        return;
+      }
+      RedisAddress to;
+      const redis_cluster::Redirect redirect =
+          cluster_ ? redis_cluster::parseRedirect(msg, to) : redis_cluster::Redirect::kNone;
+      if (redirect != redis_cluster::Redirect::kNone) {
+        const std::size_t target = map_.nodeFor(to);
+        syncNodes();
+        if (redirect == redis_cluster::Redirect::kAsk) {
+          ++stats_.asked;
+        } else {
+          ++stats_.moved;
+          map_.setOwner(slotOf(recipient), target);
+          need_slots_ = true;  // the map is stale: reread it before the next batch
+        }
+        retry_.push_back(Work{w.query, target, redirect == redis_cluster::Redirect::kAsk});
+        return;
+      }
+    }
+    if (!take(w.query, reply)) {
+      ++stats_.reply_errors;
+      last_error_ = reply.type == REDIS_REPLY_ERROR
+                        ? std::string(reply.str, reply.len)
+                        : "reply of unexpected shape (type " + std::to_string(reply.type) + ")";
+      result.fault = worse(result.fault, CapFault::kReply);
+    }
+  }
+
   RedisFrequencyCapOptions options_;
   RedisFrequencyCapStats stats_;
-  redisContext* ctx_ = nullptr;
-  std::string sha_;
+  redis_cluster::SlotMap map_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  bool cluster_ = false;
+  bool need_slots_ = false;     // reread CLUSTER SLOTS before the next batch (MOVED)
+  bool suspect_slots_ = false;  // a node was lost: reread it soon (a failover moves its slots)
+  std::int64_t next_suspect_refresh_ms_ = INT64_MIN;
   std::string last_error_;
-  std::string cause_;
-  CapFault last_fault_ = CapFault::kNone;
   std::int64_t now_ms_ = 0;  // the caller's clock at the current call
-  std::int64_t next_try_ms_ = INT64_MIN;
-  std::chrono::milliseconds backoff_;
   std::vector<std::size_t> pending_;
-  std::vector<std::size_t> retry_;
+  std::vector<Work> work_;
+  std::vector<Work> retry_;
+  std::vector<char> sent_;
+  std::vector<char> reload_;
   std::string now_text_;
   std::string number_;
   std::string args_;

@@ -9,16 +9,17 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "cluster_routing.h"
+#include "lease_reply.h"
 #include "pacer/quota_redis.h"
 #include "quota/lease_lua.h"
-#include "lease_reply.h"
 
 namespace pacer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::size_t kSlots = 16384;
-constexpr int kMaxAttempts = 4;  // first try + NOSCRIPT / MOVED / ASK retries
+using redis_cluster::kMaxAttempts;
+using redis_cluster::kSlots;
 
 enum class Fault { kNone, kIo, kTimeout, kReply };
 
@@ -130,30 +131,15 @@ class Node {
   bool was_lost_ = false;
 };
 
-// "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381" -> address.
-bool parseRedirect(std::string_view msg, RedisAddress& to) {
-  const std::size_t sp = msg.rfind(' ');
-  const std::size_t colon = msg.rfind(':');
-  if (sp == std::string_view::npos || colon == std::string_view::npos || colon < sp) return false;
-  to.host.assign(msg.substr(sp + 1, colon - sp - 1));
-  try {
-    to.port = std::stoi(std::string(msg.substr(colon + 1)));
-  } catch (...) {
-    return false;
-  }
-  return !to.host.empty();
-}
-
 class RedisQuotaBackendImpl final : public RedisQuotaBackend {
  public:
-  explicit RedisQuotaBackendImpl(RedisQuotaOptions options) : options_(std::move(options)) {
+  explicit RedisQuotaBackendImpl(RedisQuotaOptions options) : options_(std::move(options)), map_(options_.nodes) {
     if (options_.nodes.empty()) throw InvalidError("redis quota: no nodes configured");
     if (options_.connect_timeout.count() <= 0 || options_.command_timeout.count() <= 0)
       throw InvalidError("redis quota: timeouts must be > 0 ms");
     if (options_.backoff_min.count() <= 0 || options_.backoff_max < options_.backoff_min)
       throw InvalidError("redis quota: need 0 < backoff_min <= backoff_max");
-    for (const RedisAddress& a : options_.nodes) nodeFor(a);
-    slots_.assign(kSlots, 0);
+    syncNodes();
     need_slots_ = options_.cluster;
   }
 
@@ -163,7 +149,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
     throwFault(f, why);
     if (options_.cluster) {
       refreshSlots();
-      if (!have_map_) throw IoError("redis quota: cannot read CLUSTER SLOTS");
+      if (!map_.known()) throw IoError("redis quota: cannot read CLUSTER SLOTS");
     }
   }
 
@@ -199,11 +185,15 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
     }
   }
 
+  // A connection for every node the map has met (nodes_[i] is map_.nodes()[i]).
+  void syncNodes() {
+    while (nodes_.size() < map_.nodes().size())
+      nodes_.push_back(std::make_unique<Node>(map_.nodes()[nodes_.size()], options_, stats_));
+  }
   std::size_t nodeFor(const RedisAddress& a) {
-    for (std::size_t i = 0; i < nodes_.size(); ++i)
-      if (nodes_[i]->address().host == a.host && nodes_[i]->address().port == a.port) return i;
-    nodes_.push_back(std::make_unique<Node>(a, options_, stats_));
-    return nodes_.size() - 1;
+    const std::size_t i = map_.nodeFor(a);
+    syncNodes();
+    return i;
   }
 
   // Reads CLUSTER SLOTS from the first node that answers.
@@ -224,24 +214,8 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
                       nodes_[n]->address().port, r->type);
         continue;
       }
-      bool ok = true;
-      for (std::size_t i = 0; i < r->elements && ok; ++i) {
-        const redisReply* e = r->element[i];
-        // [start, end, [host, port, id...], replicas...]
-        ok = e->type == REDIS_REPLY_ARRAY && e->elements >= 3 && e->element[0]->type == REDIS_REPLY_INTEGER &&
-             e->element[1]->type == REDIS_REPLY_INTEGER && e->element[2]->type == REDIS_REPLY_ARRAY &&
-             e->element[2]->elements >= 2 && e->element[2]->element[0]->type == REDIS_REPLY_STRING &&
-             e->element[2]->element[1]->type == REDIS_REPLY_INTEGER;
-        if (!ok) break;
-        const long long lo = e->element[0]->integer;
-        const long long hi = e->element[1]->integer;
-        RedisAddress a{std::string(e->element[2]->element[0]->str, e->element[2]->element[0]->len),
-                       static_cast<int>(e->element[2]->element[1]->integer)};
-        if (a.host.empty()) a.host = nodes_[n]->address().host;
-        const std::size_t idx = nodeFor(a);
-        for (long long s = std::max(0LL, lo); s <= hi && s < static_cast<long long>(kSlots); ++s)
-          slots_[static_cast<std::size_t>(s)] = idx;
-      }
+      const bool ok = map_.apply(*r, n);
+      syncNodes();
       if (!ok) {
         ++stats_.reply_errors;
         spdlog::error("pacer quota: CLUSTER SLOTS: malformed reply");
@@ -249,7 +223,6 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       }
       ++stats_.slot_refreshes;
       need_slots_ = false;
-      have_map_ = true;
       return;
     }
   }
@@ -317,13 +290,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
     buildArgs(r, node.sha(), args_);
     argv_.clear();
     lens_.clear();
-    if (w.asking) {
-      argv_.push_back("ASKING");
-      lens_.push_back(6);
-      if (redisAppendCommandArgv(node.context(), 1, argv_.data(), lens_.data()) != REDIS_OK) return false;
-      argv_.clear();
-      lens_.clear();
-    }
+    if (w.asking && !redis_cluster::appendAsking(node.context())) return false;
     for (const std::string& a : args_) {
       argv_.push_back(a.data());
       lens_.push_back(a.size());
@@ -334,18 +301,20 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
   }
 
   // Every key of a request is "<prefix>:{scope}:...": the slot is the scope's.
-  static std::size_t scopeSlot(const std::string& scope) { return crc16Xmodem(scope) & (kSlots - 1); }
+  static std::uint16_t scopeSlot(const std::string& scope) {
+    return static_cast<std::uint16_t>(crc16Xmodem(scope) & (kSlots - 1));
+  }
 
   void run(std::span<const LeaseRequest> requests, std::span<LeaseReply> replies) {
     const std::size_t n = std::min(requests.size(), replies.size());
     for (std::size_t i = 0; i < n; ++i) replies[i] = LeaseReply{};
     if (need_slots_) refreshSlots();
-    if (options_.cluster && !have_map_) return;  // no slot map yet: all unavailable
+    if (options_.cluster && !map_.known()) return;  // no slot map yet: all unavailable
     work_.clear();
     for (std::size_t i = 0; i < n; ++i) {
       const LeaseRequest& r = requests[i];
       if (r.levels.empty()) continue;
-      const std::size_t node = options_.cluster ? slots_[scopeSlot(r.scope)] : 0;
+      const std::size_t node = options_.cluster ? map_.owner(scopeSlot(r.scope)) : 0;
       work_.push_back(Work{i, node, false});
     }
     for (int attempt = 0; attempt < kMaxAttempts && !work_.empty(); ++attempt) {
@@ -439,14 +408,15 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
         return true;
       }
       RedisAddress to;
-      if ((msg.starts_with("MOVED ") || msg.starts_with("ASK ")) && parseRedirect(msg, to)) {
-        const bool ask = msg.starts_with("ASK ");
+      const redis_cluster::Redirect redirect = redis_cluster::parseRedirect(msg, to);
+      if (redirect != redis_cluster::Redirect::kNone) {
+        const bool ask = redirect == redis_cluster::Redirect::kAsk;
         const std::size_t target = nodeFor(to);
         if (ask) {
           ++stats_.asked;
         } else {
           ++stats_.moved;
-          slots_[scopeSlot(req.scope)] = target;
+          map_.setOwner(scopeSlot(req.scope), target);
           need_slots_ = true;  // the map is stale: reread it before the next batch
         }
         retry_.push_back(Work{w.request, target, ask});
@@ -463,10 +433,9 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
 
   RedisQuotaOptions options_;
   RedisQuotaStats stats_;
+  redis_cluster::SlotMap map_;
   std::vector<std::unique_ptr<Node>> nodes_;
-  std::vector<std::size_t> slots_;
   bool need_slots_ = false;
-  bool have_map_ = false;
   bool needs_load_ = false;
   std::vector<Work> work_;
   std::vector<Work> retry_;

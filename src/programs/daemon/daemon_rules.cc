@@ -8,21 +8,37 @@
 namespace pacer::worker {
 namespace {
 
-// Where the caps are counted: caps.redis, else the first quota node; "" for
-// in this process.
-std::string capsAddress(const DaemonOptions& o, const logging::LoggerPtr& log) {
+RedisAddress parseAddress(const std::string& at) {
+  const std::size_t colon = at.rfind(':');
+  return RedisAddress{at.substr(0, colon), std::stoi(at.substr(colon + 1))};  // checked by the configuration
+}
+
+// Where the caps are counted: caps.redis (a cluster node with caps.cluster),
+// else the quota's redis.nodes (all of them as seeds of a cluster with
+// redis.cluster, else the first); "" for in this process.
+std::string capsAddress(const DaemonOptions& o, RedisFrequencyCapOptions& co) {
+  if (o.caps_cluster && (o.caps_redis.empty() || o.caps_redis == "none"))
+    throw DaemonConfigError("caps.cluster: needs caps.redis HOST:PORT, a node of the caps' Redis Cluster");
   if (o.caps_redis == "none") return "";
-  if (!o.caps_redis.empty()) return o.caps_redis;
+  if (!o.caps_redis.empty()) {
+    if (o.caps_cluster) {
+      co.cluster_nodes = {parseAddress(o.caps_redis)};
+      return o.caps_redis;
+    }
+    const RedisAddress a = parseAddress(o.caps_redis);
+    co.host = a.host;
+    co.port = a.port;
+    return o.caps_redis;
+  }
   if (o.redis.empty()) return "";
-  if (!o.redis_cluster) return o.redis.front();
-  // The cap store speaks to one standalone Redis: a cluster node would answer
-  // MOVED for most recipients, and those messages would wait for ever.
-  if (!o.worker.class_caps.empty())
-    throw DaemonConfigError(
-        "caps.redis: redis.nodes are a Redis Cluster, which the frequency cap store cannot use; give caps.redis "
-        "HOST:PORT of a standalone Redis (or none: counted per worker)");
-  log->warn("event=caps_in_process reason=\"redis.nodes are a Redis Cluster; give caps.redis HOST:PORT\"");
-  return "";
+  if (o.redis_cluster) {
+    for (const std::string& n : o.redis) co.cluster_nodes.push_back(parseAddress(n));
+    return o.redis.front();
+  }
+  const RedisAddress a = parseAddress(o.redis.front());
+  co.host = a.host;
+  co.port = a.port;
+  return o.redis.front();
 }
 
 }  // namespace
@@ -35,7 +51,8 @@ RecipientRules makeRecipientRules(const DaemonOptions& o, const logging::LoggerP
     throw DaemonConfigError(fmt::format("time zones (quiet hours): {}; install tzdata", e.what()));
   }
   log->info("event=time_zones zones={} tzdata={}", r.zones->size(), r.zones->version());
-  const std::string at = capsAddress(o, log);
+  RedisFrequencyCapOptions co;
+  const std::string at = capsAddress(o, co);
   if (at.empty()) {
     r.caps = makeMemoryFrequencyCapStore();
     log->warn(
@@ -43,17 +60,13 @@ RecipientRules makeRecipientRules(const DaemonOptions& o, const logging::LoggerP
         "full cap; give caps.redis (or redis.nodes) when several workers share recipients\"");
     return r;
   }
-  RedisFrequencyCapOptions co;
-  const std::size_t colon = at.rfind(':');
-  co.host = at.substr(0, colon);
-  co.port = std::stoi(at.substr(colon + 1));  // checked by the configuration (HOST:PORT)
   co.connect_timeout = std::max(o.redis_timeout, std::chrono::milliseconds(100));
   auto store = makeRedisFrequencyCapStore(co);
   std::string why;
   if (store->connect(why) == CapFault::kNone)
-    log->info("event=caps_connected redis={}", at);
+    log->info("event=caps_connected redis={} cluster={}", at, !co.cluster_nodes.empty());
   else  // capped campaigns' messages wait (never unchecked) until it answers
-    log->warn("event=caps_unavailable redis={} error=\"{}\"", at, why);
+    log->warn("event=caps_unavailable redis={} cluster={} error=\"{}\"", at, !co.cluster_nodes.empty(), why);
   r.caps_redis = store.get();
   r.caps = std::move(store);
   return r;

@@ -183,6 +183,8 @@ TEST(PacerdConfig, CapsKeysReachTheWorkerAndNameTheKeyWhenWrong) {
   EXPECT_EQ(c.options.worker.class_cap_policy, CapPolicy::kDefer);
   EXPECT_EQ(c.options.worker.cap_batch, 500u);
   EXPECT_EQ(load(fromText("caps:\n  redis: none\n")).options.caps_redis, "none");
+  EXPECT_FALSE(c.options.caps_cluster);
+  EXPECT_TRUE(load(fromText("caps:\n  redis: 127.0.0.1:7000\n  cluster: true\n")).options.caps_cluster);
   EXPECT_THAT(errorOf(fromText("caps:\n  classes: bulk=3/fortnight\n")),
               HasSubstr("pacerd.yaml:2:3: caps.classes: expected CLASS=CAP entries"));
   EXPECT_THAT(errorOf(fromText("caps:\n  classes: bulk\n")), HasSubstr("caps.classes: expected CLASS=CAP"));

@@ -1,7 +1,7 @@
 // Redis Cluster key slots: CRC16-XMODEM of the hash tag, modulo 16384.
 #include <array>
 
-#include "pacer/quota_redis.h"
+#include "pacer/redis_cluster.h"
 
 namespace pacer {
 namespace {

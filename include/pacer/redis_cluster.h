@@ -1,0 +1,24 @@
+// Redis addresses and Redis Cluster key slots, shared by the Redis adapters
+// (pacer::quota_redis, pacer::frequency_cap_redis; both route through the
+// private pacer::redis_cluster unit in src/adapters/redis_cluster).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace pacer {
+
+struct RedisAddress {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+};
+
+// The Redis Cluster slot of `key`: CRC16 (XMODEM) of its hash tag (the part
+// between the first '{' and the next '}', if non-empty) or of the whole key,
+// modulo 16384.
+std::uint16_t redisClusterSlot(std::string_view key) noexcept;
+// CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), as Redis Cluster uses.
+std::uint16_t crc16Xmodem(std::string_view data) noexcept;
+
+}  // namespace pacer

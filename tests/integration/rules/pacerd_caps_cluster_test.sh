@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# pacerd whose quota is a Redis Cluster counts the frequency caps in that
+# cluster (no caps.redis): on its own PostgreSQL, pacer-kafka-mock and a
+# three-master Redis Cluster (loopback), delivering over HTTP to
+# pacer-fake-provider --record. A campaign cap 2/1h (suppress) and a class cap
+# transactional=2/1h, 18 messages each to 6 recipients spread over the
+# masters: 12 at the provider and 6 suppressed rows per campaign, judged by
+# the provider's record and the ledger; each recipient's key is in the
+# cluster with a TTL, and the keys are on more than one master.
+set -euo pipefail
+pacerd=${PACERD:?}
+pacerctl=${PACERCTL:?}
+kafka_mock=${PACER_KAFKA_MOCK:?}
+fake_provider=${PACER_FAKE_PROVIDER:?}
+source "${PACER_SOURCE:?}/scripts/services.sh"
+tmp=$(mktemp -d)
+daemon_pid=
+provider_pid=
+redis_pids=()
+cleanup() {
+  [ -n "$daemon_pid" ] && kill -9 "$daemon_pid" 2>/dev/null || true
+  [ -n "$provider_pid" ] && kill -9 "$provider_pid" 2>/dev/null || true
+  local p
+  for p in ${redis_pids[@]+"${redis_pids[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
+  pacer_stop_kafka_mock
+  pacer_stop_postgres
+  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+PACER_TEST_LOGS=("$tmp/pacerd.log")  # fail (scripts/services.sh) shows it
+q() { pacer_psql -c "$1"; }
+rows() { q "SELECT count(*) FROM deliveries WHERE campaign = '$1' AND status = '$2'"; }
+at_provider() { awk -v c="$1" '$2 == c && $4 == 200' "$tmp/requests.txt" | wc -l; }
+
+# A free port for a cluster node: Redis Cluster wants it at most 55535, and
+# its bus port (10000 higher) free too.
+cluster_port() {
+  python3 - <<'PY'
+import random, socket
+for _ in range(1000):
+    p = random.randint(20000, 55000)
+    try:
+        for q in (p, p + 10000):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+    except OSError:
+        continue
+    print(p); break
+PY
+}
+
+# Three cluster-enabled redis-servers, joined by redis-cli --cluster create.
+ports=()
+for i in 0 1 2; do
+  port=$(cluster_port)
+  [ -n "$port" ] || fail "no free port for a cluster node"
+  mkdir -p "$tmp/redis$i"
+  redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no --dir "$tmp/redis$i" \
+    --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
+    --logfile "$tmp/redis$i/redis.log" >/dev/null 2>&1 &
+  redis_pids+=($!)
+  ports+=("$port")
+done
+for port in "${ports[@]}"; do
+  for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+redis-cli --cluster create "127.0.0.1:${ports[0]}" "127.0.0.1:${ports[1]}" "127.0.0.1:${ports[2]}" \
+  --cluster-replicas 0 --cluster-yes >"$tmp/cluster-create.log" 2>&1 || fail "cluster create: $(cat "$tmp/cluster-create.log")"
+for port in "${ports[@]}"; do
+  for _ in $(seq 1 200); do redis-cli -p "$port" cluster info | grep -q cluster_state:ok && break; sleep 0.1; done
+  redis-cli -p "$port" cluster info | grep -q cluster_state:ok || fail "redis $port: the cluster is not ok"
+done
+
+pacer_start_postgres "$tmp/pg"
+pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:2 --die-with-parent
+export PACER_POSTGRES=$PACER_PG PACER_BROKERS=$PACER_KAFKA
+"$pacerd" migrate >/dev/null
+"$fake_provider" --port 0 --port-file "$tmp/provider.port" --record "$tmp/requests.txt" >"$tmp/provider.log" 2>&1 &
+provider_pid=$!
+for _ in $(seq 1 100); do [ -s "$tmp/provider.port" ] && break; sleep 0.1; done
+[ -s "$tmp/provider.port" ] || fail "the fake provider did not start: $(cat "$tmp/provider.log")"
+
+"$pacerctl" provider create gw --rate 1000 >/dev/null
+"$pacerctl" campaign create capped --rate 100 --provider gw --cap 2/1h --cap-policy suppress >/dev/null
+"$pacerctl" campaign create classy --rate 100 --provider gw --class transactional >/dev/null
+produce() { "$pacerctl" produce --topic messages "$@" >/dev/null; }
+produce --campaign capped --count 18 --recipients 6 --recipient-prefix cap-
+produce --campaign classy --count 18 --recipients 6 --recipient-prefix cls-
+
+cat >"$tmp/pacerd.yaml" <<YAML
+kafka:
+  brokers: [$PACER_KAFKA]
+  topics: [messages]
+postgres:
+  migrate: false
+redis:
+  nodes: [127.0.0.1:${ports[0]}, 127.0.0.1:${ports[1]}, 127.0.0.1:${ports[2]}]
+  cluster: true
+priority:
+  classes: [critical, transactional, bulk]
+  default_class: bulk
+caps:
+  classes: "transactional=2/1h"
+  policy: suppress
+sink:
+  kind: http
+  http:
+    url: http://127.0.0.1:$(cat "$tmp/provider.port")/send/{campaign}
+YAML
+"$pacerd" --config "$tmp/pacerd.yaml" --admin-listen 127.0.0.1:0 --refresh-ms 200 >"$tmp/pacerd.log" 2>&1 &
+daemon_pid=$!
+
+# 12 + 12 sent, 6 + 6 suppressed: 36 rows.
+for _ in $(seq 1 300); do
+  [ "$(q "SELECT count(*) FROM deliveries")" -ge 36 ] && break
+  kill -0 "$daemon_pid" 2>/dev/null || fail "pacerd exited"
+  sleep 0.1
+done
+sleep 1  # anything that would wrongly go out, goes out now
+grep -q "event=caps_connected redis=127.0.0.1:${ports[0]} cluster=true" "$tmp/pacerd.log" ||
+  fail "the caps did not use the quota's Redis Cluster"
+! grep -q "event=caps_in_process" "$tmp/pacerd.log" || fail "the caps were counted in process"
+kill -TERM "$daemon_pid"
+wait "$daemon_pid" || fail "pacerd exited $? on SIGTERM"
+daemon_pid=
+kill -TERM "$provider_pid"  # it writes its record as it exits
+wait "$provider_pid" 2>/dev/null || true
+provider_pid=
+PACER_TEST_LOGS+=("$tmp/requests.txt")
+for c in capped:campaign:capped classy:class:transactional; do
+  id=${c%%:*} scope=${c#*:} prefix=cap-
+  [ "$id" = classy ] && prefix=cls-
+  [ "$(at_provider "$id")" = 12 ] ||
+    fail "$id: $(at_provider "$id") requests at the provider, expected 12 (6 recipients x 2); ledger: $(
+      q "SELECT status, reason, count(*) FROM deliveries WHERE campaign = '$id' GROUP BY 1, 2")"
+  [ "$(rows "$id" sent)" = 12 ] || fail "$id: $(rows "$id" sent) sent rows, expected 12"
+  n=$(q "SELECT count(*) FROM deliveries WHERE campaign = '$id' AND status = 'suppressed' AND reason LIKE '%$scope 2/1h%'")
+  [ "$n" = 6 ] || fail "$id: $n suppressed rows naming $scope 2/1h, expected 6: $(q "SELECT status, reason FROM deliveries WHERE campaign = '$id' AND status <> 'sent' LIMIT 2")"
+  # Each key in the cluster (-c follows MOVED to the slot's master), with a TTL.
+  for r in 0 1 2 3 4 5; do
+    key="fc:{$prefix$r}:$scope"
+    ttl=$(redis-cli -c -p "${ports[0]}" pttl "$key")
+    [ "$ttl" -gt 0 ] && [ "$ttl" -le 3600000 ] || fail "Redis key $key: pttl $ttl, expected a TTL of at most 1 h"
+  done
+done
+# The recipients are on more than one master.
+masters_used=0
+for port in "${ports[@]}"; do
+  [ "$(redis-cli -p "$port" --scan --pattern 'fc:*' | wc -l)" -gt 0 ] && masters_used=$((masters_used + 1))
+done
+[ "$masters_used" -ge 2 ] || fail "the cap keys are on $masters_used master(s), expected them spread"
+echo "pacerd caps on a Redis Cluster: ok (keys on $masters_used masters)"
