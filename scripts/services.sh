@@ -169,6 +169,27 @@ pacer_fake_provider_epoch() {
 }
 
 # --- for the test scripts under tests/ ---------------------------------------
+# start_pacerd_test_services DIR PACERD MOCK ARGS...: PostgreSQL, migrate, MOCK ARGS --die-with-parent; sets PACER_PG, PACER_KAFKA, PACER_POSTGRES.
+start_pacerd_test_services() {
+  local dir=$1 pacerd=$2 mock=$3
+  shift 3
+  pacer_start_postgres "$dir/pg" || return 1
+  export PACER_POSTGRES=$PACER_PG
+  "$pacerd" migrate >/dev/null || return 1
+  pacer_start_kafka_mock "$mock" "$dir/kafka" "$@" --die-with-parent
+}
+
+# pacer_test_cleanup DIR [PID...]: a test's EXIT trap: SIGTERM and wait for each PID given, pacer_stop_services DIR; sets nothing.
+pacer_test_cleanup() {
+  local dir=$1 p
+  shift
+  for p in "$@"; do
+    [ -n "$p" ] || continue
+    kill "$p" 2>/dev/null && { wait "$p" 2>/dev/null || true; }
+  done
+  pacer_stop_services "$dir"
+}
+
 # fail MESSAGE: says it, shows the last 30 lines of each file the test named
 # in the array PACER_TEST_LOGS, and exits 1.
 fail() {
