@@ -91,7 +91,33 @@ for _ in $(seq 1 200); do
   kill -0 "$daemon_pid" 2>/dev/null || fail "pacerd exited"
   sleep 0.1
 done
-sleep 1  # anything that would wrongly go out, goes out now
+# Then, instead of a fixed pause, until pacerd's own figures account for all 36 messages produced (11
+# quiet, 10 capped, 10 classy, 5 mystery): all read, none in the sink or awaiting the ledger, each in the
+# ledger, parked, or held in pacerd's memory (pacer_buffered_messages); and after that, two more directory
+# refreshes that skipped mystery again (pacer_directory_rows_skipped_total up by 2): nothing is left to go
+# out but mystery's held messages, and a refresh that loaded the campaign is what would release them.
+admin=$(sed -n 's/.*event=admin_listening address=\([^ ]*\).*/\1/p' "$tmp/pacerd.log")
+figures() {
+  curl -sf "http://$admin/metrics" | awk '$1 == "pacer_records_read_total" { r = $2 }
+    $1 == "pacer_unrecorded_messages" { u = $2 } $1 == "pacer_buffered_messages" { b = $2 }
+    $1 == "pacer_directory_rows_skipped_total" { s = $2 } END { printf "%d %d %d %d\n", r, u, b, s }'
+}
+accounted_at=  # pacer_directory_rows_skipped_total when all 36 were first accounted for
+for _ in $(seq 1 200); do
+  read -r n_read unrecorded buffered skipped < <(figures)
+  in_db=$(q "SELECT (SELECT count(*) FROM deliveries) + (SELECT count(*) FROM parked)")
+  if [ "$n_read" -ge 36 ] && [ "$unrecorded" = 0 ] && [ $((in_db + buffered)) = 36 ]; then
+    accounted_at=${accounted_at:-$skipped}
+    [ "$skipped" -ge $((accounted_at + 2)) ] && break
+  else
+    accounted_at=
+  fi
+  kill -0 "$daemon_pid" 2>/dev/null || fail "pacerd exited"
+  sleep 0.1
+done
+[ -n "$accounted_at" ] && [ "$skipped" -ge $((accounted_at + 2)) ] ||
+  fail "pacerd never accounted for the 36 messages: read $n_read, unrecorded $unrecorded, buffered $buffered," \
+    "$in_db in the ledger or parked; mystery skipped $skipped times"
 grep -q "event=caps_connected redis=$PACER_REDIS" "$tmp/pacerd.log" || fail "the caps did not use the test's Redis"
 wait_for_line 5 "$tmp/pacerd.log" 'event=row_skipped kind=campaign id=mystery .*platinum' ||
   fail "the campaign with class platinum was not skipped and named"
@@ -105,7 +131,6 @@ done
 parked_utc=$(q "SELECT count(*) FROM parked WHERE campaign = 'quiet' AND time_zone = 'Etc/UTC'
                 AND extract(epoch FROM not_before) = $window_end_s")
 parked_mystery=$(q "SELECT count(*) FROM parked WHERE campaign = 'mystery'")
-admin=$(sed -n 's/.*event=admin_listening address=\([^ ]*\).*/\1/p' "$tmp/pacerd.log")
 trips=$(curl -sf "http://$admin/metrics" | awk '$1 == "pacer_cap_round_trips_total" { print $2 }')
 [ -n "$trips" ] && [ "${trips%.*}" -ge 1 ] || fail "/metrics: pacer_cap_round_trips_total '$trips', expected at least 1"
 kill -TERM "$daemon_pid"
