@@ -43,34 +43,19 @@ pacer_build release pacerd pacerctl pacer-kafka-mock pacer-fake-provider >/dev/n
 bin=build/release
 
 PACER_RUN_DIR=$(mktemp -d /tmp/pacer-caps-XXXXXX)
-provider_pid=
-daemon_pid=
-cleanup() {
-  [ -n "$daemon_pid" ] && kill -9 "$daemon_pid" 2>/dev/null || true
-  [ -n "$provider_pid" ] && kill -9 "$provider_pid" 2>/dev/null || true
-  pacer_stop_kafka_mock
-  pacer_stop_redis
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $PACER_RUN_DIR"; else rm -rf "$PACER_RUN_DIR"; fi
-}
-trap cleanup EXIT
+pids=()  # the one pacerd, for pacer_bench_cleanup
+trap pacer_bench_cleanup EXIT
 run=$PACER_RUN_DIR
 
-pacer_start_postgres "$run/pg"
-pacer_start_redis "$run/redis"
-pacer_start_kafka_mock "$bin/pacer-kafka-mock" "$run/kafka" --topic "messages:8"
-export PACER_POSTGRES=$PACER_PG PACER_BROKERS=$PACER_KAFKA
-"$bin/pacerd" migrate >/dev/null
+pacer_bench_services "$bin" --topic "messages:8"
+export PACER_BROKERS=$PACER_KAFKA
 redis() { redis-cli -h "${PACER_REDIS%:*}" -p "${PACER_REDIS##*:}" "$@"; }
 used_memory() { redis info memory | tr -d '\r' | sed -n 's/^used_memory:\([0-9]*\)$/\1/p'; }
 
 sink_args=(--sink null)
 if [ "$sink" = provider ]; then
-  "$bin/pacer-fake-provider" --port 0 --port-file "$run/provider.port" --record "$run/requests.txt" \
-    >"$run/provider.log" 2>&1 &
-  provider_pid=$!
-  for _ in $(seq 1 100); do [ -s "$run/provider.port" ] && break; sleep 0.1; done
-  sink_args=(--sink http --http-url "http://127.0.0.1:$(cat "$run/provider.port")/send/{campaign}" --in-flight 200)
+  pacer_start_fake_provider "$bin/pacer-fake-provider" "$run" --record "$run/requests.txt"
+  sink_args=(--sink http --http-url "http://127.0.0.1:$PACER_PROVIDER_PORT/send/{campaign}" --in-flight 200)
 fi
 "$bin/pacerctl" provider create gw --rate unlimited >/dev/null
 "$bin/pacerctl" campaign create capped --rate "$rate" ${burst:+--burst "$burst"} --provider gw --cap "$cap" \
@@ -82,6 +67,7 @@ echo "caps_e2e: 1 worker, campaign at $rate/s (burst ${burst:-default}), cap $ca
 "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --no-migrate --caps-redis "$PACER_REDIS" "${sink_args[@]}" \
   --summary "$run/summary.json" --admin-listen 127.0.0.1:0 ${PACERD_ARGS:-} >"$run/pacerd.log" 2>&1 &
 daemon_pid=$!
+pids=("$daemon_pid")
 wait_for_line 60 "$run/pacerd.log" 'event=assigned' || { echo "pacerd was not assigned a partition"; exit 1; }
 "$bin/pacerctl" produce --topic messages --campaign capped --count "$messages" --recipients "$recipients" \
   --rate "$produce_rate" --id-prefix m- >"$run/produce.txt"
@@ -98,11 +84,9 @@ sample=$(redis randomkey)
 sample_ttl=$(redis pttl "$sample")
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" || echo "pacerd exited $?"
-daemon_pid=
-if [ -n "$provider_pid" ]; then
-  kill -TERM "$provider_pid"
-  wait "$provider_pid" 2>/dev/null || true
-  provider_pid=
+pids=()
+if [ "$sink" = provider ]; then
+  pacer_stop_provider
   # "ms campaign key status": message m-<i> went to recipient i mod N.
   awk '$4 == 200 { print $1, $3 }' "$run/requests.txt" >"$run/accepted.txt"
 else

@@ -21,17 +21,8 @@ pacer_build "$preset" >/dev/null
 bin=build/$preset
 
 PACER_RUN_DIR=$(mktemp -d /tmp/pacer-fcm-XXXXXX)
-fcm_pid=
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  [ -n "$fcm_pid" ] && kill -9 "$fcm_pid" 2>/dev/null || true
-  pacer_stop_kafka_mock
-  pacer_stop_redis
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $PACER_RUN_DIR"; else rm -rf "$PACER_RUN_DIR"; fi
-}
-trap cleanup EXIT
+trap pacer_bench_cleanup EXIT
 dir=$PACER_RUN_DIR
 bash tests/support/make_test_certs.sh "$dir" >/dev/null
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$dir/sa.key" 2>/dev/null
@@ -39,19 +30,15 @@ openssl pkey -in "$dir/sa.key" -pubout -out "$dir/sa.pub"
 "$bin/pacer-fake-fcm" --cert "$dir/server.pem" --key "$dir/server.key" --listen 127.0.0.1:0 \
   --sa-public-key "$dir/sa.pub" --token-ttl-s 60 --window "$quota" --retry-after 1 --record "$dir/record.jsonl" \
   >"$dir/fcm.out" 2>"$dir/fcm.err" &
-fcm_pid=$!
-port=$(listening_port "$dir/fcm.out" "$fcm_pid") || fail "the fake did not start"
+PACER_PROVIDER_PID=$!  # the fake FCM: pacer_bench_cleanup kills it
+port=$(listening_port "$dir/fcm.out" "$PACER_PROVIDER_PID") || fail "the fake did not start"
 python3 - "$dir/sa.key" "$port" >"$dir/sa.json" <<'PY'
 import json, sys
 print(json.dumps({"type": "service_account", "project_id": "bench-project", "client_email": "pacer@bench.example",
                   "private_key": open(sys.argv[1]).read(), "token_uri": "https://127.0.0.1:%s/token" % sys.argv[2]}))
 PY
 
-pacer_start_postgres "$dir/pg"
-pacer_start_redis "$dir/redis"
-pacer_start_kafka_mock "$bin/pacer-kafka-mock" "$dir/kafka" --topic "messages:8"
-export PACER_POSTGRES=$PACER_PG
-"$bin/pacerd" migrate --postgres "$PACER_PG" >/dev/null
+pacer_bench_services "$bin" --topic "messages:8"
 "$bin/pacerctl" provider create firebase --rate "$quota" >/dev/null
 "$bin/pacerctl" campaign create alpha --rate 300 --provider firebase >/dev/null
 "$bin/pacerctl" campaign create beta --rate 300 --provider firebase >/dev/null
@@ -80,9 +67,7 @@ for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 for p in "${pids[@]}"; do wait "$p" || echo "a worker exited with $?"; done
 pids=()
 report=$(curl -sS --cacert "$dir/ca.pem" --http2 "https://127.0.0.1:$port/_report")
-kill -TERM "$fcm_pid"
-wait "$fcm_pid" 2>/dev/null || true
-fcm_pid=
+pacer_stop_provider
 
 # record.jsonl: one line per accepted request, {"t_us", "token", ...}.
 read -r accepted distinct twice first last after < <(python3 - "$dir/record.jsonl" <<'PY'

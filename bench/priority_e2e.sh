@@ -41,31 +41,14 @@ pacer_build release pacerd pacerctl pacer-kafka-mock pacer-fake-provider >/dev/n
 bin=build/release
 
 PACER_RUN_DIR=$(mktemp -d /tmp/pacer-priority-XXXXXX)
-provider_pid=
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  [ -n "$provider_pid" ] && kill -9 "$provider_pid" 2>/dev/null || true
-  pacer_stop_kafka_mock
-  pacer_stop_redis
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $PACER_RUN_DIR"; else rm -rf "$PACER_RUN_DIR"; fi
-}
-trap cleanup EXIT
+trap pacer_bench_cleanup EXIT
 
-pacer_start_postgres "$PACER_RUN_DIR/pg"
-pacer_start_redis "$PACER_RUN_DIR/redis"
-pacer_start_kafka_mock "$bin/pacer-kafka-mock" "$PACER_RUN_DIR/kafka" --topic "messages:8"
-export PACER_POSTGRES=$PACER_PG
-"$bin/pacerd" migrate --postgres "$PACER_PG" >/dev/null
+pacer_bench_services "$bin" --topic "messages:8"
 
-"$bin/pacer-fake-provider" --port 0 --port-file "$PACER_RUN_DIR/provider.port" --window "$window" --retry-after 1 \
-  --record "$PACER_RUN_DIR/requests.txt" >"$PACER_RUN_DIR/provider.log" 2>&1 &
-provider_pid=$!
-for _ in $(seq 1 100); do [ -s "$PACER_RUN_DIR/provider.port" ] && break; sleep 0.1; done
-provider_port=$(cat "$PACER_RUN_DIR/provider.port")
-for _ in $(seq 1 50); do grep -q 'epoch_ms=' "$PACER_RUN_DIR/provider.log" && break; sleep 0.1; done
-epoch_ms=$(sed -n 's/.*epoch_ms=\([0-9]*\).*/\1/p' "$PACER_RUN_DIR/provider.log")
+pacer_start_fake_provider "$bin/pacer-fake-provider" "$PACER_RUN_DIR" --window "$window" --retry-after 1 \
+  --record "$PACER_RUN_DIR/requests.txt"
+pacer_fake_provider_epoch "$PACER_RUN_DIR"
 
 bulk_class=bulk
 txn_class=transactional
@@ -87,7 +70,7 @@ echo "bulk: $((per * 8)) messages; transactional: $txn_per_s/s for $txn_s s; pro
 for w in $(seq 1 "$workers"); do
   "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --postgres "$PACER_PG" --no-migrate \
     --redis "$PACER_REDIS" --live-workers "$workers" --refresh-ms 500 \
-    --sink http --http-url "http://127.0.0.1:$provider_port/send/{campaign}" --in-flight 100 \
+    --sink http --http-url "http://127.0.0.1:$PACER_PROVIDER_PORT/send/{campaign}" --in-flight 100 \
     --session-timeout-ms 6000 --summary "$PACER_RUN_DIR/summary$w.json" --admin-listen 127.0.0.1:0 \
     ${FETCH_WAIT_MS:+--kafka fetch.wait.max.ms=$FETCH_WAIT_MS} >"$PACER_RUN_DIR/pacerd$w.log" 2>&1 &
   pids+=($!)
@@ -111,9 +94,7 @@ until [ "$(pacer_psql -c "SELECT count(*) FROM deliveries WHERE campaign = 'txn'
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 for p in "${pids[@]}"; do wait "$p" || echo "a worker exited with $?"; done
 pids=()
-kill -TERM "$provider_pid"
-wait "$provider_pid" 2>/dev/null || true
-provider_pid=
+pacer_stop_provider
 
 # Kafka's timestamps of the transactional messages: "<ms> <message id>".
 kcat -C -b "$PACER_KAFKA" -t messages -o beginning -e -q -f '%k %T %h\n' 2>/dev/null |
@@ -122,7 +103,7 @@ kcat -C -b "$PACER_KAFKA" -t messages -o beginning -e -q -f '%k %T %h\n' 2>/dev/
 
 # requests.txt: "<ms since the provider's epoch_ms> <campaign> <idempotency key> <status>".
 # Writes each transactional wait (ms) to waits.txt and the provider's figures to provider.txt.
-awk -v epoch="$epoch_ms" -v rate="$window" -v waits="$PACER_RUN_DIR/waits.txt" '
+awk -v epoch="$PACER_PROVIDER_EPOCH_MS" -v rate="$window" -v waits="$PACER_RUN_DIR/waits.txt" '
   FNR == NR { produced[$2] = $1; np++; if (first == "" || $1 < first) first = $1; if ($1 > last) last = $1; next }
   {
     t = epoch + $1; n++; times[n] = t

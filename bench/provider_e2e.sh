@@ -40,30 +40,16 @@ pacer_build release >/dev/null
 bin=build/release
 
 PACER_RUN_DIR=$(mktemp -d /tmp/pacer-e2e-XXXXXX)
-provider_pid=
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  [ -n "$provider_pid" ] && kill -9 "$provider_pid" 2>/dev/null || true
-  pacer_stop_kafka_mock
-  pacer_stop_redis
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $PACER_RUN_DIR"; else rm -rf "$PACER_RUN_DIR"; fi
-}
-trap cleanup EXIT
+trap pacer_bench_cleanup EXIT
 
 echo "provider e2e: $messages messages, $campaigns campaigns, $workers workers, provider quota $rate/s burst $burst (pacer's burst $pacer_burst)"
-pacer_start_postgres "$PACER_RUN_DIR/pg"
-pacer_start_redis "$PACER_RUN_DIR/redis"
-pacer_start_kafka_mock "$bin/pacer-kafka-mock" "$PACER_RUN_DIR/kafka" --topic "messages:$partitions"
+pacer_bench_services "$bin" --topic "messages:$partitions"
 provider_t0=$(date +%s%N)
-"$bin/pacer-fake-provider" --port 0 --port-file "$PACER_RUN_DIR/provider.port" --threads 256 \
-  --quota "$rate" --quota-burst "$burst" --record "$PACER_RUN_DIR/requests.txt" >"$PACER_RUN_DIR/provider.log" 2>&1 &
-provider_pid=$!
-for _ in $(seq 1 100); do [ -s "$PACER_RUN_DIR/provider.port" ] && break; sleep 0.1; done
-provider_port=$(cat "$PACER_RUN_DIR/provider.port")
+pacer_start_fake_provider "$bin/pacer-fake-provider" "$PACER_RUN_DIR" --threads 256 \
+  --quota "$rate" --quota-burst "$burst" --record "$PACER_RUN_DIR/requests.txt"
+provider_port=$PACER_PROVIDER_PORT
 
-"$bin/pacerd" migrate --postgres "$PACER_PG" >/dev/null
 pacer_psql -c "INSERT INTO providers (id, rate, burst) VALUES ('gateway', $rate, $pacer_burst)"
 # Each campaign alone may send 100/s: together they want 2,000/s, five times
 # what the gateway takes, so the provider's rate is what binds.
@@ -104,9 +90,7 @@ for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 for p in "${pids[@]}"; do wait "$p" || echo "a worker exited with $?"; done
 pids=()
 wall=$(echo "$(date +%s.%N) - $start" | bc)
-kill -TERM "$provider_pid"
-wait "$provider_pid" 2>/dev/null || true
-provider_pid=
+pacer_stop_provider
 
 # requests.txt: "<ms since start> <campaign> <idempotency key> <status>" per request.
 read -r accepted distinct duplicates first last peak peak_accepted requests throttled < <(awk '

@@ -32,28 +32,15 @@ pacer_build "$preset" >/dev/null
 bin=build/$preset
 
 PACER_RUN_DIR=$(mktemp -d /tmp/pacer-smpp-XXXXXX)
-smsc_pid=
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  [ -n "$smsc_pid" ] && kill -9 "$smsc_pid" 2>/dev/null || true
-  pacer_stop_kafka_mock
-  pacer_stop_redis
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $PACER_RUN_DIR"; else rm -rf "$PACER_RUN_DIR"; fi
-}
-trap cleanup EXIT
+trap pacer_bench_cleanup EXIT
 
-pacer_start_postgres "$PACER_RUN_DIR/pg"
-pacer_start_redis "$PACER_RUN_DIR/redis"
-pacer_start_kafka_mock "$bin/pacer-kafka-mock" "$PACER_RUN_DIR/kafka" --topic "messages:8"
-export PACER_POSTGRES=$PACER_PG
-"$bin/pacerd" migrate --postgres "$PACER_PG" >/dev/null
+pacer_bench_services "$bin" --topic "messages:8"
 
 "$bin/pacer-fake-smsc" --account "pacer:secret:$quota" --port-file "$PACER_RUN_DIR/smsc.port" \
   --receipt-delay-ms 500 --receipt-mix delivered=9,undelivered=1 --record "$PACER_RUN_DIR/smsc.tsv" \
   --report "$PACER_RUN_DIR/smsc.json" >"$PACER_RUN_DIR/smsc.log" 2>&1 &
-smsc_pid=$!
+PACER_PROVIDER_PID=$!  # the SMSC: pacer_bench_cleanup kills it
 for _ in $(seq 1 100); do [ -s "$PACER_RUN_DIR/smsc.port" ] && break; sleep 0.1; done
 smsc_port=$(cat "$PACER_RUN_DIR/smsc.port")
 
@@ -108,9 +95,7 @@ sleep 2
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 pids=()
-kill -TERM "$smsc_pid"
-wait "$smsc_pid" 2>/dev/null || true
-smsc_pid=
+pacer_stop_provider
 
 # smsc.tsv: ms, account, message id, destination, n/m, status (one line per submit_sm).
 read -r submits accepted throttled dup_segments messages_whole peak_sub peak_acc first_ok last_ok after_acc < <(awk -F'\t' '

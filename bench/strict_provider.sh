@@ -32,23 +32,10 @@ pacer_build release >/dev/null
 bin=build/release
 
 PACER_RUN_DIR=$(mktemp -d /tmp/pacer-strict-XXXXXX)
-provider_pid=
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  [ -n "$provider_pid" ] && kill -9 "$provider_pid" 2>/dev/null || true
-  pacer_stop_kafka_mock
-  pacer_stop_redis
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $PACER_RUN_DIR"; else rm -rf "$PACER_RUN_DIR"; fi
-}
-trap cleanup EXIT
+trap pacer_bench_cleanup EXIT
 
-pacer_start_postgres "$PACER_RUN_DIR/pg"
-pacer_start_redis "$PACER_RUN_DIR/redis"
-pacer_start_kafka_mock "$bin/pacer-kafka-mock" "$PACER_RUN_DIR/kafka" --topic "messages:8"
-export PACER_POSTGRES=$PACER_PG
-"$bin/pacerd" migrate --postgres "$PACER_PG" >/dev/null
+pacer_bench_services "$bin" --topic "messages:8"
 
 provider_args=(--window "$rate" --retry-after 1)
 messages=${MESSAGES:-20000}
@@ -64,11 +51,8 @@ case "$mode" in
   *) echo "usage: $0 strict|faults|redis-down|badrow|all" >&2; exit 2 ;;
 esac
 
-"$bin/pacer-fake-provider" --port 0 --port-file "$PACER_RUN_DIR/provider.port" "${provider_args[@]}" \
-  --record "$PACER_RUN_DIR/requests.txt" >"$PACER_RUN_DIR/provider.log" 2>&1 &
-provider_pid=$!
-for _ in $(seq 1 100); do [ -s "$PACER_RUN_DIR/provider.port" ] && break; sleep 0.1; done
-provider_port=$(cat "$PACER_RUN_DIR/provider.port")
+pacer_start_fake_provider "$bin/pacer-fake-provider" "$PACER_RUN_DIR" "${provider_args[@]}" \
+  --record "$PACER_RUN_DIR/requests.txt"
 
 # pacerctl's defaults: burst ceil(rate / 100) + 1 (400/s -> 5, 300/s -> 4, 100/s -> 2).
 "$bin/pacerctl" provider create gateway --rate "$rate" >/dev/null
@@ -90,7 +74,7 @@ start_ms=$(date +%s%3N)
 for w in $(seq 1 "$workers"); do
   "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --postgres "$PACER_PG" --no-migrate \
     --redis "$PACER_REDIS" --live-workers "$workers" --refresh-ms 500 \
-    --sink http --http-url "http://127.0.0.1:$provider_port/send/{campaign}" --in-flight 100 \
+    --sink http --http-url "http://127.0.0.1:$PACER_PROVIDER_PORT/send/{campaign}" --in-flight 100 \
     --session-timeout-ms 6000 --summary "$PACER_RUN_DIR/summary$w.json" --admin-listen 127.0.0.1:0 \
     >"$PACER_RUN_DIR/pacerd$w.log" 2>&1 &
   pids+=($!)
@@ -114,9 +98,7 @@ sleep 2  # the bad row is seen by a few more refreshes
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 for p in "${pids[@]}"; do wait "$p" || echo "a worker exited with $?"; done
 pids=()
-kill -TERM "$provider_pid"
-wait "$provider_pid" 2>/dev/null || true
-provider_pid=
+pacer_stop_provider
 
 # requests.txt: "<ms since the provider started> <campaign> <idempotency key> <status>".
 read -r requests accepted distinct duplicates throttled faults first_ok last_ok peak_req peak_acc after_req after_acc \

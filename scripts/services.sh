@@ -110,7 +110,86 @@ pacer_stop_redis() {
   PACER_REDIS_PID=
 }
 
+# pacer_stop_services DIR: stops the Kafka mock, Redis, PostgreSQL (clears their PIDs), removes DIR (PACER_KEEP: keeps it).
+pacer_stop_services() {
+  pacer_stop_kafka_mock
+  pacer_stop_redis
+  pacer_stop_postgres
+  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $1"; else rm -rf "$1"; fi
+}
+
+# --- for the bench/ scripts ----------------------------------------------------
+# pacer_bench_cleanup: a bench's EXIT trap: kill -9 array pids and $PACER_PROVIDER_PID, pacer_stop_services $PACER_RUN_DIR.
+pacer_bench_cleanup() {
+  local p
+  for p in ${pids[@]+"${pids[@]}"} ${PACER_PROVIDER_PID:-}; do kill -9 "$p" 2>/dev/null || true; done
+  pacer_stop_services "$PACER_RUN_DIR"
+}
+
+# pacer_bench_services BIN MOCK_ARGS...: PostgreSQL, Redis, Kafka mock in $PACER_RUN_DIR, migrate; sets PACER_PG/REDIS/KAFKA(_PID), PACER_POSTGRES.
+pacer_bench_services() {
+  local bin=$1
+  shift
+  pacer_start_postgres "$PACER_RUN_DIR/pg" || return 1
+  pacer_start_redis "$PACER_RUN_DIR/redis" || return 1
+  pacer_start_kafka_mock "$bin/pacer-kafka-mock" "$PACER_RUN_DIR/kafka" "$@" || return 1
+  export PACER_POSTGRES=$PACER_PG
+  "$bin/pacerd" migrate --postgres "$PACER_PG" >/dev/null
+}
+
+# pacer_start_fake_provider PROGRAM DIR ARGS...: PROGRAM --port 0 ARGS, waits for DIR/provider.port; sets PACER_PROVIDER_PORT, _PID.
+pacer_start_fake_provider() {
+  local program=$1 dir=$2 _
+  shift 2
+  "$program" --port 0 --port-file "$dir/provider.port" "$@" >"$dir/provider.log" 2>&1 &
+  PACER_PROVIDER_PID=$!
+  for _ in $(seq 1 100); do
+    [ -s "$dir/provider.port" ] && break
+    kill -0 "$PACER_PROVIDER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -s "$dir/provider.port" ] ||
+    { echo "pacer: pacer-fake-provider did not write its port: $(cat "$dir/provider.log")" >&2; return 1; }
+  PACER_PROVIDER_PORT=$(cat "$dir/provider.port")
+}
+
+# pacer_stop_provider: SIGTERM $PACER_PROVIDER_PID (a fake then writes its record), waits for it, clears PACER_PROVIDER_PID.
+pacer_stop_provider() {
+  kill -TERM "$PACER_PROVIDER_PID" || return 1
+  wait "$PACER_PROVIDER_PID" 2>/dev/null || true
+  PACER_PROVIDER_PID=
+}
+
+# pacer_fake_provider_epoch DIR: waits for DIR/provider.log's epoch_ms= (its record's time 0); sets PACER_PROVIDER_EPOCH_MS.
+pacer_fake_provider_epoch() {
+  local _
+  for _ in $(seq 1 50); do grep -q 'epoch_ms=' "$1/provider.log" && break; sleep 0.1; done
+  PACER_PROVIDER_EPOCH_MS=$(sed -n 's/.*epoch_ms=\([0-9]*\).*/\1/p' "$1/provider.log")
+  [ -n "$PACER_PROVIDER_EPOCH_MS" ] || { echo "pacer: no epoch_ms= line in $1/provider.log" >&2; return 1; }
+}
+
 # --- for the test scripts under tests/ ---------------------------------------
+# start_pacerd_test_services DIR PACERD MOCK ARGS...: PostgreSQL, migrate, MOCK ARGS --die-with-parent; sets PACER_PG, PACER_KAFKA, PACER_POSTGRES.
+start_pacerd_test_services() {
+  local dir=$1 pacerd=$2 mock=$3
+  shift 3
+  pacer_start_postgres "$dir/pg" || return 1
+  export PACER_POSTGRES=$PACER_PG
+  "$pacerd" migrate >/dev/null || return 1
+  pacer_start_kafka_mock "$mock" "$dir/kafka" "$@" --die-with-parent
+}
+
+# pacer_test_cleanup DIR [PID...]: a test's EXIT trap: SIGTERM and wait for each PID given, pacer_stop_services DIR; sets nothing.
+pacer_test_cleanup() {
+  local dir=$1 p
+  shift
+  for p in "$@"; do
+    [ -n "$p" ] || continue
+    kill "$p" 2>/dev/null && { wait "$p" 2>/dev/null || true; }
+  done
+  pacer_stop_services "$dir"
+}
+
 # fail MESSAGE: says it, shows the last 30 lines of each file the test named
 # in the array PACER_TEST_LOGS, and exits 1.
 fail() {

@@ -9,22 +9,14 @@ pacerctl=${PACERCTL:?}
 kafka_mock=${PACER_KAFKA_MOCK:?}
 source "${PACER_SOURCE:?}/scripts/services.sh"
 tmp=$(mktemp -d)
-cleanup() {
-  pacer_stop_kafka_mock
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
+trap 'pacer_test_cleanup "$tmp"' EXIT
 # fail (scripts/services.sh) shows these logs.
 PACER_TEST_LOGS=("$tmp/pacerd.log")
 
-pacer_start_postgres "$tmp/pg"
-export PACER_POSTGRES=$PACER_PG
-"$pacerd" migrate >/dev/null
+start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:2
 "$pacerctl" provider create sms --rate 1000 >/dev/null
 "$pacerctl" campaign create promo --rate 1000 --provider sms >/dev/null
 "$pacerctl" campaign create plain --rate 1000 >/dev/null
-pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:2 --die-with-parent
 {
   seq 1 20 | awk '{ printf "promo:{\"n\":%d}\n", $1 }'
   seq 1 30 | awk '{ printf "plain:{\"n\":%d}\n", $1 }'

@@ -17,13 +17,7 @@ apns=${PACER_FAKE_APNS:?}
 source "${PACER_SOURCE:?}/scripts/services.sh"
 tmp=$(mktemp -d)
 apns_pid=
-cleanup() {
-  [ -n "$apns_pid" ] && kill "$apns_pid" 2>/dev/null && wait "$apns_pid" 2>/dev/null
-  pacer_stop_kafka_mock
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
+trap 'pacer_test_cleanup "$tmp" "$apns_pid"' EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log" "$tmp/apns.err")
 
 bash "$PACER_SOURCE/tests/support/make_test_certs.sh" "$tmp" >/dev/null
@@ -40,12 +34,9 @@ printf '%s\n' "${dead[@]}" >"$tmp/dead.txt"
 apns_pid=$!
 port=$(listening_port "$tmp/apns.out" "$apns_pid") || fail "the fake did not start"
 
-pacer_start_postgres "$tmp/pg"
-export PACER_POSTGRES=$PACER_PG
-"$pacerd" migrate >/dev/null
+start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:1
 "$pacerctl" provider create apple --rate 2000 >/dev/null
 "$pacerctl" campaign create promo --rate 1000 --provider apple >/dev/null
-pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:1 --die-with-parent
 body='{"aps":{"alert":"hello"}}'
 seq 1 50 | sed "s/.*/promo:$body/" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$ok"
 for d in "${dead[@]}"; do

@@ -17,13 +17,7 @@ fcm=${PACER_FAKE_FCM:?}
 source "${PACER_SOURCE:?}/scripts/services.sh"
 tmp=$(mktemp -d)
 fcm_pid=
-cleanup() {
-  [ -n "$fcm_pid" ] && kill "$fcm_pid" 2>/dev/null && wait "$fcm_pid" 2>/dev/null
-  pacer_stop_kafka_mock
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
+trap 'pacer_test_cleanup "$tmp" "$fcm_pid"' EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log" "$tmp/fcm.err")
 
 bash "$PACER_SOURCE/tests/support/make_test_certs.sh" "$tmp" >/dev/null
@@ -45,12 +39,9 @@ print(json.dumps({"type": "service_account", "project_id": "demo-project",
                   "token_uri": "https://127.0.0.1:%s/token" % sys.argv[2]}))
 PY
 
-pacer_start_postgres "$tmp/pg"
-export PACER_POSTGRES=$PACER_PG
-"$pacerd" migrate >/dev/null
+start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:1
 "$pacerctl" provider create firebase --rate 1000 >/dev/null
 "$pacerctl" campaign create news --rate 50 --provider firebase >/dev/null
-pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:1 --die-with-parent
 body='{"notification":{"title":"hi"}}'
 seq 1 500 | sed "s/.*/news:$body/" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=device-ok"
 for d in "${dead[@]}"; do echo "news:$body" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$d"; done

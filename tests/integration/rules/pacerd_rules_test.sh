@@ -21,14 +21,11 @@ fake_provider=${PACER_FAKE_PROVIDER:?}
 source "${PACER_SOURCE:?}/scripts/services.sh"
 tmp=$(mktemp -d)
 daemon_pid=
-provider_pid=
+PACER_PROVIDER_PID=
 cleanup() {
-  [ -n "$daemon_pid" ] && kill -9 "$daemon_pid" 2>/dev/null || true
-  [ -n "$provider_pid" ] && kill -9 "$provider_pid" 2>/dev/null || true
-  pacer_stop_kafka_mock
-  pacer_stop_redis
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+  local p
+  for p in $daemon_pid $PACER_PROVIDER_PID; do kill -9 "$p" 2>/dev/null || true; done
+  pacer_stop_services "$tmp"
 }
 trap cleanup EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log")  # fail (scripts/services.sh) shows it
@@ -48,15 +45,10 @@ in_window "$h" || fail "the window $window does not cover the UTC hour $h"
 ! in_window "$tokyo" || fail "the window $window covers Tokyo's hour $tokyo"
 echo "quiet window $window: UTC $(TZ=Etc/UTC date -d "@$now_s" +%H:%M) quiet, Tokyo $(TZ=Asia/Tokyo date -d "@$now_s" +%H:%M) open"
 
-pacer_start_postgres "$tmp/pg"
+start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:2
 pacer_start_redis "$tmp/redis"
-pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:2 --die-with-parent
-export PACER_POSTGRES=$PACER_PG PACER_BROKERS=$PACER_KAFKA
-"$pacerd" migrate >/dev/null
-"$fake_provider" --port 0 --port-file "$tmp/provider.port" --record "$tmp/requests.txt" >"$tmp/provider.log" 2>&1 &
-provider_pid=$!
-for _ in $(seq 1 100); do [ -s "$tmp/provider.port" ] && break; sleep 0.1; done
-[ -s "$tmp/provider.port" ] || fail "the fake provider did not start: $(cat "$tmp/provider.log")"
+export PACER_BROKERS=$PACER_KAFKA
+pacer_start_fake_provider "$fake_provider" "$tmp" --record "$tmp/requests.txt" || fail "the fake provider did not start"
 
 "$pacerctl" provider create gw --rate 1000 >/dev/null
 "$pacerctl" campaign create quiet --rate 100 --provider gw --quiet-hours "$window" --time-zone Europe/London >/dev/null
@@ -88,7 +80,7 @@ caps:
 sink:
   kind: http
   http:
-    url: http://127.0.0.1:$(cat "$tmp/provider.port")/send/{campaign}
+    url: http://127.0.0.1:$PACER_PROVIDER_PORT/send/{campaign}
 YAML
 "$pacerd" --config "$tmp/pacerd.yaml" --admin-listen 127.0.0.1:0 --refresh-ms 200 >"$tmp/pacerd.log" 2>&1 &
 daemon_pid=$!
@@ -99,7 +91,33 @@ for _ in $(seq 1 200); do
   kill -0 "$daemon_pid" 2>/dev/null || fail "pacerd exited"
   sleep 0.1
 done
-sleep 1  # anything that would wrongly go out, goes out now
+# Then, instead of a fixed pause, until pacerd's own figures account for all 36 messages produced (11
+# quiet, 10 capped, 10 classy, 5 mystery): all read, none in the sink or awaiting the ledger, each in the
+# ledger, parked, or held in pacerd's memory (pacer_buffered_messages); and after that, two more directory
+# refreshes that skipped mystery again (pacer_directory_rows_skipped_total up by 2): nothing is left to go
+# out but mystery's held messages, and a refresh that loaded the campaign is what would release them.
+admin=$(sed -n 's/.*event=admin_listening address=\([^ ]*\).*/\1/p' "$tmp/pacerd.log")
+figures() {
+  curl -sf "http://$admin/metrics" | awk '$1 == "pacer_records_read_total" { r = $2 }
+    $1 == "pacer_unrecorded_messages" { u = $2 } $1 == "pacer_buffered_messages" { b = $2 }
+    $1 == "pacer_directory_rows_skipped_total" { s = $2 } END { printf "%d %d %d %d\n", r, u, b, s }'
+}
+accounted_at=  # pacer_directory_rows_skipped_total when all 36 were first accounted for
+for _ in $(seq 1 200); do
+  read -r n_read unrecorded buffered skipped < <(figures)
+  in_db=$(q "SELECT (SELECT count(*) FROM deliveries) + (SELECT count(*) FROM parked)")
+  if [ "$n_read" -ge 36 ] && [ "$unrecorded" = 0 ] && [ $((in_db + buffered)) = 36 ]; then
+    accounted_at=${accounted_at:-$skipped}
+    [ "$skipped" -ge $((accounted_at + 2)) ] && break
+  else
+    accounted_at=
+  fi
+  kill -0 "$daemon_pid" 2>/dev/null || fail "pacerd exited"
+  sleep 0.1
+done
+[ -n "$accounted_at" ] && [ "$skipped" -ge $((accounted_at + 2)) ] ||
+  fail "pacerd never accounted for the 36 messages: read $n_read, unrecorded $unrecorded, buffered $buffered," \
+    "$in_db in the ledger or parked; mystery skipped $skipped times"
 grep -q "event=caps_connected redis=$PACER_REDIS" "$tmp/pacerd.log" || fail "the caps did not use the test's Redis"
 wait_for_line 5 "$tmp/pacerd.log" 'event=row_skipped kind=campaign id=mystery .*platinum' ||
   fail "the campaign with class platinum was not skipped and named"
@@ -113,15 +131,12 @@ done
 parked_utc=$(q "SELECT count(*) FROM parked WHERE campaign = 'quiet' AND time_zone = 'Etc/UTC'
                 AND extract(epoch FROM not_before) = $window_end_s")
 parked_mystery=$(q "SELECT count(*) FROM parked WHERE campaign = 'mystery'")
-admin=$(sed -n 's/.*event=admin_listening address=\([^ ]*\).*/\1/p' "$tmp/pacerd.log")
 trips=$(curl -sf "http://$admin/metrics" | awk '$1 == "pacer_cap_round_trips_total" { print $2 }')
 [ -n "$trips" ] && [ "${trips%.*}" -ge 1 ] || fail "/metrics: pacer_cap_round_trips_total '$trips', expected at least 1"
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" || fail "pacerd exited $? on SIGTERM"
 daemon_pid=
-kill -TERM "$provider_pid"
-wait "$provider_pid" 2>/dev/null || true
-provider_pid=
+pacer_stop_provider
 PACER_TEST_LOGS+=("$tmp/requests.txt")
 
 # a. quiet hours

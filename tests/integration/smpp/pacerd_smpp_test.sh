@@ -17,13 +17,7 @@ smsc=${PACER_FAKE_SMSC:?}
 source "${PACER_SOURCE:?}/scripts/services.sh"
 tmp=$(mktemp -d)
 smsc_pid=
-cleanup() {
-  [ -n "$smsc_pid" ] && kill "$smsc_pid" 2>/dev/null && wait "$smsc_pid" 2>/dev/null
-  pacer_stop_kafka_mock
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
+trap 'pacer_test_cleanup "$tmp" "$smsc_pid"' EXIT
 # fail (scripts/services.sh) shows these logs.
 PACER_TEST_LOGS=("$tmp/pacerd.log")
 
@@ -34,12 +28,9 @@ smsc_pid=$!
 for _ in $(seq 100); do [ -s "$tmp/smsc.port" ] && break; sleep 0.1; done
 [ -s "$tmp/smsc.port" ] || fail "pacer-fake-smsc did not start"
 
-pacer_start_postgres "$tmp/pg"
-export PACER_POSTGRES=$PACER_PG
-"$pacerd" migrate >/dev/null
+start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:1
 "$pacerctl" provider create sms --rate "$quota" >/dev/null
 "$pacerctl" campaign create promo --rate "$quota" --provider sms >/dev/null
-pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:1 --die-with-parent
 long=$(printf 'x%.0s' $(seq 200))  # 200 GSM characters: 2 segments
 {
   seq 1 20 | awk '{ printf "promo:short %d\n", $1 }'                  # 20 x 1 segment
