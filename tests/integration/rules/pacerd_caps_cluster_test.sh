@@ -15,16 +15,12 @@ fake_provider=${PACER_FAKE_PROVIDER:?}
 source "${PACER_SOURCE:?}/scripts/services.sh"
 tmp=$(mktemp -d)
 daemon_pid=
-provider_pid=
+PACER_PROVIDER_PID=
 redis_pids=()
 cleanup() {
-  [ -n "$daemon_pid" ] && kill -9 "$daemon_pid" 2>/dev/null || true
-  [ -n "$provider_pid" ] && kill -9 "$provider_pid" 2>/dev/null || true
   local p
-  for p in ${redis_pids[@]+"${redis_pids[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
-  pacer_stop_kafka_mock
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+  for p in $daemon_pid $PACER_PROVIDER_PID ${redis_pids[@]+"${redis_pids[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
+  pacer_stop_services "$tmp"
 }
 trap cleanup EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log")  # fail (scripts/services.sh) shows it
@@ -70,14 +66,9 @@ for port in "${ports[@]}"; do
   redis-cli -p "$port" cluster info | grep -q cluster_state:ok || fail "redis $port: the cluster is not ok"
 done
 
-pacer_start_postgres "$tmp/pg"
-pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:2 --die-with-parent
-export PACER_POSTGRES=$PACER_PG PACER_BROKERS=$PACER_KAFKA
-"$pacerd" migrate >/dev/null
-"$fake_provider" --port 0 --port-file "$tmp/provider.port" --record "$tmp/requests.txt" >"$tmp/provider.log" 2>&1 &
-provider_pid=$!
-for _ in $(seq 1 100); do [ -s "$tmp/provider.port" ] && break; sleep 0.1; done
-[ -s "$tmp/provider.port" ] || fail "the fake provider did not start: $(cat "$tmp/provider.log")"
+start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:2 || fail "services did not start"
+export PACER_BROKERS=$PACER_KAFKA
+pacer_start_fake_provider "$fake_provider" "$tmp" --record "$tmp/requests.txt" || fail "the fake provider did not start"
 
 "$pacerctl" provider create gw --rate 1000 >/dev/null
 "$pacerctl" campaign create capped --rate 100 --provider gw --cap 2/1h --cap-policy suppress >/dev/null
@@ -104,7 +95,7 @@ caps:
 sink:
   kind: http
   http:
-    url: http://127.0.0.1:$(cat "$tmp/provider.port")/send/{campaign}
+    url: http://127.0.0.1:$PACER_PROVIDER_PORT/send/{campaign}
 YAML
 "$pacerd" --config "$tmp/pacerd.yaml" --admin-listen 127.0.0.1:0 --refresh-ms 200 >"$tmp/pacerd.log" 2>&1 &
 daemon_pid=$!
@@ -115,16 +106,29 @@ for _ in $(seq 1 300); do
   kill -0 "$daemon_pid" 2>/dev/null || fail "pacerd exited"
   sleep 0.1
 done
-sleep 1  # anything that would wrongly go out, goes out now
+# Then until pacerd's own figures say nothing is left to go out: all 36 read, none
+# in the sink or awaiting the ledger, none held in memory. Each message then has
+# its one final row, so a later request at the provider could only be a resend.
+admin=$(sed -n 's/.*event=admin_listening address=\([^ ]*\).*/\1/p' "$tmp/pacerd.log")
+figures() {
+  curl -sf "http://$admin/metrics" | awk '$1 == "pacer_records_read_total" { r = $2 }
+    $1 == "pacer_unrecorded_messages" { u = $2 } $1 == "pacer_buffered_messages" { b = $2 }
+    END { printf "%d %d %d\n", r, u, b }'
+}
+for _ in $(seq 1 200); do
+  read -r n_read unrecorded buffered < <(figures)
+  [ "$n_read" -ge 36 ] && [ "$unrecorded" = 0 ] && [ "$buffered" = 0 ] && break
+  sleep 0.1
+done
+[ "$n_read" -ge 36 ] && [ "$unrecorded" = 0 ] && [ "$buffered" = 0 ] ||
+  fail "pacerd never settled: read $n_read, unrecorded $unrecorded, buffered $buffered"
 grep -q "event=caps_connected redis=127.0.0.1:${ports[0]} cluster=true" "$tmp/pacerd.log" ||
   fail "the caps did not use the quota's Redis Cluster"
 ! grep -q "event=caps_in_process" "$tmp/pacerd.log" || fail "the caps were counted in process"
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" || fail "pacerd exited $? on SIGTERM"
 daemon_pid=
-kill -TERM "$provider_pid"  # it writes its record as it exits
-wait "$provider_pid" 2>/dev/null || true
-provider_pid=
+pacer_stop_provider  # it writes its record as it exits
 PACER_TEST_LOGS+=("$tmp/requests.txt")
 for c in capped:campaign:capped classy:class:transactional; do
   id=${c%%:*} scope=${c#*:} prefix=cap-
