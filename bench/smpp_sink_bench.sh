@@ -26,7 +26,7 @@ start_smsc() {
   shift
   rm -f "$dir/port"
   /usr/bin/time -f '{"fake_smsc_cpu_user_s": %U, "fake_smsc_cpu_sys_s": %S}' -o "$dir/$name.time" \
-    build/release/src/fakes/smsc/pacer-fake-smsc --account bench:bench --window "$window" \
+    build/release/pacer-fake-smsc --account bench:bench --window "$window" \
     --port-file "$dir/port" --report "$dir/$name.json" "$@" >"$dir/$name.log" 2>&1 &
   for _ in $(seq 1 100); do [ -s "$dir/port" ] && break; sleep 0.05; done
   port=$(cat "$dir/port")
