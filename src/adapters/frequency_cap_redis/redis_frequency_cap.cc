@@ -269,19 +269,8 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
     try {
       now_ms_ = now.time_since_epoch().count();
       if (pending_.empty()) return result;
-      // A node lost since the last batch may have failed over: the map is
-      // reread then too, at most once per backoff_max (a clock that went
-      // back allows it at once).
-      if (suspect_slots_ && (now_ms_ >= next_suspect_refresh_ms_ ||
-                             now_ms_ < next_suspect_refresh_ms_ - options_.backoff_max.count() * 2)) {
-        need_slots_ = true;
-        next_suspect_refresh_ms_ = now_ms_ + options_.backoff_max.count();
-      }
-      if (need_slots_) {
-        suspect_slots_ = false;
-        const CapFault f = refreshSlots(false);
-        if (f != CapFault::kNone) return CapBatchResult{f, 0};
-      }
+      const CapFault f = slotsForBatch();
+      if (f != CapFault::kNone) return CapBatchResult{f, 0};
       work_.clear();
       for (const std::size_t i : pending_)
         work_.push_back(Work{i, cluster_ ? map_.owner(slotOf(recipient(i))) : 0, false});
@@ -297,9 +286,7 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
           if (!any) continue;
           const CapFault f = node.ensure(now_ms_);
           if (f != CapFault::kNone) {  // its queries stay kUnavailable
-            result.fault = worse(result.fault, f);
-            last_error_ = node.error();
-            suspect_slots_ = cluster_;
+            lost(node, f, result);
             continue;
           }
           bool ok = true;
@@ -307,9 +294,7 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
             if (w.node == k && ok)
               ok = (!w.asking || redis_cluster::appendAsking(node.context())) && send(node, w.query);
           if (!ok) {
-            result.fault = worse(result.fault, node.fail(CapFault::kIo, node.context()->errstr, now_ms_));
-            last_error_ = node.error();
-            suspect_slots_ = cluster_;
+            lost(node, node.fail(CapFault::kIo, node.context()->errstr, now_ms_), result);
             continue;
           }
           sent_[k] = 1;
@@ -323,24 +308,14 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
             void* raw = nullptr;
             if ((w.asking && !readAsking(node)) || redisGetReply(node.context(), &raw) != REDIS_OK || raw == nullptr) {
               // Lost mid-batch: the rest of this node's queries stay kUnavailable.
-              result.fault = worse(result.fault, node.fail(classify(node.context()), node.context()->errstr, now_ms_));
-              last_error_ = node.error();
-              suspect_slots_ = cluster_;
+              lost(node, node.fail(classify(node.context()), node.context()->errstr, now_ms_), result);
               break;
             }
             const ReplyPtr reply(static_cast<redisReply*>(raw));
             handle(*reply, w, recipient(w.query), take, result);
           }
         }
-        // Not run by Redis: load the script where it was missing; its
-        // queries go again in the next attempt.
-        for (std::size_t k = 0; k < reload_.size(); ++k) {
-          if (!reload_[k] || nodes_[k]->context() == nullptr) continue;
-          if (nodes_[k]->loadScript(now_ms_) != CapFault::kNone) {
-            result.fault = worse(result.fault, nodes_[k]->fault());
-            last_error_ = nodes_[k]->error();
-          }
-        }
+        reloadScripts(result);
         work_.swap(retry_);
       }
       if (!work_.empty()) {  // still redirected or NOSCRIPT after every attempt
@@ -352,6 +327,40 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
       result.fault = worse(result.fault, CapFault::kIo);
     }
     return result;
+  }
+
+  // Before a batch: the slot map reread when a MOVED asked for it, or when a
+  // node lost since the last batch may have failed over (at most once per
+  // backoff_max; a clock that went back allows it at once).
+  CapFault slotsForBatch() {
+    if (suspect_slots_ && (now_ms_ >= next_suspect_refresh_ms_ ||
+                           now_ms_ < next_suspect_refresh_ms_ - options_.backoff_max.count() * 2)) {
+      need_slots_ = true;
+      next_suspect_refresh_ms_ = now_ms_ + options_.backoff_max.count();
+    }
+    if (!need_slots_) return CapFault::kNone;
+    suspect_slots_ = false;
+    return refreshSlots(false);
+  }
+
+  // A node that could not be reached or was lost mid-batch: its fault joins
+  // the batch's, and on a cluster the slot map becomes suspect.
+  void lost(const Node& node, CapFault f, CapBatchResult& result) {
+    result.fault = worse(result.fault, f);
+    last_error_ = node.error();
+    suspect_slots_ = cluster_;
+  }
+
+  // Not run by Redis (NOSCRIPT): the script loaded where it was missing; its
+  // queries go again in the next attempt.
+  void reloadScripts(CapBatchResult& result) {
+    for (std::size_t k = 0; k < reload_.size(); ++k) {
+      if (!reload_[k] || nodes_[k]->context() == nullptr) continue;
+      if (nodes_[k]->loadScript(now_ms_) != CapFault::kNone) {
+        result.fault = worse(result.fault, nodes_[k]->fault());
+        last_error_ = nodes_[k]->error();
+      }
+    }
   }
 
   // One reply: taken, or queued again (NOSCRIPT, MOVED, ASK), or a reply fault.
