@@ -190,6 +190,15 @@ pacer_test_cleanup() {
   pacer_stop_services "$dir"
 }
 
+# pacer_metric_values ADDRESS NAME...: the values of the unlabelled metrics NAME... on pacerd's
+# /metrics at ADDRESS (its admin listener), in order on one line, whole numbers, 0 for an absent one.
+pacer_metric_values() {
+  local address=$1
+  shift
+  curl -sf "http://$address/metrics" | awk -v names="$*" '{ v[$1] = $2 }
+    END { n = split(names, k, " "); for (i = 1; i <= n; i++) printf "%d%s", v[k[i]], (i < n ? " " : "\n") }'
+}
+
 # fail MESSAGE: says it, shows the last 30 lines of each file the test named
 # in the array PACER_TEST_LOGS, and exits 1.
 fail() {

@@ -110,11 +110,7 @@ done
 # in the sink or awaiting the ledger, none held in memory. Each message then has
 # its one final row, so a later request at the provider could only be a resend.
 admin=$(sed -n 's/.*event=admin_listening address=\([^ ]*\).*/\1/p' "$tmp/pacerd.log")
-figures() {
-  curl -sf "http://$admin/metrics" | awk '$1 == "pacer_records_read_total" { r = $2 }
-    $1 == "pacer_unrecorded_messages" { u = $2 } $1 == "pacer_buffered_messages" { b = $2 }
-    END { printf "%d %d %d\n", r, u, b }'
-}
+figures() { pacer_metric_values "$admin" pacer_records_read_total pacer_unrecorded_messages pacer_buffered_messages; }
 for _ in $(seq 1 200); do
   read -r n_read unrecorded buffered < <(figures)
   [ "$n_read" -ge 36 ] && [ "$unrecorded" = 0 ] && [ "$buffered" = 0 ] && break

@@ -98,9 +98,8 @@ done
 # out but mystery's held messages, and a refresh that loaded the campaign is what would release them.
 admin=$(sed -n 's/.*event=admin_listening address=\([^ ]*\).*/\1/p' "$tmp/pacerd.log")
 figures() {
-  curl -sf "http://$admin/metrics" | awk '$1 == "pacer_records_read_total" { r = $2 }
-    $1 == "pacer_unrecorded_messages" { u = $2 } $1 == "pacer_buffered_messages" { b = $2 }
-    $1 == "pacer_directory_rows_skipped_total" { s = $2 } END { printf "%d %d %d %d\n", r, u, b, s }'
+  pacer_metric_values "$admin" pacer_records_read_total pacer_unrecorded_messages pacer_buffered_messages \
+    pacer_directory_rows_skipped_total
 }
 accounted_at=  # pacer_directory_rows_skipped_total when all 36 were first accounted for
 for _ in $(seq 1 200); do
