@@ -88,6 +88,14 @@ int main(int argc, char** argv) {
   app.add_option("--transient-rate", o.transient_rate, "fraction answered --transient-status")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--transient-status", o.transient_status, "command_status of those (default 0x08 ESME_RSYSERR)");
+  app.add_option("--throttle-rate", o.throttle_rate,
+                 "fraction answered ESME_RTHROTTLED at random, whatever the rate (throttle noise)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--outage-at-ms", o.outage_at_ms,
+                 "this long after the first submit_sm, drop every connection and refuse binds for --outage-ms")
+      ->check(CLI::Range(0, 86400000));
+  app.add_option("--outage-ms", o.outage_ms, "how long binds are refused (ESME_RBINDFAIL) after the outage starts")
+      ->check(CLI::Range(0, 86400000));
   app.add_option("--receipt-delay-ms", o.receipt_delay_ms, "delay from an accepted submit to its receipt")
       ->check(CLI::Range(0, 86400000));
   app.add_option("--receipt-mix", mix, "receipt outcomes: delivered=W,undelivered=W,expired=W,rejected=W");

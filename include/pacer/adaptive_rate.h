@@ -1,18 +1,24 @@
 // Adaptive rate below a provider's configured ceiling, pure.
 //
-// The configured provider rate is a ceiling, never exceeded. When the
-// provider throttles (429, ESME_RTHROTTLED) the controller remembers the rate
-// at which it happened as the provider's real limit, drops to a fraction of
-// it (`decrease`, at most once per `hold`, so one burst of 429s counts once)
-// and climbs back in three steps:
+// The configured provider rate is a ceiling, never exceeded. pacerd's worker
+// lowers it through onCapacity(): a ThrottleJudge (throttle_judge.h) found
+// the provider takes only a fraction `keep` of what it is sent, so the limit
+// remembered is rate x keep and the rate goes just under it; a cut the judge
+// later finds was noise is taken back (restoreLimit()). onThrottled() is the
+// older decrease on a single throttle: it remembers the rate at which the
+// throttle came as the limit and drops to a fraction of it (`decrease`).
+// Either way at most once per `hold`, so one burst of 429s counts once, and
+// the rate climbs back in three steps:
 //
 //   below hold_fraction x limit   fast (fast_climb_per_s x ceiling per second):
 //                                 back to just under the limit within a second
-//   from there up to the limit    slowly, additively, taking `probe_time`: a
-//                                 provider with a fixed hard limit sees a 429
-//                                 about once per probe_time, not a saw-tooth
-//                                 every few seconds
-//   above the limit               fast again: no 429 came where the last one
+//   from there to half as far     slowly, additively, at (1 - hold_fraction) x
+//   above the limit               limit per `probe_time` (so for 1.5 x
+//                                 probe_time): a provider with a fixed hard
+//                                 limit sees a few 429s about once per
+//                                 probe_time, not a saw-tooth every few
+//                                 seconds
+//   above that                    fast again: no 429 came where the last one
 //                                 did, so the limit has moved up
 //
 // never above the ceiling and never below the floor. A throttle that comes
@@ -25,7 +31,7 @@
 // that keeps a token bucket with a burst rather than a one-second window this
 // guesses low, and the probe finds the rest.) During a pause
 // the provider asked for (Retry-After) the rate does not climb. The price of
-// few 429s is a slow discovery of a raised limit: about probe_time.
+// few 429s is a slow discovery of a raised limit: about 1.5 x probe_time.
 //
 // Before any throttle the remembered limit is the ceiling, so a provider whose
 // configured rate is right is held at it; the first 429 teaches the rest.
@@ -60,6 +66,16 @@ class AdaptiveRate {
   // The provider throttled: remember the rate as its limit, decrease, and do
   // not climb before `now + pause`.
   void onThrottled(MonoTime now, Nanos pause) noexcept;
+  // The provider takes only `keep` (in (0, 1]) of what it is sent, as a
+  // ThrottleJudge measured from its answers (include/pacer/throttle_judge.h):
+  // remember rate * keep as its limit, go to hold_fraction of that (then the
+  // probe), and do not climb before `now + pause`. At most once per hold.
+  void onCapacity(MonoTime now, Nanos pause, double keep) noexcept;
+  // The last onCapacity() cut answered noise, not a ceiling (in whole or in
+  // part): the limit becomes the rate at the cut times `keep` (1: all of it,
+  // never above the limit the cut replaced, nor below the limit now), and
+  // the rate climbs back to it fast.
+  void restoreLimit(MonoTime now, double keep = 1) noexcept;
   // Sustained faults (the circuit breaker opened): decrease without learning
   // a limit, and do not climb before `now + pause`.
   void onFaults(MonoTime now, Nanos pause) noexcept;
@@ -87,6 +103,8 @@ class AdaptiveRate {
   AdaptiveRateOptions options_;
   double rate_;
   double limit_;                 // the rate at the last throttle; the probe stops there
+  double cut_from_ = 0;          // the limit before the last onCapacity() (0: none to restore)
+  double cut_rate_ = 0;          // the rate at the last onCapacity()
   double sent_since_pause_ = 0;  // the rate integrated over the first second after the last pause
   bool window_emptied_ = false;  // the last pause lasted a second or more
   MonoTime updated_;

@@ -59,6 +59,14 @@ struct AdaptiveLevel {
   // the shared circuit breaker (faults: kFault answers; ok: the others).
   std::uint64_t ok = 0;
   std::uint64_t faults = 0;
+  // With `throttled` >= 0 and keep in (0, 1]: a judged ceiling
+  // (AdaptiveRate::onCapacity): the rate comes down to keep times itself
+  // rather than by the fixed decrease. 0: the fixed decrease.
+  double keep = 0;
+  // In (0, 1]: the last judged cut was noise, in whole (1) or in part: the
+  // limit goes back to the rate at the cut times this
+  // (AdaptiveRate::restoreLimit). 0: nothing to restore.
+  double restore = 0;
 };
 
 // Strict priority between classes sharing one level (a provider's bucket),

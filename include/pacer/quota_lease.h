@@ -283,6 +283,16 @@ class QuotaLeaser {
   // The provider answered too slowly: the shared rate decreases (once per
   // hold), with no pause; leases held are kept.
   void reportSlow(std::uint32_t provider) noexcept;
+  // A throttle judge (include/pacer/throttle_judge.h) found the provider
+  // takes only `keep` (in (0, 1]) of what it is sent: like reportThrottle(),
+  // but the shared rate comes down to keep times itself (AdaptiveRate::
+  // onCapacity) rather than by the fixed decrease. Several before a refresh
+  // go as one, with the smallest keep and the longest pause.
+  void reportCapacity(std::uint32_t provider, Nanos pause, double keep) noexcept;
+  // The judge found the last cut answered noise (in whole: keep 1, or in
+  // part): the shared limit goes back to the rate at the cut times keep
+  // (AdaptiveRate::restoreLimit). Leases are kept.
+  void reportNoise(std::uint32_t provider, double keep) noexcept;
   // One answer from the provider, for its shared circuit breaker: `fault`
   // for kFault answers, false for the others. Sent with the next request for
   // the provider, or on its own after report_interval.

@@ -35,6 +35,7 @@
 #include "pacer/quota_lease.h"
 #include "pacer/rate_limiter.h"
 #include "pacer/retry.h"
+#include "pacer/throttle_judge.h"
 #include "pacer/scheduler.h"
 #include "pacer/sink.h"
 #include "pacer/time.h"
@@ -124,6 +125,11 @@ struct WorkerOptions {
   // Without a global quota each worker adapts on its own; with one the state
   // is shared by every worker through the quota (QuotaProviderSpec::adaptive).
   AdaptiveRateOptions adaptive;
+  // How a provider's throttles are told apart: a ceiling (the rate comes
+  // down to what it accepts, and the provider pauses for the longest
+  // Retry-After named) or noise (only the throttled message waits and
+  // retries); one judge per provider per worker (include/pacer/throttle_judge.h).
+  ThrottleJudgeOptions throttle_judge;
   // Each provider's circuit breaker on the fault ratio of its answers (shared
   // by every worker through the global quota when there is one).
   BreakerOptions breaker;
@@ -211,6 +217,12 @@ struct ProviderStats {
   std::optional<double> effective;  // the adaptive rate now (shared with a global quota, as last heard)
   bool paused = false;              // paused now (its own 429, or, with a global quota, any worker's)
   std::uint64_t throttled = 0;      // 429/503 answers this worker got
+  // This worker's throttle judge (include/pacer/throttle_judge.h): the share
+  // of answers it takes for noise, its verdicts, and the last one.
+  double throttle_noise = 0;
+  std::uint64_t capacity_cuts = 0;   // throttles judged a ceiling: the rate came down to what was accepted
+  std::uint64_t noise_verdicts = 0;  // cuts taken back: the throttles did not fall with the rate
+  ThrottleVerdict last_verdict;      // kind kNone until the first verdict
   std::uint64_t server_errors = 0;  // 5xx answers this worker got (whether retried as a fault or a throttle)
   bool degraded = false;            // with a global quota: the quota does not answer for it (degraded mode)
   bool circuit_open = false;        // its circuit breaker is open (sustained faults)

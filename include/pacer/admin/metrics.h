@@ -47,6 +47,9 @@ struct ProviderMetrics {
   bool circuit_open = false;    // its circuit breaker is open (sustained faults)
   std::uint32_t workers = 1;    // workers sharing it, as last heard from the global quota
   std::uint64_t server_errors = 0;  // 5xx answers this worker got (the console; not rendered)
+  double throttle_noise = 0;        // the share of answers this worker's throttle judge takes for noise
+  std::uint64_t capacity_cuts = 0;  // throttles judged a ceiling (the rate came down)
+  std::uint64_t noise_verdicts = 0;  // judged cuts taken back (the throttles were noise)
 };
 
 struct PartitionMetrics {

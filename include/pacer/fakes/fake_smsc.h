@@ -29,7 +29,13 @@ struct FakeSmscOptions {
   std::uint32_t permanent_status = 0x0B;  // ESME_RINVDSTADR
   double transient_rate = 0;              // fraction answered `transient_status`
   std::uint32_t transient_status = 0x08;  // ESME_RSYSERR
-  int receipt_delay_ms = 0;               // receipt this long after the accepted submit
+  double throttle_rate = 0;               // fraction answered ESME_RTHROTTLED at random, whatever the rate
+  // An outage: outage_at_ms after the first submit_sm, every connection is
+  // dropped without a word and binds are refused (ESME_RBINDFAIL) for
+  // outage_ms. outage_at_ms < 0: none.
+  int outage_at_ms = -1;
+  int outage_ms = 0;
+  int receipt_delay_ms = 0;  // receipt this long after the accepted submit
   // Receipt outcome mix (weights; normalised): DELIVRD, UNDELIV, EXPIRED, REJECTD.
   double mix_delivered = 1, mix_undelivered = 0, mix_expired = 0, mix_rejected = 0;
   bool receipt_tlvs = true;  // also send receipted_message_id and message_state

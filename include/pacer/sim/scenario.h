@@ -28,10 +28,26 @@ struct Stall {
   double to_s = 0;
 };
 
+// How a modelled provider's configured rate follows its answers.
+enum class ProviderController : std::uint8_t {
+  kJudged,       // pacerd's: ThrottleJudge tells a ceiling from noise, AdaptiveRate follows (the default)
+  kPerThrottle,  // every throttle lowers the rate and pauses the provider (pacerd before the judge)
+  kFixed,        // the configured rate, whatever the answers
+};
+
 struct ProviderScenario {
   std::string id;
   std::optional<double> rate;  // messages/s; nullopt = unlimited
   double burst = 1;
+  // A provider on a bad day (docs/tools.md); modelled when any is set.
+  std::optional<double> capacity;  // it accepts at most this many in any sliding second; nullopt: no ceiling
+  double throttle_noise = 0;       // share of requests throttled at random, whatever the rate, in [0, 1)
+  double fault_noise = 0;          // share answered as a fault (5xx, ESME_RSYSERR) at random, in [0, 1)
+  ProviderController controller = ProviderController::kJudged;
+  double retry_s = 1;              // a refused message waits this long for its retry
+  std::uint64_t seed = 1;          // of its random answers
+
+  bool modelled() const { return capacity.has_value() || throttle_noise > 0 || fault_noise > 0; }
 };
 
 struct CampaignScenario {

@@ -47,6 +47,18 @@ struct SeriesResult {
   std::vector<std::uint64_t> per_s;  // sends in each simulated second
   std::vector<std::uint64_t> bins;   // sends in each tick (only when asked for)
   RuleResult rules;                  // campaigns only
+  // A modelled provider (ProviderScenario::modelled): `sent` and `per_s`
+  // count what it accepted, and this what it refused and what the
+  // controller did. Its campaigns' `sent` count accepted messages too.
+  struct Answers {
+    double would_accept = 0;  // per second at most: min(rate x (1 - noise), capacity)
+    std::uint64_t attempts = 0, throttled = 0, faults = 0;
+    std::vector<std::uint64_t> throttled_per_s;
+    std::vector<double> effective_per_s;  // the controller's rate at the end of each second
+    std::uint64_t capacity_cuts = 0, noise_verdicts = 0;
+    double noise = 0;  // the judge's noise level at the end
+  };
+  std::optional<Answers> answers;
 };
 
 struct SimResult {

@@ -118,8 +118,17 @@ void providerMetrics(Families& f, const MetricsSnapshot& s) {
       f.family("pacer_provider_workers", "workers sharing the provider, as last heard from the global quota", kGauge);
   auto& pdegraded =
       f.family("pacer_provider_quota_degraded", "1 while the global quota does not answer for the provider", kGauge);
+  auto& pnoise = f.family("pacer_provider_throttle_noise_ratio",
+                           "share of answers this worker's throttle judge takes for noise (not a ceiling)", kGauge);
+  auto& pcuts = f.family("pacer_provider_capacity_cuts_total",
+                         "throttles judged a ceiling: the rate came down to what the provider accepted", kCounter);
+  auto& pnoisev = f.family("pacer_provider_noise_verdicts_total",
+                           "judged cuts taken back: the throttles did not fall with the rate", kCounter);
   for (const ProviderMetrics& p : s.providers) {
     const Labels l{{"provider", p.id}};
+    Families::add(pnoise, l, p.throttle_noise);
+    Families::add(pcuts, l, d(p.capacity_cuts));
+    Families::add(pnoisev, l, d(p.noise_verdicts));
     if (p.send_rate) Families::add(prate, l, *p.send_rate);
     if (p.effective_rate) Families::add(peff, l, *p.effective_rate);
     Families::add(ppaused, l, p.paused ? 1 : 0);
@@ -349,7 +358,8 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
   std::size_t degraded = 0;
   for (const ProviderStats& p : providers) {
     s.providers.push_back(ProviderMetrics{p.id, p.ceiling, p.effective, p.paused, p.throttled, p.degraded,
-                                          p.circuit_open, p.workers, p.server_errors});
+                                          p.circuit_open, p.workers, p.server_errors, p.throttle_noise,
+                                          p.capacity_cuts, p.noise_verdicts});
     if (p.degraded) ++degraded;
   }
   s.partitions = std::move(partitions);

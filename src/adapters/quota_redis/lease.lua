@@ -7,7 +7,8 @@
 --              owes tokens to grants made ahead)
 -- then, only with an adaptive level (ARGV[7] > 0):
 --              the scope's state (a hash): the adaptive rate (r, lim, ts, dec,
---              pu, sp, we) and the circuit breaker (bws, bok, bf, bpok, bpf, bou, bn)
+--              pu, sp, we, cf and cr: the limit and the rate before the
+--              last judged cut) and the circuit breaker (bws, bok, bf, bpok, bpf, bou, bn)
 -- then, only with priority (ARGV[8] > 0): the scope's classes (a hash: rank ->
 --              when it last asked for tokens, us) and, when ARGV[8] is 2, this
 --              class's own bucket (its share of the shared level while lower
@@ -28,11 +29,16 @@
 -- ARGV[7]  the adaptive level, 1-based (0: none)
 -- ARGV[8]  priority keys: 0 (no priority), 1 (the classes) or 2 (and the class's bucket)
 -- ARGV[9 + 2(i-1)], ARGV[10 + 2(i-1)]   rate (tokens/s) and burst of bucket i
--- then, with an adaptive level, 14 more: floor, decrease, hold fraction,
+-- then, with an adaptive level, 16 more: floor, decrease, hold fraction,
 --   fast climb (a fraction of the ceiling per second), probe time (us), hold
 --   (us), a throttle report (pause in us, or -1), answers ok and faults since
 --   the worker's last report, and the breaker's threshold, minimum answers,
---   window (us), cooldown (us) and longest cooldown (us).
+--   window (us), cooldown (us) and longest cooldown (us); then a judged
+--   ceiling's keep in millionths (with the throttle report: the rate comes
+--   down to keep times itself, AdaptiveRate::onCapacity; 0: the fixed
+--   decrease) and a restore in millionths (> 0: the last judged cut was
+--   noise, in whole or in part: the limit goes back to the rate at the cut
+--   times it, AdaptiveRate::restoreLimit; 0: none).
 -- then, with priority, 6 more: the shared level (1-based), this class's rank
 --   (0 highest), the floor, the lower lookahead (us), the top lookahead (us),
 --   the window in which a class counts as asking (us) and how long a class
@@ -79,7 +85,7 @@ if nlev < 1 or want == nil or want < 0 or ahead == nil or ahead < 0 or min_grant
   return redis.error_reply('ERR pacer lease: bad arguments')
 end
 local nadaptive = 0
-if alevel > 0 then nadaptive = 14 end
+if alevel > 0 then nadaptive = 16 end
 local npri = 0
 if npk > 0 then npri = 7 end
 if #ARGV ~= 8 + 2 * nlev + nadaptive + npri then return redis.error_reply('ERR pacer lease: bad arguments') end
@@ -109,7 +115,7 @@ if alevel > 0 then
   local base = 8 + 2 * nlev
   local a = {}
   local names = {'floor', 'dec', 'holdf', 'fast', 'probe', 'hold', 'throttle', 'ok', 'faults',
-                 'bthr', 'bmin', 'bwin', 'bcool', 'bmax'}
+                 'bthr', 'bmin', 'bwin', 'bcool', 'bmax', 'keep', 'restore'}
   for i, name in ipairs(names) do
     a[name] = num(base + i)
     if a[name] == nil then return redis.error_reply('ERR pacer lease: bad adaptive argument ' .. name) end
@@ -121,11 +127,13 @@ if alevel > 0 then
   if ceiling ~= nil and ceiling > 0 and cburst ~= nil then
     local skey = KEYS[skey_index]
     local h = redis.call('HMGET', skey, 'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf',
-      'bou', 'bn')
+      'bou', 'bn', 'cf', 'cr')
     local st = {}
-    for i, name in ipairs({'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf', 'bou', 'bn'}) do
+    for i, name in ipairs({'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf', 'bou', 'bn',
+                           'cf', 'cr'}) do
       st[name] = tonumber(h[i])
     end
+    if st.cf == nil or st.cr == nil then st.cf, st.cr = 0, 0 end
     if st.r == nil or st.lim == nil or st.ts == nil or st.dec == nil or st.pu == nil or st.sp == nil
         or st.we == nil then
       st.r, st.lim, st.ts, st.dec, st.pu, st.sp, st.we = ceiling, ceiling, now, -1, now - U, 0, 0
@@ -148,12 +156,13 @@ if alevel > 0 then
         local counted = 1 - (from - st.pu) / U
         if counted < 0 then counted = 0 elseif counted > dt then counted = dt end
         local hold_point = math.min(ceiling, st.lim * a.holdf)
+        local band_top = math.min(ceiling, st.lim * (1 + (1 - a.holdf) / 2))  -- the slow probe goes on past the limit
         for _ = 1, 3 do
           if dt <= 0 or st.r >= ceiling then break end
           local speed, upto = a.fast * ceiling, ceiling
           if st.r < hold_point then upto = hold_point
-          elseif st.r < st.lim then
-            upto = math.min(st.lim, ceiling)
+          elseif st.r < band_top then
+            upto = band_top
             if a.probe > 0 then speed = (st.lim - hold_point) / (a.probe / U) end
           end
           if speed <= 0 then break end
@@ -193,9 +202,23 @@ if alevel > 0 then
         if u - now >= U then st.we = 1 else st.we = 0 end  -- a second or more empties the provider's window
       end
     end
+    -- a judged ceiling: the provider takes keep of what it is sent
+    local function capacity(keep)
+      if st.dec >= 0 and now - st.dec < a.hold then return end
+      st.dec = now
+      st.cf, st.cr = st.lim, st.r
+      if keep > 1 then keep = 1 end
+      st.lim = math.max(floor, st.r * keep)
+      st.r = math.max(floor, st.lim * a.holdf)
+    end
     if a.throttle >= 0 then
-      decrease(true)
+      if a.keep > 0 then capacity(a.keep / U) else decrease(true) end
       pause_until(now + a.throttle)
+    end
+    if a.restore > 0 then
+      local back = math.min(st.cf, st.cr * math.min(a.restore / U, 1), ceiling)
+      if back > st.lim then st.lim = back end
+      st.cf = 0
     end
     -- the breaker: roll the windows, count, judge
     local win = math.max(a.bwin, 1)
@@ -229,7 +252,8 @@ if alevel > 0 then
       'sp', string.format('%.17g', st.sp), 'we', string.format('%.0f', st.we),
       'bws', string.format('%.0f', st.bws), 'bok', string.format('%.17g', st.bok), 'bf', string.format('%.17g', st.bf),
       'bpok', string.format('%.17g', st.bpok), 'bpf', string.format('%.17g', st.bpf),
-      'bou', string.format('%.0f', st.bou), 'bn', string.format('%.0f', st.bn))
+      'bou', string.format('%.0f', st.bou), 'bn', string.format('%.0f', st.bn), 'cf', string.format('%.17g', st.cf),
+      'cr', string.format('%.17g', st.cr))
     -- Forgotten after an hour idle: it comes back at the ceiling.
     redis.call('PEXPIRE', skey, 3600000 + math.ceil(math.max(st.pu - now, 0) / 1000))
     eff_milli = math.floor(st.r * 1000)

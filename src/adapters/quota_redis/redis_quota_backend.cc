@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -273,6 +274,13 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       out.push_back(fmt::format("{}", us(b.window)));
       out.push_back(fmt::format("{}", us(b.cooldown)));
       out.push_back(fmt::format("{}", us(b.max_cooldown)));
+      // A judged ceiling's keep and a judged noise's restore, in millionths (0: none).
+      const auto millionths = [](double x) {
+        x = std::clamp(x, 0.0, 1.0);
+        return x > 0 ? std::max<long long>(1, std::llround(x * 1e6)) : 0;
+      };
+      out.push_back(fmt::format("{}", millionths(r.adaptive->keep)));
+      out.push_back(fmt::format("{}", millionths(r.adaptive->restore)));
     }
     if (priority) {
       const LeasePriority& p = *r.priority;

@@ -106,6 +106,8 @@ struct WorkerCore::Impl {
     bool paused = false;
     std::optional<AdaptiveRate> adaptive;   // without a global quota (with one it is shared there)
     std::optional<CircuitBreaker> breaker;  // likewise
+    std::optional<ThrottleJudge> judge;     // this worker's, whether or not the quota is global
+    ThrottleVerdict last_verdict;
     double applied_rate = 0;
     std::uint64_t throttled = 0;
     bool from_row = false;            // set by a good row (upsertProvider), not a placeholder
@@ -304,6 +306,7 @@ struct WorkerCore::Impl {
   void handle(const SendResult& r, MonoTime now);
 
   void answered(Provider* p, bool fault, MonoTime now);
+  void judge(Provider* p, const SendResult& r, MonoTime now);
 
   void slowAnswer(Provider* p, Nanos latency, MonoTime now);
 

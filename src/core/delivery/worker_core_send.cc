@@ -130,6 +130,7 @@ WorkerCore::Impl::Provider* WorkerCore::Impl::addProvider(const ProviderInfo& in
   auto p = std::make_unique<Provider>();
   p->info = info;
   p->sid = scheduler.addProvider(ProviderSpec{info.limit}, now);
+  p->judge.emplace(options.throttle_judge, now);
   if (leaser) {
     QuotaProviderSpec spec;
     spec.name = quotaName(info.id);
@@ -164,8 +165,10 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
   if (r.outcome == SendOutcome::kThrottled) ++item.throttled;
   if (c->provider && options.adaptive.latency_threshold > Nanos{0} && r.latency > options.adaptive.latency_threshold)
     slowAnswer(c->provider, r.latency, now);
-  // Every answer but a throttle counts for the provider's circuit breaker.
+  // Every answer but a throttle counts for the provider's circuit breaker;
+  // every answer counts for its throttle judge.
   if (c->provider && r.outcome != SendOutcome::kThrottled) answered(c->provider, r.outcome == SendOutcome::kFault, now);
+  if (c->provider) judge(c->provider, r, now);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   const AttemptHistory history{item.attempts, item.faults, item.throttled, now - item.first_attempt.value_or(now)};
   const RetryDecision d = decideRetry(options.retry, r, history, u(rng));
@@ -186,13 +189,7 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
       return;
     case RetryDecision::Kind::kRetry: break;
   }
-  if (d.throttled && c->provider) {
-    Provider* p = c->provider;
-    p->paused_until = std::max(p->paused_until, now + d.delay);
-    ++p->throttled;
-    if (p->adaptive) p->adaptive->onThrottled(now, d.delay);
-    if (leaser && p->qid != UINT32_MAX) leaser->reportThrottle(p->qid, d.delay);  // drops its leases too
-  }
+  if (d.throttled && c->provider) ++c->provider->throttled;
   ++c->stats.retries;
   if (const char* why = closedReason(c->info.state)) {
     addRow(c, item, DeliveryStatus::kFailed, item.attempts, why);
@@ -214,6 +211,29 @@ void WorkerCore::Impl::answered(Provider* p, bool fault, MonoTime now) {
   if (!p->breaker || !p->breaker->report(fault ? 0 : 1, fault ? 1 : 0, now)) return;
   p->paused_until = std::max(p->paused_until, p->breaker->openUntil());
   if (p->adaptive) p->adaptive->onFaults(now, p->breaker->openUntil() - now);
+}
+
+// The provider's throttles, judged (include/pacer/throttle_judge.h): a
+// ceiling brings the rate down to what the provider accepted, for every
+// worker, and pauses the provider for the longest Retry-After its throttles
+// named (a provider with no adaptive rate pauses for the default throttle
+// pause instead); noise takes such a cut back. A throttle judged neither
+// only makes its own message wait (its retry delay).
+void WorkerCore::Impl::judge(Provider* p, const SendResult& r, MonoTime now) {
+  const ThrottleVerdict v = p->judge->answer(now, r.outcome == SendOutcome::kThrottled, r.retry_after);
+  if (v.kind == ThrottleVerdict::Kind::kNone) return;
+  p->last_verdict = v;
+  const bool shared = leaser && p->qid != UINT32_MAX;
+  if (v.kind == ThrottleVerdict::Kind::kNoise) {
+    if (p->adaptive) p->adaptive->restoreLimit(now, v.keep);
+    if (shared) leaser->reportNoise(p->qid, v.keep);
+    return;
+  }
+  const bool adapts = p->adaptive || (shared && p->info.limit && p->info.limit->rate_per_s > 0);
+  const Nanos pause = v.pause > Nanos{0} || adapts ? v.pause : options.retry.default_throttle_pause;
+  p->paused_until = std::max(p->paused_until, now + pause);
+  if (p->adaptive) p->adaptive->onCapacity(now, pause, v.keep);
+  if (shared) leaser->reportCapacity(p->qid, pause, v.keep);  // drops its leases too
 }
 
 // An answer slower than the latency threshold counts like a throttle for

@@ -31,6 +31,10 @@ std::vector<ProviderStats> WorkerCore::providerStats(MonoTime now) const {
       s.paused = s.paused || now < impl_->leaser->pausedUntil(p->qid);
     }
     s.throttled = p->throttled;
+    s.throttle_noise = p->judge->noise();
+    s.capacity_cuts = p->judge->capacityVerdicts();
+    s.noise_verdicts = p->judge->noiseVerdicts();
+    s.last_verdict = p->last_verdict;
     s.circuit_open = p->breaker && p->breaker->isOpen(now);
     if (impl_->leaser && p->qid != UINT32_MAX) {
       s.degraded = impl_->leaser->degraded(p->qid);

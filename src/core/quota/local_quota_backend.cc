@@ -104,7 +104,13 @@ class LocalQuotaBackend final : public QuotaBackend {
       st.breaker.emplace(r.adaptive->breaker, now);
     else
       st.breaker->setOptions(r.adaptive->breaker);
-    if (r.adaptive->throttled >= Nanos{0}) st.rate->onThrottled(now, r.adaptive->throttled);
+    if (r.adaptive->throttled >= Nanos{0}) {
+      if (r.adaptive->keep > 0)
+        st.rate->onCapacity(now, r.adaptive->throttled, r.adaptive->keep);
+      else
+        st.rate->onThrottled(now, r.adaptive->throttled);
+    }
+    if (r.adaptive->restore > 0) st.rate->restoreLimit(now, r.adaptive->restore);
     if ((r.adaptive->ok > 0 || r.adaptive->faults > 0) && st.breaker->report(r.adaptive->ok, r.adaptive->faults, now))
       st.rate->onFaults(now, st.breaker->openUntil() - now);
     reply.effective_rate = st.rate->rate(now);

@@ -2,6 +2,7 @@
 // providers' shared state (quota_leaser_impl.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "quota_leaser_impl.h"
@@ -113,9 +114,13 @@ std::size_t QuotaLeaser::addReports(MonoTime now) {
     Provider& p = providers_[pid];
     const bool throttle = p.report >= Nanos{0};
     const bool health = (p.ok > 0 || p.faults > 0) && now - p.reported_at >= options_.report_interval;
-    if (!throttle && !health) continue;
+    if (!throttle && !health && !(p.restore > 0)) continue;
     const Nanos pause = p.report;
+    const double keep = p.keep;
+    const double restore = p.restore;
     p.report = Nanos{-1};
+    p.keep = 0;
+    p.restore = 0;
     if (!p.adaptive || !p.limit || !(p.limit->rate_per_s > 0)) {
       p.ok = p.faults = 0;
       continue;
@@ -128,7 +133,7 @@ std::size_t QuotaLeaser::addReports(MonoTime now) {
       r.want = 0;
       r.fill_new = !p.degraded;
       r.worker = options_.seed;
-      r.adaptive = AdaptiveLevel{0, *p.adaptive, p.breaker, pause, 0, 0};
+      r.adaptive = AdaptiveLevel{0, *p.adaptive, p.breaker, pause, 0, 0, keep, restore};
       attachHealth(r, pid);
       p.reported_at = now;
       if (throttle) ++metrics_.throttle_reports;
@@ -329,6 +334,19 @@ void QuotaLeaser::reportThrottle(std::uint32_t provider, Nanos pause) noexcept {
   if (provider >= providers_.size()) return;
   dropLeases(provider);
   queueReport(provider, pause);
+}
+
+void QuotaLeaser::reportCapacity(std::uint32_t provider, Nanos pause, double keep) noexcept {
+  if (provider >= providers_.size()) return;
+  dropLeases(provider);
+  queueReport(provider, pause);
+  double& k = providers_[provider].keep;
+  keep = std::clamp(keep, 0.01, 1.0);
+  k = k > 0 ? std::min(k, keep) : keep;
+}
+
+void QuotaLeaser::reportNoise(std::uint32_t provider, double keep) noexcept {
+  if (provider < providers_.size()) providers_[provider].restore = std::clamp(keep, 0.01, 1.0);
 }
 
 void QuotaLeaser::reportSlow(std::uint32_t provider) noexcept {

@@ -52,6 +52,8 @@ struct QuotaLeaser::Provider {
   std::optional<AdaptiveRateOptions> adaptive;
   BreakerOptions breaker;
   Nanos report{-1};                  // a throttle to report with the next refresh (< 0: none)
+  double keep = 0;                   // with it, the judged fraction kept (0: the fixed decrease)
+  double restore = 0;                // the last judged cut was noise: restore the limit (its keep; 0: none)
   std::uint64_t ok = 0, faults = 0;  // answers not yet reported to the breaker
   MonoTime reported_at{};            // the last report of answers
   std::optional<double> effective;   // the shared rate, as last heard

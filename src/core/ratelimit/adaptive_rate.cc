@@ -39,16 +39,18 @@ void AdaptiveRate::climb(MonoTime now) noexcept {
   double counted = std::clamp(window_left, 0.0, dt);
   const double ceiling = options_.ceiling;
   const double hold_point = std::min(ceiling, limit_ * options_.hold_fraction);
+  // The slow probe goes on past the limit by half as much as below it.
+  const double band_top = std::min(ceiling, limit_ * (1 + (1 - options_.hold_fraction) / 2));
   // Walk the three segments, each taking the time it needs.
   for (int segment = 0; segment < 3 && dt > 0 && rate_ < ceiling; ++segment) {
     double speed = options_.fast_climb_per_s * ceiling;
     double until = ceiling;
     if (rate_ < hold_point) {
       until = hold_point;
-    } else if (rate_ < limit_) {
+    } else if (rate_ < band_top) {
       const double probe_s = std::chrono::duration<double>(options_.probe_time).count();
       speed = probe_s > 0 ? (limit_ - hold_point) / probe_s : speed;
-      until = std::min(limit_, ceiling);
+      until = band_top;
     }
     if (!(speed > 0)) break;
     const double step = std::min((until - rate_) / speed, dt);
@@ -106,6 +108,27 @@ void AdaptiveRate::pauseUntil(MonoTime now, MonoTime until) noexcept {
 void AdaptiveRate::onThrottled(MonoTime now, Nanos pause) noexcept {
   decrease(now, Learn::kWindow);
   pauseUntil(now, now + std::max(pause, Nanos{0}));
+}
+
+void AdaptiveRate::onCapacity(MonoTime now, Nanos pause, double keep) noexcept {
+  climb(now);
+  if (!(decreased_once_ && now - last_decrease_ < options_.hold)) {
+    decreased_once_ = true;
+    last_decrease_ = now;
+    cut_from_ = limit_;
+    cut_rate_ = rate_;
+    const double floor = std::min(std::max(0.0, options_.floor), options_.ceiling);
+    limit_ = std::max(floor, rate_ * std::clamp(keep, 0.01, 1.0));
+    rate_ = std::max(floor, limit_ * options_.hold_fraction);
+  }
+  pauseUntil(now, now + std::max(pause, Nanos{0}));
+}
+
+void AdaptiveRate::restoreLimit(MonoTime now, double keep) noexcept {
+  climb(now);
+  const double back = std::min({cut_from_, cut_rate_ * std::clamp(keep, 0.0, 1.0), options_.ceiling});
+  if (back > limit_) limit_ = back;
+  cut_from_ = 0;
 }
 
 void AdaptiveRate::onFaults(MonoTime now, Nanos pause) noexcept {

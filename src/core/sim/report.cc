@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace pacer::sim {
 namespace {
 
@@ -35,6 +37,18 @@ void writeRules(std::FILE* out, const RuleResult& r) {
   if (r.capped || r.quiet) fmt::print(out, ", \"waiting_at_end\": {}", r.waiting);
 }
 
+// A modelled provider's answers and controller (SeriesResult::Answers).
+void writeAnswers(std::FILE* out, const SeriesResult::Answers& a) {
+  fmt::print(out,
+             ", \"would_accept_per_s\": {}, \"attempts\": {}, \"throttled\": {}, \"faults\": {}, "
+             "\"capacity_cuts\": {}, \"noise_verdicts\": {}, \"noise\": {:.4f}, \"throttled_per_s\": ",
+             a.would_accept, a.attempts, a.throttled, a.faults, a.capacity_cuts, a.noise_verdicts, a.noise);
+  writeArray(out, a.throttled_per_s);
+  std::fputs(", \"effective_per_s\": [", out);
+  for (std::size_t i = 0; i < a.effective_per_s.size(); ++i) fmt::print(out, "{}{:.2f}", i ? "," : "", a.effective_per_s[i]);
+  std::fputc(']', out);
+}
+
 void writeSeries(std::FILE* out, const std::vector<SeriesResult>& all, bool bins, bool campaigns) {
   std::fputc('{', out);
   for (std::size_t i = 0; i < all.size(); ++i) {
@@ -61,6 +75,7 @@ void writeSeries(std::FILE* out, const std::vector<SeriesResult>& all, bool bins
     } else {
       std::fputs("[]", out);
     }
+    if (r.answers) writeAnswers(out, *r.answers);
     std::fputc('}', out);
   }
   std::fputc('}', out);
@@ -97,6 +112,32 @@ std::string rulesTable(const Scenario& s, const SimResult& result) {
   return t;
 }
 
+// One line per modelled provider: what it took against what it would take,
+// after the first 10 s (or the whole run when shorter), its refusals and
+// the controller's moves.
+std::string answersTable(const Scenario& s, const SimResult& result) {
+  std::string t;
+  for (const SeriesResult& p : result.providers) {
+    if (!p.answers) continue;
+    const SeriesResult::Answers& a = *p.answers;
+    const std::size_t from = p.per_s.size() > 20 ? 10 : 0;
+    std::uint64_t accepted = 0, throttled = 0;
+    for (std::size_t i = from; i < p.per_s.size(); ++i) {
+      accepted += p.per_s[i];
+      throttled += a.throttled_per_s[i];
+    }
+    const double span = std::max(1e-9, std::min(s.duration_s, static_cast<double>(p.per_s.size())) -
+                                            static_cast<double>(from));
+    const double per_s = static_cast<double>(accepted) / span;
+    t += fmt::format(
+        "{:<10} {:<16} from {} s: accepted {:.1f}/s of the {:.1f}/s it would take ({:.1f}%), {:.1f} throttles/min; "
+        "in all {} throttled, {} faults, {} cuts, {} taken back, noise {:.3f}\n",
+        "answers", p.id, from, per_s, a.would_accept, a.would_accept > 0 ? 100 * per_s / a.would_accept : 0.0,
+        60 * static_cast<double>(throttled) / span, a.throttled, a.faults, a.capacity_cuts, a.noise_verdicts, a.noise);
+  }
+  return t;
+}
+
 }  // namespace
 
 void writeJson(std::FILE* out, const SimResult& result, bool bins, double wall_ms) {
@@ -124,7 +165,7 @@ std::string summaryTable(const Scenario& s, const SimResult& result) {
     row("campaign", r, end - c.start_s, c.messages.has_value());
   }
   for (const SeriesResult& p : result.providers) row("provider", p, s.duration_s, false);
-  return t + rulesTable(s, result);
+  return t + answersTable(s, result) + rulesTable(s, result);
 }
 
 }  // namespace pacer::sim

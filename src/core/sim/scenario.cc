@@ -143,6 +143,41 @@ void readStalls(const YAML::Node& root, Scenario& s) {
   }
 }
 
+double share(const YAML::Node& n, const std::string& field) {
+  const double v = number(n, field);
+  if (!(v >= 0 && v < 1)) fail(field, n, fmt::format("expected a share in [0, 1), got {}", v));
+  return v;
+}
+
+// A provider's bad day: capacity, throttle_noise, fault_noise, controller, retry_s, seed.
+void readProviderModel(const YAML::Node& node, const std::string& f, ProviderScenario& p) {
+  if (node["capacity"]) p.capacity = positive(node["capacity"], f + ".capacity");
+  if (node["throttle_noise"]) p.throttle_noise = share(node["throttle_noise"], f + ".throttle_noise");
+  if (node["fault_noise"]) p.fault_noise = share(node["fault_noise"], f + ".fault_noise");
+  if (p.throttle_noise + p.fault_noise >= 1)
+    fail(f + ".fault_noise", node["fault_noise"], "throttle_noise + fault_noise must be below 1");
+  if (node["controller"]) {
+    const std::string c = text(node["controller"], f + ".controller");
+    if (c == "judged")
+      p.controller = ProviderController::kJudged;
+    else if (c == "per_throttle")
+      p.controller = ProviderController::kPerThrottle;
+    else if (c == "fixed")
+      p.controller = ProviderController::kFixed;
+    else
+      fail(f + ".controller", node["controller"], fmt::format("expected judged, per_throttle or fixed, got '{}'", c));
+  }
+  if (node["retry_s"]) {
+    p.retry_s = nonNegative(node["retry_s"], f + ".retry_s");
+    if (p.retry_s > 3600) fail(f + ".retry_s", node["retry_s"], "at most 3600");
+  }
+  if (node["seed"]) p.seed = static_cast<std::uint64_t>(nonNegative(node["seed"], f + ".seed"));
+  const bool model_keys = node["controller"] || node["retry_s"] || node["seed"];
+  if (model_keys && !p.modelled())
+    fail(f, node, "controller, retry_s and seed need capacity, throttle_noise or fault_noise");
+  if (p.modelled() && !p.rate) fail(f + ".rate", node, "a modelled provider needs a configured rate (its ceiling)");
+}
+
 // providers: [{id, rate, burst}]; returns their ids.
 std::set<std::string> readProviders(const YAML::Node& root, Scenario& s) {
   std::set<std::string> provider_ids;
@@ -150,7 +185,8 @@ std::set<std::string> readProviders(const YAML::Node& root, Scenario& s) {
     if (!ps.IsSequence()) fail("providers", ps, "expected a list");
     for (std::size_t i = 0; i < ps.size(); ++i) {
       const std::string f = fmt::format("providers[{}]", i);
-      checkKeys(ps[i], f, {"id", "rate", "burst"});
+      checkKeys(ps[i], f,
+                {"id", "rate", "burst", "capacity", "throttle_noise", "fault_noise", "controller", "retry_s", "seed"});
       ProviderScenario p;
       if (!ps[i]["id"]) fail(f + ".id", ps[i], "required");
       p.id = text(ps[i]["id"], f + ".id");
@@ -161,6 +197,7 @@ std::set<std::string> readProviders(const YAML::Node& root, Scenario& s) {
         checkRate(*p.rate, ps[i]["rate"], f + ".rate", s);
       }
       p.burst = burstFor(ps[i]["burst"], f + ".burst", p.rate, s.tick_ms);
+      readProviderModel(ps[i], f, p);
       s.providers.push_back(p);
     }
   }

@@ -12,6 +12,7 @@
 #include "pacer/frequency_cap.h"
 #include "pacer/quiet_hours.h"
 #include "pacer/scheduler.h"
+#include "provider_model.h"
 
 namespace pacer::sim {
 namespace {
@@ -39,7 +40,7 @@ class Run {
     out_.ticks = ticks_;
     addProviders();
     for (const CampaignScenario& c : s.campaigns)
-      out_.campaigns.push_back(SeriesResult{c.id, c.rate, c.burst, 0, std::nullopt, {}, {}, {}});
+      out_.campaigns.push_back(SeriesResult{c.id, c.rate, c.burst, 0, std::nullopt, {}, {}, {}, std::nullopt});
     for (std::vector<SeriesResult>* r : {&out_.campaigns, &out_.providers}) {
       for (SeriesResult& x : *r) {
         x.per_s.assign(seconds_, 0);
@@ -54,6 +55,13 @@ class Run {
     std::sort(starts_.begin(), starts_.end());
     provider_of_.assign(s.campaigns.size(), kNoProvider);
     ids_.assign(s.campaigns.size(), 0);
+    retry_ready_.assign(s.campaigns.size(), 0);
+    retry_pending_.assign(s.campaigns.size(), 0);
+    for (SeriesResult& p : out_.providers) {
+      if (!p.answers) continue;
+      p.answers->throttled_per_s.assign(seconds_, 0);
+      p.answers->effective_per_s.assign(seconds_, 0);
+    }
   }
 
   SimResult run() {
@@ -61,14 +69,23 @@ class Run {
       const MonoTime now{Nanos{static_cast<std::int64_t>(k) * tick_ns_}};
       const double t_s = static_cast<double>(k) * static_cast<double>(tick_ns_) / 1e9;
       join(k, now);
+      releaseRetries(k);
+      const std::size_t second = std::min(seconds_ - 1, static_cast<std::size_t>(t_s + 1e-12));
+      control(now, second);
       for (std::size_t n = 0; n < next_start_; ++n) {
         const std::size_t i = starts_[n].second;
         if (const std::uint64_t more = flows_[i].due(k)) scheduler_.addBacklog(ids_[i], more);
       }
-      const std::size_t second = std::min(seconds_ - 1, static_cast<std::size_t>(t_s + 1e-12));
-      for (const Grant& g : scheduler_.tick(now, capacityAt(k, t_s))) record(g, k, second, t_s);
+      for (const Grant& g : scheduler_.tick(now, capacityAt(k, t_s))) record(g, k, second, t_s, now);
     }
     for (std::size_t i = 0; i < flows_.size(); ++i) out_.campaigns[i].rules = flows_[i].finish();
+    for (std::size_t j = 0; j < models_.size(); ++j) {
+      if (!models_[j]) continue;
+      SeriesResult::Answers& a = *out_.providers[j].answers;
+      a.capacity_cuts = models_[j]->judge().capacityVerdicts();
+      a.noise_verdicts = models_[j]->judge().noiseVerdicts();
+      a.noise = models_[j]->judge().noise();
+    }
     return std::move(out_);
   }
 
@@ -104,7 +121,12 @@ class Run {
       provider_ids_[p.id] = id;
       provider_index_.resize(id + 1);
       provider_index_[id] = out_.providers.size();
-      out_.providers.push_back(SeriesResult{p.id, p.rate, p.burst, 0, std::nullopt, {}, {}, {}});
+      out_.providers.push_back(SeriesResult{p.id, p.rate, p.burst, 0, std::nullopt, {}, {}, {}, std::nullopt});
+      models_.emplace_back();
+      if (!p.modelled()) continue;
+      models_.back().emplace(p, MonoTime{});
+      out_.providers.back().answers.emplace();
+      out_.providers.back().answers->would_accept = models_.back()->wouldAccept();
     }
   }
 
@@ -140,20 +162,94 @@ class Run {
                                       std::floor(static_cast<double>(k) * per_tick + 1e-9));
   }
 
-  void record(const Grant& g, std::uint64_t k, std::size_t second, double t_s) {
+  void record(const Grant& g, std::uint64_t k, std::size_t second, double t_s, MonoTime now) {
     const std::size_t i = by_id_[g.campaign];
-    // The rules may hold or suppress some of the granted messages.
-    const std::uint64_t sent = flows_[i].take(k, g.count);
+    // Retries of refused messages go first; the rules may hold or suppress
+    // some of the fresh ones.
+    const std::uint64_t again = std::min(g.count, retry_ready_[i]);
+    retry_ready_[i] -= again;
+    std::uint64_t sent = again + flows_[i].take(k, g.count - again);
+    const std::size_t pj = provider_of_[i] == kNoProvider ? 0 : provider_index_[provider_of_[i]];
+    if (provider_of_[i] != kNoProvider && models_[pj])
+      sent = answer(*models_[pj], *out_.providers[pj].answers, i, sent, k, second, now);
     SeriesResult& r = out_.campaigns[i];
     r.sent += sent;
     r.per_s[second] += sent;
     if (keep_bins_) r.bins[k] += sent;
-    if (!r.finished_s && flows_[i].done()) r.finished_s = t_s;
+    if (!r.finished_s && flows_[i].done() && retry_pending_[i] == 0 && retry_ready_[i] == 0) r.finished_s = t_s;
     if (provider_of_[i] == kNoProvider) return;
-    SeriesResult& p = out_.providers[provider_index_[provider_of_[i]]];
+    SeriesResult& p = out_.providers[pj];
     p.sent += sent;
     p.per_s[second] += sent;
     if (keep_bins_) p.bins[k] += sent;
+  }
+
+  // A modelled provider answers each of `n` requests of campaign i: returns
+  // how many it accepted; the others wait retry_s and are backlog again.
+  std::uint64_t answer(ProviderModel& m, SeriesResult::Answers& a, std::size_t i, std::uint64_t n, std::uint64_t k,
+                       std::size_t second, MonoTime now) {
+    std::uint64_t accepted = 0, refused = 0;
+    for (std::uint64_t x = 0; x < n; ++x) {
+      const ProviderModel::Answer ans = m.send(now);
+      if (ans == ProviderModel::Answer::kAccepted) {
+        ++accepted;
+        continue;
+      }
+      ++refused;
+      if (ans == ProviderModel::Answer::kThrottled) {
+        ++a.throttled;
+        ++a.throttled_per_s[second];
+      } else {
+        ++a.faults;
+      }
+    }
+    a.attempts += n;
+    if (refused > 0) {
+      const double retry_s = s_.providers[provider_index_[provider_of_[i]]].retry_s;
+      const auto wait = static_cast<std::uint64_t>(std::ceil(retry_s * 1e9 / static_cast<double>(tick_ns_) - 1e-9));
+      retries_.emplace(k + std::max<std::uint64_t>(1, wait), std::make_pair(i, refused));
+      retry_pending_[i] += refused;
+    }
+    return accepted;
+  }
+
+  // Refused messages whose retry is due are backlog again.
+  void releaseRetries(std::uint64_t k) {
+    while (!retries_.empty() && retries_.begin()->first <= k) {
+      const auto [i, n] = retries_.begin()->second;
+      retries_.erase(retries_.begin());
+      retry_pending_[i] -= n;
+      retry_ready_[i] += n;
+      scheduler_.addBacklog(ids_[i], n);
+    }
+  }
+
+  // Each modelled provider's controller sets its limit in the scheduler (when
+  // it moved by more than 1%, as the worker core does) and pauses its campaigns.
+  void control(MonoTime now, std::size_t second) {
+    for (std::size_t j = 0; j < models_.size(); ++j) {
+      if (!models_[j]) continue;
+      ProviderModel& m = *models_[j];
+      const RateLimit l = m.limit(now);
+      auto& applied = applied_[j];
+      if (std::abs(l.rate_per_s - applied) > 0.01 * applied || applied == 0) {
+        scheduler_.setProviderLimit(provider_ids_.at(s_.providers[j].id), l, now);
+        applied = l.rate_per_s;
+      }
+      out_.providers[j].answers->effective_per_s[second] = l.rate_per_s;
+      const bool paused = m.paused(now);
+      if (paused == paused_[j]) continue;
+      paused_[j] = paused;
+      const ProviderId pid = provider_ids_.at(s_.providers[j].id);
+      for (std::size_t i = 0; i < next_start_; ++i) {
+        const std::size_t c = starts_[i].second;
+        if (provider_of_[c] != pid) continue;
+        if (paused)
+          scheduler_.pause(ids_[c]);
+        else
+          scheduler_.resume(ids_[c]);
+      }
+    }
   }
 
   const Scenario& s_;
@@ -173,6 +269,13 @@ class Run {
   FrequencyCapStorePtr caps_;    // one store; each campaign is its own scope
   std::unique_ptr<QuietHours> quiet_;
   std::vector<Flow> flows_;  // by scenario index
+  // Modelled providers (by index in out_.providers) and their refused messages.
+  std::vector<std::optional<ProviderModel>> models_;
+  std::map<std::size_t, double> applied_;  // the limit last given to the scheduler
+  std::map<std::size_t, bool> paused_;
+  std::multimap<std::uint64_t, std::pair<std::size_t, std::uint64_t>> retries_;  // due tick -> campaign, messages
+  std::vector<std::uint64_t> retry_ready_;    // per campaign: backlog again, not yet granted
+  std::vector<std::uint64_t> retry_pending_;  // per campaign: waiting for their retry
 };
 
 }  // namespace

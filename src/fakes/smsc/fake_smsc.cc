@@ -92,7 +92,7 @@ void FakeSmsc::Impl::bind(Conn& c, const Pdu& p) {
   Pdu r = makeHeaderOnly(p.command_id | cmd::kRespBit, p.sequence_number);
   r.system_id = "FakeSMSC";
   std::uint32_t st = 0;
-  const int account = c.bound ? -1 : state.authenticate(p, st);
+  const int account = c.bound ? -1 : state.authenticate(p, st, Clock::now());
   if (c.bound) st = status::kAlyBnd;
   r.command_status = st;
   append(c.out, r);
@@ -276,6 +276,13 @@ void FakeSmsc::Impl::run() {
       }
     }
     runCommands();
+    if (state.outageDue(now)) {
+      for (auto& [cfd, c] : conns) {  // every connection dropped without a word
+        c->closing = true;
+        c->out.clear();
+        c->delayed.clear();
+      }
+    }
     sendReceipts(now);
     for (auto it = conns.begin(); it != conns.end();) {
       Conn& c = *it->second;

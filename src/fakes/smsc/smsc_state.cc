@@ -55,9 +55,22 @@ void SmscState::flushRecord() {
   if (record_ != nullptr) std::fflush(record_);
 }
 
-int SmscState::authenticate(const smpp::Pdu& bind, std::uint32_t& status) {
+bool SmscState::outageDue(Clock::time_point now) {
+  if (options_.outage_at_ms < 0 || outage_started_ || !first_submit_) return false;
+  if (now - *first_submit_ < std::chrono::milliseconds(options_.outage_at_ms)) return false;
+  outage_started_ = now;
+  refuse_until_ = now + std::chrono::milliseconds(options_.outage_ms);
+  return true;
+}
+
+int SmscState::authenticate(const smpp::Pdu& bind, std::uint32_t& status, Clock::time_point now) {
   for (std::size_t i = 0; i < accounts_.size(); ++i) {
     if (accounts_[i].config.system_id != bind.system_id) continue;
+    if (now < refuse_until_) {
+      ++accounts_[i].binds_refused;
+      status = smpp::status::kBindFail;
+      return -1;
+    }
     if (accounts_[i].config.password != bind.password) {
       ++accounts_[i].bind_failures;
       status = smpp::status::kInvPaswd;
@@ -87,6 +100,7 @@ std::uint32_t SmscState::submit(std::size_t account, const smpp::Pdu& pdu, bool 
                                 std::string& message_id) {
   AccountState& a = accounts_[account];
   ++a.submits;
+  if (!first_submit_) first_submit_ = now;
   message_id.clear();
   std::uint32_t st = 0;
   while (!a.accepted_log.empty() && now - a.accepted_log.front() >= std::chrono::seconds(1)) a.accepted_log.pop_front();
@@ -95,6 +109,8 @@ std::uint32_t SmscState::submit(std::size_t account, const smpp::Pdu& pdu, bool 
     ++a.window_exceeded, ++a.throttled, st = smpp::status::kThrottled;
   } else if (a.config.quota_per_s > 0 && a.accepted_log.size() >= static_cast<std::size_t>(a.config.quota_per_s)) {
     ++a.throttled, st = smpp::status::kThrottled;
+  } else if (options_.throttle_rate > 0 && u(rng_) < options_.throttle_rate) {
+    ++a.throttled, ++a.throttled_random, st = smpp::status::kThrottled;
   } else if (options_.permanent_rate > 0 && u(rng_) < options_.permanent_rate) {
     ++a.errors_permanent, st = options_.permanent_status;
   } else if (options_.transient_rate > 0 && u(rng_) < options_.transient_rate) {
@@ -158,6 +174,8 @@ nlohmann::json SmscState::report() const {
                                {"submits", a.submits},
                                {"accepted", a.accepted},
                                {"throttled", a.throttled},
+                               {"throttled_random", a.throttled_random},
+                               {"binds_refused", a.binds_refused},
                                {"window_exceeded", a.window_exceeded},
                                {"errors_permanent", a.errors_permanent},
                                {"errors_transient", a.errors_transient},
@@ -167,7 +185,10 @@ nlohmann::json SmscState::report() const {
                                {"receipts_resent", a.receipts_resent},
                                {"receipts_pending", pending}};
   }
-  return {{"accounts", out}};
+  nlohmann::json r = {{"accounts", out}};
+  if (outage_started_)
+    r["outage_started_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(*outage_started_ - start_).count();
+  return r;
 }
 
 }  // namespace pacer::fake

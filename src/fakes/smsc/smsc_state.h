@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -26,6 +27,8 @@ struct AccountState {
   std::deque<Clock::time_point> accepted_log;  // accepted segments in the last second
   std::uint64_t binds = 0, bind_failures = 0, submits = 0, accepted = 0, throttled = 0, window_exceeded = 0;
   std::uint64_t errors_permanent = 0, errors_transient = 0, max_segments_1s = 0;
+  std::uint64_t throttled_random = 0;  // of `throttled`: by --throttle-rate, whatever the rate
+  std::uint64_t binds_refused = 0;     // during an outage
   std::uint64_t receipts_sent[4] = {0, 0, 0, 0};  // delivered, undelivered, expired, rejected
   std::uint64_t receipts_acked = 0;
   std::uint64_t receipts_resent = 0;  // sent again after the bind they went on ended unanswered
@@ -50,7 +53,11 @@ class SmscState {
 
   // Index of the account, or -1 with `status` set (ESME_RBINDFAIL unknown,
   // ESME_RINVPASWD wrong password).
-  int authenticate(const smpp::Pdu& bind, std::uint32_t& status);
+  // During an outage every bind is refused (ESME_RBINDFAIL).
+  int authenticate(const smpp::Pdu& bind, std::uint32_t& status, Clock::time_point now = Clock::now());
+  // True once, when the outage (FakeSmscOptions::outage_at_ms) is due: the
+  // caller drops every connection; binds are refused from now for outage_ms.
+  bool outageDue(Clock::time_point now);
   // Decides the answer to one submit_sm of `account` at `now`; fills
   // `message_id` when accepted, queues its receipt, writes the record line.
   std::uint32_t submit(std::size_t account, const smpp::Pdu& pdu, bool window_full, Clock::time_point now,
@@ -76,6 +83,9 @@ class SmscState {
   std::uint64_t next_id_ = 0;
   std::FILE* record_ = nullptr;
   Clock::time_point start_ = Clock::now();
+  std::optional<Clock::time_point> first_submit_;
+  std::optional<Clock::time_point> outage_started_;
+  Clock::time_point refuse_until_{};
   mutable std::mutex mu_;
 };
 

@@ -287,12 +287,32 @@ class Daemon {
                s.buffered_messages);
   }
 
+  // Each move of a provider's throttle judge, as it happens (checked with
+  // the provider lines): a cut to what the provider accepted, or a cut taken
+  // back because the throttles were noise.
+  void logVerdict(const ProviderStats& p) {
+    std::uint64_t& logged = verdicts_logged_[p.id];
+    const std::uint64_t verdicts = p.capacity_cuts + p.noise_verdicts;
+    if (verdicts == logged) return;
+    logged = verdicts;
+    const ThrottleVerdict& v = p.last_verdict;
+    const bool noise = v.kind == ThrottleVerdict::Kind::kNoise;
+    log_->info(
+        "event=throttle_judged provider={} verdict={} throttle_share={:.3f} noise={:.3f} keep={:.3f} pause_ms={} "
+        "effective={:.1f} why=\"{}\"",
+        p.id, noise ? "noise" : "ceiling", v.share, v.noise, noise ? 1.0 : v.keep,
+        std::chrono::duration_cast<milliseconds>(v.pause).count(), p.effective.value_or(0),
+        noise ? "the throttle share did not fall when the rate did: the cut is taken back"
+              : "throttles above the noise level: the rate comes down to what the provider accepted");
+  }
+
   // A provider's adaptive rate and pause, logged when they change (checked
   // every 250 ms): at most one line per provider per 10 s; the state last
   // written is what the next change is measured against.
   void logProviders(MonoTime now) {
     next_provider_log_ = now + milliseconds(250);
     for (const ProviderStats& p : core_->providerStats(now)) {
+      logVerdict(p);
       if (!p.effective || !p.ceiling) continue;
       auto& [rate, paused] = provider_logged_[p.id];
       const bool moved = std::abs(*p.effective - rate) > 0.05 * std::max(rate, 1.0);
@@ -338,6 +358,7 @@ class Daemon {
   std::unique_ptr<ingest::KafkaIngest> ingest_;
   std::map<std::string, std::string, std::less<>> campaign_provider_;  // with provider sinks only
   std::map<std::string, std::pair<double, bool>> provider_logged_;     // effective rate and pause last logged
+  std::map<std::string, std::uint64_t> verdicts_logged_;             // a provider's judge verdicts last logged
   MonoTime next_provider_log_{};
   MonoTime next_stats_{};
   std::optional<MonoTime> idle_since_;

@@ -50,6 +50,9 @@ json providers(const std::vector<ProviderStats>& stats) {
     e["rate"] = p.ceiling ? json(*p.ceiling) : json(nullptr);
     e["effective_rate"] = p.effective ? json(*p.effective) : json(nullptr);
     e["throttled"] = p.throttled;
+    e["throttle_noise"] = p.throttle_noise;
+    e["capacity_cuts"] = p.capacity_cuts;
+    e["noise_verdicts"] = p.noise_verdicts;
     all.push_back(std::move(e));
   }
   return all;

@@ -1,0 +1,139 @@
+#include "pacer/throttle_judge.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "pacer/error.h"
+
+namespace pacer {
+
+namespace {
+
+// A period that gathered fewer than min_answers for this many periods is
+// started again: counts that old say nothing about the rate now.
+constexpr int kStalePeriods = 10;
+
+double seconds(Nanos d) noexcept { return std::max(1e-3, std::chrono::duration<double>(d).count()); }
+
+}  // namespace
+
+ThrottleJudge::ThrottleJudge(ThrottleJudgeOptions options, MonoTime now) noexcept
+    : options_(options), start_(now), last_(now) {
+  options_.noise_adapt = std::clamp(options_.noise_adapt, 0.0, 1.0);
+  options_.max_noise = std::clamp(options_.max_noise, 0.0, 0.99);
+  options_.min_answers = std::max<std::uint32_t>(options_.min_answers, 1);
+  options_.min_keep = std::clamp(options_.min_keep, 0.01, 1.0);
+}
+
+bool ThrottleJudge::excessive() const noexcept {
+  const double n = static_cast<double>(answers_);
+  const double expected = n * noise_;
+  const double sd = std::sqrt(n * noise_ * (1 - noise_));
+  // With no noise known, any throttle is more than noise explains: found at
+  // the first one, a ceiling costs the fewest throttles. With noise, one
+  // more than its spread.
+  return static_cast<double>(throttles_) > expected + options_.z * sd + (noise_ > 0 ? 1 : 0);
+}
+
+ThrottleVerdict ThrottleJudge::answer(MonoTime now, bool throttled, Nanos retry_after) noexcept {
+  now = std::max(now, last_);
+  last_ = now;
+  ThrottleVerdict v;
+  const Nanos elapsed = now - start_;
+  if (settling_ && elapsed >= options_.period) {
+    // The provider's window still held what was sent before the cut: the
+    // period after it says nothing, the one after that is the test.
+    settling_ = false;
+    restart(now);
+  } else if (elapsed >= options_.period && answers_ >= options_.min_answers) {
+    v = testing_ ? judgeTest(now)
+                 : close(now, excessive() ? ThrottleVerdict::Kind::kCapacity : ThrottleVerdict::Kind::kNone);
+  } else if (elapsed >= options_.period * kStalePeriods) {
+    testing_ = false;  // too few answers for too long: start again, judge nothing
+    close(now, ThrottleVerdict::Kind::kNone);
+  }
+  ++answers_;
+  if (throttled) {
+    ++throttles_;
+    longest_retry_after_ = std::max(longest_retry_after_, retry_after);
+  }
+  return v;
+}
+
+// Ends the period with `kind` (kCapacity: a cut, tested by the next period;
+// kNone: a quiet period, whose share the noise level follows) and starts the next.
+ThrottleVerdict ThrottleJudge::close(MonoTime now, ThrottleVerdict::Kind kind) noexcept {
+  ThrottleVerdict v;
+  v.kind = kind;
+  v.share = answers_ > 0 ? static_cast<double>(throttles_) / static_cast<double>(answers_) : 0;
+  if (kind == ThrottleVerdict::Kind::kCapacity) {
+    v.keep = std::clamp((1 - v.share) / (1 - noise_), options_.min_keep, 1.0);
+    v.pause = longest_retry_after_;
+    testing_ = true;
+    settling_ = true;
+    cut_share_ = v.share;
+    cut_rate_ = static_cast<double>(answers_) / seconds(now - start_);
+    cut_answers_ = answers_;
+    ++capacity_verdicts_;
+  } else if (answers_ >= options_.min_answers) {
+    noise_ = std::clamp(noise_ + options_.noise_adapt * (v.share - noise_), 0.0, options_.max_noise);
+    noise_throttles_ += throttles_;
+  }
+  v.noise = noise_;
+  restart(now);
+  return v;
+}
+
+void ThrottleJudge::restart(MonoTime now) noexcept {
+  start_ = now;
+  answers_ = 0;
+  throttles_ = 0;
+  longest_retry_after_ = Nanos{0};
+}
+
+// The period after a cut: a rate that fell with a throttle share that did
+// not says the throttles were noise.
+ThrottleVerdict ThrottleJudge::judgeTest(MonoTime now) noexcept {
+  testing_ = false;
+  const double share = static_cast<double>(throttles_) / static_cast<double>(answers_);
+  const double rate = static_cast<double>(answers_) / seconds(now - start_);
+  const bool rate_fell = rate <= options_.verify_rate_fall * cut_rate_;
+  // What each reading predicts for this period: a ceiling C (the cut period
+  // accepted C = (1 - cut_share) x cut_rate) refuses what is above C; noise
+  // refuses the same share as before. Noise if the share is nearer to that.
+  const double ceiling_share = std::max(noise_, 1 - (1 - cut_share_) * cut_rate_ / rate);
+  const bool share_stayed = throttles_ >= 2 && cut_share_ > ceiling_share &&
+                            share > ceiling_share + options_.verify_fall * (cut_share_ - ceiling_share);
+  if (rate_fell && share_stayed) {
+    noise_ = std::min(share, options_.max_noise);
+    ++noise_verdicts_;
+    noise_throttles_ += throttles_;
+    restart(now);
+    ThrottleVerdict v;
+    v.kind = ThrottleVerdict::Kind::kNoise;
+    v.share = share;
+    v.noise = noise_;
+    // The cut period again with what is now known to be noise: the part of
+    // its throttles above the noise (and its sampling spread) was a ceiling
+    // still (1 when none was).
+    const double spread = options_.z * std::sqrt(noise_ * (1 - noise_) / static_cast<double>(cut_answers_));
+    v.keep = std::clamp((1 - cut_share_ + spread) / (1 - noise_), 0.01, 1.0);
+    return v;
+  }
+  return close(now, excessive() ? ThrottleVerdict::Kind::kCapacity : ThrottleVerdict::Kind::kNone);
+}
+
+void validateThrottleJudge(const ThrottleJudgeOptions& o) {
+  auto bad = [](const char* what) { throw InvalidError(std::string("throttle judge: ") + what); };
+  if (o.period <= Nanos{0}) bad("period must be above 0");
+  if (o.min_answers < 1) bad("min_answers must be at least 1");
+  if (!(o.z >= 0) || !std::isfinite(o.z)) bad("z must be a finite number >= 0");
+  if (!(o.noise_adapt >= 0 && o.noise_adapt <= 1)) bad("noise_adapt must be within [0, 1]");
+  if (!(o.verify_fall >= 0 && o.verify_fall <= 1)) bad("verify_fall must be within [0, 1]");
+  if (!(o.verify_rate_fall > 0 && o.verify_rate_fall <= 1)) bad("verify_rate_fall must be within (0, 1]");
+  if (!(o.max_noise >= 0 && o.max_noise < 1)) bad("max_noise must be within [0, 1)");
+  if (!(o.min_keep > 0 && o.min_keep <= 1)) bad("min_keep must be within (0, 1]");
+}
+
+}  // namespace pacer

@@ -1,0 +1,184 @@
+#include "pacer/throttle_judge.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <random>
+
+#include "pacer/error.h"
+
+namespace pacer {
+namespace {
+
+MonoTime at(Nanos d) { return MonoTime{d}; }
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Kind = ThrottleVerdict::Kind;
+
+// A provider on the simulated clock: it accepts at most `capacity` in any
+// one-second sliding window (counting what it accepted) and, apart from
+// that, throttles a `noise` share of requests at random. The sender sends at
+// `rate`, lowered by kCapacity verdicts (rate *= keep) and restored by kNoise
+// ones, as the worker core does with AdaptiveRate.
+struct Loop {
+  Loop(double c, double n, double r) : capacity(c), noise(n), rate(r) {}
+  double capacity;
+  double noise;
+  double rate;
+  std::mt19937_64 rng{42};
+  std::deque<Nanos> window;
+  double due = 0;
+  double before_cut = 0;
+  std::uint64_t accepted = 0, throttled = 0, cuts = 0, restores = 0;
+
+  void run(ThrottleJudge& judge, Nanos from, Nanos to, std::uint64_t* accepted_after = nullptr, Nanos after = {}) {
+    std::uniform_real_distribution<double> u(0, 1);
+    for (Nanos t = from; t < to; t += milliseconds(1)) {
+      due += rate / 1000;
+      while (due >= 1) {
+        due -= 1;
+        while (!window.empty() && t - window.front() >= seconds(1)) window.pop_front();
+        const bool refused = u(rng) < noise || static_cast<double>(window.size()) >= capacity;
+        if (!refused) {
+          window.push_back(t);
+          ++accepted;
+          if (accepted_after && t >= after) ++*accepted_after;
+        } else {
+          ++throttled;
+        }
+        const ThrottleVerdict v = judge.answer(at(t), refused);
+        if (v.kind == Kind::kCapacity) {
+          ++cuts;
+          before_cut = rate;
+          rate *= v.keep * 0.98;  // AdaptiveRate's hold_fraction
+        } else if (v.kind == Kind::kNoise) {
+          ++restores;
+          rate = std::max(rate, before_cut * v.keep);
+        }
+      }
+    }
+  }
+};
+
+TEST(ThrottleJudge, RandomThrottlesAtAnyRateAreLearnedAsNoiseAndTheRateIsKept) {
+  ThrottleJudge judge({}, at(Nanos{0}));
+  Loop loop{1e9, 0.10, 400};
+  std::uint64_t late = 0;
+  loop.run(judge, Nanos{0}, seconds(600), &late, seconds(10));
+  EXPECT_NEAR(judge.noise(), 0.10, 0.03);
+  EXPECT_GE(loop.restores, 1u) << "the first cut was taken back";
+  EXPECT_LE(loop.cuts, loop.restores + 3) << "cuts: " << loop.cuts;
+  // 400/s with 10% refused: about 360 accepted a second after the first 10 s.
+  EXPECT_GE(static_cast<double>(late) / 590, 0.97 * 360);
+  EXPECT_LE(static_cast<double>(late) / 590, 1.01 * 400);
+}
+
+TEST(ThrottleJudge, AProviderCeilingIsFoundFromWhatItAccepts) {
+  ThrottleJudge judge({}, at(Nanos{0}));
+  Loop loop{300, 0, 400};
+  loop.run(judge, Nanos{0}, seconds(60));
+  EXPECT_EQ(loop.restores, 0u) << "throttles that stop when the rate falls are a ceiling";
+  EXPECT_GE(loop.cuts, 1u);
+  EXPECT_LE(loop.rate, 300.0);
+  EXPECT_GE(loop.rate, 0.9 * 300);
+  EXPECT_EQ(judge.noise(), 0);
+  const std::uint64_t throttled_before = loop.throttled;
+  loop.run(judge, seconds(60), seconds(120));
+  EXPECT_EQ(loop.throttled, throttled_before) << "held under the ceiling: no more throttles";
+}
+
+TEST(ThrottleJudge, ACeilingUnderNoiseIsStillACeiling) {
+  ThrottleJudge judge({}, at(Nanos{0}));
+  Loop loop{300, 0.05, 500};
+  std::uint64_t late = 0;
+  loop.run(judge, Nanos{0}, seconds(300), &late, seconds(20));
+  EXPECT_LE(loop.rate, 300 / 0.95 * 1.02);
+  EXPECT_GE(static_cast<double>(late) / 280, 0.85 * 300) << "most of the ceiling used";
+  EXPECT_LE(static_cast<double>(late) / 280, 300.0);
+}
+
+TEST(ThrottleJudge, NoVerdictOnFewAnswersOrWithoutExcess) {
+  ThrottleJudge judge({}, at(Nanos{0}));
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(judge.answer(at(milliseconds(50 * i)), true).kind, Kind::kNone);
+  EXPECT_EQ(judge.answer(at(seconds(1)), false).kind, Kind::kCapacity) << "20 answers, all throttled, judged";
+  ThrottleJudge quiet({}, at(Nanos{0}));
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(quiet.answer(at(milliseconds(i * 10)), false).kind, Kind::kNone);
+  // With no noise known, one throttle is excess: a ceiling found at its first
+  // refusal costs the fewest. The cut is as small as the excess.
+  ThrottleVerdict v;
+  for (int i = 0; i <= 100 && v.kind == Kind::kNone; ++i)
+    v = quiet.answer(at(seconds(10) + milliseconds(i * 10)), i == 5);
+  ASSERT_EQ(v.kind, Kind::kCapacity);
+  EXPECT_NEAR(v.keep, 0.99, 0.001);
+}
+
+TEST(ThrottleJudge, ACutCarriesTheLongestRetryAfterItsThrottlesNamed) {
+  ThrottleJudge judge({}, at(Nanos{0}));
+  ThrottleVerdict v;
+  for (int i = 0; i <= 100 && v.kind == Kind::kNone; ++i)
+    v = judge.answer(at(milliseconds(i * 10)), i % 2 == 0, i == 4 ? seconds(3) : seconds(1));
+  ASSERT_EQ(v.kind, Kind::kCapacity);
+  EXPECT_EQ(v.pause, seconds(3));
+  EXPECT_NEAR(v.keep, 0.5, 0.05);
+}
+
+TEST(ThrottleJudge, OneCutKeepsAtLeastMinKeep) {
+  ThrottleJudge judge({}, at(Nanos{0}));
+  ThrottleVerdict v;
+  for (int i = 0; i <= 100 && v.kind == Kind::kNone; ++i) v = judge.answer(at(milliseconds(i * 10)), true);
+  ASSERT_EQ(v.kind, Kind::kCapacity);
+  EXPECT_EQ(v.keep, 0.5) << "all refused: a pause, not a capacity of 0";
+}
+
+TEST(ThrottleJudge, ATestWhoseRateDidNotFallIsNoProofOfNoise) {
+  // The sender did not slow down after the cut (it had less to send than its
+  // rate): the throttles going on prove nothing, so another cut, not a restore.
+  ThrottleJudge judge({}, at(Nanos{0}));
+  Nanos t{0};
+  ThrottleVerdict v;
+  while (v.kind == Kind::kNone) v = judge.answer(at(t += milliseconds(5)), true);
+  ASSERT_EQ(v.kind, Kind::kCapacity);
+  int capacity = 0, noise = 0;
+  for (int i = 0; i < 400; ++i) {
+    v = judge.answer(at(t += milliseconds(5)), i % 2 == 0);
+    capacity += v.kind == Kind::kCapacity;
+    noise += v.kind == Kind::kNoise;
+  }
+  EXPECT_EQ(noise, 0);
+  EXPECT_GE(capacity, 1);
+}
+
+TEST(ThrottleJudge, NoiseThatGoesAwayIsForgotten) {
+  ThrottleJudge judge({}, at(Nanos{0}));
+  Loop loop{1e9, 0.2, 400};
+  loop.run(judge, Nanos{0}, seconds(60));
+  EXPECT_GT(judge.noise(), 0.1);
+  loop.noise = 0;
+  loop.run(judge, seconds(60), seconds(120));
+  EXPECT_LT(judge.noise(), 0.01);
+  loop.capacity = 200;  // and a ceiling now is found as on the first day
+  loop.run(judge, seconds(120), seconds(180));
+  EXPECT_LE(loop.rate, 200.0) << "cuts " << loop.cuts << " restores " << loop.restores << " noise " << judge.noise();
+}
+
+TEST(ThrottleJudge, TimeGoingBackwardsCountsAsTheLastTime) {
+  ThrottleJudge judge({}, at(seconds(10)));
+  for (int i = 0; i < 100; ++i) judge.answer(at(seconds(5)), false);
+  EXPECT_EQ(judge.capacityVerdicts(), 0u);
+}
+
+TEST(ThrottleJudge, OptionsAreChecked) {
+  ThrottleJudgeOptions o;
+  EXPECT_NO_THROW(validateThrottleJudge(o));
+  o.period = Nanos{0};
+  EXPECT_THROW(validateThrottleJudge(o), InvalidError);
+  o = {};
+  o.max_noise = 1;
+  EXPECT_THROW(validateThrottleJudge(o), InvalidError);
+  o = {};
+  o.z = -1;
+  EXPECT_THROW(validateThrottleJudge(o), InvalidError);
+}
+
+}  // namespace
+}  // namespace pacer
