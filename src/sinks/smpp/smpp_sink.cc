@@ -78,14 +78,18 @@ void SmppSink::finish(std::size_t slot, SendResult r) {
   free_.push_back(slot);
 }
 
-// Sends what the windows allow, oldest message first; settles what is
-// finished. Every slot in use is in waiting_ until its result.
+// Sends what the windows allow and settles what is finished: first the
+// messages whose last segment was just answered (their next segment goes
+// before new messages take the window, so a started message finishes soon),
+// then the waiting ones, oldest first.
 void SmppSink::dispatch(MonoTime now) {
-  std::size_t keep = 0;
-  for (std::size_t i = 0; i < waiting_.size(); ++i) {
-    if (progress(waiting_[i], now)) waiting_[keep++] = waiting_[i];
+  for (std::vector<std::size_t>* list : {&answered_, &waiting_}) {
+    std::size_t keep = 0;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      if (progress((*list)[i], now)) (*list)[keep++] = (*list)[i];
+    }
+    list->resize(keep);
   }
-  waiting_.resize(keep);
 }
 
 // Picks the bind with the most window room for a message's first segment,
@@ -104,7 +108,9 @@ bool SmppSink::pickBind(Slot& s) {
 
 // Sends the message's next segment if it may go: one segment at a time,
 // each only after the one before it was accepted, all over the bind the
-// first took. Returns whether the slot is still waiting for its result.
+// first took. Returns whether the slot still waits in its list (for a bind
+// or window room); a slot whose segment went comes back through
+// segmentDone(), into answered_.
 bool SmppSink::progress(std::size_t slot, MonoTime now) {
   Slot& s = slots_[slot];
   if (!s.used) return false;
@@ -117,17 +123,18 @@ bool SmppSink::progress(std::size_t slot, MonoTime now) {
       if (e == smpp::EncodeError::kNone) {
         ++stats_.submit_sm;
         s.tally.sent(k);
-      } else {
-        s.tally.done(k, SendOutcome::kPermanent, 0, "", std::string("cannot encode: ") + smpp::encodeErrorName(e));
+        return false;
       }
+      s.tally.done(k, SendOutcome::kPermanent, 0, "", std::string("cannot encode: ") + smpp::encodeErrorName(e));
     } else if (session.state() != SessionState::kBound) {
       // Its bind went away between segments: the rest cannot follow on it.
       // A fault: the retry sends the rest, under the same reference.
       s.tally.done(k, SendOutcome::kFault, 0, "", "bind lost between segments: " + last_error_);
+    } else {
+      return true;  // the window is full
     }
   }
-  if (!s.tally.finished()) return true;
-  settle(slot, now);
+  if (s.tally.finished()) settle(slot, now);
   return false;
 }
 

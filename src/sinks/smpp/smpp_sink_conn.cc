@@ -180,6 +180,7 @@ void SmppSink::segmentDone(const SessionEvent& e) {
   Slot& s = slots_[slot];
   if (!s.used || s.generation != static_cast<std::uint32_t>(e.tag >> 32)) return;  // cannot happen; be safe
   s.tally.done(segment, e.outcome, e.status, e.message_id, e.reason);
+  answered_.push_back(slot);
 }
 
 Conn* SmppSink::connOfSerial(std::uint32_t serial) {

@@ -211,7 +211,10 @@ class SmppSink final : public SmppSinkInterface {
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<Slot> slots_;
   std::vector<std::size_t> free_;
-  std::vector<std::size_t> waiting_;  // every slot in use, oldest first, until its result
+  // Every slot in use is in one of these two until its result, or has a
+  // segment out (and comes back through segmentDone()).
+  std::vector<std::size_t> waiting_;   // not started or waiting for room, oldest first
+  std::vector<std::size_t> answered_;  // its segment was just answered: the next goes, or its result
   std::vector<SendResult> done_;
   std::vector<DeliveryReceipt> receipts_;
   std::unordered_map<std::string, Partial> partials_;                // by message id
