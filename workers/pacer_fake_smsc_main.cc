@@ -89,11 +89,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--transient-status", o.transient_status, "command_status of those (default 0x08 ESME_RSYSERR)");
   app.add_option("--segment-fault-rate", o.segment_fault_rate,
-                 "fraction of multi-part messages with one segment answered --segment-fault-status (once)")
+                 "fraction of multi-part messages with one segment answered --segment-fault-status")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--segment-fault-part", o.segment_fault_part, "which segment; 0: a random one of 2..m")
       ->capture_default_str()
       ->check(CLI::Range(0, 255));
+  app.add_option("--segment-fault-times", o.segment_fault_times,
+                 "how many times that segment is so answered; 0: every time")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--segment-fault-status", o.segment_fault_status,
                  "command_status of that segment (default 0x08 ESME_RSYSERR)");
   app.add_option("--receipt-delay-ms", o.receipt_delay_ms, "delay from an accepted submit to its receipt")

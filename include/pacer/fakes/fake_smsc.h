@@ -33,10 +33,11 @@ struct FakeSmscOptions {
   // concatenated message (new reference) with probability
   // `segment_fault_rate`, segment `segment_fault_part` (0: a random one of
   // 2..m, so at least one part came before it; beyond m: none) is answered
-  // `segment_fault_status` the first time it arrives; sent again, it is
-  // treated like any submit.
+  // `segment_fault_status` the first `segment_fault_times` times it arrives
+  // (0: every time); after that it is treated like any submit.
   double segment_fault_rate = 0;
   int segment_fault_part = 0;
+  int segment_fault_times = 1;
   std::uint32_t segment_fault_status = 0x08;  // ESME_RSYSERR
   int receipt_delay_ms = 0;                   // receipt this long after the accepted submit
   // Receipt outcome mix (weights; normalised): DELIVRD, UNDELIV, EXPIRED, REJECTD.

@@ -108,8 +108,9 @@ std::uint32_t SmscState::submit(std::size_t account, const smpp::Pdu& pdu, bool 
     ++a.window_exceeded, ++a.throttled, st = smpp::status::kThrottled;
   } else if (a.config.quota_per_s > 0 && a.accepted_log.size() >= static_cast<std::size_t>(a.config.quota_per_s)) {
     ++a.throttled, st = smpp::status::kThrottled;
-  } else if (cm != nullptr && cm->fault_part == n && !cm->faulted) {
-    cm->faulted = true;
+  } else if (cm != nullptr && cm->fault_part == n &&
+             (options_.segment_fault_times <= 0 || cm->faults < options_.segment_fault_times)) {
+    ++cm->faults;
     ++a.segment_faults, st = options_.segment_fault_status;
   } else if (options_.permanent_rate > 0 && u(rng_) < options_.permanent_rate) {
     ++a.errors_permanent, st = options_.permanent_status;

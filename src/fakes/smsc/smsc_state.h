@@ -46,8 +46,8 @@ struct ConcatMessage {
   std::vector<std::string> ids;        // per part: the id it was accepted under; empty: not accepted
   std::vector<std::uint8_t> answered;  // per part: its ESME_ROK answer went out
   std::size_t accepted = 0;            // parts accepted (once each)
-  int fault_part = 0;                  // answered segment_fault_status the first time it arrives; 0: none
-  bool faulted = false;
+  int fault_part = 0;                  // answered segment_fault_status when it arrives; 0: none
+  int faults = 0;                      // times it was
   bool complete() const { return accepted == static_cast<std::size_t>(total); }
 };
 

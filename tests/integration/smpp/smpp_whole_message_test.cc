@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "pacer/fakes/fake_smsc.h"
+#include "pacer/retry.h"
 #include "pacer/sinks/smpp_sink.h"
 
 namespace pacer::sink {
@@ -189,6 +190,55 @@ TEST(SmppWholeMessage, ARefusedLastSegmentNamesThePartsThatWentAndTheirReceiptsA
   const auto c = concat(smsc);
   EXPECT_EQ(c["orphan_parts"], 2);  // SMPP cannot take them back: the ledger row names them
   EXPECT_EQ(c["parts_out_of_turn"], 0);
+}
+
+// Segment 2 of 3 fails every time: the worker's retry decision gives up
+// after its attempts, and the reason it writes to the ledger row names the
+// part that reached the handset, with its id. Segment 1 went once, segment
+// 3 never.
+TEST(SmppWholeMessage, AMessageAbandonedAfterItsRetriesNamesThePartsThatWent) {
+  const std::string record = ::testing::TempDir() + "smpp_whole_abandoned.tsv";
+  auto o = smscOptions(record);
+  o.segment_fault_rate = 1;
+  o.segment_fault_part = 2;
+  o.segment_fault_times = 0;
+  fake::FakeSmsc smsc(o);
+  auto sink = makeSmppSink(sinkOptions(smsc.start()));
+  const Message m = msg("m1", "4915100003", text(3));
+  RetryPolicy policy;
+  policy.max_attempts = 3;
+  AttemptHistory history;
+  history.attempts = 0;
+  RetryDecision d;
+  std::vector<SendResult> results;
+  std::vector<DeliveryReceipt> receipts;
+  for (int attempt = 1; attempt <= 5; ++attempt) {
+    results.clear();
+    ASSERT_TRUE(sink->submit(m, static_cast<std::uint64_t>(attempt)));
+    ASSERT_TRUE(driveUntil(
+        *sink, [&] { return results.size() == 1; }, results, receipts));
+    ++history.attempts;
+    history.faults += results[0].outcome == SendOutcome::kFault ? 1 : 0;
+    d = decideRetry(policy, results[0], history, 0.5);
+    if (d.kind != RetryDecision::Kind::kRetry) break;
+  }
+  ASSERT_EQ(d.kind, RetryDecision::Kind::kFail);
+  smsc.stop();
+  const Accepted a = readRecord(record);
+  const auto& parts = a.parts.at("4915100003");
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(d.reason,
+            "gave up after 3 attempts (3 failed); last: submit_sm_resp ESME_RSYSERR (segment 2/3); "
+            "segment 1 of 3 accepted, id " +
+                parts.at(1));
+  const auto c = concat(smsc);
+  EXPECT_EQ(c["segment_faults"], 3);
+  EXPECT_EQ(c["orphan_parts"], 1);  // what the reason names
+  EXPECT_EQ(c["duplicate_parts"], 0);
+  EXPECT_EQ(c["parts_out_of_turn"], 0);
+  std::ifstream in(record);
+  std::string line;
+  while (std::getline(in, line)) EXPECT_EQ(line.find("\t3/3\t"), std::string::npos) << line;
 }
 
 // The connection drops while segment 2 of 3 waits for its answer (accepted

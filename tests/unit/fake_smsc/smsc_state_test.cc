@@ -191,6 +191,16 @@ TEST(FakeSmscState, SegmentFaultAnswersTheChosenPartOnceAndPartsArePerReference)
   EXPECT_EQ(r["parts_out_of_turn"], 2);
 }
 
+TEST(FakeSmscState, SegmentFaultTimesZeroFaultsThePartEveryTime) {
+  FakeSmscOptions o = options();
+  o.segment_fault_rate = 1;
+  o.segment_fault_times = 0;
+  SmscState s(o);
+  EXPECT_EQ(submitAnswered(s, part(1, 2, 3)), 0u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(submitAnswered(s, part(2, 2, 3)), smpp::status::kSysErr);  // 2..m: part 2
+  EXPECT_EQ(s.report()["accounts"]["b"]["concatenated"]["segment_faults"], 5);
+}
+
 TEST(FakeSmscState, APartBeforeThePreviousWasAnsweredIsOutOfTurnAndAReacceptedPartADuplicate) {
   SmscState s(options());
   std::string id;
