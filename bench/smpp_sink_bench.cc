@@ -1,13 +1,14 @@
-// SMPP sink throughput: N single-segment messages through one sink against
-// an SMSC at 127.0.0.1:PORT (pacer-fake-smsc in another process, so its CPU
-// is not counted here), as fast as the window allows.
-//   smpp_sink_bench PORT [messages] [window] [binds] [receipts: 0|1]
+// SMPP sink throughput: N messages (single-segment unless asked) through one
+// sink against an SMSC at 127.0.0.1:PORT (pacer-fake-smsc in another process,
+// so its CPU is not counted here), as fast as the window allows.
+//   smpp_sink_bench PORT [messages] [window] [binds] [receipts: 0|1] [segments: 1-255]
 // Prints one JSON line: messages, seconds, submit_sm/s, this process's CPU
 // (getrusage: user + system) in total and per 1,000 submit_sm.
 // Stops by itself after 120 s whatever happened.
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -28,7 +29,7 @@ double cpuSeconds() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: smpp_sink_bench PORT [messages] [window] [binds] [receipts 0|1]\n");
+    std::fprintf(stderr, "usage: smpp_sink_bench PORT [messages] [window] [binds] [receipts 0|1] [segments]\n");
     return 2;
   }
   pacer::sink::SmppSinkOptions o;
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   o.window = argc > 3 ? std::stoul(argv[3]) : 100;
   o.binds = argc > 4 ? std::stoul(argv[4]) : 1;
   const bool receipts = argc > 5 && std::string(argv[5]) == "1";
+  const std::size_t segments = argc > 6 ? std::stoul(argv[6]) : 1;
   o.system_id = "bench";
   o.password = "bench";
   o.submit.receipts = receipts ? pacer::smpp::ReceiptRequest::kFirst : pacer::smpp::ReceiptRequest::kNone;
@@ -45,7 +47,7 @@ int main(int argc, char** argv) {
   pacer::Message m;
   m.campaign = "bench";
   m.recipient = "+4915112345678";
-  m.payload = "Your code is 123456";
+  m.payload = segments <= 1 ? "Your code is 123456" : std::string(153 * segments - 3, 'x');
   std::vector<pacer::SendResult> done;
   std::vector<pacer::DeliveryReceipt> got;
   std::size_t submitted = 0, delivered = 0, other = 0, receipt_count = 0;
@@ -73,11 +75,12 @@ int main(int argc, char** argv) {
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double cpu = cpuSeconds() - cpu0;
+  const auto pdus = static_cast<double>((delivered + other) * std::max<std::size_t>(segments, 1));
   fmt::print(
-      "{{\"messages\": {}, \"window\": {}, \"binds\": {}, \"receipts\": {}, \"seconds\": {:.3f}, "
+      "{{\"messages\": {}, \"segments\": {}, \"window\": {}, \"binds\": {}, \"receipts\": {}, \"seconds\": {:.3f}, "
       "\"submit_sm_per_s\": {:.0f}, \"cpu_s\": {:.3f}, \"cpu_ms_per_1000_submit_sm\": {:.1f}, "
       "\"delivered\": {}, \"not_delivered\": {}}}\n",
-      total, o.window, o.binds, receipt_count, secs, static_cast<double>(delivered + other) / secs, cpu,
-      cpu * 1e6 / static_cast<double>(delivered + other), delivered, other);
+      total, std::max<std::size_t>(segments, 1), o.window, o.binds, receipt_count, secs, pdus / secs, cpu,
+      cpu * 1e6 / pdus, delivered, other);
   return other == 0 && delivered == total ? 0 : 1;
 }

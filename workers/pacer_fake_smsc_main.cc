@@ -63,6 +63,37 @@ void parseMix(const std::string& spec, pacer::fake::FakeSmscOptions& o) {
   }
 }
 
+// The ways the SMSC misbehaves on purpose: error rates, random throttles,
+// an outage, faults in the middle of multi-part messages.
+void addFaultOptions(CLI::App& app, pacer::fake::FakeSmscOptions& o) {
+  app.add_option("--permanent-rate", o.permanent_rate, "fraction answered --permanent-status")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--permanent-status", o.permanent_status, "command_status of those (default 0x0B ESME_RINVDSTADR)");
+  app.add_option("--transient-rate", o.transient_rate, "fraction answered --transient-status")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--transient-status", o.transient_status, "command_status of those (default 0x08 ESME_RSYSERR)");
+  app.add_option("--throttle-rate", o.throttle_rate,
+                 "fraction answered ESME_RTHROTTLED at random, whatever the rate (throttle noise)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--outage-at-ms", o.outage_at_ms,
+                 "this long after the first submit_sm, drop every connection and refuse binds for --outage-ms")
+      ->check(CLI::Range(0, 86400000));
+  app.add_option("--outage-ms", o.outage_ms, "how long binds are refused (ESME_RBINDFAIL) after the outage starts")
+      ->check(CLI::Range(0, 86400000));
+  app.add_option("--segment-fault-rate", o.segment_fault_rate,
+                 "fraction of multi-part messages with one segment answered --segment-fault-status")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--segment-fault-part", o.segment_fault_part, "which segment; 0: a random one of 2..m")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 255));
+  app.add_option("--segment-fault-times", o.segment_fault_times,
+                 "how many times that segment is so answered; 0: every time")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--segment-fault-status", o.segment_fault_status,
+                 "command_status of that segment (default 0x08 ESME_RSYSERR)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -82,20 +113,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   app.add_option("--response-delay-ms", o.response_delay_ms, "delay before each submit_sm_resp")
       ->check(CLI::Range(0, 600000));
-  app.add_option("--permanent-rate", o.permanent_rate, "fraction answered --permanent-status")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--permanent-status", o.permanent_status, "command_status of those (default 0x0B ESME_RINVDSTADR)");
-  app.add_option("--transient-rate", o.transient_rate, "fraction answered --transient-status")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--transient-status", o.transient_status, "command_status of those (default 0x08 ESME_RSYSERR)");
-  app.add_option("--throttle-rate", o.throttle_rate,
-                 "fraction answered ESME_RTHROTTLED at random, whatever the rate (throttle noise)")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--outage-at-ms", o.outage_at_ms,
-                 "this long after the first submit_sm, drop every connection and refuse binds for --outage-ms")
-      ->check(CLI::Range(0, 86400000));
-  app.add_option("--outage-ms", o.outage_ms, "how long binds are refused (ESME_RBINDFAIL) after the outage starts")
-      ->check(CLI::Range(0, 86400000));
+  addFaultOptions(app, o);
   app.add_option("--receipt-delay-ms", o.receipt_delay_ms, "delay from an accepted submit to its receipt")
       ->check(CLI::Range(0, 86400000));
   app.add_option("--receipt-mix", mix, "receipt outcomes: delivered=W,undelivered=W,expired=W,rejected=W");

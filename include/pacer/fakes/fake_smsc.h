@@ -35,7 +35,17 @@ struct FakeSmscOptions {
   // outage_ms. outage_at_ms < 0: none.
   int outage_at_ms = -1;
   int outage_ms = 0;
-  int receipt_delay_ms = 0;  // receipt this long after the accepted submit
+  // Segment faults in the middle of multi-part messages: of each
+  // concatenated message (new reference) with probability
+  // `segment_fault_rate`, segment `segment_fault_part` (0: a random one of
+  // 2..m, so at least one part came before it; beyond m: none) is answered
+  // `segment_fault_status` the first `segment_fault_times` times it arrives
+  // (0: every time); after that it is treated like any submit.
+  double segment_fault_rate = 0;
+  int segment_fault_part = 0;
+  int segment_fault_times = 1;
+  std::uint32_t segment_fault_status = 0x08;  // ESME_RSYSERR
+  int receipt_delay_ms = 0;                   // receipt this long after the accepted submit
   // Receipt outcome mix (weights; normalised): DELIVRD, UNDELIV, EXPIRED, REJECTD.
   double mix_delivered = 1, mix_undelivered = 0, mix_expired = 0, mix_rejected = 0;
   bool receipt_tlvs = true;  // also send receipted_message_id and message_state
@@ -61,7 +71,9 @@ class FakeSmsc {
   // receipts_sent {delivered, undelivered, expired, rejected},
   // receipts_acked, receipts_resent (sent again after their bind ended
   // unanswered), receipts_pending (not sent yet), receipts_unacked (sent on
-  // a bind still open, not answered yet). Safe from any thread.
+  // a bind still open, not answered yet), and "concatenated": what arrived
+  // of multi-part messages per concatenation reference (docs/smpp.md).
+  // Safe from any thread.
   nlohmann::json report() const;
 
   // Test hooks, safe from any thread, carried out by the server's thread

@@ -65,6 +65,7 @@ struct SmppSinkStats {
   std::uint64_t receipts_answered = 0;  // deliver_sm_resp sent for receipts the owner reported recorded
   std::size_t receipts_unanswered = 0;  // receipts received on the binds up now, awaiting receiptsRecorded()
   std::uint64_t partial_throttles = 0;  // messages partly accepted, the rest throttled: retried without the accepted segments
+  std::uint64_t partial_faults = 0;     // the same after a fault (error status, timeout, lost bind, generic_nack)
   std::uint64_t protocol_errors = 0;
 };
 

@@ -53,50 +53,70 @@ BuildError buildSubmits(const SubmitOptions& options, std::string_view recipient
                         std::uint16_t reference, EncodedText& scratch, std::vector<Pdu>& out, std::size_t& count,
                         std::string& reason);
 
-// Collects the answers to one message's segments. The message is delivered
-// only when every segment got ESME_ROK; its provider_message_id is the first
-// segment's message_id. After the first failure no further segment should be
-// sent; the result waits for the segments already sent. When several
-// segments fail, the message takes the gravest class: permanent, then
-// throttled, then fault.
+// Collects the answers to one message's segments and says which segment may
+// go next. Segments go one at a time, in order: segment k+1 only after
+// segment k was answered ESME_ROK, so a failed segment never has a later one
+// of its message at the SMSC (other messages fill the window meanwhile). The
+// message is delivered only when every segment got ESME_ROK; its
+// provider_message_id is the first segment's message_id. A failure stops the
+// message; the result waits for any segment still out. When several segments
+// fail, the message takes the gravest class: permanent, then throttled, then
+// fault. A failed result's reason names the segments the SMSC holds, with
+// their ids (they reach the handset whatever happens next).
 class SegmentTally {
  public:
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
   void begin(std::size_t segments);
-  // Segment `index` answered.
+  // After begin(): the segments the SMSC accepted on an earlier attempt,
+  // per segment its message_id (empty: not accepted). They count as sent
+  // and answered, and are not sent again.
+  void restore(const std::vector<std::string>& accepted_ids);
+  // The segment that may be sent now, or kNone: one is out and unanswered,
+  // one failed, or every one was sent.
+  std::size_t next() const;
+  // Segment `index` (from next()) was sent.
+  void sent(std::size_t index);
+  // Segment `index` answered (or failed without an answer: timeout, lost
+  // connection, encode error, bind gone).
   void done(std::size_t index, SendOutcome outcome, std::uint32_t status, std::string_view message_id,
             std::string_view reason);
-  // A segment was sent (for finished()).
-  void sent() { ++sent_; }
-  // Whether the next segment may go: none has failed.
-  bool mayContinue() const { return !failed_; }
-  // Nothing more will come: every sent segment answered, and either all
-  // were sent or one failed.
-  bool finished() const { return answered_ == sent_ && (sent_ == segments_ || failed_); }
+  // Whether no further segment may go: one failed.
+  bool failed() const { return failed_; }
+  // Nothing more will come: no segment out, and either every segment was
+  // accepted or one failed.
+  bool finished() const { return out_ == 0 && (failed_ || accepted_ == segments_); }
   // The message's result (call when finished()).
   SendResult result(std::uint64_t ticket) const;
   std::size_t segments() const { return segments_; }
-  std::size_t sentCount() const { return sent_; }
-  // Finished with part of the message accepted and every other answer a
-  // throttle: sending it again from the start would deliver its accepted
-  // segments twice, so its retry should send only the others (restore()).
+  std::size_t acceptedCount() const { return accepted_; }
+  SendOutcome outcome() const { return worst_; }  // so far: kDelivered until a segment fails
+  // Finished, failed, and a retry may still deliver it (no segment refused
+  // for good), with more than one segment: the retry should send only the
+  // segments not accepted (restore(acceptedIds())) under the same
+  // concatenation reference, so the handset joins them. Also with none
+  // accepted: an unanswered segment may be at the SMSC all the same.
   bool resumable() const;
-  std::vector<bool> acceptedSegments() const;  // per segment: accepted
-  const std::string& firstId() const { return first_id_; }
-  // After begin(): these segments were accepted on an earlier attempt (the
-  // first one under `first_id`); they count as sent and answered.
-  void restore(const std::vector<bool>& accepted, std::string_view first_id);
+  // Per segment: the message_id it was accepted under, empty if not accepted.
+  const std::vector<std::string>& acceptedIds() const { return ids_; }
 
  private:
-  enum class SegmentState : std::uint8_t { kPending, kAccepted, kThrottled, kFailed };
+  enum class SegmentState : std::uint8_t { kPending, kOut, kAccepted, kFailed, kRefused };
   std::vector<SegmentState> state_;  // per segment; reused between messages
+  std::vector<std::string> ids_;     // per segment; reused between messages
   std::size_t segments_ = 0;
-  std::size_t sent_ = 0;
-  std::size_t answered_ = 0;
+  std::size_t cursor_ = 0;  // segments before it are accepted
+  std::size_t out_ = 0;     // sent, not answered
+  std::size_t accepted_ = 0;
   bool failed_ = false;
+  bool refused_ = false;  // a segment was refused for good
   SendOutcome worst_ = SendOutcome::kDelivered;
   std::uint32_t status_ = 0;
   std::string reason_;
-  std::string first_id_;
 };
+
+// "segments 1,2 of 3 accepted, ids a,b" ("segment 1 of 3 accepted, id a");
+// empty when none is. For reasons: what of a failed message reached the SMSC.
+std::string acceptedSummary(const std::vector<std::string>& accepted_ids);
 
 }  // namespace pacer::smpp

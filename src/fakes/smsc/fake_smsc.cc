@@ -35,7 +35,13 @@ struct Conn {
   bool closing = false;  // close once `out` is written
   int account = -1;
   std::uint32_t seq = 0;
-  std::deque<std::pair<Clock::time_point, std::string>> delayed;  // submit_sm_resp not yet due
+  struct Answer {
+    Clock::time_point due;
+    std::string bytes;
+    std::int64_t part;  // SmscState::answered() handle, -1: none
+    std::uint32_t status;
+  };
+  std::deque<Answer> delayed;  // submit_sm_resp not yet due
   // Receipts sent on this bind and not yet answered with deliver_sm_resp, by
   // sequence number: if the bind goes away they are sent again on another,
   // as an SMSC does, so a worker that dies loses no receipt.
@@ -118,10 +124,12 @@ void FakeSmsc::Impl::handle(Conn& c, const Pdu& p, Clock::time_point now) {
         return append(c.out, r);
       }
       const bool window_full = c.delayed.size() >= options.window;
-      r.command_status = state.submit(static_cast<std::size_t>(c.account), p, window_full, now, r.message_id);
+      std::int64_t part = -1;
+      r.command_status = state.submit(static_cast<std::size_t>(c.account), p, window_full, now, r.message_id, &part);
       std::string bytes;
       append(bytes, r);
-      c.delayed.emplace_back(now + std::chrono::milliseconds(options.response_delay_ms), std::move(bytes));
+      c.delayed.push_back(
+          {now + std::chrono::milliseconds(options.response_delay_ms), std::move(bytes), part, r.command_status});
       return;
     }
     case cmd::kDeliverSmResp:
@@ -176,8 +184,9 @@ void FakeSmsc::Impl::readConn(Conn& c, Clock::time_point now) {
 }
 
 void FakeSmsc::Impl::releaseDue(Conn& c, Clock::time_point now) {
-  while (!c.delayed.empty() && c.delayed.front().first <= now) {
-    c.out += c.delayed.front().second;
+  while (!c.delayed.empty() && c.delayed.front().due <= now) {
+    c.out += c.delayed.front().bytes;
+    state.answered(c.delayed.front().part, c.delayed.front().status);
     c.delayed.pop_front();
   }
 }
@@ -247,7 +256,7 @@ Clock::time_point FakeSmsc::Impl::nextDue() {
   Clock::time_point t = now + std::chrono::milliseconds(100);
   std::lock_guard<std::mutex> lock(state.mutex());
   for (const auto& [fd, c] : conns)
-    if (!c->delayed.empty()) t = std::min(t, c->delayed.front().first);
+    if (!c->delayed.empty()) t = std::min(t, c->delayed.front().due);
   for (const auto& r : state.receipts()) {
     if (r.due > now) {
       t = std::min(t, r.due);

@@ -25,18 +25,27 @@ std::string smppDateNow() {
 }  // namespace
 
 void segmentOf(const smpp::Pdu& p, int& n, int& m) {
+  int reference = 0;
+  segmentOf(p, n, m, reference);
+}
+
+void segmentOf(const smpp::Pdu& p, int& n, int& m, int& reference) {
   n = m = 1;
+  reference = -1;
   const std::string& sm = p.short_message;
   if ((p.esm_class & smpp::kEsmClassUdhi) != 0 && sm.size() >= 6) {
     const auto b = [&](std::size_t i) { return static_cast<unsigned char>(sm[i]); };
     if (b(1) == 0x00 && b(2) == 3) {
-      m = b(4), n = b(5);
+      reference = b(3), m = b(4), n = b(5);
     } else if (sm.size() >= 7 && b(1) == 0x08 && b(2) == 4) {
-      m = b(5), n = b(6);
+      reference = b(3) << 8 | b(4), m = b(5), n = b(6);
     }
     return;
   }
-  if (p.sar_total_segments && p.sar_segment_seqnum) m = *p.sar_total_segments, n = *p.sar_segment_seqnum;
+  if (p.sar_total_segments && p.sar_segment_seqnum) {
+    m = *p.sar_total_segments, n = *p.sar_segment_seqnum;
+    reference = p.sar_msg_ref_num ? *p.sar_msg_ref_num : 0;
+  }
 }
 
 SmscState::SmscState(const FakeSmscOptions& options) : options_(options), rng_(options.seed) {
@@ -97,11 +106,15 @@ int SmscState::pickOutcome() {
 }
 
 std::uint32_t SmscState::submit(std::size_t account, const smpp::Pdu& pdu, bool window_full, Clock::time_point now,
-                                std::string& message_id) {
+                                std::string& message_id, std::int64_t* part) {
   AccountState& a = accounts_[account];
   ++a.submits;
   if (!first_submit_) first_submit_ = now;
   message_id.clear();
+  int n = 1, m = 1, reference = -1;
+  segmentOf(pdu, n, m, reference);
+  ConcatMessage* cm = m > 1 && n >= 1 && n <= m ? arrive(account, pdu, n, m, reference) : nullptr;
+  if (part != nullptr) *part = cm != nullptr ? static_cast<std::int64_t>(cm - concat_.data()) * 256 + (n - 1) : -1;
   std::uint32_t st = 0;
   while (!a.accepted_log.empty() && now - a.accepted_log.front() >= std::chrono::seconds(1)) a.accepted_log.pop_front();
   std::uniform_real_distribution<double> u(0, 1);
@@ -109,6 +122,10 @@ std::uint32_t SmscState::submit(std::size_t account, const smpp::Pdu& pdu, bool 
     ++a.window_exceeded, ++a.throttled, st = smpp::status::kThrottled;
   } else if (a.config.quota_per_s > 0 && a.accepted_log.size() >= static_cast<std::size_t>(a.config.quota_per_s)) {
     ++a.throttled, st = smpp::status::kThrottled;
+  } else if (cm != nullptr && cm->fault_part == n &&
+             (options_.segment_fault_times <= 0 || cm->faults < options_.segment_fault_times)) {
+    ++cm->faults;
+    ++a.segment_faults, st = options_.segment_fault_status;
   } else if (options_.throttle_rate > 0 && u(rng_) < options_.throttle_rate) {
     ++a.throttled, ++a.throttled_random, st = smpp::status::kThrottled;
   } else if (options_.permanent_rate > 0 && u(rng_) < options_.permanent_rate) {
@@ -127,20 +144,95 @@ std::uint32_t SmscState::submit(std::size_t account, const smpp::Pdu& pdu, bool 
       receipts_.push_back({now + std::chrono::milliseconds(options_.receipt_delay_ms), account, message_id,
                            pdu.destination_addr, pdu.source_addr, pickOutcome(), smppDateNow()});
     }
+    if (cm != nullptr) accept(*cm, n, message_id);
   }
   record(now, a.config.system_id, message_id, pdu, st);
   return st;
 }
 
+// The record of the message this part belongs to, opened by its first part
+// to arrive (which also decides whether one of its parts gets the segment
+// fault). A part arriving while one before it has not been answered
+// ESME_ROK is out of turn: a client that sends it may leave it orphaned.
+ConcatMessage* SmscState::arrive(std::size_t account, const smpp::Pdu& pdu, int n, int m, int reference) {
+  const std::string key = std::to_string(account) + '\t' + pdu.destination_addr + '\t' + std::to_string(reference) +
+                          '\t' + std::to_string(m);
+  auto it = open_concat_.find(key);
+  if (it == open_concat_.end()) {
+    ConcatMessage& cm = concat_.emplace_back();
+    cm.account = account;
+    cm.destination = pdu.destination_addr;
+    cm.reference = reference;
+    cm.total = m;
+    cm.ids.resize(static_cast<std::size_t>(m));
+    cm.answered.resize(static_cast<std::size_t>(m));
+    if (options_.segment_fault_rate > 0 &&
+        std::uniform_real_distribution<double>(0, 1)(rng_) < options_.segment_fault_rate)
+      cm.fault_part = options_.segment_fault_part > 0 ? options_.segment_fault_part
+                                                      : std::uniform_int_distribution<int>(2, m)(rng_);
+    ++accounts_[account].concat_messages;
+    it = open_concat_.emplace(key, concat_.size() - 1).first;
+  }
+  ConcatMessage& cm = concat_[it->second];
+  for (int j = 0; j < n - 1; ++j) {
+    if (cm.ids[static_cast<std::size_t>(j)].empty() || !cm.answered[static_cast<std::size_t>(j)]) {
+      ++accounts_[account].parts_out_of_turn;
+      break;
+    }
+  }
+  return &cm;
+}
+
+void SmscState::accept(ConcatMessage& cm, int n, const std::string& id) {
+  std::string& slot = cm.ids[static_cast<std::size_t>(n - 1)];
+  if (!slot.empty()) {
+    ++accounts_[cm.account].duplicate_parts;  // the handset gets this part twice
+  } else {
+    ++cm.accepted;
+  }
+  slot = id;
+  if (!cm.complete()) return;
+  ++accounts_[cm.account].concat_complete;
+  open_concat_.erase(std::to_string(cm.account) + '\t' + cm.destination + '\t' + std::to_string(cm.reference) + '\t' +
+                     std::to_string(cm.total));
+}
+
+void SmscState::answered(std::int64_t handle, std::uint32_t status) {
+  if (handle < 0 || status != 0) return;
+  const auto index = static_cast<std::size_t>(handle / 256);
+  const auto part = static_cast<std::size_t>(handle % 256);
+  if (index < concat_.size() && part < concat_[index].answered.size()) concat_[index].answered[part] = 1;
+}
+
+// Orphan parts: accepted parts of messages that never completed (the
+// handset shows them alone, or never).
+nlohmann::json SmscState::concatReport(std::size_t account) const {
+  const AccountState& a = accounts_[account];
+  std::uint64_t incomplete = 0, orphan_parts = 0;
+  for (const ConcatMessage& cm : concat_) {
+    if (cm.account != account || cm.complete()) continue;
+    ++incomplete;
+    orphan_parts += cm.accepted;
+  }
+  return {{"messages", a.concat_messages},
+          {"complete", a.concat_complete},
+          {"incomplete", incomplete},
+          {"orphan_parts", orphan_parts},
+          {"duplicate_parts", a.duplicate_parts},
+          {"parts_out_of_turn", a.parts_out_of_turn},
+          {"segment_faults", a.segment_faults}};
+}
+
 void SmscState::record(Clock::time_point now, const std::string& account, const std::string& id, const smpp::Pdu& pdu,
                        std::uint32_t status) {
   if (record_ == nullptr) return;
-  int n = 1, m = 1;
-  segmentOf(pdu, n, m);
+  int n = 1, m = 1, reference = -1;
+  segmentOf(pdu, n, m, reference);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
-  std::fprintf(record_, "%lld\t%s\t%s\t%s\t%d/%d\t%s\n", static_cast<long long>(ms), account.c_str(),
+  const std::string ref = reference >= 0 ? std::to_string(reference) : "-";
+  std::fprintf(record_, "%lld\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", static_cast<long long>(ms), account.c_str(),
                id.empty() ? "-" : id.c_str(), pdu.destination_addr.c_str(), n, m,
-               smpp::commandStatusName(status).c_str());
+               smpp::commandStatusName(status).c_str(), ref.c_str());
 }
 
 smpp::Pdu SmscState::receiptPdu(const PendingReceipt& r) const {
@@ -183,7 +275,8 @@ nlohmann::json SmscState::report() const {
                                {"receipts_sent", sent},
                                {"receipts_acked", a.receipts_acked},
                                {"receipts_resent", a.receipts_resent},
-                               {"receipts_pending", pending}};
+                               {"receipts_pending", pending},
+                               {"concatenated", concatReport(static_cast<std::size_t>(&a - accounts_.data()))}};
   }
   nlohmann::json r = {{"accounts", out}};
   if (outage_started_)

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -33,6 +34,24 @@ struct AccountState {
   std::uint64_t receipts_acked = 0;
   std::uint64_t receipts_resent = 0;  // sent again after the bind they went on ended unanswered
   std::size_t next_receiver = 0;  // round robin among the account's receiving binds
+  // Multi-part messages, by concatenation reference (ConcatMessage).
+  std::uint64_t concat_messages = 0, concat_complete = 0, duplicate_parts = 0, parts_out_of_turn = 0;
+  std::uint64_t segment_faults = 0;
+};
+
+// One multi-part message as this SMSC saw it: the parts that arrived under
+// one (destination, reference, total) of one account. Complete once every
+// part was accepted; a reference that comes again after that is a new one.
+struct ConcatMessage {
+  std::size_t account = 0;
+  std::string destination;
+  int reference = 0, total = 0;
+  std::vector<std::string> ids;        // per part: the id it was accepted under; empty: not accepted
+  std::vector<std::uint8_t> answered;  // per part: its ESME_ROK answer went out
+  std::size_t accepted = 0;            // parts accepted (once each)
+  int fault_part = 0;                  // answered segment_fault_status when it arrives; 0: none
+  int faults = 0;                      // times it was
+  bool complete() const { return accepted == static_cast<std::size_t>(total); }
 };
 
 struct PendingReceipt {
@@ -60,8 +79,13 @@ class SmscState {
   bool outageDue(Clock::time_point now);
   // Decides the answer to one submit_sm of `account` at `now`; fills
   // `message_id` when accepted, queues its receipt, writes the record line.
+  // `part` (when given) gets a handle for answered(), -1 for a single-part
+  // message.
   std::uint32_t submit(std::size_t account, const smpp::Pdu& pdu, bool window_full, Clock::time_point now,
-                       std::string& message_id);
+                       std::string& message_id, std::int64_t* part = nullptr);
+  // The answer to the part `handle` (from submit()) went out, with `status`.
+  void answered(std::int64_t handle, std::uint32_t status);
+  const std::vector<ConcatMessage>& concatenated() const { return concat_; }
   // The receipt as a deliver_sm (sequence number left to the caller).
   smpp::Pdu receiptPdu(const PendingReceipt& r) const;
 
@@ -73,12 +97,17 @@ class SmscState {
 
  private:
   int pickOutcome();
+  ConcatMessage* arrive(std::size_t account, const smpp::Pdu& pdu, int n, int m, int reference);
+  void accept(ConcatMessage& cm, int n, const std::string& id);
+  nlohmann::json concatReport(std::size_t account) const;
   void record(Clock::time_point now, const std::string& account, const std::string& id, const smpp::Pdu& pdu,
               std::uint32_t status);
 
   FakeSmscOptions options_;
   std::vector<AccountState> accounts_;
   std::deque<PendingReceipt> receipts_;
+  std::vector<ConcatMessage> concat_;
+  std::map<std::string, std::size_t> open_concat_;  // incomplete ones, by account/destination/reference/total
   std::mt19937_64 rng_;
   std::uint64_t next_id_ = 0;
   std::FILE* record_ = nullptr;
@@ -91,5 +120,7 @@ class SmscState {
 
 // "n/m" of a segment, from its UDH (IEI 0x00 or 0x08) or sar_* TLVs; 1/1 if neither.
 void segmentOf(const smpp::Pdu& pdu, int& n, int& m);
+// The same and its concatenation reference (-1 if neither).
+void segmentOf(const smpp::Pdu& pdu, int& n, int& m, int& reference);
 
 }  // namespace pacer::fake

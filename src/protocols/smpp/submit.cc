@@ -86,25 +86,50 @@ BuildError buildSubmits(const SubmitOptions& o, std::string_view recipient, std:
 void SegmentTally::begin(std::size_t segments) {
   segments_ = segments;
   state_.assign(segments, SegmentState::kPending);
-  sent_ = answered_ = 0;
-  failed_ = false;
+  ids_.resize(segments);
+  for (std::string& id : ids_) id.clear();  // keeps their storage
+  cursor_ = out_ = accepted_ = 0;
+  failed_ = refused_ = false;
   worst_ = SendOutcome::kDelivered;
   status_ = 0;
   reason_.clear();
-  first_id_.clear();
+}
+
+void SegmentTally::restore(const std::vector<std::string>& accepted_ids) {
+  for (std::size_t i = 0; i < accepted_ids.size() && i < state_.size(); ++i) {
+    if (accepted_ids[i].empty() || state_[i] != SegmentState::kPending) continue;
+    state_[i] = SegmentState::kAccepted;
+    ids_[i] = accepted_ids[i];
+    ++accepted_;
+  }
+  while (cursor_ < segments_ && state_[cursor_] == SegmentState::kAccepted) ++cursor_;
+}
+
+std::size_t SegmentTally::next() const {
+  if (failed_ || out_ > 0 || cursor_ >= segments_) return kNone;
+  return cursor_;
+}
+
+void SegmentTally::sent(std::size_t index) {
+  if (index >= state_.size() || state_[index] != SegmentState::kPending) return;
+  state_[index] = SegmentState::kOut;
+  ++out_;
 }
 
 void SegmentTally::done(std::size_t index, SendOutcome outcome, std::uint32_t status, std::string_view message_id,
                         std::string_view reason) {
-  ++answered_;
-  if (index < state_.size())
-    state_[index] = outcome == SendOutcome::kDelivered   ? SegmentState::kAccepted
-                    : outcome == SendOutcome::kThrottled ? SegmentState::kThrottled
-                                                         : SegmentState::kFailed;
+  if (index >= state_.size()) return;
+  if (state_[index] == SegmentState::kOut) --out_;
   if (outcome == SendOutcome::kDelivered) {
-    if (index == 0) first_id_.assign(message_id);
+    if (state_[index] != SegmentState::kAccepted) ++accepted_;
+    state_[index] = SegmentState::kAccepted;
+    ids_[index].assign(message_id);
+    while (cursor_ < segments_ && state_[cursor_] == SegmentState::kAccepted) ++cursor_;
     return;
   }
+  const bool refused = outcome == SendOutcome::kPermanent || outcome == SendOutcome::kInvalidToken;
+  state_[index] = refused ? SegmentState::kRefused : SegmentState::kFailed;
+  refused_ = refused_ || refused;
   failed_ = true;
   if (gravity(outcome) > gravity(worst_)) {
     worst_ = outcome;
@@ -114,30 +139,21 @@ void SegmentTally::done(std::size_t index, SendOutcome outcome, std::uint32_t st
   }
 }
 
-bool SegmentTally::resumable() const {
-  if (!finished() || !failed_) return false;
-  bool accepted = false;
-  for (SegmentState s : state_) {
-    if (s == SegmentState::kFailed) return false;
-    accepted = accepted || s == SegmentState::kAccepted;
-  }
-  return accepted;
-}
+bool SegmentTally::resumable() const { return finished() && failed_ && !refused_ && segments_ > 1; }
 
-std::vector<bool> SegmentTally::acceptedSegments() const {
-  std::vector<bool> out(state_.size());
-  for (std::size_t i = 0; i < state_.size(); ++i) out[i] = state_[i] == SegmentState::kAccepted;
-  return out;
-}
-
-void SegmentTally::restore(const std::vector<bool>& accepted, std::string_view first_id) {
-  for (std::size_t i = 0; i < accepted.size() && i < state_.size(); ++i) {
-    if (!accepted[i]) continue;
-    state_[i] = SegmentState::kAccepted;
-    ++sent_;
-    ++answered_;
+std::string acceptedSummary(const std::vector<std::string>& accepted_ids) {
+  std::string numbers, ids;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < accepted_ids.size(); ++i) {
+    if (accepted_ids[i].empty()) continue;
+    const char* sep = n++ == 0 ? "" : ",";
+    numbers += sep + std::to_string(i + 1);
+    ids += sep + accepted_ids[i];
   }
-  if (!accepted.empty() && accepted[0]) first_id_.assign(first_id);
+  if (n == 0) return {};
+  const bool one = n == 1;
+  return std::string(one ? "segment " : "segments ") + numbers + " of " + std::to_string(accepted_ids.size()) +
+         " accepted, " + (one ? "id " : "ids ") + ids;
 }
 
 SendResult SegmentTally::result(std::uint64_t ticket) const {
@@ -146,10 +162,11 @@ SendResult SegmentTally::result(std::uint64_t ticket) const {
   r.outcome = worst_;
   r.status = static_cast<int>(status_);
   if (worst_ == SendOutcome::kDelivered) {
-    r.provider_message_id = first_id_;
-  } else {
-    r.reason = reason_;
+    r.provider_message_id = segments_ > 0 ? ids_[0] : std::string();
+    return r;
   }
+  r.reason = reason_;
+  if (accepted_ > 0) r.reason += "; " + acceptedSummary(ids_);
   return r;
 }
 

@@ -16,18 +16,12 @@
 namespace pacer::sink {
 namespace smpp_detail {
 
-// A finished message: its result. When the SMSC accepted part of it and
-// throttled the rest, what it holds is remembered for the retry.
+// A finished message: its result. When a retry may still deliver it, what
+// the SMSC holds of it and its reference are remembered for that retry.
 void SmppSink::settle(std::size_t slot, MonoTime now) {
   Slot& s = slots_[slot];
   if (s.tally.resumable()) {
-    if (partials_.size() < kMaxPartials || partials_.count(s.id)) {
-      ++stats_.partial_throttles;
-      partials_[s.id] = Partial{s.reference, s.tally.acceptedSegments(), s.tally.firstId()};
-    } else {
-      note("smpp: " + std::to_string(kMaxPartials) + " partly sent messages remembered already; message " + s.id +
-           " will be sent whole again");
-    }
+    remember(s);
   } else if (!partials_.empty()) {
     partials_.erase(s.id);
   }
@@ -37,6 +31,46 @@ void SmppSink::settle(std::size_t slot, MonoTime now) {
   finish(slot, std::move(r));
 }
 
+void SmppSink::remember(const Slot& s) {
+  if (s.tally.acceptedCount() > 0) {
+    if (s.tally.outcome() == SendOutcome::kThrottled)
+      ++stats_.partial_throttles;
+    else
+      ++stats_.partial_faults;
+  }
+  auto it = partials_.find(s.id);
+  if (it == partials_.end()) {
+    while (partials_.size() >= kMaxPartials && !partial_order_.empty()) {
+      const auto old = partials_.find(partial_order_.front().first);
+      if (old != partials_.end() && old->second.order == partial_order_.front().second) {
+        if (partials_forgotten_++ % 1000 == 0)
+          note("smpp: " + std::to_string(kMaxPartials) + " partly sent messages remembered; forgot " + old->first +
+               " (" + std::to_string(partials_forgotten_) +
+               " so far): a retry of it goes whole, under a new reference");
+        partials_.erase(old);
+      }
+      partial_order_.pop_front();
+    }
+    it = partials_.emplace(s.id, Partial{}).first;
+  }
+  it->second.reference = s.reference;
+  it->second.accepted_ids = s.tally.acceptedIds();
+  it->second.order = ++partial_serial_;
+  partial_order_.emplace_back(s.id, it->second.order);
+  // Entries updated in place leave stale order entries behind: drop them
+  // once they outnumber the live ones, so the queue stays bounded.
+  if (partial_order_.size() > 2 * kMaxPartials) compactPartialOrder();
+}
+
+void SmppSink::compactPartialOrder() {
+  std::deque<std::pair<std::string, std::uint64_t>> live;
+  for (auto& e : partial_order_) {
+    const auto it = partials_.find(e.first);
+    if (it != partials_.end() && it->second.order == e.second) live.push_back(std::move(e));
+  }
+  partial_order_.swap(live);
+}
+
 void SmppSink::finish(std::size_t slot, SendResult r) {
   Slot& s = slots_[slot];
   s.used = false;
@@ -44,59 +78,61 @@ void SmppSink::finish(std::size_t slot, SendResult r) {
   free_.push_back(slot);
 }
 
-// Sends what the windows allow, oldest message first. A message's segments
-// all go over the bind its first one took.
+// Sends what the windows allow and settles what is finished: first the
+// messages whose last segment was just answered (their next segment goes
+// before new messages take the window, so a started message finishes soon),
+// then the waiting ones, oldest first.
 void SmppSink::dispatch(MonoTime now) {
-  std::size_t keep = 0;
-  for (std::size_t i = 0; i < waiting_.size(); ++i) {
-    if (progress(waiting_[i], now)) waiting_[keep++] = waiting_[i];
+  for (std::vector<std::size_t>* list : {&answered_, &waiting_}) {
+    std::size_t keep = 0;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      if (progress((*list)[i], now)) (*list)[keep++] = (*list)[i];
+    }
+    list->resize(keep);
   }
-  waiting_.resize(keep);
 }
 
-// Returns whether the slot still has segments to send.
+// Picks the bind with the most window room for a message's first segment,
+// starting the search at a rotating point. False: none has room now.
+bool SmppSink::pickBind(Slot& s) {
+  std::size_t best_room = 0;
+  for (std::size_t k = 0; k < conns_.size(); ++k) {
+    const std::size_t c = (rr_ + k) % conns_.size();
+    const std::size_t room = conns_[c]->transmits ? conns_[c]->session.windowRoom() : 0;
+    if (room > best_room) best_room = room, s.conn = static_cast<int>(c);
+  }
+  if (s.conn < 0) return false;
+  rr_ = (rr_ + 1) % conns_.size();
+  return true;
+}
+
+// Sends the message's next segment if it may go: one segment at a time,
+// each only after the one before it was accepted, all over the bind the
+// first took. Returns whether the slot still waits in its list (for a bind
+// or window room); a slot whose segment went comes back through
+// segmentDone(), into answered_.
 bool SmppSink::progress(std::size_t slot, MonoTime now) {
   Slot& s = slots_[slot];
   if (!s.used) return false;
-  if (s.conn < 0) {
-    // The bind with the most room, starting the search at a rotating point.
-    std::size_t best_room = 0;
-    for (std::size_t k = 0; k < conns_.size(); ++k) {
-      const std::size_t c = (rr_ + k) % conns_.size();
-      const std::size_t room = conns_[c]->transmits ? conns_[c]->session.windowRoom() : 0;
-      if (room > best_room) best_room = room, s.conn = static_cast<int>(c);
-    }
-    if (s.conn < 0) return true;
-    rr_ = (rr_ + 1) % conns_.size();
-  }
+  if (s.conn < 0 && !pickBind(s)) return true;
   EsmeSession& session = conns_[static_cast<std::size_t>(s.conn)]->session;
-  while (s.next < s.count && s.tally.mayContinue()) {
-    if (s.skip[s.next]) {  // accepted on an earlier attempt
-      ++s.next;
-      continue;
+  const std::size_t k = s.tally.next();
+  if (k != smpp::SegmentTally::kNone) {
+    if (session.canSubmit()) {
+      const smpp::EncodeError e = session.submit(s.pdus[k], tagOf(s.generation, slot, k), now);
+      if (e == smpp::EncodeError::kNone) {
+        ++stats_.submit_sm;
+        s.tally.sent(k);
+        return false;
+      }
+      s.tally.done(k, SendOutcome::kPermanent, 0, "", std::string("cannot encode: ") + smpp::encodeErrorName(e));
+    } else if (session.state() != SessionState::kBound) {
+      // Its bind went away between segments: the rest cannot follow on it.
+      // A fault: the retry sends the rest, under the same reference.
+      s.tally.done(k, SendOutcome::kFault, 0, "", "bind lost between segments: " + last_error_);
+    } else {
+      return true;  // the window is full
     }
-    if (!session.canSubmit()) {
-      // The bind went away between segments: the rest cannot follow on it.
-      if (session.state() != SessionState::kBound) break;
-      return true;
-    }
-    const smpp::EncodeError e = session.submit(s.pdus[s.next], tagOf(s.generation, slot, s.next), now);
-    if (e != smpp::EncodeError::kNone) {
-      s.tally.done(s.next, SendOutcome::kPermanent, 0, "", std::string("cannot encode: ") + smpp::encodeErrorName(e));
-      s.tally.sent();
-      ++s.next;
-      break;
-    }
-    ++stats_.submit_sm;
-    s.tally.sent();
-    ++s.next;
-  }
-  if (s.next < s.count && s.tally.mayContinue()) {
-    // Its bind is gone before the first failure could be reported: the
-    // unsent rest counts as one fault, and the message finishes once the
-    // segments already sent are answered.
-    s.tally.done(s.next, SendOutcome::kFault, 0, "", "bind lost between segments: " + last_error_);
-    s.tally.sent();
   }
   if (s.tally.finished()) settle(slot, now);
   return false;

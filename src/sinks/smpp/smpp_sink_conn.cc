@@ -76,7 +76,7 @@ void SmppSink::service(std::size_t index, MonoTime now) {
     readAll(c, now);
     if (c.phase == Conn::Phase::kOpen) c.session.tick(now);
   }
-  handleEvents(index, now);
+  handleEvents(index);
   if (c.phase == Conn::Phase::kOpen && c.session.state() == SessionState::kClosed) {
     flush(c);  // an unbind_resp, if that is how it ended
     closeConn(c, now);
@@ -134,7 +134,7 @@ void SmppSink::closeConn(Conn& c, MonoTime now) {
       now + smpp::reconnectDelay(c.failures++, options_.reconnect_backoff_min, options_.reconnect_backoff_max, r);
 }
 
-void SmppSink::handleEvents(std::size_t index, MonoTime now) {
+void SmppSink::handleEvents(std::size_t index) {
   Conn& c = *conns_[index];
   for (const SessionEvent& e : c.session.events()) {
     switch (e.kind) {
@@ -142,7 +142,7 @@ void SmppSink::handleEvents(std::size_t index, MonoTime now) {
         c.failures = 0;
         note("smpp: bound " + std::string(smpp::bindModeName(c.session.options().mode)) + " to " + endpoint_.text);
         break;
-      case SessionEvent::Kind::kSubmitDone: segmentDone(e, now); break;
+      case SessionEvent::Kind::kSubmitDone: segmentDone(e); break;
       case SessionEvent::Kind::kReceipt: {
         ++stats_.receipts;
         DeliveryReceipt& r = receipts_.emplace_back();
@@ -172,14 +172,15 @@ void SmppSink::handleEvents(std::size_t index, MonoTime now) {
   c.session.events().clear();
 }
 
-void SmppSink::segmentDone(const SessionEvent& e, MonoTime now) {
+// Settled by the next dispatch(), which also sends the next segment.
+void SmppSink::segmentDone(const SessionEvent& e) {
   const auto slot = static_cast<std::size_t>((e.tag >> 8) & 0xFFFFFF);
   const auto segment = static_cast<std::size_t>(e.tag & 0xFF);
   if (slot >= slots_.size()) return;
   Slot& s = slots_[slot];
   if (!s.used || s.generation != static_cast<std::uint32_t>(e.tag >> 32)) return;  // cannot happen; be safe
   s.tally.done(segment, e.outcome, e.status, e.message_id, e.reason);
-  if (s.tally.finished()) settle(slot, now);
+  answered_.push_back(slot);
 }
 
 Conn* SmppSink::connOfSerial(std::uint32_t serial) {

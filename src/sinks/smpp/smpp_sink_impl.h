@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <random>
 #include <span>
@@ -58,25 +59,27 @@ struct Slot {
   std::uint64_t ticket = 0;
   std::vector<smpp::Pdu> pdus;  // kept between messages: no allocation per message in steady state
   std::size_t count = 0;
-  std::size_t next = 0;  // next segment to send
-  int conn = -1;         // every segment goes over the same bind
-  smpp::SegmentTally tally;
+  int conn = -1;             // every segment of an attempt goes over the same bind
+  smpp::SegmentTally tally;  // which segment goes next (one at a time), and the result
   MonoTime accepted_at{};
   std::string id;               // the message's id (its partial state is kept under it)
   std::uint16_t reference = 0;  // the concatenation reference of its segments
-  std::vector<bool> skip;       // segments the SMSC accepted on an earlier attempt
 };
 
-// A message the SMSC accepted part of before throttling the rest: when the
-// worker retries it (through the quota, like any throttled message), only
-// the segments not yet accepted go, with the same reference, so that no
-// segment reaches the handset twice.
+// A multi-segment message that failed in a way a retry may overcome
+// (throttle, fault, timeout, lost connection): when the worker retries it
+// (through the quota, like any failed message), only the segments the SMSC
+// does not hold go, with the same reference, so that no segment reaches the
+// handset twice and the handset joins the parts of both attempts. Kept even
+// when no segment was accepted: an unanswered one may be at the SMSC.
 struct Partial {
   std::uint16_t reference = 0;
-  std::vector<bool> accepted;
-  std::string first_id;
+  std::vector<std::string> accepted_ids;  // per segment: its message_id at the SMSC, empty if not accepted
+  std::uint64_t order = 0;                // in partial_order_
 };
-constexpr std::size_t kMaxPartials = 100000;  // beyond: the whole message goes again (logged)
+// Beyond this many, the oldest is forgotten: its retry, if one still comes,
+// goes whole under a new reference (logged).
+constexpr std::size_t kMaxPartials = 100000;
 
 inline std::uint64_t tagOf(std::uint32_t generation, std::size_t slot, std::size_t segment) {
   return (std::uint64_t{generation} << 32) | (std::uint64_t{slot} << 8) | segment;
@@ -124,7 +127,6 @@ class SmppSink final : public SmppSinkInterface {
     s.used = true;
     ++s.generation;
     s.ticket = ticket;
-    s.next = 0;
     s.conn = -1;
     s.accepted_at = options_.clock->now();
     s.id = m.id;
@@ -142,11 +144,8 @@ class SmppSink final : public SmppSinkInterface {
       return true;
     }
     s.tally.begin(s.count);
-    s.skip.assign(s.count, false);
-    if (partial != partials_.end() && partial->second.accepted.size() == s.count) {
-      s.skip = partial->second.accepted;
-      s.tally.restore(s.skip, partial->second.first_id);
-    }
+    if (partial != partials_.end() && partial->second.accepted_ids.size() == s.count)
+      s.tally.restore(partial->second.accepted_ids);
     waiting_.push_back(i);
     return true;
   }
@@ -189,12 +188,15 @@ class SmppSink final : public SmppSinkInterface {
   void flush(Conn& c);
   void lose(Conn& c, const std::string& reason, MonoTime now);
   void closeConn(Conn& c, MonoTime now);
-  void handleEvents(std::size_t index, MonoTime now);
+  void handleEvents(std::size_t index);
   Conn* connOfSerial(std::uint32_t serial);
-  void segmentDone(const SessionEvent& e, MonoTime now);
+  void segmentDone(const SessionEvent& e);
   void dispatch(MonoTime now);
   bool progress(std::size_t slot, MonoTime now);
   void settle(std::size_t slot, MonoTime now);
+  void remember(const Slot& s);
+  void compactPartialOrder();
+  bool pickBind(Slot& s);
   void expireWaiting(MonoTime now);
   void finish(std::size_t slot, SendResult r);
   void note(const std::string& line) const {
@@ -209,10 +211,16 @@ class SmppSink final : public SmppSinkInterface {
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<Slot> slots_;
   std::vector<std::size_t> free_;
-  std::vector<std::size_t> waiting_;  // slots with segments not yet sent
+  // Every slot in use is in one of these two until its result, or has a
+  // segment out (and comes back through segmentDone()).
+  std::vector<std::size_t> waiting_;   // not started or waiting for room, oldest first
+  std::vector<std::size_t> answered_;  // its segment was just answered: the next goes, or its result
   std::vector<SendResult> done_;
   std::vector<DeliveryReceipt> receipts_;
-  std::unordered_map<std::string, Partial> partials_;  // by message id
+  std::unordered_map<std::string, Partial> partials_;                // by message id
+  std::deque<std::pair<std::string, std::uint64_t>> partial_order_;  // (id, order), oldest first
+  std::uint64_t partial_serial_ = 0;
+  std::uint64_t partials_forgotten_ = 0;
   smpp::EncodedText scratch_;
   std::string reason_;
   std::string last_error_ = "not bound yet";

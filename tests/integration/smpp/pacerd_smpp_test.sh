@@ -5,6 +5,9 @@
 # SMSC's own record of what arrived, not pacer's:
 # - every segment of every message arrived once, and the quota in segments
 #   was never exceeded in any one-second window;
+# - the SMSC answers ESME_RSYSERR on segment 2 of every 2-segment message
+#   once: the retry sends segment 2 alone under the same reference, so no
+#   part is an orphan and none went before the one ahead of it was accepted;
 # - long and UCS-2 texts take one token per segment: the send takes as long
 #   as the segments, not the messages, say;
 # - an invalid UTF-8 text is a rejected ledger row with the reason;
@@ -23,7 +26,7 @@ PACER_TEST_LOGS=("$tmp/pacerd.log")
 
 quota=40  # segments/s at the SMSC, the provider's rate in pacer
 "$smsc" --account "pacer:s3cret:$quota" --port-file "$tmp/smsc.port" --receipt-delay-ms 200 \
-  --receipt-mix delivered=3,undelivered=1 --record "$tmp/smsc.tsv" --report "$tmp/smsc.json" &
+  --receipt-mix delivered=3,undelivered=1 --segment-fault-rate 1 --record "$tmp/smsc.tsv" --report "$tmp/smsc.json" &
 smsc_pid=$!
 for _ in $(seq 100); do [ -s "$tmp/smsc.port" ] && break; sleep 0.1; done
 [ -s "$tmp/smsc.port" ] || fail "pacer-fake-smsc did not start"
@@ -77,6 +80,11 @@ dups=$(awk -F'\t' '$6 == "ESME_ROK" { print $3 }' "$tmp/smsc.tsv" | sort | uniq 
 max_1s=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["accounts"]["pacer"]["max_segments_1s"])' \
   "$tmp/smsc.json")
 [ "$max_1s" -le "$quota" ] || fail "$max_1s segments in one second, above the SMSC's $quota"
+# Multi-part messages, per concatenation reference, as the SMSC saw them.
+concat=$(python3 -c 'import json,sys
+c = json.load(open(sys.argv[1]))["accounts"]["pacer"]["concatenated"]
+print(c["segment_faults"], c["complete"], c["orphan_parts"], c["parts_out_of_turn"], c["duplicate_parts"])' "$tmp/smsc.json")
+[ "$concat" = "20 20 0 0 0" ] || fail "SMSC (segment faults, complete, orphan parts, out of turn, duplicates): $concat"
 # The first and last accepted segment: 80 segments at 40/s take about 2 s
 # after the first second's burst; counted as messages (61) it would be 1.5 s.
 span_ms=$(awk -F'\t' '$6 == "ESME_ROK" { if (min == "" || $1 < min) min = $1; if ($1 > max) max = $1 }
@@ -86,6 +94,8 @@ span_ms=$(awk -F'\t' '$6 == "ESME_ROK" { if (min == "" || $1 < min) min = $1; if
 # The ledger.
 rows=$(pacer_psql -c "SELECT status, count(*) FROM deliveries GROUP BY 1 ORDER BY 1" | tr '\n' ' ')
 [ "$rows" = "rejected|1 sent|60 " ] || fail "ledger: $rows"
+retried=$(pacer_psql -c "SELECT count(*) FROM deliveries WHERE status = 'sent' AND attempts = 2")
+[ "$retried" = 20 ] || fail "$retried sent rows took two attempts, expected the 20 two-segment messages"
 reason=$(pacer_psql -c "SELECT reason FROM deliveries WHERE status = 'rejected'")
 case "$reason" in *"not UTF-8 at byte 4"*) ;; *) fail "rejected for: $reason" ;; esac
 with_id=$(pacer_psql -c "SELECT count(DISTINCT provider_message_id) FROM deliveries WHERE status = 'sent' AND provider = 'sms'")

@@ -127,5 +127,100 @@ TEST(FakeSmscState, SegmentNumbersFromUdhOrSar) {
   EXPECT_EQ(m, 4);
 }
 
+// Part `n` of `m` under UDH reference `ref` to `to`.
+smpp::Pdu part(int n, int m, int ref, std::string to = "123") {
+  smpp::Pdu p = submit();
+  p.destination_addr = std::move(to);
+  p.esm_class = smpp::kEsmClassUdhi;
+  p.short_message =
+      std::string("\x05\x00\x03", 3) + static_cast<char>(ref) + static_cast<char>(m) + static_cast<char>(n) + "text";
+  return p;
+}
+
+// Submits a part and, if accepted, answers it (the resp went out).
+std::uint32_t submitAnswered(SmscState& s, const smpp::Pdu& p) {
+  std::string id;
+  std::int64_t handle = -1;
+  const std::uint32_t st = s.submit(1, p, false, Clock::time_point{}, id, &handle);
+  s.answered(handle, st);
+  return st;
+}
+
+TEST(FakeSmscState, ReferenceAndSegmentNumbersFromUdhAndSar) {
+  int n = 0, m = 0, ref = 0;
+  segmentOf(part(2, 3, 0xAB), n, m, ref);
+  EXPECT_EQ(ref, 0xAB);
+  smpp::Pdu p = submit();
+  segmentOf(p, n, m, ref);
+  EXPECT_EQ(ref, -1);
+  p.sar_msg_ref_num = 0x1234;
+  p.sar_total_segments = 2;
+  p.sar_segment_seqnum = 1;
+  segmentOf(p, n, m, ref);
+  EXPECT_EQ(ref, 0x1234);
+}
+
+TEST(FakeSmscState, SegmentFaultAnswersTheChosenPartOnceAndPartsArePerReference) {
+  FakeSmscOptions o = options();
+  o.segment_fault_rate = 1;
+  o.segment_fault_part = 2;
+  SmscState s(o);
+  EXPECT_EQ(submitAnswered(s, part(1, 3, 5)), 0u);
+  EXPECT_EQ(submitAnswered(s, part(2, 3, 5)), smpp::status::kSysErr);
+  EXPECT_EQ(submitAnswered(s, part(2, 3, 5)), 0u);  // sent again: accepted
+  EXPECT_EQ(submitAnswered(s, part(3, 3, 5)), 0u);
+  auto r = s.report()["accounts"]["b"]["concatenated"];
+  EXPECT_EQ(r["messages"], 1);
+  EXPECT_EQ(r["complete"], 1);
+  EXPECT_EQ(r["orphan_parts"], 0);
+  EXPECT_EQ(r["segment_faults"], 1);
+  EXPECT_EQ(r["parts_out_of_turn"], 0);
+  EXPECT_EQ(r["duplicate_parts"], 0);
+
+  // The old client: part 3 after a failed part 2, and the whole message
+  // again under a new reference. Part 1 and 3 of reference 6 stay orphans.
+  EXPECT_EQ(submitAnswered(s, part(1, 3, 6)), 0u);
+  EXPECT_EQ(submitAnswered(s, part(2, 3, 6)), smpp::status::kSysErr);
+  EXPECT_EQ(submitAnswered(s, part(3, 3, 6)), 0u);
+  for (int n = 1; n <= 3; ++n) EXPECT_EQ(submitAnswered(s, part(n, 3, 7)), n == 2 ? smpp::status::kSysErr : 0u);
+  r = s.report()["accounts"]["b"]["concatenated"];
+  EXPECT_EQ(r["messages"], 3);
+  EXPECT_EQ(r["complete"], 1);
+  EXPECT_EQ(r["incomplete"], 2);
+  EXPECT_EQ(r["orphan_parts"], 4);
+  EXPECT_EQ(r["parts_out_of_turn"], 2);
+}
+
+TEST(FakeSmscState, SegmentFaultTimesZeroFaultsThePartEveryTime) {
+  FakeSmscOptions o = options();
+  o.segment_fault_rate = 1;
+  o.segment_fault_times = 0;
+  SmscState s(o);
+  EXPECT_EQ(submitAnswered(s, part(1, 2, 3)), 0u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(submitAnswered(s, part(2, 2, 3)), smpp::status::kSysErr);  // 2..m: part 2
+  EXPECT_EQ(s.report()["accounts"]["b"]["concatenated"]["segment_faults"], 5);
+}
+
+TEST(FakeSmscState, APartBeforeThePreviousWasAnsweredIsOutOfTurnAndAReacceptedPartADuplicate) {
+  SmscState s(options());
+  std::string id;
+  std::int64_t first = -1, handle = -1;
+  ASSERT_EQ(s.submit(1, part(1, 2, 9, "456"), false, Clock::time_point{}, id, &first), 0u);
+  ASSERT_EQ(s.submit(1, part(2, 2, 9, "456"), false, Clock::time_point{}, id, &handle), 0u);  // part 1's answer not out
+  s.answered(first, 0);
+  auto r = s.report()["accounts"]["b"]["concatenated"];
+  EXPECT_EQ(r["parts_out_of_turn"], 1);
+  EXPECT_EQ(r["complete"], 1);
+  // The same reference again after completion is a new message.
+  EXPECT_EQ(submitAnswered(s, part(1, 2, 9, "456")), 0u);
+  EXPECT_EQ(submitAnswered(s, part(1, 2, 9, "456")), 0u);
+  r = s.report()["accounts"]["b"]["concatenated"];
+  EXPECT_EQ(r["messages"], 2);
+  EXPECT_EQ(r["duplicate_parts"], 1);
+  EXPECT_EQ(r["orphan_parts"], 1);
+  ASSERT_EQ(s.concatenated().size(), 2u);
+  EXPECT_EQ(s.concatenated()[1].destination, "456");
+}
+
 }  // namespace
 }  // namespace pacer::fake

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "hex.h"
 
 namespace pacer::smpp {
@@ -87,81 +89,132 @@ TEST(SmppSubmit, BadInputIsATypedError) {
   EXPECT_EQ(buildSubmits(o, "1", "x", 1, scratch, pdus, n, reason), BuildError::kBadOptions);
 }
 
+// Sends every segment next() allows and answers it at once with `answer(k)`.
+void runAll(SegmentTally& t, const std::function<SendOutcome(std::size_t)>& answer) {
+  for (std::size_t k = t.next(); k != SegmentTally::kNone; k = t.next()) {
+    t.sent(k);
+    const SendOutcome o = answer(k);
+    t.done(k, o, o == SendOutcome::kDelivered ? 0 : 0x08, "id-" + std::to_string(k + 1), "submit_sm_resp X");
+  }
+}
+
 TEST(SmppSegmentTally, DeliveredOnlyWhenEverySegmentIsAccepted) {
   SegmentTally t;
   t.begin(3);
-  for (int i = 0; i < 3; ++i) t.sent();
-  t.done(1, SendOutcome::kDelivered, 0, "id-2", "");
-  t.done(0, SendOutcome::kDelivered, 0, "id-1", "");
-  EXPECT_FALSE(t.finished());
-  t.done(2, SendOutcome::kDelivered, 0, "id-3", "");
+  runAll(t, [](std::size_t) { return SendOutcome::kDelivered; });
   ASSERT_TRUE(t.finished());
   const SendResult r = t.result(77);
   EXPECT_EQ(r.ticket, 77u);
   EXPECT_EQ(r.outcome, SendOutcome::kDelivered);
   EXPECT_EQ(r.provider_message_id, "id-1");
+  EXPECT_TRUE(r.reason.empty());
 }
 
-TEST(SmppSegmentTally, AFailureStopsTheRestAndTheGravestClassWins) {
+TEST(SmppSegmentTally, OneSegmentAtATimeEachAfterThePreviousWasAccepted) {
   SegmentTally t;
+  t.begin(3);
+  ASSERT_EQ(t.next(), 0u);
+  t.sent(0);
+  EXPECT_EQ(t.next(), SegmentTally::kNone);  // segment 1 is out: segment 2 waits for its answer
+  EXPECT_FALSE(t.finished());
+  t.done(0, SendOutcome::kDelivered, 0, "id-1", "");
+  ASSERT_EQ(t.next(), 1u);
+  t.sent(1);
+  EXPECT_EQ(t.next(), SegmentTally::kNone);
+  t.done(1, SendOutcome::kFault, 0x08, "", "submit_sm_resp ESME_RSYSERR");
+  EXPECT_EQ(t.next(), SegmentTally::kNone);  // segment 3 never goes after a failed segment 2
+  ASSERT_TRUE(t.finished());
+  const SendResult r = t.result(1);
+  EXPECT_EQ(r.outcome, SendOutcome::kFault);
+  EXPECT_EQ(r.status, 0x08);
+  EXPECT_EQ(r.reason, "submit_sm_resp ESME_RSYSERR (segment 2/3); segment 1 of 3 accepted, id id-1");
+  EXPECT_TRUE(r.provider_message_id.empty());
+}
+
+TEST(SmppSegmentTally, TheGravestClassWinsWhenSeveralSegmentsFail) {
+  SegmentTally t;  // segments answered out of turn (an owner that sent two) still add up
   t.begin(4);
-  t.sent();
-  t.sent();
+  t.sent(0);
   t.done(0, SendOutcome::kFault, 0x08, "", "submit_sm_resp ESME_RSYSERR");
-  EXPECT_FALSE(t.mayContinue());
-  EXPECT_FALSE(t.finished());  // segment 2 is still out
   t.done(1, SendOutcome::kThrottled, 0x58, "", "submit_sm_resp ESME_RTHROTTLED");
   ASSERT_TRUE(t.finished());
   const SendResult r = t.result(1);
   EXPECT_EQ(r.outcome, SendOutcome::kThrottled);
   EXPECT_EQ(r.status, 0x58);
   EXPECT_EQ(r.reason, "submit_sm_resp ESME_RTHROTTLED (segment 2/4)");
-  EXPECT_TRUE(r.provider_message_id.empty());
 }
 
-TEST(SmppSegmentTally, APartlyAcceptedMessageIsRetriedWithOnlyItsThrottledSegments) {
-  SegmentTally t;
-  t.begin(3);
-  for (int i = 0; i < 3; ++i) t.sent();
-  t.done(0, SendOutcome::kDelivered, 0, "id-1", "");
-  t.done(1, SendOutcome::kThrottled, 0x58, "", "submit_sm_resp ESME_RTHROTTLED");
-  t.done(2, SendOutcome::kDelivered, 0, "id-3", "");
-  ASSERT_TRUE(t.finished());
-  ASSERT_TRUE(t.resumable());  // segments 1 and 3 are at the SMSC: never send them again
-  EXPECT_EQ(t.result(1).outcome, SendOutcome::kThrottled);
-  const std::vector<bool> accepted = t.acceptedSegments();
-  EXPECT_EQ(accepted, (std::vector<bool>{true, false, true}));
+// Every failure a retry may overcome leaves the message resumable: its retry
+// sends only what the SMSC does not hold, and is delivered under the first
+// segment's id from the earlier attempt.
+TEST(SmppSegmentTally, AfterAnyRetryableFailureTheRetrySendsOnlyTheMissingSegments) {
+  for (const SendOutcome failure : {SendOutcome::kFault, SendOutcome::kThrottled}) {
+    SegmentTally t;
+    t.begin(4);
+    runAll(t, [&](std::size_t k) { return k == 2 ? failure : SendOutcome::kDelivered; });
+    ASSERT_TRUE(t.finished());
+    ASSERT_TRUE(t.resumable());
+    EXPECT_EQ(t.result(1).outcome, failure);
+    EXPECT_EQ(t.result(1).reason, "submit_sm_resp X (segment 3/4); segments 1,2 of 4 accepted, ids id-1,id-2");
+    const std::vector<std::string> held = t.acceptedIds();
+    EXPECT_EQ(held, (std::vector<std::string>{"id-1", "id-2", "", ""}));
 
-  // The retry: only segment 2 goes; the message is delivered under segment 1's id.
+    SegmentTally retry;
+    retry.begin(4);
+    retry.restore(held);
+    std::vector<std::size_t> sent;
+    runAll(retry, [&](std::size_t k) {
+      sent.push_back(k);
+      return SendOutcome::kDelivered;
+    });
+    EXPECT_EQ(sent, (std::vector<std::size_t>{2, 3}));
+    ASSERT_TRUE(retry.finished());
+    EXPECT_EQ(retry.result(5).outcome, SendOutcome::kDelivered);
+    EXPECT_EQ(retry.result(5).provider_message_id, "id-1");
+  }
+}
+
+TEST(SmppSegmentTally, AFailedRetryStillNamesThePartsOfEveryAttempt) {
   SegmentTally retry;
   retry.begin(3);
-  retry.restore(accepted, t.firstId());
-  EXPECT_FALSE(retry.finished());
-  retry.sent();
-  retry.done(1, SendOutcome::kDelivered, 0, "id-2b", "");
-  ASSERT_TRUE(retry.finished());
-  const SendResult r = retry.result(5);
-  EXPECT_EQ(r.outcome, SendOutcome::kDelivered);
-  EXPECT_EQ(r.provider_message_id, "id-1");
+  retry.restore({"id-1", "", ""});
+  runAll(retry, [](std::size_t k) { return k == 1 ? SendOutcome::kDelivered : SendOutcome::kFault; });
+  ASSERT_TRUE(retry.resumable());
+  EXPECT_EQ(retry.result(1).reason, "submit_sm_resp X (segment 3/3); segments 1,2 of 3 accepted, ids id-1,id-2");
 }
 
-TEST(SmppSegmentTally, NothingAcceptedOrAnotherFailureIsNotResumed) {
-  SegmentTally all_throttled;
-  all_throttled.begin(2);
-  all_throttled.sent();
-  all_throttled.done(0, SendOutcome::kThrottled, 0x58, "", "throttled");
-  ASSERT_TRUE(all_throttled.finished());
-  EXPECT_FALSE(all_throttled.resumable());  // the worker retries the whole message
+TEST(SmppSegmentTally, ARefusedSegmentEndsTheMessageAndItsReasonNamesWhatWent) {
+  SegmentTally t;
+  t.begin(3);
+  runAll(t, [](std::size_t k) { return k == 1 ? SendOutcome::kPermanent : SendOutcome::kDelivered; });
+  ASSERT_TRUE(t.finished());
+  EXPECT_FALSE(t.resumable());  // no retry comes
+  const SendResult r = t.result(1);
+  EXPECT_EQ(r.outcome, SendOutcome::kPermanent);
+  EXPECT_EQ(r.reason, "submit_sm_resp X (segment 2/3); segment 1 of 3 accepted, id id-1");
+}
 
-  SegmentTally with_fault;
-  with_fault.begin(3);
-  for (int i = 0; i < 3; ++i) with_fault.sent();
-  with_fault.done(0, SendOutcome::kDelivered, 0, "id-1", "");
-  with_fault.done(1, SendOutcome::kThrottled, 0x58, "", "throttled");
-  with_fault.done(2, SendOutcome::kPermanent, 0x0B, "", "bad address");
-  ASSERT_TRUE(with_fault.finished());
-  EXPECT_FALSE(with_fault.resumable());
-  EXPECT_EQ(with_fault.result(1).outcome, SendOutcome::kPermanent);
+TEST(SmppSegmentTally, ANothingAcceptedFailureIsResumableButASingleSegmentIsNot) {
+  SegmentTally none;  // an unanswered first segment may be at the SMSC: keep the reference
+  none.begin(2);
+  none.sent(0);
+  none.done(0, SendOutcome::kFault, 0, "", "response timeout");
+  ASSERT_TRUE(none.finished());
+  EXPECT_TRUE(none.resumable());
+  EXPECT_EQ(none.result(1).reason, "response timeout (segment 1/2)");  // nothing accepted to name
+
+  SegmentTally single;
+  single.begin(1);
+  single.sent(0);
+  single.done(0, SendOutcome::kFault, 0x08, "", "submit_sm_resp ESME_RSYSERR");
+  ASSERT_TRUE(single.finished());
+  EXPECT_FALSE(single.resumable());
+}
+
+TEST(SmppSegmentTally, AcceptedSummary) {
+  EXPECT_EQ(acceptedSummary({"", ""}), "");
+  EXPECT_EQ(acceptedSummary({"a", ""}), "segment 1 of 2 accepted, id a");
+  EXPECT_EQ(acceptedSummary({"a", "", "c"}), "segments 1,3 of 3 accepted, ids a,c");
 }
 
 }  // namespace
