@@ -37,7 +37,7 @@ struct DeliveryRecord {
   bool unpark = false;            // the message came from parking: leave parking in the same transaction
   std::uint64_t fingerprint = 0;  // Message::fingerprint; 0: unknown
   std::string provider;             // the campaign's provider id; empty: none
-  std::string provider_message_id;  // sent: the provider's id for it (SMPP's message_id), empty if none
+  std::string provider_message_id;  // the provider's id for it (SMPP's message_id; a failed SMS whose first part went: that part's), empty if none
   // kInvalidToken: the dead token (the message's recipient) and when the
   // provider says it stopped being valid (APNs "timestamp", Unix ms; 0: it
   // did not say). The ledger keeps one invalid_tokens row per (provider,

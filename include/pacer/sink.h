@@ -44,7 +44,8 @@ struct SendResult {
   Nanos latency{0};      // request to answer, where the sink measures it; 0 otherwise
   // kDelivered: the provider's own id for the message (SMPP message_id from
   // submit_sm_resp, APNs apns-id, FCM message name), by which later delivery
-  // receipts name it; empty when the protocol has none.
+  // receipts name it; empty when the protocol has none. A failure may carry
+  // one too (the first part of an SMS the SMSC holds): a failed row keeps it.
   std::string provider_message_id;
   // kInvalidToken: when the provider says the token stopped being valid
   // (APNs "timestamp", milliseconds since the Unix epoch); 0 if it did not say.

@@ -62,7 +62,8 @@ BuildError buildSubmits(const SubmitOptions& options, std::string_view recipient
 // message; the result waits for any segment still out. When several segments
 // fail, the message takes the gravest class: permanent, then throttled, then
 // fault. A failed result's reason names the segments the SMSC holds, with
-// their ids (they reach the handset whatever happens next).
+// their ids (they reach the handset whatever happens next), and its
+// provider_message_id is the first segment's when the SMSC holds that one.
 class SegmentTally {
  public:
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);

@@ -252,22 +252,21 @@ std::vector<Key> limitsKeys() {
              static_cast<std::size_t>(asInt(r, 1, std::numeric_limits<long long>::max()));
        }},
       {"limits.adaptive_decrease", Shape::kScalar, "--adaptive-decrease", FlagForm::kValue, false, true,
-       "on a throttle a provider's effective rate drops to this fraction of the rate it came at, in (0, 1); "
-       "squared when the limit has dropped (default 0.8)",
+       "on a slow answer or the circuit breaker opening a provider's effective rate drops to this fraction, in "
+       "(0, 1) (default 0.8; throttles are judged instead, docs/provider-contract.md)",
        [](const Raw& r, Ctx& c) {
          c.o.worker.adaptive.decrease = asDouble(
              r, [](double v) { return v > 0.0 && v < 1.0; }, "a number above 0 and below 1");
        }},
       {"limits.adaptive_hold_fraction", Shape::kScalar, "--adaptive-hold-fraction", FlagForm::kValue, false, true,
-       "after a throttle the rate climbs fast to this fraction of the rate the provider refused, in (0, 1] "
-       "(default 0.98)",
+       "after a cut the rate climbs fast to this fraction of the limit measured, in (0, 1] (default 0.98)",
        [](const Raw& r, Ctx& c) {
          c.o.worker.adaptive.hold_fraction = asDouble(
              r, [](double v) { return v > 0.0 && v <= 1.0; }, "a number above 0 and at most 1");
        }},
       {"limits.adaptive_probe_s", Shape::kScalar, "--adaptive-probe-s", FlagForm::kValue, false, true,
-       "then takes this many seconds to probe up to that rate; about one 429 per probe at a fixed limit "
-       "(default 30)",
+       "then takes this many seconds to probe up to the limit, and half as long beyond it; a throttle or two per "
+       "probe at a fixed limit (default 30)",
        [](const Raw& r, Ctx& c) { c.o.worker.adaptive.probe_time = std::chrono::seconds(asInt(r, 0, 3600)); }},
       {"limits.breaker_threshold", Shape::kScalar, "--breaker-threshold", FlagForm::kValue, false, false,
        "a provider's circuit breaker opens when this fraction of its answers are faults, in (0, 1] (default 0.5)",

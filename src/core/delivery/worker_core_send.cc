@@ -185,7 +185,9 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
         row.invalid_since_ms = r.invalid_since_ms;
         return;
       }
-      addRow(c, item, DeliveryStatus::kFailed, item.attempts, d.reason);
+      // A provider message id on a failure (the first part of an SMS the
+      // SMSC holds) goes on the row too, so that a receipt for it lands there.
+      addRow(c, item, DeliveryStatus::kFailed, item.attempts, d.reason, r.provider_message_id);
       return;
     case RetryDecision::Kind::kRetry: break;
   }

@@ -167,6 +167,9 @@ SendResult SegmentTally::result(std::uint64_t ticket) const {
   }
   r.reason = reason_;
   if (accepted_ > 0) r.reason += "; " + acceptedSummary(ids_);
+  // The first segment's id even so, when the SMSC holds it: its receipt then
+  // joins the message's row, whatever becomes of the rest.
+  if (segments_ > 0 && !ids_[0].empty()) r.provider_message_id = ids_[0];
   return r;
 }
 

@@ -128,7 +128,7 @@ TEST(SmppSegmentTally, OneSegmentAtATimeEachAfterThePreviousWasAccepted) {
   EXPECT_EQ(r.outcome, SendOutcome::kFault);
   EXPECT_EQ(r.status, 0x08);
   EXPECT_EQ(r.reason, "submit_sm_resp ESME_RSYSERR (segment 2/3); segment 1 of 3 accepted, id id-1");
-  EXPECT_TRUE(r.provider_message_id.empty());
+  EXPECT_EQ(r.provider_message_id, "id-1") << "the SMSC holds segment 1: its receipt joins the failed row";
 }
 
 TEST(SmppSegmentTally, TheGravestClassWinsWhenSeveralSegmentsFail) {

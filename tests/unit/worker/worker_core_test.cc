@@ -330,6 +330,24 @@ TEST_F(WorkerCoreTest, APermanentRefusalFailsAtOnce) {
   EXPECT_EQ(sink_.submitted.size(), 1u);
 }
 
+// A failure that names a provider message id (the first part of an SMS the
+// SMSC holds) keeps it on the failed row, where its receipt then lands.
+TEST_F(WorkerCoreTest, AFailedRowKeepsTheProviderMessageIdItsAnswerNamed) {
+  make();
+  sink_.answer = [](const Message&) {
+    SendResult r;
+    r.outcome = SendOutcome::kPermanent;
+    r.reason = "submit_sm_resp ESME_RINVDSTADR (segment 2/2); segment 1 of 2 accepted, id 0a";
+    r.provider_message_id = "0a";
+    return r;
+  };
+  core_->upsertCampaign(campaign("a", std::nullopt), clock_.now());
+  core_->offer(raw(0, "a"), clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(ledger_.byId.at("m0-0").status, DeliveryStatus::kFailed);
+  EXPECT_EQ(ledger_.byId.at("m0-0").provider_message_id, "0a");
+}
+
 // A dead push token is a dead-letter row of its own status, never retried,
 // that carries the token, the provider and the provider's timestamp to the
 // ledger (which keeps the invalid_tokens table from them).
