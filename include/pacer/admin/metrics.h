@@ -18,6 +18,7 @@
 
 #include "pacer/quota_lease.h"
 #include "pacer/quota_redis.h"
+#include "pacer/sinks/smpp_sink.h"
 #include "pacer/time.h"
 #include "pacer/worker.h"
 
@@ -47,6 +48,14 @@ struct ProviderMetrics {
   bool circuit_open = false;    // its circuit breaker is open (sustained faults)
   std::uint32_t workers = 1;    // workers sharing it, as last heard from the global quota
   std::uint64_t server_errors = 0;  // 5xx answers this worker got (the console; not rendered)
+};
+
+// One SMPP sink's session figures (docs/operations.md "SMPP sessions").
+struct SmppSinkMetrics {
+  std::string sink;  // as in its log lines: "sink" (the default sink) or "providers.<id>.sink"
+  sink::SmppSinkStats stats;
+  std::size_t window = 0;  // configured: outstanding submit_sm per bind
+  std::size_t binds = 0;   // configured: binds per worker
 };
 
 struct PartitionMetrics {
@@ -99,6 +108,7 @@ struct MetricsSnapshot {
   std::vector<std::pair<std::string, std::uint64_t>> class_queued;
   std::vector<ProviderMetrics> providers;
   std::vector<PartitionMetrics> partitions;
+  std::vector<SmppSinkMetrics> smpp;  // one per SMPP sink
 
   // The global quota (quota_mode "redis")
   bool has_quota = false;
