@@ -118,6 +118,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 86400000));
   app.add_option("--receipt-mix", mix, "receipt outcomes: delivered=W,undelivered=W,expired=W,rejected=W");
   app.add_flag("--no-receipt-tlvs", no_tlvs, "receipts carry only the text, no receipted_message_id/message_state");
+  app.add_flag("--receipt-ids-decimal", o.receipt_ids_decimal,
+               "receipts name the message id in decimal (submit_sm_resp gives it in hex)");
   app.add_option("--record", o.record_path, "one line per segment received, written as it goes");
   app.add_option("--report", report_file, "write the per-account report (JSON) here on exit");
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();

@@ -18,6 +18,7 @@
 
 #include "pacer/quota_lease.h"
 #include "pacer/quota_redis.h"
+#include "pacer/sinks/smpp_sink.h"
 #include "pacer/time.h"
 #include "pacer/worker.h"
 
@@ -50,6 +51,14 @@ struct ProviderMetrics {
   double throttle_noise = 0;        // the share of answers this worker's throttle judge takes for noise
   std::uint64_t capacity_cuts = 0;  // throttles judged a ceiling (the rate came down)
   std::uint64_t noise_verdicts = 0;  // judged cuts taken back (the throttles were noise)
+};
+
+// One SMPP sink's session figures (docs/operations.md "SMPP sessions").
+struct SmppSinkMetrics {
+  std::string sink;  // as in its log lines: "sink" (the default sink) or "providers.<id>.sink"
+  sink::SmppSinkStats stats;
+  std::size_t window = 0;  // configured: outstanding submit_sm per bind
+  std::size_t binds = 0;   // configured: binds per worker
 };
 
 struct PartitionMetrics {
@@ -102,6 +111,7 @@ struct MetricsSnapshot {
   std::vector<std::pair<std::string, std::uint64_t>> class_queued;
   std::vector<ProviderMetrics> providers;
   std::vector<PartitionMetrics> partitions;
+  std::vector<SmppSinkMetrics> smpp;  // one per SMPP sink
 
   // The global quota (quota_mode "redis")
   bool has_quota = false;

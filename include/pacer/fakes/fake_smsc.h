@@ -49,6 +49,9 @@ struct FakeSmscOptions {
   // Receipt outcome mix (weights; normalised): DELIVRD, UNDELIV, EXPIRED, REJECTD.
   double mix_delivered = 1, mix_undelivered = 0, mix_expired = 0, mix_rejected = 0;
   bool receipt_tlvs = true;  // also send receipted_message_id and message_state
+  // Receipts name the message id in decimal, while submit_sm_resp gives it
+  // in hex (as some SMSCs do: docs/smpp.md "Carrier settings").
+  bool receipt_ids_decimal = false;
   std::string record_path;   // one line per segment received (written as it goes); empty: none
   std::uint64_t seed = 1;
 };

@@ -10,11 +10,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "pacer/sink.h"
+#include "pacer/smpp/message_id.h"
 #include "pacer/smpp/submit.h"
 #include "pacer/time.h"
 
@@ -46,6 +48,9 @@ struct SmppSinkOptions {
   // Source address, TON/NPI, destination TON/NPI, UDH or SAR, which
   // segments ask for a receipt (registered_delivery).
   smpp::SubmitOptions submit;
+  // How the SMSC writes message ids in submit_sm_resp and in receipts:
+  // receipts' ids are rewritten into submit_sm_resp's form (the ledger's).
+  smpp::IdConvention receipt_ids = smpp::IdConvention::kAsIs;
   std::size_t max_in_flight = 0;      // messages; 0: binds * window
   std::string provider;               // copied into DeliveryReceipt::provider
   const TimeSource* clock = nullptr;  // nullptr: the steady clock
@@ -67,7 +72,18 @@ struct SmppSinkStats {
   std::uint64_t partial_throttles = 0;  // messages partly accepted, the rest throttled: retried without the accepted segments
   std::uint64_t partial_faults = 0;     // the same after a fault (error status, timeout, lost bind, generic_nack)
   std::uint64_t protocol_errors = 0;
+  std::size_t window_in_use = 0;  // submit_sm sent and not yet answered, all binds
+  std::size_t window_size = 0;    // room for them: transmitting binds up now x window
+  double submit_latency_ms = 0;   // moving average from submit_sm to its answer; 0: none answered yet
 };
+
+// The most submit_sm per second `binds` binds with `window` each can carry
+// when an answer takes `latency_ms` (window x binds / latency); +infinity
+// for a latency of 0 (nothing measured). Pure.
+inline double smppWindowCapacity(std::size_t window, std::size_t binds, double latency_ms) noexcept {
+  if (latency_ms <= 0) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(window * binds) * 1000.0 / latency_ms;
+}
 
 class SmppSinkInterface : public SinkInterface {
  public:

@@ -64,6 +64,7 @@ struct SessionEvent {
   std::string reason;
   ParsedReceipt receipt;
   std::uint32_t sequence = 0;  // kReceipt: the deliver_sm's sequence_number
+  Nanos latency{0};            // kSubmitDone on a submit_sm_resp: from sending the submit_sm to its answer
 };
 
 class EsmeSession {

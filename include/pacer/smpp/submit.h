@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,17 +23,54 @@ enum class ReceiptRequest {
 };
 
 struct SubmitOptions {
-  std::string service_type;
-  std::uint8_t source_addr_ton = 0;
-  std::uint8_t source_addr_npi = 0;
+  std::string service_type;                     // at most 5 characters; empty: the SMSC's default
+  std::optional<std::uint8_t> source_addr_ton;  // nullopt: from source_addr (sourceAddressType)
+  std::optional<std::uint8_t> source_addr_npi;  // nullopt: from source_addr (sourceAddressType)
   std::string source_addr;
   std::uint8_t dest_addr_ton = 1;  // international
   std::uint8_t dest_addr_npi = 1;  // E.164
   Concatenation concatenation = Concatenation::kUdh;
   ReceiptRequest receipts = ReceiptRequest::kFirst;
-  std::uint8_t priority_flag = 0;
-  std::string validity_period;  // SMPP time format, empty: the SMSC's default
+  std::uint8_t priority_flag = 0;  // 0-3
+  std::string validity_period;     // SMPP time format (validityPeriodError), empty: the SMSC's default
 };
+
+// TON and NPI values (SMPP 3.4 section 5.2.5, 5.2.6).
+namespace ton {
+inline constexpr std::uint8_t kUnknown = 0;
+inline constexpr std::uint8_t kInternational = 1;
+inline constexpr std::uint8_t kNational = 2;
+inline constexpr std::uint8_t kNetworkSpecific = 3;
+inline constexpr std::uint8_t kAlphanumeric = 5;
+inline constexpr std::uint8_t kMax = 6;  // abbreviated
+}  // namespace ton
+namespace npi {
+inline constexpr std::uint8_t kUnknown = 0;
+inline constexpr std::uint8_t kE164 = 1;
+}  // namespace npi
+// Whether `v` is one of the NPI values SMPP 3.4 defines (0, 1, 3, 4, 6, 8, 9, 10, 14, 18).
+bool isDefinedNpi(std::uint8_t v) noexcept;
+
+struct AddressType {
+  std::uint8_t ton = 0;
+  std::uint8_t npi = 0;
+  bool operator==(const AddressType&) const = default;
+};
+// The TON/NPI a sender address implies (docs/smpp.md "Sender address"):
+// empty -> 0/0 (the SMSC fills in its default); anything but digits after an
+// optional leading '+' -> alphanumeric 5/0; '+' and digits -> international
+// 1/1 (the '+' is not sent); digits starting with '0' -> national 2/1; up to
+// 8 digits -> a short code, network specific 3/0; 9 digits or more ->
+// international 1/1 (a full number with its country code).
+AddressType sourceAddressType(std::string_view source_addr) noexcept;
+
+// Why `v` cannot be a submit_sm's validity_period (a few words, e.g. "not
+// 15 digits and R"); nullptr when it can.
+// Accepted: empty (the SMSC's default) or SMPP's relative time
+// "YYMMDDhhmmss000R" (years, months, days, hours, minutes, seconds from
+// now; months 0-11, days 0-30, hours 0-23, minutes and seconds 0-59; not
+// all zero). An absolute time would expire every message at one instant.
+const char* validityPeriodError(std::string_view v) noexcept;
 
 enum class BuildError {
   kNone,
@@ -40,7 +78,7 @@ enum class BuildError {
   kBadRecipient,  // over 20 octets, or a NUL in it
   kInvalidUtf8,   // the text is not UTF-8
   kTooLong,       // over 255 segments
-  kBadOptions,    // a source address or service type over its limit
+  kBadOptions,    // a source address, service type or validity period the SMSC cannot take
 };
 const char* buildErrorName(BuildError e) noexcept;
 

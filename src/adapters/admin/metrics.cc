@@ -233,12 +233,47 @@ void redisMetrics(Families& f, const MetricsSnapshot& s) {
   h.metric.push_back(std::move(m));  // TextSerializer adds le="+Inf" with sample_count
 }
 
+// SMPP sessions, one series per SMPP sink and figure.
+void smppMetrics(Families& f, const MetricsSnapshot& s) {
+  auto& up = f.family("pacer_smpp_binds_up", "SMPP sessions bound now", kGauge);
+  auto& binds = f.family("pacer_smpp_binds_configured",
+                         "binds configured per worker (a transmitter-receiver pair is one)", kGauge);
+  auto& connects =
+      f.family("pacer_smpp_connects_total", "TCP connections made to the SMSC (first and reconnects)", kCounter);
+  auto& disconnects = f.family("pacer_smpp_disconnects_total", "SMPP sessions that ended, for any reason", kCounter);
+  auto& refused = f.family("pacer_smpp_bind_failures_total", "binds refused or unanswered", kCounter);
+  auto& errors = f.family("pacer_smpp_protocol_errors_total", "PDUs from the SMSC not understood", kCounter);
+  auto& submits = f.family("pacer_smpp_submit_sm_total", "submit_sm PDUs sent (segments)", kCounter);
+  auto& in_use = f.family("pacer_smpp_window_in_use", "submit_sm sent and not yet answered, all binds", kGauge);
+  auto& size = f.family("pacer_smpp_window_size", "room for them: transmitting binds up x window", kGauge);
+  auto& latency = f.family("pacer_smpp_submit_latency_seconds",
+                           "moving average from a submit_sm to its answer (absent until one is answered)", kGauge);
+  auto& capacity = f.family("pacer_smpp_window_capacity",
+                            "submit_sm per second the configured window x binds carry at that latency", kGauge);
+  for (const SmppSinkMetrics& m : s.smpp) {
+    const Labels l{{"sink", m.sink}};
+    const sink::SmppSinkStats& st = m.stats;
+    Families::add(up, l, d(st.binds_up));
+    Families::add(binds, l, d(m.binds));
+    Families::add(connects, l, d(st.connects));
+    Families::add(disconnects, l, d(st.disconnects));
+    Families::add(refused, l, d(st.bind_failures));
+    Families::add(errors, l, d(st.protocol_errors));
+    Families::add(submits, l, d(st.submit_sm));
+    Families::add(in_use, l, d(st.window_in_use));
+    Families::add(size, l, d(st.window_size));
+    if (st.submit_latency_ms <= 0) continue;
+    Families::add(latency, l, st.submit_latency_ms / 1000.0);
+    Families::add(capacity, l, sink::smppWindowCapacity(m.window, m.binds, st.submit_latency_ms));
+  }
+}
+
 }  // namespace
 
 std::string renderMetrics(const MetricsSnapshot& s) {
   Families f;
-  for (auto section :
-       {processMetrics, campaignMetrics, providerMetrics, intakeMetrics, ledgerMetrics, quotaMetrics, redisMetrics})
+  for (auto section : {processMetrics, campaignMetrics, providerMetrics, intakeMetrics, ledgerMetrics, quotaMetrics,
+                       redisMetrics, smppMetrics})
     section(f, s);
   return prometheus::TextSerializer().Serialize(f.take());
 }

@@ -191,7 +191,10 @@ std::vector<Key> smppKeys() {
        [](const Raw& r, Ctx& c) { c.o.smpp.throttle_retry_after = ms(asInt(r, 1, 60000)); }},
       {"sink.smpp.source_addr", Shape::kScalar, "--smpp-source-addr", FlagForm::kValue, false, false,
        "sink smpp: the sender address (default empty: the SMSC's)",
-       [](const Raw& r, Ctx& c) { c.o.smpp.submit.source_addr = asString(r); }},
+       [](const Raw& r, Ctx& c) {
+         c.o.smpp.submit.source_addr = asString(r);
+         if (c.o.smpp.submit.source_addr.size() > 20) fail(r, "at most 20 characters");
+       }},
       {"sink.smpp.concatenation", Shape::kScalar, "--smpp-concatenation", FlagForm::kValue, false, false,
        "sink smpp: how long texts are joined: udh or sar (default udh)",
        [](const Raw& r, Ctx& c) {
@@ -393,8 +396,8 @@ std::vector<Key> topLevelKeys() {
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = [] {
     std::vector<Key> all;
-    for (auto section : {kafkaKeys, postgresKeys, redisKeys, capsKeys, sinkKeys, smppKeys, pushKeys, schedulerKeys, priorityKeys, limitsKeys, ledgerKeys, adminKeys,
-                         loggingKeys, topLevelKeys}) {
+    for (auto section : {kafkaKeys, postgresKeys, redisKeys, capsKeys, sinkKeys, smppKeys, smppCarrierKeys, pushKeys,
+                         schedulerKeys, priorityKeys, limitsKeys, ledgerKeys, adminKeys, loggingKeys, topLevelKeys}) {
       std::vector<Key> keys = section();
       all.insert(all.end(), keys.begin(), keys.end());
     }

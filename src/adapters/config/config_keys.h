@@ -98,6 +98,8 @@ std::vector<Key> pushKeys();
 // more than one of their keys (the default class is one of the classes).
 std::vector<Key> priorityKeys();
 void checkPriority(const DaemonOptions& o);
+// The SMPP sink's carrier settings, after the rest of sink.smpp (config_keys_smpp.cc).
+std::vector<Key> smppCarrierKeys();
 // The frequency caps' section (config_keys_caps.cc).
 std::vector<Key> capsKeys();
 // The key at `path` ("sink.http.url"); nullptr if there is none.

@@ -278,6 +278,7 @@ void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
     for (Campaign* c : refused_paid)
       if (!c->sched_paused && !sendPaid(c, now)) still.push_back(c);
     refused_paid = std::move(still);
+    if (queued == 0) return;  // they were the whole backlog: nothing left to grant
   }
   // One batch for every active campaign running low; the tick then runs
   // at the time its answers arrived (no earlier than `now`).

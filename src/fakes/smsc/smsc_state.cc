@@ -1,5 +1,6 @@
 #include "smsc_state.h"
 
+#include <cstdlib>
 #include <ctime>
 #include <stdexcept>
 
@@ -244,11 +245,13 @@ smpp::Pdu SmscState::receiptPdu(const PendingReceipt& r) const {
   p.destination_addr = r.destination;
   p.esm_class = smpp::kEsmClassReceipt;
   const bool ok = r.outcome == 0;
-  p.short_message = "id:" + r.message_id + " sub:001 dlvrd:" + (ok ? "001" : "000") + " submit date:" + r.submit_date +
+  const std::string id =
+      options_.receipt_ids_decimal ? std::to_string(std::strtoull(r.message_id.c_str(), nullptr, 16)) : r.message_id;
+  p.short_message = "id:" + id + " sub:001 dlvrd:" + (ok ? "001" : "000") + " submit date:" + r.submit_date +
                     " done date:" + smppDateNow() + " stat:" + kStat[r.outcome] + " err:" + (ok ? "000" : "001") +
                     " text:";
   if (options_.receipt_tlvs) {
-    p.receipted_message_id = r.message_id;
+    p.receipted_message_id = id;
     p.message_state = kState[r.outcome];
   }
   return p;

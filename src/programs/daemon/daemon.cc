@@ -62,7 +62,10 @@ class Daemon {
     checkRequired(o_);
     const std::optional<admin::ListenAddress> admin_at = adminAddress(o_);
     const ledger::PgLedgerOptions pg{o_.postgres};
-    sink_ = makeSink(o_, [this](std::string_view campaign) { return providerOf(campaign); }, log_);
+    std::vector<SmppSinkRef> smpp;
+    sink_ = makeSink(
+        o_, [this](std::string_view campaign) { return providerOf(campaign); }, log_, &smpp);
+    smpp_ = std::make_unique<SmppWatch>(std::move(smpp), log_);
     cost_ = makeMessageCost(o_);
     clock_ = makeSteadyTimeSource();
     if (!o_.redis.empty()) quota_ = makeQuota(o_, clock_.get(), log_);
@@ -211,6 +214,7 @@ class Daemon {
     f.intake_paused = ingest_->paused();
     f.rows_invalid = feed_->invalidRows();
     f.rows_skipped = feed_->rowsSkipped();
+    f.smpp = smpp_->metrics();
     return f;
   }
 
@@ -311,7 +315,9 @@ class Daemon {
   // written is what the next change is measured against.
   void logProviders(MonoTime now) {
     next_provider_log_ = now + milliseconds(250);
-    for (const ProviderStats& p : core_->providerStats(now)) {
+    const std::vector<ProviderStats> providers = core_->providerStats(now);
+    smpp_->check(now, providers);
+    for (const ProviderStats& p : providers) {
       logVerdict(p);
       if (!p.effective || !p.ceiling) continue;
       auto& [rate, paused] = provider_logged_[p.id];
@@ -347,6 +353,7 @@ class Daemon {
   QuotaLog quota_log_;
   TimeSourcePtr clock_;
   SinkInterfacePtr sink_;
+  std::unique_ptr<SmppWatch> smpp_;             // after sink_: it reads the SMPP sinks sink_ owns
   std::unique_ptr<MessageCostInterface> cost_;  // SMS segments for SMPP sinks; null: 1 unit a message
   QuotaBackendPtr quota_;
   RecipientRules rules_;  // before core_: the core uses its store

@@ -85,6 +85,7 @@ bool AdminWiring::turn(MonoTime now, const std::function<AdminFigures()>& figure
                           partitionMetrics(f.partitions), f.joined, f.intake_paused);
     snapshot.directory_rows_invalid = f.rows_invalid;
     snapshot.directory_rows_skipped_total = f.rows_skipped;
+    snapshot.smpp = f.smpp;
     state_.publish(std::make_shared<const admin::MetricsSnapshot>(std::move(snapshot)));
   }
   if (!state_.drainRequested()) return false;

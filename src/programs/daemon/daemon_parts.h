@@ -24,10 +24,38 @@
 
 namespace pacer::worker {
 
+// An SMPP sink among pacerd's sinks (owned by the sink makeSink returns).
+struct SmppSinkRef {
+  std::string where;     // "sink" or "providers.<id>.sink", as in its log lines
+  std::string provider;  // empty for the default sink
+  const sink::SmppSinkInterface* sink = nullptr;
+  std::size_t window = 0, binds = 0;
+};
+
 // The default sink and, with providers.<id>.sink, a routing sink in front of
 // it and the providers' own sinks. Throws DaemonConfigError for a bad one.
-// `log` gets the SMPP sinks' event lines (binds, refusals).
-SinkInterfacePtr makeSink(const DaemonOptions& o, sink::ProviderOfCampaign provider_of, const logging::LoggerPtr& log);
+// `log` gets the SMPP sinks' event lines (binds, refusals); `smpp`, when
+// given, the SMPP sinks made.
+SinkInterfacePtr makeSink(const DaemonOptions& o, sink::ProviderOfCampaign provider_of, const logging::LoggerPtr& log,
+                          std::vector<SmppSinkRef>* smpp = nullptr);
+
+// pacerd's SMPP sinks watched (daemon_smpp.cc): their session figures for
+// /metrics, and `event=smpp_window_limits` (a warning) when the measured
+// answer time makes window x binds carry less than this worker's share of
+// the provider's rate. Not thread-safe: the daemon loop owns it.
+class SmppWatch {
+ public:
+  SmppWatch(std::vector<SmppSinkRef> sinks, logging::LoggerPtr log);
+  std::vector<admin::SmppSinkMetrics> metrics() const;
+  // At most once a second does anything; `providers` as the core reports them.
+  void check(MonoTime now, const std::vector<ProviderStats>& providers);
+
+ private:
+  std::vector<SmppSinkRef> sinks_;
+  logging::LoggerPtr log_;
+  std::vector<MonoTime> warned_at_;  // per sink; {} while not limited
+  MonoTime next_check_{};
+};
 
 // What a message costs in quota units: its SMS segments where the sink that
 // takes it is an SMPP one (each segment one token of the campaign's and the
@@ -73,6 +101,7 @@ struct AdminFigures {
   bool intake_paused = false;
   std::size_t rows_invalid = 0;
   std::uint64_t rows_skipped = 0;
+  std::vector<admin::SmppSinkMetrics> smpp;
 };
 
 // pacerd's admin listener (/metrics, /healthz, /readyz, POST /admin/drain and

@@ -39,7 +39,7 @@ SinkInterfacePtr makeKafka(const ProviderSinkOptions& o, const std::string& defa
 // (never from the file, never logged). `provider` goes into each receipt
 // (empty for the default sink: its receipts match by the SMSC's id alone).
 SinkInterfacePtr makeSmpp(const ProviderSinkOptions& o, const std::string& provider, const std::string& where,
-                          const logging::LoggerPtr& log) {
+                          const logging::LoggerPtr& log, std::vector<SmppSinkRef>* refs) {
   sink::SmppSinkOptions s = o.smpp;
   const char* password = std::getenv(o.smpp_password_env.c_str());
   if (!password)
@@ -50,7 +50,9 @@ SinkInterfacePtr makeSmpp(const ProviderSinkOptions& o, const std::string& provi
   s.provider = provider;
   s.log = [log, where](std::string_view line) { log->info("event=smpp sink={} {}", where, line); };
   try {
-    return sink::makeSmppSink(std::move(s));
+    std::unique_ptr<sink::SmppSinkInterface> made = sink::makeSmppSink(std::move(s));
+    if (refs) refs->push_back(SmppSinkRef{where, provider, made.get(), o.smpp.window, o.smpp.binds});
+    return made;
   } catch (const std::invalid_argument& e) {
     throw DaemonConfigError(fmt::format("{} smpp: {}", where, e.what()));
   }
@@ -72,12 +74,13 @@ SinkInterfacePtr makePush(const ProviderSinkOptions& o, const std::string& where
 
 // One sink; `where` names it in errors ("sink", "providers.sms.sink").
 SinkInterfacePtr makeOneSink(const ProviderSinkOptions& o, const std::string& default_brokers, const std::string& where,
-                             const std::string& provider, const logging::LoggerPtr& log) {
+                             const std::string& provider, const logging::LoggerPtr& log,
+                             std::vector<SmppSinkRef>* smpp) {
   if (o.sink == "stdout") return makeStdoutSink(stdout, o.sink_in_flight);
   if (o.sink == "null") return makeNullSink(o.sink_in_flight);
   if (o.sink == "http") return makeHttp(o, where);
   if (o.sink == "kafka") return makeKafka(o, default_brokers, where);
-  if (o.sink == "smpp") return makeSmpp(o, provider, where, log);
+  if (o.sink == "smpp") return makeSmpp(o, provider, where, log, smpp);
   if (o.sink == "apns" || o.sink == "fcm") return makePush(o, where, log);
   throw DaemonConfigError(
       fmt::format("{}: '{}' is not one of stdout, null, http, kafka, smpp, apns, fcm", where, o.sink));
@@ -108,12 +111,13 @@ class SegmentCost final : public MessageCostInterface {
 
 }  // namespace
 
-SinkInterfacePtr makeSink(const DaemonOptions& o, sink::ProviderOfCampaign provider_of, const logging::LoggerPtr& log) {
-  SinkInterfacePtr main = makeOneSink(defaultSinkOptions(o), o.brokers, "sink", "", log);
+SinkInterfacePtr makeSink(const DaemonOptions& o, sink::ProviderOfCampaign provider_of, const logging::LoggerPtr& log,
+                          std::vector<SmppSinkRef>* smpp) {
+  SinkInterfacePtr main = makeOneSink(defaultSinkOptions(o), o.brokers, "sink", "", log, smpp);
   if (o.provider_sinks.empty()) return main;
   std::map<std::string, SinkInterfacePtr, std::less<>> by_provider;
   for (const auto& [id, ps] : o.provider_sinks)
-    by_provider[id] = makeOneSink(ps, o.brokers, fmt::format("providers.{}.sink", id), id, log);
+    by_provider[id] = makeOneSink(ps, o.brokers, fmt::format("providers.{}.sink", id), id, log, smpp);
   return sink::makeRoutingSink(std::move(main), std::move(by_provider), std::move(provider_of));
 }
 

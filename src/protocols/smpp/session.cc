@@ -254,6 +254,7 @@ void EsmeSession::handleResponse(MonoTime now) {
     e.tag = p.tag;
     e.outcome = o;
     e.status = st;
+    e.latency = now - (p.deadline - options_.response_timeout);  // the deadline was set at sending
     if (o == SendOutcome::kDelivered) {
       e.message_id = rx_.message_id;
     } else {

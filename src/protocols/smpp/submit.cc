@@ -1,5 +1,7 @@
 #include "pacer/smpp/submit.h"
 
+#include <algorithm>
+
 namespace pacer::smpp {
 namespace {
 
@@ -15,13 +17,32 @@ int gravity(SendOutcome o) {
   return 1;
 }
 
-void fillCommon(const SubmitOptions& o, std::string_view dest, Pdu& p) {
+// The sender as sent: its TON/NPI (given, else implied by the address) and
+// the address without a '+' when the TON says international.
+struct Source {
+  AddressType type;
+  std::string_view addr;
+};
+Source sourceOf(const SubmitOptions& o) {
+  const AddressType implied = sourceAddressType(o.source_addr);
+  Source s{{o.source_addr_ton.value_or(implied.ton), o.source_addr_npi.value_or(implied.npi)}, o.source_addr};
+  if (s.type.ton == ton::kInternational && !s.addr.empty() && s.addr.front() == '+') s.addr.remove_prefix(1);
+  return s;
+}
+
+bool isDigits(std::string_view s) noexcept {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+int twoDigits(std::string_view v, std::size_t at) noexcept { return (v[at] - '0') * 10 + (v[at + 1] - '0'); }
+
+void fillCommon(const SubmitOptions& o, const Source& source, std::string_view dest, Pdu& p) {
   p.clear();
   p.command_id = cmd::kSubmitSm;
   p.service_type = o.service_type;
-  p.source_addr_ton = o.source_addr_ton;
-  p.source_addr_npi = o.source_addr_npi;
-  p.source_addr = o.source_addr;
+  p.source_addr_ton = source.type.ton;
+  p.source_addr_npi = source.type.npi;
+  p.source_addr.assign(source.addr);
   p.dest_addr_ton = o.dest_addr_ton;
   p.dest_addr_npi = o.dest_addr_npi;
   p.destination_addr.assign(dest);
@@ -30,6 +51,33 @@ void fillCommon(const SubmitOptions& o, std::string_view dest, Pdu& p) {
 }
 
 }  // namespace
+
+bool isDefinedNpi(std::uint8_t v) noexcept {
+  constexpr std::uint8_t kDefined[] = {0, 1, 3, 4, 6, 8, 9, 10, 14, 18};
+  return std::find(std::begin(kDefined), std::end(kDefined), v) != std::end(kDefined);
+}
+
+AddressType sourceAddressType(std::string_view a) noexcept {
+  if (a.empty()) return {ton::kUnknown, npi::kUnknown};
+  const bool plus = a.front() == '+';
+  const std::string_view digits = plus ? a.substr(1) : a;
+  if (!isDigits(digits)) return {ton::kAlphanumeric, npi::kUnknown};
+  if (plus) return {ton::kInternational, npi::kE164};
+  if (digits.front() == '0') return {ton::kNational, npi::kE164};
+  if (digits.size() <= 8) return {ton::kNetworkSpecific, npi::kUnknown};
+  return {ton::kInternational, npi::kE164};
+}
+
+const char* validityPeriodError(std::string_view v) noexcept {
+  if (v.empty()) return nullptr;
+  if (v.size() != 16 || v.back() != 'R' || !isDigits(v.substr(0, 15))) return "not 15 digits and R";
+  if (v.substr(12, 3) != "000") return "a relative time ends in 000R";
+  if (twoDigits(v, 2) > 11 || twoDigits(v, 4) > 30 || twoDigits(v, 6) > 23 || twoDigits(v, 8) > 59 ||
+      twoDigits(v, 10) > 59)
+    return "months 00-11, days 00-30, hours 00-23, minutes and seconds 00-59";
+  if (v.substr(0, 12) == "000000000000") return "zero would expire every message at once";
+  return nullptr;
+}
 
 const char* buildErrorName(BuildError e) noexcept {
   switch (e) {
@@ -52,8 +100,10 @@ BuildError buildSubmits(const SubmitOptions& o, std::string_view recipient, std:
   if (recipient.size() + 1 > limit::kAddress || recipient.find('\0') != std::string_view::npos)
     return reason = "recipient is not an SMPP address (at most 20 octets)", BuildError::kBadRecipient;
   if (o.source_addr.size() + 1 > limit::kAddress || o.service_type.size() + 1 > limit::kServiceType ||
-      o.validity_period.size() + 1 > limit::kTime)
-    return reason = "source address, service type or validity period too long", BuildError::kBadOptions;
+      validityPeriodError(o.validity_period) != nullptr || o.priority_flag > 3)
+    return reason = "source address, service type, validity period or priority flag not usable",
+           BuildError::kBadOptions;
+  const Source source = sourceOf(o);
   std::size_t bad = 0;
   const TextError te = encodeText(text, scratch, &bad);
   if (te == TextError::kInvalidUtf8)
@@ -63,7 +113,7 @@ BuildError buildSubmits(const SubmitOptions& o, std::string_view recipient, std:
   if (out.size() < n) out.resize(n);
   for (std::size_t k = 0; k < n; ++k) {
     Pdu& p = out[k];
-    fillCommon(o, recipient, p);
+    fillCommon(o, source, recipient, p);
     p.data_coding = static_cast<std::uint8_t>(scratch.coding);
     const bool ask = o.receipts == ReceiptRequest::kAll || (o.receipts == ReceiptRequest::kFirst && k == 0);
     p.registered_delivery = ask ? 1 : 0;

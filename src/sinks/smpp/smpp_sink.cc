@@ -190,6 +190,29 @@ void SmppSink::wait(Nanos max) {
 
 }  // namespace smpp_detail
 
+namespace {
+
+// What the submit builder would refuse for every message, refused at start.
+void checkCarrierSettings(const smpp::SubmitOptions& s) {
+  if (s.service_type.size() + 1 > smpp::limit::kServiceType)
+    throw std::invalid_argument("smpp: service_type must be at most 5 characters");
+  if (const char* why = smpp::validityPeriodError(s.validity_period))
+    throw std::invalid_argument(std::string("smpp: validity_period must be SMPP's relative time YYMMDDhhmmss000R: ") +
+                                why);
+  if (s.priority_flag > 3) throw std::invalid_argument("smpp: priority_flag must be 0-3");
+  const smpp::AddressType implied = smpp::sourceAddressType(s.source_addr);
+  const std::uint8_t ton = s.source_addr_ton.value_or(implied.ton);
+  if (ton > smpp::ton::kMax || s.dest_addr_ton > smpp::ton::kMax)
+    throw std::invalid_argument("smpp: a TON must be 0-6");
+  if (!smpp::isDefinedNpi(s.source_addr_npi.value_or(implied.npi)) || !smpp::isDefinedNpi(s.dest_addr_npi))
+    throw std::invalid_argument("smpp: an NPI must be one of 0, 1, 3, 4, 6, 8, 9, 10, 14, 18");
+  // GSM 03.40 carries an alphanumeric sender in 11 characters at most.
+  if (ton == smpp::ton::kAlphanumeric && s.source_addr.size() > 11)
+    throw std::invalid_argument("smpp: an alphanumeric source_addr (TON 5) has at most 11 characters");
+}
+
+}  // namespace
+
 std::unique_ptr<SmppSinkInterface> makeSmppSink(SmppSinkOptions o) {
   if (o.system_id.empty() || o.system_id.size() + 1 > smpp::limit::kSystemId)
     throw std::invalid_argument("smpp: system_id must be 1 to 15 characters");
@@ -208,6 +231,7 @@ std::unique_ptr<SmppSinkInterface> makeSmppSink(SmppSinkOptions o) {
   if (in_flight > 0xFFFFFF) throw std::invalid_argument("smpp: max_in_flight too large");
   if (o.submit.source_addr.size() + 1 > smpp::limit::kAddress)
     throw std::invalid_argument("smpp: source address must be at most 20 characters");
+  checkCarrierSettings(o.submit);
   return std::make_unique<smpp_detail::SmppSink>(std::move(o));
 }
 

@@ -148,6 +148,7 @@ void SmppSink::handleEvents(std::size_t index) {
         DeliveryReceipt& r = receipts_.emplace_back();
         r.provider = options_.provider;
         r.provider_message_id = e.receipt.message_id;
+        receipt_ids_.toSubmitForm(r.provider_message_id);  // the ledger holds submit_sm_resp's form
         r.status = e.receipt.status;
         r.error_code = e.receipt.error_code;
         r.done_at_ms = e.receipt.done_at_ms;
@@ -174,6 +175,10 @@ void SmppSink::handleEvents(std::size_t index) {
 
 // Settled by the next dispatch(), which also sends the next segment.
 void SmppSink::segmentDone(const SessionEvent& e) {
+  if (e.outcome == SendOutcome::kDelivered) {
+    receipt_ids_.submitted(e.message_id);
+    latency_.add(e.latency);
+  }
   const auto slot = static_cast<std::size_t>((e.tag >> 8) & 0xFFFFFF);
   const auto segment = static_cast<std::size_t>(e.tag & 0xFF);
   if (slot >= slots_.size()) return;

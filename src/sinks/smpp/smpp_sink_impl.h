@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pacer/sinks/smpp_sink.h"
+#include "pacer/smpp/message_id.h"
 #include "pacer/smpp/session.h"
 #include "pacer/smpp/submit.h"
 #include "tcp.h"
@@ -84,6 +85,22 @@ constexpr std::size_t kMaxPartials = 100000;
 inline std::uint64_t tagOf(std::uint32_t generation, std::size_t slot, std::size_t segment) {
   return (std::uint64_t{generation} << 32) | (std::uint64_t{slot} << 8) | segment;
 }
+
+// A moving average of submit_sm answer times, for the window's capacity
+// (stats().submit_latency_ms): each answer weighs 1/16, so a change in the
+// SMSC's pace shows within a few dozen answers.
+class LatencyAverage {
+ public:
+  void add(Nanos latency) {
+    const double ms = std::chrono::duration<double, std::milli>(latency).count();
+    if (ms <= 0) return;
+    ms_ = ms_ == 0 ? ms : ms_ + (ms - ms_) / 16;
+  }
+  double ms() const { return ms_; }
+
+ private:
+  double ms_ = 0;
+};
 
 inline std::int64_t wallMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -174,9 +191,13 @@ class SmppSink final : public SmppSinkInterface {
     SmppSinkStats s = stats_;
     s.binds_up = 0;
     for (const auto& c : conns_) {
-      s.binds_up += c->session.state() == SessionState::kBound ? 1 : 0;
+      const bool bound = c->session.state() == SessionState::kBound;
+      s.binds_up += bound ? 1 : 0;
       s.receipts_unanswered += c->session.unansweredReceipts();
+      s.window_in_use += c->session.outstandingSubmits();
+      s.window_size += bound && c->transmits ? options_.window : 0;
     }
+    s.submit_latency_ms = latency_.ms();
     return s;
   }
 
@@ -227,6 +248,8 @@ class SmppSink final : public SmppSinkInterface {
   std::uint16_t reference_ = 0;
   std::size_t rr_ = 0;  // round-robin start among binds
   SmppSinkStats stats_;
+  smpp::ReceiptIdMatcher receipt_ids_{options_.receipt_ids};
+  LatencyAverage latency_;
 };
 
 }  // namespace pacer::sink::smpp_detail

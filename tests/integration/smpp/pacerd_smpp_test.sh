@@ -68,6 +68,8 @@ start=$(date +%s.%N)
 SMSC_PASSWORD=s3cret timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" ||
   fail "pacerd exited $?"
 grep -q "s3cret" "$tmp/pacerd.log" "$tmp/pacerd.out" && fail "the SMPP password was logged"
+# An SMSC answering at once: the window (5) is never what limits the rate.
+grep -q "event=smpp_window_limits" "$tmp/pacerd.log" && fail "a window warning against an SMSC that answers at once"
 kill "$smsc_pid"
 wait "$smsc_pid" || true
 smsc_pid=

@@ -195,6 +195,38 @@ TEST(RenderMetricsTest, WithoutAQuotaThereAreNoQuotaOrRedisFamilies) {
   EXPECT_EQ(sample(text, "pacer_up"), 1);
 }
 
+TEST(RenderMetricsTest, SmppSessionFiguresPerSink) {
+  MetricsSnapshot s;
+  sink::SmppSinkStats st;
+  st.binds_up = 2;
+  st.connects = 5;
+  st.disconnects = 3;
+  st.bind_failures = 1;
+  st.protocol_errors = 4;
+  st.submit_sm = 1234;
+  st.window_in_use = 17;
+  st.window_size = 20;
+  st.submit_latency_ms = 100;
+  s.smpp.push_back(SmppSinkMetrics{"providers.sms.sink", st, 10, 2});
+  s.smpp.push_back(SmppSinkMetrics{"sink", sink::SmppSinkStats{}, 10, 1});  // nothing answered yet
+  const std::string text = renderMetrics(s);
+  const std::string l = R"({sink="providers.sms.sink"})";
+  EXPECT_EQ(sample(text, "pacer_smpp_binds_up" + l), 2);
+  EXPECT_EQ(sample(text, "pacer_smpp_binds_configured" + l), 2);
+  EXPECT_EQ(sample(text, "pacer_smpp_connects_total" + l), 5);
+  EXPECT_EQ(sample(text, "pacer_smpp_disconnects_total" + l), 3);
+  EXPECT_EQ(sample(text, "pacer_smpp_bind_failures_total" + l), 1);
+  EXPECT_EQ(sample(text, "pacer_smpp_protocol_errors_total" + l), 4);
+  EXPECT_EQ(sample(text, "pacer_smpp_submit_sm_total" + l), 1234);
+  EXPECT_EQ(sample(text, "pacer_smpp_window_in_use" + l), 17);
+  EXPECT_EQ(sample(text, "pacer_smpp_window_size" + l), 20);
+  EXPECT_DOUBLE_EQ(sample(text, "pacer_smpp_submit_latency_seconds" + l), 0.1);
+  EXPECT_DOUBLE_EQ(sample(text, "pacer_smpp_window_capacity" + l), 200);  // 10 x 2 binds / 100 ms
+  EXPECT_EQ(sample(text, R"(pacer_smpp_binds_up{sink="sink"})"), 0);
+  EXPECT_THAT(text, Not(HasSubstr(R"(pacer_smpp_window_capacity{sink="sink"})")));
+  EXPECT_THAT(renderMetrics(MetricsSnapshot{}), Not(HasSubstr("pacer_smpp_")));
+}
+
 TEST(SnapshotBuilderTest, AchievedRateIsTheSendRateOverTheLastTenSeconds) {
   SnapshotBuilder b("1", "null", "local", 0);
   CampaignStats c;

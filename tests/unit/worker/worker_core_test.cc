@@ -561,6 +561,23 @@ TEST_F(WorkerCoreTest, ASinkFullForOneCampaignStallsNeitherItNorTheOthers) {
   EXPECT_EQ(committed(), 600);
 }
 
+// The same with nothing else queued: the refused messages, all paid, are the
+// whole backlog; once they go, the tick has nothing left to split (pacerd
+// died of a division by zero here behind an SMPP provider sink with a window of 2).
+TEST_F(WorkerCoreTest, PaidMessagesAFullSinkRefusedGoWhenTheyAreAllThatIsQueued) {
+  make();
+  bool full = true;
+  sink_.refuse = [&](const Message&) { return full; };
+  core_->upsertCampaign(campaign("b", 200, 10), clock_.now());
+  for (int i = 0; i < 5; ++i) core_->offer(raw(i, "b"), clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(sentOf("b"), 0u);
+  full = false;
+  run(seconds(1));
+  EXPECT_EQ(sentOf("b"), 5u);
+  EXPECT_EQ(committed(), 5);
+}
+
 TEST_F(WorkerCoreTest, ASlowCampaignsExcessIsParkedSoTheOffsetAdvances) {
   WorkerOptions o;
   o.park_min_keep = 10;

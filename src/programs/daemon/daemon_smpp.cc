@@ -1,0 +1,78 @@
+// pacerd's SMPP sinks watched: their session figures for /metrics and the
+// warning when the window, not the quota, sets their pace. An SMSC answers
+// each submit_sm after some latency, and a bind holds at most `window`
+// unanswered, so a worker sends at most window x binds / latency segments
+// per second whatever the provider's rate allows (docs/smpp.md "Window and
+// latency").
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "daemon_parts.h"
+
+namespace pacer::worker {
+namespace {
+
+constexpr std::chrono::seconds kCheckEvery{1};
+constexpr std::chrono::seconds kRepeatEvery{60};  // a warning repeats this often while it holds
+
+// This worker's share of the rates `sink` carries (segments/s): its
+// provider's, or for the default sink every provider's without a sink of
+// its own. nullopt when none of them has a rate (unlimited: no window is enough to judge).
+std::optional<double> shareOf(const SmppSinkRef& sink, const std::set<std::string>& own,
+                              const std::vector<ProviderStats>& providers) {
+  std::optional<double> share;
+  for (const ProviderStats& p : providers) {
+    const bool carried = sink.provider.empty() ? !own.count(p.id) : p.id == sink.provider;
+    if (!carried || !p.ceiling) continue;
+    share = share.value_or(0) + *p.ceiling / std::max<std::uint32_t>(1, p.workers);
+  }
+  return share;
+}
+
+}  // namespace
+
+SmppWatch::SmppWatch(std::vector<SmppSinkRef> sinks, logging::LoggerPtr log)
+    : sinks_(std::move(sinks)), log_(std::move(log)), warned_at_(sinks_.size()) {
+  for (const SmppSinkRef& s : sinks_)
+    log_->info("event=smpp_window sink={} window={} binds={} max_rate_at_50ms={:.0f} at_100ms={:.0f} at_200ms={:.0f}",
+               s.where, s.window, s.binds, sink::smppWindowCapacity(s.window, s.binds, 50),
+               sink::smppWindowCapacity(s.window, s.binds, 100), sink::smppWindowCapacity(s.window, s.binds, 200));
+}
+
+std::vector<admin::SmppSinkMetrics> SmppWatch::metrics() const {
+  std::vector<admin::SmppSinkMetrics> out;
+  out.reserve(sinks_.size());
+  for (const SmppSinkRef& s : sinks_)
+    out.push_back(admin::SmppSinkMetrics{s.where, s.sink->stats(), s.window, s.binds});
+  return out;
+}
+
+void SmppWatch::check(MonoTime now, const std::vector<ProviderStats>& providers) {
+  if (sinks_.empty() || now < next_check_) return;
+  next_check_ = now + kCheckEvery;
+  std::set<std::string> own;
+  for (const SmppSinkRef& s : sinks_)
+    if (!s.provider.empty()) own.insert(s.provider);
+  for (std::size_t i = 0; i < sinks_.size(); ++i) {
+    const SmppSinkRef& s = sinks_[i];
+    const sink::SmppSinkStats st = s.sink->stats();
+    const std::optional<double> share = shareOf(s, own, providers);
+    const double capacity = sink::smppWindowCapacity(s.window, s.binds, st.submit_latency_ms);
+    if (!share || st.binds_up == 0 || capacity >= *share) {
+      warned_at_[i] = {};
+      continue;
+    }
+    if (warned_at_[i] != MonoTime{} && now - warned_at_[i] < kRepeatEvery) continue;
+    warned_at_[i] = now;
+    const auto needed = static_cast<long>(std::ceil(*share * st.submit_latency_ms / 1000.0 / double(s.binds)));
+    log_->warn(
+        "event=smpp_window_limits sink={} rate={:.1f} window={} binds={} latency_ms={:.1f} capacity={:.1f} "
+        "hint=\"window x binds / latency caps this worker below its share of the provider's rate; raise "
+        "sink.smpp.window to {} or add binds, within what the SMSC allows\"",
+        s.where, *share, s.window, s.binds, st.submit_latency_ms, capacity, needed);
+  }
+}
+
+}  // namespace pacer::worker
