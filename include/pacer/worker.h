@@ -215,6 +215,7 @@ struct ProviderStats {
   bool degraded = false;            // with a global quota: the quota does not answer for it (degraded mode)
   bool circuit_open = false;        // its circuit breaker is open (sustained faults)
   std::uint32_t workers = 1;        // with a global quota: workers sharing it, as last heard
+  std::uint64_t recipient_throttled = 0;  // throttles of one recipient only (APNs TooManyRequests): no pause
 };
 
 // Counters since start, for logs, the demo summary and tests.

@@ -47,6 +47,7 @@ struct ProviderMetrics {
   bool circuit_open = false;    // its circuit breaker is open (sustained faults)
   std::uint32_t workers = 1;    // workers sharing it, as last heard from the global quota
   std::uint64_t server_errors = 0;  // 5xx answers this worker got (the console; not rendered)
+  std::uint64_t recipient_throttled = 0;  // throttles of one recipient (APNs TooManyRequests): no pause
 };
 
 struct PartitionMetrics {

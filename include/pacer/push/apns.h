@@ -77,7 +77,9 @@ BuiltRequest buildApnsRequest(const Message& message, const ApnsOptions& options
 //   403 ExpiredProviderToken          fault + refresh_credential
 //   403 InvalidProviderToken,
 //       MissingProviderToken          fault + credential_failure
-//   429 (any reason)                  throttled, Retry-After honoured
+//   429 TooManyRequests               throttled, scope kRecipient (one device token): only
+//                                     that message backs off; the provider goes on
+//   429 (other reasons, or none)      throttled, Retry-After honoured
 //   503 with Retry-After              throttled
 //   500, 503, other 5xx, 408          fault
 //   other 4xx                         permanent

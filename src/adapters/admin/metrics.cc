@@ -118,6 +118,10 @@ void providerMetrics(Families& f, const MetricsSnapshot& s) {
       f.family("pacer_provider_workers", "workers sharing the provider, as last heard from the global quota", kGauge);
   auto& pdegraded =
       f.family("pacer_provider_quota_degraded", "1 while the global quota does not answer for the provider", kGauge);
+  auto& precipient = f.family("pacer_provider_recipient_throttled_total",
+                              "throttles of one recipient (APNs 429 TooManyRequests): that message backs off, the "
+                              "provider does not pause",
+                              kCounter);
   for (const ProviderMetrics& p : s.providers) {
     const Labels l{{"provider", p.id}};
     if (p.send_rate) Families::add(prate, l, *p.send_rate);
@@ -127,6 +131,7 @@ void providerMetrics(Families& f, const MetricsSnapshot& s) {
     Families::add(pdegraded, l, p.degraded ? 1 : 0);
     Families::add(pcircuit, l, p.circuit_open ? 1 : 0);
     Families::add(pworkers, l, p.workers);
+    Families::add(precipient, l, d(p.recipient_throttled));
   }
   f.single("pacer_directory_rows_invalid", "campaign and provider rows failing their checks now (skipped)", kGauge,
            d(s.directory_rows_invalid));
@@ -348,8 +353,10 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
   s.providers.reserve(providers.size());
   std::size_t degraded = 0;
   for (const ProviderStats& p : providers) {
-    s.providers.push_back(ProviderMetrics{p.id, p.ceiling, p.effective, p.paused, p.throttled, p.degraded,
-                                          p.circuit_open, p.workers, p.server_errors});
+    ProviderMetrics m{p.id,       p.ceiling,      p.effective, p.paused,       p.throttled,
+                      p.degraded, p.circuit_open, p.workers,   p.server_errors};
+    m.recipient_throttled = p.recipient_throttled;
+    s.providers.push_back(std::move(m));
     if (p.degraded) ++degraded;
   }
   s.partitions = std::move(partitions);

@@ -110,6 +110,7 @@ struct WorkerCore::Impl {
     std::uint64_t throttled = 0;
     bool from_row = false;            // set by a good row (upsertProvider), not a placeholder
     std::uint64_t server_errors = 0;  // answers with a 5xx status (the console plots them)
+    std::uint64_t recipient_throttled = 0;      // throttles of one recipient (APNs TooManyRequests): no pause
     std::vector<Campaign*> campaigns;
   };
 

@@ -186,6 +186,9 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
       return;
     case RetryDecision::Kind::kRetry: break;
   }
+  // One recipient throttled (APNs TooManyRequests): only this message waits;
+  // d.throttled is false, so the provider neither pauses nor slows down.
+  if (d.recipient_throttled && c->provider) ++c->provider->recipient_throttled;
   if (d.throttled && c->provider) {
     Provider* p = c->provider;
     p->paused_until = std::max(p->paused_until, now + d.delay);

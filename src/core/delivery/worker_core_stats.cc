@@ -38,6 +38,7 @@ std::vector<ProviderStats> WorkerCore::providerStats(MonoTime now) const {
       s.workers = impl_->leaser->workersFor(p->qid);
     }
     s.server_errors = p->server_errors;
+    s.recipient_throttled = p->recipient_throttled;
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const ProviderStats& a, const ProviderStats& b) { return a.id < b.id; });

@@ -50,6 +50,7 @@ json providers(const std::vector<ProviderStats>& stats) {
     e["rate"] = p.ceiling ? json(*p.ceiling) : json(nullptr);
     e["effective_rate"] = p.effective ? json(*p.effective) : json(nullptr);
     e["throttled"] = p.throttled;
+    e["recipient_throttled"] = p.recipient_throttled;
     all.push_back(std::move(e));
   }
   return all;

@@ -191,6 +191,10 @@ PushVerdict classifyApnsAnswer(int status, std::string_view body, std::optional<
     v.credential_failure = true;
   } else {
     httpClassOutcome(status, retry_after, r);
+    // TooManyRequests: too many notifications to this one device token. The
+    // token waits; the connection and every other token may go on.
+    // (TooManyProviderTokenUpdates and a 429 without a reason stay the provider's.)
+    if (status == 429 && reason == "TooManyRequests") r.scope = AnswerScope::kRecipient;
   }
   return v;
 }

@@ -175,6 +175,7 @@ struct Row {
   SendOutcome outcome;
   bool refresh = false;
   bool credential_failure = false;
+  AnswerScope scope = AnswerScope::kProvider;  // whom a throttle concerns
 };
 
 TEST(ApnsAnswer, ClassifiesEveryRowOfTheTable) {
@@ -192,8 +193,11 @@ TEST(ApnsAnswer, ClassifiesEveryRowOfTheTable) {
       {403, R"({"reason":"InvalidProviderToken"})", {}, O::kFault, false, true},
       {403, R"({"reason":"MissingProviderToken"})", {}, O::kFault, false, true},
       {403, R"({"reason":"BadCertificateEnvironment"})", {}, O::kPermanent},
-      {429, R"({"reason":"TooManyRequests"})", seconds(30), O::kThrottled},
+      // Too many notifications to this one device token: the token waits, not the provider.
+      {429, R"({"reason":"TooManyRequests"})", seconds(30), O::kThrottled, false, false, AnswerScope::kRecipient},
+      {429, R"({"reason":"TooManyRequests"})", {}, O::kThrottled, false, false, AnswerScope::kRecipient},
       {429, R"({"reason":"TooManyProviderTokenUpdates"})", {}, O::kThrottled},
+      {429, "", {}, O::kThrottled},
       {500, R"({"reason":"InternalServerError"})", {}, O::kFault},
       {503, R"({"reason":"ServiceUnavailable"})", {}, O::kFault},
       {503, R"({"reason":"ServiceUnavailable"})", seconds(5), O::kThrottled},
@@ -206,6 +210,7 @@ TEST(ApnsAnswer, ClassifiesEveryRowOfTheTable) {
     EXPECT_EQ(v.result.outcome, row.outcome) << outcomeName(v.result.outcome);
     EXPECT_EQ(v.refresh_credential, row.refresh);
     EXPECT_EQ(v.credential_failure, row.credential_failure);
+    EXPECT_EQ(v.result.scope, row.scope);
     EXPECT_EQ(v.result.status, row.status);
     EXPECT_EQ(v.result.retry_after, row.outcome == O::kThrottled ? row.retry_after.value_or(Nanos{0}) : Nanos{0});
     const std::string reason = nlohmann::json::parse(row.body.empty() ? "{}" : row.body).value("reason", "");
