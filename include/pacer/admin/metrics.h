@@ -48,6 +48,10 @@ struct ProviderMetrics {
   std::uint32_t workers = 1;    // workers sharing it, as last heard from the global quota
   std::uint64_t server_errors = 0;  // 5xx answers this worker got (the console; not rendered)
   std::uint64_t recipient_throttled = 0;  // throttles of one recipient (APNs TooManyRequests): no pause
+  bool dead_token_guard = false;          // its dead-token guard holds (this worker's)
+  double dead_token_ratio = 0;            // share of the answers in the guard's window calling a token dead
+  std::uint64_t dead_token_trips = 0;     // times the guard started holding
+  std::uint64_t dead_tokens_held = 0;     // dead verdicts held (failed rows, not exported)
 };
 
 struct PartitionMetrics {

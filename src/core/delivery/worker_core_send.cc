@@ -166,6 +166,7 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
     slowAnswer(c->provider, r.latency, now);
   // Every answer but a throttle counts for the provider's circuit breaker.
   if (c->provider && r.outcome != SendOutcome::kThrottled) answered(c->provider, r.outcome == SendOutcome::kFault, now);
+  const bool token_held = c->provider && deadTokenHeld(c->provider, r, now);  // worker_core_tokens.cc
   std::uniform_real_distribution<double> u(0.0, 1.0);
   const AttemptHistory history{item.attempts, item.faults, item.throttled, now - item.first_attempt.value_or(now)};
   const RetryDecision d = decideRetry(options.retry, r, history, u(rng));
@@ -175,6 +176,10 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
       addRow(c, item, DeliveryStatus::kSent, item.attempts, "", r.provider_message_id);
       return;
     case RetryDecision::Kind::kFail:
+      if (token_held) {  // the dead-token guard holds: a failed row, no token marked dead
+        addRow(c, item, DeliveryStatus::kFailed, item.attempts, heldTokenReason(c->provider, r, now));
+        return;
+      }
       if (r.outcome == SendOutcome::kInvalidToken) {
         // A dead-letter row of its own, carrying the token to the ledger's invalid_tokens.
         DeliveryRecord& row = addRow(c, item, DeliveryStatus::kInvalidToken, item.attempts, d.reason);

@@ -51,6 +51,7 @@ json providers(const std::vector<ProviderStats>& stats) {
     e["effective_rate"] = p.effective ? json(*p.effective) : json(nullptr);
     e["throttled"] = p.throttled;
     e["recipient_throttled"] = p.recipient_throttled;
+    e["dead_tokens_held"] = p.dead_tokens_held;
     all.push_back(std::move(e));
   }
   return all;

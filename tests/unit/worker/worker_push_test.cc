@@ -1,5 +1,6 @@
 // WorkerCore and push answers at their real scope: a throttle of one device
-// token defers that message only. Simulated clock, fake sink.
+// token defers that message only; the dead-token guard keeps a broken
+// configuration from marking an audience dead. Simulated clock, fake sink.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -135,6 +136,65 @@ TEST_F(WorkerPushTest, ATokenThrottledForeverFailsWithTheReason) {
   EXPECT_EQ(row.reason, "gave up after 6 attempts (6 throttled); last: APNs 429 TooManyRequests");
   EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 299u);
   EXPECT_EQ(core_->committable(TopicPartition{"t", 0}), 300) << "its outcome is in the ledger";
+}
+
+// A wrong topic: APNs calls every token bad. The guard records only the first
+// few as dead, pauses the provider, and every other message fails with a
+// reason naming the guard: nothing more reaches the export.
+TEST_F(WorkerPushTest, TheDeadTokenGuardHoldsAnAudienceThatIsAllDead) {
+  WorkerOptions o;
+  o.dead_token_guard.pause = seconds(5);
+  make(o);
+  sink_.answer = [](const Message&) {
+    SendResult r;
+    r.outcome = SendOutcome::kInvalidToken;
+    r.status = 400;
+    r.reason = "APNs 400 BadDeviceToken";
+    return r;
+  };
+  for (std::int64_t i = 0; i < 400; ++i) core_->offer(raw(i, tokenFor(i)), clock_.now());
+  expect_unpaused_ = false;
+  run(seconds(1));
+  ProviderStats p = core_->providerStats(clock_.now()).at(0);
+  EXPECT_TRUE(p.dead_token_guard);
+  EXPECT_TRUE(p.paused) << "the guard pauses the provider";
+  EXPECT_EQ(p.dead_token_trips, 1u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kInvalidToken), 16u) << "only what came before it could judge";
+  const std::size_t sent_at_trip = sink_.submitted.size();
+  run(seconds(4));
+  EXPECT_EQ(sink_.submitted.size(), sent_at_trip) << "nothing goes during the pause";
+  run(seconds(60));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kInvalidToken), 16u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kFailed) + 16u, sink_.submitted.size());
+  const DeliveryRecord& held = ledger_.byId.at("m20");
+  EXPECT_EQ(held.status, DeliveryStatus::kFailed);
+  EXPECT_EQ(held.reason.rfind("dead-token guard held: APNs 400 BadDeviceToken; 100% of ", 0), 0u) << held.reason;
+  EXPECT_TRUE(held.token.empty()) << "no token for the export";
+  p = core_->providerStats(clock_.now()).at(0);
+  EXPECT_EQ(p.dead_tokens_held, sink_.submitted.size() - 16u);
+  EXPECT_LT(sink_.submitted.size(), 400u) << "each pause holds the rest back";
+}
+
+// A normal share of dead tokens (1 in 20) is recorded as it always was.
+TEST_F(WorkerPushTest, ANormalShareOfDeadTokensIsRecorded) {
+  make(WorkerOptions{});
+  sink_.answer = [](const Message& m) {
+    SendResult r;
+    if (std::stoll(m.id.substr(1)) % 20 == 7) {
+      r.outcome = SendOutcome::kInvalidToken;
+      r.status = 410;
+      r.reason = "APNs 410 Unregistered";
+    }
+    return r;
+  };
+  for (std::int64_t i = 0; i < 1000; ++i) core_->offer(raw(i, tokenFor(i)), clock_.now());
+  run(seconds(12));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kInvalidToken), 50u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 950u);
+  const ProviderStats p = core_->providerStats(clock_.now()).at(0);
+  EXPECT_FALSE(p.dead_token_guard);
+  EXPECT_EQ(p.dead_tokens_held, 0u);
+  EXPECT_NEAR(p.dead_token_ratio, 0.05, 0.02);
 }
 
 }  // namespace
