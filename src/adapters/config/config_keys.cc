@@ -394,8 +394,8 @@ std::vector<Key> topLevelKeys() {
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = [] {
     std::vector<Key> all;
-    for (auto section : {kafkaKeys, postgresKeys, redisKeys, capsKeys, sinkKeys, smppKeys, pushKeys, schedulerKeys, priorityKeys, limitsKeys, deadTokenKeys, ledgerKeys, adminKeys,
-                         loggingKeys, topLevelKeys}) {
+    for (auto section : {kafkaKeys, postgresKeys, redisKeys, capsKeys, sinkKeys, smppKeys, pushKeys, schedulerKeys,
+                         priorityKeys, limitsKeys, deadTokenKeys, ledgerKeys, adminKeys, loggingKeys, topLevelKeys}) {
       std::vector<Key> keys = section();
       all.insert(all.end(), keys.begin(), keys.end());
     }
