@@ -8,12 +8,16 @@
 #
 #   bench/strict_provider.sh strict      4 workers, 2 campaigns, 20,000 messages
 #   bench/strict_provider.sh faults      the same, 10% of requests answered 503 without Retry-After
+#   bench/strict_provider.sh noisy       the same, 10% of requests answered 429 (Retry-After: 1) at random,
+#                                        whatever the rate: the provider takes 360/s
+#   bench/strict_provider.sh over        the provider configured at 500/s in pacer against its real 400
 #   bench/strict_provider.sh redis-down  2 workers x 2 campaigns; Redis killed for 10 s mid-run
 #                                        (a lenient provider that records: pacer's own pacing)
 #   bench/strict_provider.sh badrow      100 good campaigns and one row with send_rate NaN
 #   bench/strict_provider.sh all         the four, one after the other
 #
-# Environment: MESSAGES (default 20000), WORKERS (4), PACER_KEEP=1 keeps the run directory.
+# Environment: MESSAGES (default 20000), WORKERS (4), PACER_KEEP=1 keeps the run directory,
+# PACER_BENCH_PRESET (default release) the CMake preset whose binaries run.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/../scripts/services.sh"
@@ -27,9 +31,10 @@ fi
 rate=400
 
 pacer_install_packages "${PACER_PACKAGES[@]}" jq bc curl >/dev/null
-echo "building the release preset..."
-pacer_build release >/dev/null
-bin=build/release
+preset=${PACER_BENCH_PRESET:-release}
+echo "building the $preset preset..."
+pacer_build "$preset" >/dev/null
+bin=build/$preset
 
 PACER_RUN_DIR=$(mktemp -d /tmp/pacer-strict-XXXXXX)
 pids=()
@@ -42,20 +47,24 @@ messages=${MESSAGES:-20000}
 workers=${WORKERS:-4}
 campaigns=(alpha beta)
 campaign_rate=300
+configured=$rate
+takes=$rate  # what the provider accepts at most per second
 case "$mode" in
   strict) ;;
   faults) provider_args+=(--fail-rate 0.1 --fail-status 503) ;;
+  noisy) provider_args+=(--fail-rate 0.1 --fail-status 429); takes=360 ;;
+  over) configured=500 ;;
   redis-down) provider_args=(); messages=${MESSAGES:-12000}; workers=2 ;;
   badrow) provider_args=(); messages=${MESSAGES:-6000}; workers=1; campaign_rate=100
     campaigns=(); for i in $(seq -w 1 100); do campaigns+=("good$i"); done ;;
-  *) echo "usage: $0 strict|faults|redis-down|badrow|all" >&2; exit 2 ;;
+  *) echo "usage: $0 strict|faults|noisy|over|redis-down|badrow|all" >&2; exit 2 ;;
 esac
 
 pacer_start_fake_provider "$bin/pacer-fake-provider" "$PACER_RUN_DIR" "${provider_args[@]}" \
   --record "$PACER_RUN_DIR/requests.txt"
 
 # pacerctl's defaults: burst ceil(rate / 100) + 1 (400/s -> 5, 300/s -> 4, 100/s -> 2).
-"$bin/pacerctl" provider create gateway --rate "$rate" >/dev/null
+"$bin/pacerctl" provider create gateway --rate "$configured" >/dev/null
 for c in "${campaigns[@]}"; do "$bin/pacerctl" campaign create "$c" --rate "$campaign_rate" --provider gateway >/dev/null; done
 if [ "$mode" = badrow ]; then
   # A row from before schema 5's checks (which now refuse it): send_rate NaN.
@@ -68,7 +77,8 @@ per=$((messages / ${#campaigns[@]}))
   if [ "$mode" = badrow ]; then awk 'BEGIN { for (i = 0; i < 60; i++) printf "broken:{\"n\":%d}\n", i }'; fi
 } | kcat -P -b "$PACER_KAFKA" -t messages -K: -X queue.buffering.max.messages=1000000
 good=$((per * ${#campaigns[@]}))
-echo "$mode: $good messages over ${#campaigns[@]} campaigns at $campaign_rate/s, provider $rate/s, $workers workers"
+echo "$mode: $good messages over ${#campaigns[@]} campaigns at $campaign_rate/s, provider $rate/s (pacer's: $configured/s)," \
+  "$workers workers"
 
 start_ms=$(date +%s%3N)
 for w in $(seq 1 "$workers"); do
@@ -147,6 +157,14 @@ case "$mode" in
     check '[ "$(echo "$per_message <= 0.05" | bc)" = 1 ]' "more than 0.05 Redis round trips per message" ;;
   faults)
     check '[ "$(echo "$after_req / $span >= 0.9 * $rate" | bc)" = 1 ]' "requests under 90% of the provider's rate" ;;
+  noisy)
+    printf 'accepted %.1f%% of the %d/s the provider takes\n' "$(echo "$after_acc / $span / $takes * 100" | bc -l)" "$takes"
+    grep -h 'event=throttle_judged' "$PACER_RUN_DIR"/pacerd*.log | head -4 || true
+    check '[ "$(echo "$after_acc / $span >= 0.8 * $takes" | bc)" = 1 ]' "under 80% of what the provider takes" ;;
+  over)
+    grep -h 'event=throttle_judged' "$PACER_RUN_DIR"/pacerd*.log | head -4 || true
+    check '[ "$(echo "$after_acc / $span >= 0.9 * $rate" | bc)" = 1 ]' "under 90% of the provider's real rate"
+    check '[ "$(echo "$after_thr / $span * 60 <= 5" | bc)" = 1 ]' "more than 5 429s per minute after warm-up" ;;
   redis-down)
     echo "(lenient provider: every request is accepted and counted; pacer's provider rate 400/s, burst 5)"
     check '[ "$peak_req" -le $((rate + 5)) ]' "a 1 s window above the provider's rate + burst" ;;

@@ -28,6 +28,12 @@ inline void addCommonPushFlags(CLI::App& app, FakePushOptions& o) {
       ->check(CLI::Range(0, 86400));
   app.add_option("--invalid-tokens", o.invalid_tokens_path, "file of device tokens (one a line) answered unregistered")
       ->check(CLI::ExistingFile);
+  app.add_option("--hot-token", o.hot_token,
+                 "a device token that gets at most --hot-token-rate notifications a second; above it a per-token 429 "
+                 "(APNs TooManyRequests, no retry-after)");
+  app.add_option("--hot-token-rate", o.hot_token_rate, "notifications a second the --hot-token gets")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1000000u));
   app.add_option("--fault-rate", o.fault_rate, "fraction of requests answered 500 or 503")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));

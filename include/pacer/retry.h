@@ -5,6 +5,10 @@
 //     provider pauses (for every worker, through the quota) for the
 //     provider's Retry-After, or default_throttle_pause, and the message
 //     retries after it. Throttled attempts are bounded by max_throttled.
+//     A throttle of one recipient (SendResult::scope kRecipient, APNs 429
+//     TooManyRequests) pauses nothing: the message alone retries after an
+//     exponential, jittered backoff that grows with its throttled attempts
+//     (at least the Retry-After, if one was named), within max_throttled.
 //   - kFault: this attempt failed; the message retries after an exponential,
 //     jittered backoff, at most max_attempts faulted attempts in all. The
 //     provider's circuit breaker counts faults; the message does not pause
@@ -45,6 +49,7 @@ struct RetryDecision {
   Kind kind = Kind::kDelivered;
   Nanos delay{0};          // kRetry: wait at least this long before the next attempt
   bool throttled = false;  // kRetry: the provider asked everyone to pause for `delay`
+  bool recipient_throttled = false;  // kRetry: only this recipient was throttled; nothing else pauses
   std::string reason;      // kFail: why, for the ledger row
 };
 

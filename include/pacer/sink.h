@@ -23,7 +23,8 @@ enum class SendOutcome {
   kDelivered,     // accepted by the provider
   kThrottled,     // the provider asks everyone to slow down (HTTP 429, 503 with Retry-After,
                   // SMPP ESME_RTHROTTLED / ESME_RMSGQFUL): the provider pauses for every
-                  // worker (retry_after, or the policy's default) and the message retries
+                  // worker (retry_after, or the policy's default) and the message retries;
+                  // with scope kRecipient (APNs TooManyRequests) only the message waits
   kFault,         // this attempt failed but the message may go later (5xx without Retry-After,
                   // 408, timeouts, lost connections, SMPP generic_nack): the message retries
                   // with jittered backoff and the provider's circuit breaker counts it
@@ -35,10 +36,21 @@ enum class SendOutcome {
 // "delivered", "throttled", "fault", "permanent", "invalid_token".
 const char* outcomeName(SendOutcome outcome) noexcept;
 
+// Whom a throttle concerns. Most throttles are the provider's (it is over its
+// own rate for everyone); APNs 429 TooManyRequests is about one device token
+// only (too many notifications to that device), and pausing the provider for
+// it would stall every other recipient.
+enum class AnswerScope {
+  kProvider,   // the whole provider: it pauses for every worker and the adaptive rate falls
+  kRecipient,  // only this message's recipient: the message alone backs off (jittered, growing
+               // per throttled attempt); the provider goes on and its rate does not move
+};
+
 struct SendResult {
   std::uint64_t ticket = 0;  // the caller's handle from submit()
   SendOutcome outcome = SendOutcome::kDelivered;
   Nanos retry_after{0};  // kThrottled: the pause the provider asked for; 0 if it named none
+  AnswerScope scope = AnswerScope::kProvider;  // kThrottled: whom the throttle concerns
   int status = 0;        // the protocol's status where there is one (HTTP status, SMPP command_status)
   std::string reason;    // why, when not delivered
   Nanos latency{0};      // request to answer, where the sink measures it; 0 otherwise

@@ -24,6 +24,7 @@
 #include "pacer/adaptive_rate.h"
 #include "pacer/campaign_rules.h"
 #include "pacer/circuit_breaker.h"
+#include "pacer/dead_token_guard.h"
 #include "pacer/frequency_cap.h"
 #include "pacer/campaign_state.h"
 #include "pacer/ledger.h"
@@ -133,6 +134,10 @@ struct WorkerOptions {
   // Each provider's circuit breaker on the fault ratio of its answers (shared
   // by every worker through the global quota when there is one).
   BreakerOptions breaker;
+  // Each provider's dead-token guard (dead_token_guard.h): while the share of
+  // answers calling a token dead is abnormal, no token is marked dead and the
+  // provider pauses. Per worker: each worker judges the answers it got.
+  DeadTokenGuardOptions dead_token_guard;
   // Memory bound: messages and bytes held in memory (queued, waiting to be
   // parked or retried, in the sink). Above either, wantsMore() is false and
   // the consumer pauses.
@@ -227,6 +232,13 @@ struct ProviderStats {
   bool degraded = false;            // with a global quota: the quota does not answer for it (degraded mode)
   bool circuit_open = false;        // its circuit breaker is open (sustained faults)
   std::uint32_t workers = 1;        // with a global quota: workers sharing it, as last heard
+  std::uint64_t recipient_throttled = 0;  // throttles of one recipient only (APNs TooManyRequests): no pause
+  // Its dead-token guard, this worker's (DeadTokenGuard).
+  bool dead_token_guard = false;         // holding now: no token is marked dead, the provider pauses
+  double dead_token_ratio = 0;           // share of the answers in the guard's window that call a token dead
+  std::uint64_t dead_token_answers = 0;  // answers in that window
+  std::uint64_t dead_token_trips = 0;    // times the guard started holding
+  std::uint64_t dead_tokens_held = 0;    // dead verdicts held (failed rows instead of invalid_token)
 };
 
 // Counters since start, for logs, the demo summary and tests.

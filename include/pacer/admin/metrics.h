@@ -51,6 +51,11 @@ struct ProviderMetrics {
   double throttle_noise = 0;        // the share of answers this worker's throttle judge takes for noise
   std::uint64_t capacity_cuts = 0;  // throttles judged a ceiling (the rate came down)
   std::uint64_t noise_verdicts = 0;  // judged cuts taken back (the throttles were noise)
+  std::uint64_t recipient_throttled = 0;  // throttles of one recipient (APNs TooManyRequests): no pause
+  bool dead_token_guard = false;          // its dead-token guard holds (this worker's)
+  double dead_token_ratio = 0;            // share of the answers in the guard's window calling a token dead
+  std::uint64_t dead_token_trips = 0;     // times the guard started holding
+  std::uint64_t dead_tokens_held = 0;     // dead verdicts held (failed rows, not exported)
 };
 
 // One SMPP sink's session figures (docs/operations.md "SMPP sessions").

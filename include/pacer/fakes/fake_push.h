@@ -29,6 +29,8 @@ struct FakePushOptions {
   std::uint32_t window = 0;                    // accepted requests in any 1 s; 0: no limit
   int retry_after_s = 1;                       // retry-after on 429 answers of the window
   std::string invalid_tokens_path;             // one device token per line: answered as unregistered
+  std::string hot_token;                       // this device token gets at most hot_token_rate a second; above
+  std::uint32_t hot_token_rate = 1;            // it, a per-token 429 (APNs TooManyRequests) without retry-after
   double fault_rate = 0;                       // fraction answered 500 or 503 (no retry-after)
   int latency_ms = 0;                          // every answer this long after its request
   std::string record_path;                     // one JSON line per accepted request (appended, buffered)

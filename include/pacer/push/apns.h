@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -16,8 +17,8 @@ namespace pacer::push {
 
 // Per-campaign APNs settings (the request headers of the same names).
 struct ApnsOptions {
-  std::string topic;                // apns-topic: the app's bundle id (+ ".voip" etc.)
-  std::string push_type = "alert";  // apns-push-type: alert, background, voip, ...
+  std::string topic;                // the app's bundle id; apns-topic is apnsTopicFor(topic, push_type)
+  std::string push_type = "alert";  // apns-push-type: one of apnsPushTypes()
   int priority = 10;                // apns-priority: 10 now, 5 power-saving, 1 lowest
   // apns-expiration: Unix seconds until which APNs keeps retrying an offline
   // device; 0 = deliver once or drop; nullopt = header omitted.
@@ -26,9 +27,26 @@ struct ApnsOptions {
 };
 
 // Throws InvalidError for an empty or non-printable topic, an unknown push
-// type, a priority other than 1/5/10, a negative expiration or a collapse id
-// over 64 bytes.
+// type, a topic ending in another push type's suffix ("com.x.voip" for an
+// alert), a priority other than 1/5/10, a background push at priority 10, a
+// negative expiration or a collapse id over 64 bytes.
 void validateApnsOptions(const ApnsOptions& options);
+
+// Every apns-push-type APNs knows: alert, background, location, voip,
+// complication, fileprovider, mdm, liveactivity, pushtotalk, controls, widgets.
+std::span<const std::string_view> apnsPushTypes() noexcept;
+
+// The apns-topic suffix Apple requires for `push_type` (".voip",
+// ".complication", ".pushkit.fileprovider", ".location-query",
+// ".push-type.liveactivity", ".voip-ptt", ".push-type.controls",
+// ".push-type.widgets"); empty for alert, background and mdm (an MDM topic is
+// the one in the push certificate's UID, taken as configured).
+std::string_view apnsTopicSuffix(std::string_view push_type) noexcept;
+
+// apns-topic for a bundle id (or a topic that already ends in the suffix) and
+// a push type: `topic` with apnsTopicSuffix(push_type) appended unless it is
+// already there.
+std::string apnsTopicFor(std::string_view topic, std::string_view push_type);
 
 // Hex (either case), even length, 64 to 200 characters.
 bool validDeviceToken(std::string_view token) noexcept;
@@ -59,7 +77,9 @@ BuiltRequest buildApnsRequest(const Message& message, const ApnsOptions& options
 //   403 ExpiredProviderToken          fault + refresh_credential
 //   403 InvalidProviderToken,
 //       MissingProviderToken          fault + credential_failure
-//   429 (any reason)                  throttled, Retry-After honoured
+//   429 TooManyRequests               throttled, scope kRecipient (one device token): only
+//                                     that message backs off; the provider goes on
+//   429 (other reasons, or none)      throttled, Retry-After honoured
 //   503 with Retry-After              throttled
 //   500, 503, other 5xx, 408          fault
 //   other 4xx                         permanent

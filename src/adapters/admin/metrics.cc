@@ -124,6 +124,20 @@ void providerMetrics(Families& f, const MetricsSnapshot& s) {
                          "throttles judged a ceiling: the rate came down to what the provider accepted", kCounter);
   auto& pnoisev = f.family("pacer_provider_noise_verdicts_total",
                            "judged cuts taken back: the throttles did not fall with the rate", kCounter);
+  auto& precipient = f.family("pacer_provider_recipient_throttled_total",
+                              "throttles of one recipient (APNs 429 TooManyRequests): that message backs off, the "
+                              "provider does not pause",
+                              kCounter);
+  auto& pguard =
+      f.family("pacer_provider_dead_token_guard",
+               "1 while this worker's dead-token guard holds: no token is marked dead, the provider pauses", kGauge);
+  auto& pdead_ratio = f.family("pacer_provider_dead_token_ratio",
+                               "share of the answers in the dead-token guard's window that call a token dead", kGauge);
+  auto& pguard_trips =
+      f.family("pacer_provider_dead_token_guard_trips_total", "times the dead-token guard started holding", kCounter);
+  auto& pheld =
+      f.family("pacer_provider_dead_tokens_held_total",
+               "dead-token verdicts the guard held: failed rows instead of invalid_token, not exported", kCounter);
   for (const ProviderMetrics& p : s.providers) {
     const Labels l{{"provider", p.id}};
     Families::add(pnoise, l, p.throttle_noise);
@@ -136,6 +150,11 @@ void providerMetrics(Families& f, const MetricsSnapshot& s) {
     Families::add(pdegraded, l, p.degraded ? 1 : 0);
     Families::add(pcircuit, l, p.circuit_open ? 1 : 0);
     Families::add(pworkers, l, p.workers);
+    Families::add(precipient, l, d(p.recipient_throttled));
+    Families::add(pguard, l, p.dead_token_guard ? 1 : 0);
+    Families::add(pdead_ratio, l, p.dead_token_ratio);
+    Families::add(pguard_trips, l, d(p.dead_token_trips));
+    Families::add(pheld, l, d(p.dead_tokens_held));
   }
   f.single("pacer_directory_rows_invalid", "campaign and provider rows failing their checks now (skipped)", kGauge,
            d(s.directory_rows_invalid));
@@ -392,9 +411,17 @@ MetricsSnapshot SnapshotBuilder::build(MonoTime now, const WorkerStats& w, const
   s.providers.reserve(providers.size());
   std::size_t degraded = 0;
   for (const ProviderStats& p : providers) {
-    s.providers.push_back(ProviderMetrics{p.id, p.ceiling, p.effective, p.paused, p.throttled, p.degraded,
-                                          p.circuit_open, p.workers, p.server_errors, p.throttle_noise,
-                                          p.capacity_cuts, p.noise_verdicts});
+    ProviderMetrics m{p.id,       p.ceiling,      p.effective, p.paused,       p.throttled,
+                      p.degraded, p.circuit_open, p.workers,   p.server_errors};
+    m.throttle_noise = p.throttle_noise;
+    m.capacity_cuts = p.capacity_cuts;
+    m.noise_verdicts = p.noise_verdicts;
+    m.recipient_throttled = p.recipient_throttled;
+    m.dead_token_guard = p.dead_token_guard;
+    m.dead_token_ratio = p.dead_token_ratio;
+    m.dead_token_trips = p.dead_token_trips;
+    m.dead_tokens_held = p.dead_tokens_held;
+    s.providers.push_back(std::move(m));
     if (p.degraded) ++degraded;
   }
   s.partitions = std::move(partitions);

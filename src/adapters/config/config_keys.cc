@@ -397,7 +397,8 @@ const std::vector<Key>& keys() {
   static const std::vector<Key> table = [] {
     std::vector<Key> all;
     for (auto section : {kafkaKeys, postgresKeys, redisKeys, capsKeys, sinkKeys, smppKeys, smppCarrierKeys, pushKeys,
-                         schedulerKeys, priorityKeys, limitsKeys, ledgerKeys, adminKeys, loggingKeys, topLevelKeys}) {
+                         schedulerKeys, priorityKeys, limitsKeys, deadTokenKeys, ledgerKeys, adminKeys, loggingKeys,
+                         topLevelKeys}) {
       std::vector<Key> keys = section();
       all.insert(all.end(), keys.begin(), keys.end());
     }

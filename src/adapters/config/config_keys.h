@@ -94,6 +94,7 @@ inline std::chrono::milliseconds ms(long long v) { return std::chrono::milliseco
 const std::vector<Key>& keys();
 // The push sinks' section of the table (config_keys_push.cc).
 std::vector<Key> pushKeys();
+std::vector<Key> deadTokenKeys();  // limits.dead_token_* (config_keys_push.cc)
 // Priority classes (config_keys_priority.cc), and the check that needs
 // more than one of their keys (the default class is one of the classes).
 std::vector<Key> priorityKeys();

@@ -1,5 +1,6 @@
 // The push sinks' keys: sink.apns.*, sink.fcm.* and the HTTP/2 transport
-// they share, sink.push.* (docs/push.md).
+// they share, sink.push.*; and the worker's dead-token guard,
+// limits.dead_token_* (docs/push.md).
 #include <algorithm>
 
 #include "config_keys.h"
@@ -22,7 +23,8 @@ std::vector<Key> pushKeys() {
        "sink apns: a new provider token this often, 20 to 59 minutes (default 40)",
        [](const Raw& r, Ctx& c) { c.o.push.apns_token_refresh = std::chrono::minutes(asInt(r, 20, 59)); }},
       {"sink.apns.topic", Shape::kScalar, "--apns-topic", FlagForm::kValue, false, false,
-       "sink apns: apns-topic, the app's bundle id", [](const Raw& r, Ctx& c) { c.o.push.apns.topic = asString(r); }},
+       "sink apns: the app's bundle id; apns-topic is it with the push type's suffix (.voip, ...)",
+       [](const Raw& r, Ctx& c) { c.o.push.apns.topic = asString(r); }},
       {"sink.apns.push_type", Shape::kScalar, "--apns-push-type", FlagForm::kValue, false, false,
        "sink apns: apns-push-type (default alert)",
        [](const Raw& r, Ctx& c) { c.o.push.apns.push_type = asNonEmpty(r); }},
@@ -67,6 +69,31 @@ std::vector<Key> pushKeys() {
       {"sink.push.timeout_ms", Shape::kScalar, "--push-timeout-ms", FlagForm::kValue, false, false,
        "sink apns/fcm: total timeout per request (default 10000)",
        [](const Raw& r, Ctx& c) { c.o.push.timeout = ms(asInt(r, 1)); }},
+  };
+}
+
+std::vector<Key> deadTokenKeys() {
+  return {
+      {"limits.dead_token_guard", Shape::kScalar, "--dead-token-guard", FlagForm::kValue, false, false,
+       "stop marking push tokens dead while too many answers call them dead, on or off (default on)",
+       [](const Raw& r, Ctx& c) { c.o.worker.dead_token_guard.enabled = asBool(r, "on or off"); }},
+      {"limits.dead_token_threshold", Shape::kScalar, "--dead-token-threshold", FlagForm::kValue, false, false,
+       "the guard holds above this share of a provider's answers calling a token dead, in (0, 1] (default 0.33)",
+       [](const Raw& r, Ctx& c) {
+         c.o.worker.dead_token_guard.threshold = asDouble(
+             r, [](double v) { return v > 0.0 && v <= 1.0; }, "a number above 0 and at most 1");
+       }},
+      {"limits.dead_token_window_s", Shape::kScalar, "--dead-token-window-s", FlagForm::kValue, false, false,
+       "the guard's sliding window of answers, seconds (default 60)",
+       [](const Raw& r, Ctx& c) { c.o.worker.dead_token_guard.window = std::chrono::seconds(asInt(r, 1, 3600)); }},
+      {"limits.dead_token_min_answers", Shape::kScalar, "--dead-token-min-answers", FlagForm::kValue, false, false,
+       "answers in the guard's window before it judges (default 50)",
+       [](const Raw& r, Ctx& c) {
+         c.o.worker.dead_token_guard.min_answers = static_cast<std::uint32_t>(asInt(r, 1, 1'000'000));
+       }},
+      {"limits.dead_token_pause_s", Shape::kScalar, "--dead-token-pause-s", FlagForm::kValue, false, false,
+       "the provider pauses this long from each dead verdict the guard holds (default 30)",
+       [](const Raw& r, Ctx& c) { c.o.worker.dead_token_guard.pause = std::chrono::seconds(asInt(r, 1, 3600)); }},
   };
 }
 

@@ -51,9 +51,16 @@ RetryDecision decideRetry(const RetryPolicy& policy, const SendResult& result, c
                               lastAnswer(result)));
     RetryDecision d;
     d.kind = RetryDecision::Kind::kRetry;
-    d.throttled = throttled;
-    d.delay = throttled ? (result.retry_after > Nanos{0} ? result.retry_after : policy.default_throttle_pause)
-                        : backoffDelay(policy, std::max(1, history.faults), u);
+    // One recipient throttled (APNs TooManyRequests): this message backs off
+    // alone, longer with each throttled attempt; the provider is not paused.
+    const bool recipient = throttled && result.scope == AnswerScope::kRecipient;
+    d.throttled = throttled && !recipient;
+    d.recipient_throttled = recipient;
+    if (recipient)
+      d.delay = std::max(result.retry_after, backoffDelay(policy, std::max(1, history.throttled), u));
+    else
+      d.delay = throttled ? (result.retry_after > Nanos{0} ? result.retry_after : policy.default_throttle_pause)
+                          : backoffDelay(policy, std::max(1, history.faults), u);
     if (history.age + d.delay > policy.max_age)
       return fail(fmt::format("gave up after {} attempts over {:.0f} s (max age {:.0f} s); last: {}", history.attempts,
                               std::chrono::duration<double>(history.age).count(),

@@ -112,6 +112,8 @@ struct WorkerCore::Impl {
     std::uint64_t throttled = 0;
     bool from_row = false;            // set by a good row (upsertProvider), not a placeholder
     std::uint64_t server_errors = 0;  // answers with a 5xx status (the console plots them)
+    std::uint64_t recipient_throttled = 0;      // throttles of one recipient (APNs TooManyRequests): no pause
+    std::optional<DeadTokenGuard> dead_tokens;  // made at its first answer (worker_core_tokens.cc)
     std::vector<Campaign*> campaigns;
   };
 
@@ -309,6 +311,12 @@ struct WorkerCore::Impl {
   void judge(Provider* p, const SendResult& r, MonoTime now);
 
   void slowAnswer(Provider* p, Nanos latency, MonoTime now);
+
+  // The dead-token guard (worker_core_tokens.cc): counts a final answer of
+  // `p`; true when the answer would mark its token dead and the guard holds:
+  // the provider is paused and the message gets heldTokenReason() instead.
+  bool deadTokenHeld(Provider* p, const SendResult& r, MonoTime now);
+  std::string heldTokenReason(const Provider* p, const SendResult& r, MonoTime now) const;
 
   void releaseRetries(MonoTime now);
 

@@ -169,6 +169,7 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
   // every answer counts for its throttle judge.
   if (c->provider && r.outcome != SendOutcome::kThrottled) answered(c->provider, r.outcome == SendOutcome::kFault, now);
   if (c->provider) judge(c->provider, r, now);
+  const bool token_held = c->provider && deadTokenHeld(c->provider, r, now);  // worker_core_tokens.cc
   std::uniform_real_distribution<double> u(0.0, 1.0);
   const AttemptHistory history{item.attempts, item.faults, item.throttled, now - item.first_attempt.value_or(now)};
   const RetryDecision d = decideRetry(options.retry, r, history, u(rng));
@@ -178,6 +179,10 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
       addRow(c, item, DeliveryStatus::kSent, item.attempts, "", r.provider_message_id);
       return;
     case RetryDecision::Kind::kFail:
+      if (token_held) {  // the dead-token guard holds: a failed row, no token marked dead
+        addRow(c, item, DeliveryStatus::kFailed, item.attempts, heldTokenReason(c->provider, r, now));
+        return;
+      }
       if (r.outcome == SendOutcome::kInvalidToken) {
         // A dead-letter row of its own, carrying the token to the ledger's invalid_tokens.
         DeliveryRecord& row = addRow(c, item, DeliveryStatus::kInvalidToken, item.attempts, d.reason);
@@ -191,6 +196,9 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
       return;
     case RetryDecision::Kind::kRetry: break;
   }
+  // One recipient throttled (APNs TooManyRequests): only this message waits;
+  // d.throttled is false, so the provider neither pauses nor slows down.
+  if (d.recipient_throttled && c->provider) ++c->provider->recipient_throttled;
   if (d.throttled && c->provider) ++c->provider->throttled;
   ++c->stats.retries;
   if (const char* why = closedReason(c->info.state)) {
@@ -222,6 +230,8 @@ void WorkerCore::Impl::answered(Provider* p, bool fault, MonoTime now) {
 // pause instead); noise takes such a cut back. A throttle judged neither
 // only makes its own message wait (its retry delay).
 void WorkerCore::Impl::judge(Provider* p, const SendResult& r, MonoTime now) {
+  // A throttle of one recipient (APNs TooManyRequests) says nothing of the provider.
+  if (r.outcome == SendOutcome::kThrottled && r.scope == AnswerScope::kRecipient) return;
   const ThrottleVerdict v = p->judge->answer(now, r.outcome == SendOutcome::kThrottled, r.retry_after);
   if (v.kind == ThrottleVerdict::Kind::kNone) return;
   p->last_verdict = v;

@@ -42,6 +42,14 @@ std::vector<ProviderStats> WorkerCore::providerStats(MonoTime now) const {
       s.workers = impl_->leaser->workersFor(p->qid);
     }
     s.server_errors = p->server_errors;
+    s.recipient_throttled = p->recipient_throttled;
+    if (p->dead_tokens) {
+      s.dead_token_guard = p->dead_tokens->holding();
+      s.dead_token_ratio = p->dead_tokens->ratio(now);
+      s.dead_token_answers = p->dead_tokens->answers(now);
+      s.dead_token_trips = p->dead_tokens->trips();
+      s.dead_tokens_held = p->dead_tokens->held();
+    }
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const ProviderStats& a, const ProviderStats& b) { return a.id < b.id; });

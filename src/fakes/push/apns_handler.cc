@@ -97,6 +97,11 @@ Decision ApnsHandler::handle(const PushRequest& r, const PushNow& now) {
       d.outcome = Outcome::kThrottled;
       d.response = apnsError(429, "TooManyRequests");
       break;
+    case Verdict::kThrottleToken:  // too many notifications to this one device
+      d.outcome = Outcome::kThrottled;
+      d.per_token = true;
+      d.response = apnsError(429, "TooManyRequests");
+      break;
     case Verdict::kAccept:
       d.outcome = Outcome::kAccepted;
       d.token = std::string(token);

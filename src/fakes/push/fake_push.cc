@@ -32,7 +32,9 @@ void checkCommon(const FakePushOptions& o) {
 }
 
 PolicyOptions policyOf(const FakePushOptions& o) {
-  return PolicyOptions{o.window, readTokens(o.invalid_tokens_path), o.fault_rate, o.seed};
+  if (!o.hot_token.empty() && o.hot_token_rate == 0) throw FakePushConfigError("--hot-token-rate must be at least 1");
+  return PolicyOptions{o.window,        readTokens(o.invalid_tokens_path), o.fault_rate, o.seed, o.hot_token,
+                       o.hot_token_rate};
 }
 
 ServerConfig serverOf(const FakePushOptions& o) {

@@ -156,6 +156,7 @@ Decision FcmHandler::send(const PushRequest& r, std::string_view project, const 
       d.response = googleError(503, "UNAVAILABLE", "The service is currently unavailable.", "UNAVAILABLE");
       break;
     case Verdict::kThrottle:
+    case Verdict::kThrottleToken:  // FCM's device message rate answers the same QUOTA_EXCEEDED
       d.outcome = Outcome::kThrottled;
       d.response = googleError(429, "RESOURCE_EXHAUSTED", "Quota exceeded for sending messages.", "QUOTA_EXCEEDED");
       break;

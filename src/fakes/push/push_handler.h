@@ -3,6 +3,7 @@
 // their own state (token caches, the window): time comes in as an argument.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -42,6 +43,7 @@ struct Decision {
   std::string id;
   std::string token;
   std::string scope;  // the APNs topic or the FCM project
+  bool per_token = false;  // kThrottled for one device token: no retry-after (APNs sends none)
 };
 
 // Both clocks a handler needs: the monotonic one for the window, the wall
@@ -67,7 +69,8 @@ class PushHandler {
 
 // What both fakes decide after a request passed their own checks: an
 // unregistered token, an injected fault, the window, or acceptance.
-enum class Verdict { kAccept, kUnregistered, kFault500, kFault503, kThrottle };
+// kThrottleToken: the hot token got more than its rate (one device, not the provider).
+enum class Verdict { kAccept, kUnregistered, kFault500, kFault503, kThrottle, kThrottleToken };
 
 // Lets the token set be searched with a string_view, without a copy per request.
 struct TokenHash {
@@ -81,15 +84,21 @@ struct PolicyOptions {
   TokenSet invalid_tokens;
   double fault_rate = 0;
   std::uint64_t seed = 1;
+  std::string hot_token;  // empty: none
+  std::uint32_t hot_token_rate = 1;
 };
 
 // Not thread-safe (the event-loop thread owns it).
 class PushPolicy {
  public:
-  explicit PushPolicy(PolicyOptions o) : o_(std::move(o)), window_(o_.window), rng_(o_.seed) {}
-  // Unregistered tokens first, then faults, then the window: only requests
-  // that would be accepted take a place in the window, so it bounds accepted
-  // requests exactly.
+  explicit PushPolicy(PolicyOptions o)
+      : o_(std::move(o)),
+        window_(o_.window),
+        hot_window_(std::max<std::uint32_t>(1, o_.hot_token_rate)),
+        rng_(o_.seed) {}
+  // Unregistered tokens first, then faults, then the hot token's own window,
+  // then the window: only requests that would be accepted take a place in the
+  // window, so it bounds accepted requests exactly.
   Verdict decide(std::string_view token, MonoTime now);
   std::uint64_t busiest() const noexcept { return window_.busiest(); }
   // 32 random hex digits, or a UUID (8-4-4-4-12, version 4) when `uuid`.
@@ -98,6 +107,7 @@ class PushPolicy {
  private:
   PolicyOptions o_;
   StrictWindow window_;
+  StrictWindow hot_window_;  // the hot token's requests that passed it
   std::mt19937_64 rng_;
 };
 

@@ -39,6 +39,7 @@ std::string PushServer::reportJson() const {
   nlohmann::json j = {{"requests", c.requests},
                       {"accepted", c.accepted},
                       {"throttled", c.throttled},
+                      {"token_throttled", c.token_throttled},
                       {"invalid", c.invalid},
                       {"faults", c.faults},
                       {"auth_failures", c.auth_failures},
@@ -84,7 +85,10 @@ void PushServer::onRequest(Connection& c, Stream& s) {
       break;
     case Outcome::kThrottled:
       ++counters_.throttled;
-      d.response.headers.emplace_back("retry-after", std::to_string(config_.retry_after_s));
+      if (d.per_token)
+        ++counters_.token_throttled;
+      else
+        d.response.headers.emplace_back("retry-after", std::to_string(config_.retry_after_s));
       break;
     case Outcome::kInvalid: ++counters_.invalid; break;
     case Outcome::kFault: ++counters_.faults; break;

@@ -33,6 +33,7 @@ struct PushCounters {
   std::uint64_t requests = 0, accepted = 0, throttled = 0, invalid = 0, faults = 0, auth_failures = 0, bad_requests = 0,
                 tokens_issued = 0, streams_refused = 0, streams_refused_before_ack = 0, connections = 0,
                 max_concurrent_streams_seen = 0;
+  std::uint64_t token_throttled = 0;  // of `throttled`, the hot token's per-token 429s
 };
 
 // Appends one JSON line per accepted request through a large stdio buffer.

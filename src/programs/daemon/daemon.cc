@@ -319,6 +319,7 @@ class Daemon {
     smpp_->check(now, providers);
     for (const ProviderStats& p : providers) {
       logVerdict(p);
+      logDeadTokenGuard(p);
       if (!p.effective || !p.ceiling) continue;
       auto& [rate, paused] = provider_logged_[p.id];
       const bool moved = std::abs(*p.effective - rate) > 0.05 * std::max(rate, 1.0);
@@ -332,6 +333,26 @@ class Daemon {
         paused = p.paused;
       }
     }
+  }
+
+  // A provider's dead-token guard, logged each time it starts or stops
+  // holding (docs/push.md): while it holds, no token is marked dead and the
+  // provider pauses.
+  void logDeadTokenGuard(const ProviderStats& p) {
+    bool& holding = guard_logged_[p.id];
+    if (p.dead_token_guard == holding) return;
+    holding = p.dead_token_guard;
+    const DeadTokenGuardOptions& g = o_.worker.dead_token_guard;
+    const std::string line = fmt::format(
+        "event=dead_token_guard provider={} holding={} ratio={:.3f} answers={} window={}s threshold={:.2f} "
+        "min_answers={} held={} pause={}s",
+        p.id, p.dead_token_guard, p.dead_token_ratio, p.dead_token_answers,
+        std::chrono::duration_cast<std::chrono::seconds>(g.window).count(), g.threshold, g.min_answers,
+        p.dead_tokens_held, std::chrono::duration_cast<std::chrono::seconds>(g.pause).count());
+    if (holding)
+      log_->warn("{}", line);
+    else
+      log_->info("{}", line);
   }
 
   void logStats() {
@@ -366,6 +387,7 @@ class Daemon {
   std::map<std::string, std::string, std::less<>> campaign_provider_;  // with provider sinks only
   std::map<std::string, std::pair<double, bool>> provider_logged_;     // effective rate and pause last logged
   std::map<std::string, std::uint64_t> verdicts_logged_;             // a provider's judge verdicts last logged
+  std::map<std::string, bool> guard_logged_;  // a provider's dead-token guard holding, as last logged
   MonoTime next_provider_log_{};
   MonoTime next_stats_{};
   std::optional<MonoTime> idle_since_;

@@ -53,6 +53,8 @@ json providers(const std::vector<ProviderStats>& stats) {
     e["throttle_noise"] = p.throttle_noise;
     e["capacity_cuts"] = p.capacity_cuts;
     e["noise_verdicts"] = p.noise_verdicts;
+    e["recipient_throttled"] = p.recipient_throttled;
+    e["dead_tokens_held"] = p.dead_tokens_held;
     all.push_back(std::move(e));
   }
   return all;

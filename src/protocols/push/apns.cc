@@ -19,8 +19,34 @@ namespace {
 constexpr std::array<unsigned char, 16> kApnsIdNamespace = {0x6f, 0x1d, 0x3c, 0x2e, 0x8a, 0x4b, 0x4e, 0x57,
                                                             0x9c, 0x0d, 0x2b, 0x7a, 0x5e, 0x91, 0xf3, 0xa8};
 
-constexpr std::array<std::string_view, 9> kPushTypes = {
-    "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk"};
+// Each push type APNs knows, and the suffix its apns-topic must carry after
+// the bundle id (Apple, "Sending notification requests to APNs", apns-push-type).
+struct PushType {
+  std::string_view name;
+  std::string_view topic_suffix;
+};
+constexpr std::array<PushType, 11> kPushTypeTable = {{{"alert", ""},
+                                                      {"background", ""},
+                                                      {"location", ".location-query"},
+                                                      {"voip", ".voip"},
+                                                      {"complication", ".complication"},
+                                                      {"fileprovider", ".pushkit.fileprovider"},
+                                                      {"mdm", ""},
+                                                      {"liveactivity", ".push-type.liveactivity"},
+                                                      {"pushtotalk", ".voip-ptt"},
+                                                      {"controls", ".push-type.controls"},
+                                                      {"widgets", ".push-type.widgets"}}};
+constexpr std::array<std::string_view, kPushTypeTable.size()> kPushTypes = [] {
+  std::array<std::string_view, kPushTypeTable.size()> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = kPushTypeTable[i].name;
+  return names;
+}();
+
+const PushType* findPushType(std::string_view name) noexcept {
+  for (const PushType& t : kPushTypeTable)
+    if (t.name == name) return &t;
+  return nullptr;
+}
 
 bool printableAscii(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](unsigned char c) { return c > 0x20 && c < 0x7f; });
@@ -34,10 +60,36 @@ bool isJsonObject(std::string_view text) {
 
 }  // namespace
 
+std::span<const std::string_view> apnsPushTypes() noexcept { return kPushTypes; }
+
+std::string_view apnsTopicSuffix(std::string_view push_type) noexcept {
+  const PushType* t = findPushType(push_type);
+  return t ? t->topic_suffix : std::string_view();
+}
+
+std::string apnsTopicFor(std::string_view topic, std::string_view push_type) {
+  const std::string_view suffix = apnsTopicSuffix(push_type);
+  std::string out(topic);
+  if (!topic.ends_with(suffix)) out.append(suffix);
+  return out;
+}
+
 void validateApnsOptions(const ApnsOptions& o) {
   if (o.topic.empty() || !printableAscii(o.topic)) throw InvalidError("APNs topic must be a non-empty bundle id");
-  if (std::find(kPushTypes.begin(), kPushTypes.end(), o.push_type) == kPushTypes.end()) {
-    throw InvalidError("APNs push_type '" + o.push_type + "' is not one APNs knows");
+  const PushType* type = findPushType(o.push_type);
+  if (!type) {
+    std::string known;
+    for (std::string_view n : kPushTypes) known.append(known.empty() ? "" : ", ").append(n);
+    throw InvalidError("APNs push_type '" + o.push_type + "' is not one APNs knows (" + known + ")");
+  }
+  // A topic made for another push type would send every token to the wrong
+  // topic: APNs answers DeviceTokenNotForTopic for the whole audience.
+  for (const PushType& other : kPushTypeTable) {
+    if (other.topic_suffix.empty() || other.name == type->name || !o.topic.ends_with(other.topic_suffix)) continue;
+    if (!type->topic_suffix.empty() && o.topic.ends_with(type->topic_suffix)) continue;
+    throw InvalidError("APNs topic '" + o.topic + "' ends in '" + std::string(other.topic_suffix) +
+                       "', the suffix of push type " + std::string(other.name) + ", not " + o.push_type +
+                       ": give the bundle id; Pacer appends the push type's suffix");
   }
   if (o.priority != 1 && o.priority != 5 && o.priority != 10) throw InvalidError("APNs priority must be 1, 5 or 10");
   // APNs refuses background pushes sent at priority 10.
@@ -97,7 +149,7 @@ BuiltRequest buildApnsRequest(const Message& message, const ApnsOptions& options
   r.path = "/3/device/" + message.recipient;
   r.headers = {{"authorization", "bearer " + std::string(jwt)},
                {"apns-id", apnsIdFor(message.id)},
-               {"apns-topic", options.topic},
+               {"apns-topic", apnsTopicFor(options.topic, options.push_type)},
                {"apns-push-type", options.push_type},
                {"apns-priority", std::to_string(options.priority)}};
   if (options.expiration) r.headers.emplace_back("apns-expiration", std::to_string(*options.expiration));
@@ -139,6 +191,10 @@ PushVerdict classifyApnsAnswer(int status, std::string_view body, std::optional<
     v.credential_failure = true;
   } else {
     httpClassOutcome(status, retry_after, r);
+    // TooManyRequests: too many notifications to this one device token. The
+    // token waits; the connection and every other token may go on.
+    // (TooManyProviderTokenUpdates and a 429 without a reason stay the provider's.)
+    if (status == 429 && reason == "TooManyRequests") r.scope = AnswerScope::kRecipient;
   }
   return v;
 }

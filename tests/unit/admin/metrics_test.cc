@@ -68,6 +68,11 @@ MetricsSnapshot full() {
   sms.paused = true;
   sms.throttled = 4;
   sms.degraded = true;
+  sms.recipient_throttled = 7;
+  sms.dead_token_guard = true;
+  sms.dead_token_ratio = 0.75;
+  sms.dead_token_trips = 2;
+  sms.dead_tokens_held = 40;
   RedisQuotaStats redis;
   redis.round_trips = 35;
   redis.timeouts = 2;
@@ -99,6 +104,21 @@ TEST(RenderMetricsTest, CampaignCountersAndGaugesCarryCampaignAndProviderLabels)
   EXPECT_EQ(sample(text, R"(pacer_campaign_backlog{campaign="promo",provider="sms"})"), 117);
   EXPECT_EQ(sample(text, R"(pacer_campaign_in_flight{campaign="promo",provider="sms"})"), 8);
   EXPECT_EQ(sample(text, "pacer_records_rejected_without_campaign_total"), 2);
+}
+
+TEST(RenderMetricsTest, PushAnswerScopeAndTheDeadTokenGuardPerProvider) {
+  const std::string text = renderMetrics(full());
+  EXPECT_THAT(text, HasSubstr("# TYPE pacer_provider_recipient_throttled_total counter"));
+  EXPECT_THAT(text, HasSubstr("# TYPE pacer_provider_dead_token_guard gauge"));
+  EXPECT_THAT(text, HasSubstr("# TYPE pacer_provider_dead_token_ratio gauge"));
+  EXPECT_THAT(text, HasSubstr("# TYPE pacer_provider_dead_token_guard_trips_total counter"));
+  EXPECT_THAT(text, HasSubstr("# TYPE pacer_provider_dead_tokens_held_total counter"));
+  EXPECT_EQ(sample(text, R"(pacer_provider_recipient_throttled_total{provider="sms"})"), 7);
+  EXPECT_EQ(sample(text, R"(pacer_provider_throttled_total{provider="sms"})"), 4) << "apart from the provider's";
+  EXPECT_EQ(sample(text, R"(pacer_provider_dead_token_guard{provider="sms"})"), 1);
+  EXPECT_EQ(sample(text, R"(pacer_provider_dead_token_ratio{provider="sms"})"), 0.75);
+  EXPECT_EQ(sample(text, R"(pacer_provider_dead_token_guard_trips_total{provider="sms"})"), 2);
+  EXPECT_EQ(sample(text, R"(pacer_provider_dead_tokens_held_total{provider="sms"})"), 40);
 }
 
 TEST(RenderMetricsTest, RecipientRuleFiguresPerCampaign) {

@@ -82,6 +82,8 @@ TEST(PacerdConfig, TheExampleFileLoadsAndDocumentsEveryKey) {
   EXPECT_EQ(c.options.tick, d.tick);
   EXPECT_EQ(c.options.worker.max_buffered_bytes, d.worker.max_buffered_bytes);
   EXPECT_EQ(c.options.worker.adaptive.decrease, d.worker.adaptive.decrease);
+  EXPECT_EQ(c.options.worker.dead_token_guard.threshold, d.worker.dead_token_guard.threshold);
+  EXPECT_EQ(c.options.worker.dead_token_guard.min_answers, d.worker.dead_token_guard.min_answers);
   EXPECT_EQ(c.options.parking, d.parking);
   EXPECT_EQ(c.options.shutdown_deadline, d.shutdown_deadline);
   // Every key of the table appears in it, so a new key cannot go undocumented.
@@ -231,6 +233,20 @@ TEST(PacerdConfig, BadEnvironmentOverrideNamesTheVariable) {
 TEST(PacerdConfig, BadFlagNamesTheFlag) {
   FlagValues flags{{"scheduler.tick_ms", {"0"}}};
   EXPECT_EQ(errorOf(fromText("", nullptr, flags)), "--tick-ms: scheduler.tick_ms: expected an integer >= 1, got \"0\"");
+}
+
+TEST(PacerdConfig, DeadTokenGuardKeysReachTheWorker) {
+  const Config c =
+      load(fromText("limits:\n  dead_token_guard: off\n  dead_token_threshold: 0.5\n  dead_token_window_s: 120\n"
+                    "  dead_token_min_answers: 200\n  dead_token_pause_s: 5\n"));
+  const DeadTokenGuardOptions& g = c.options.worker.dead_token_guard;
+  EXPECT_FALSE(g.enabled);
+  EXPECT_EQ(g.threshold, 0.5);
+  EXPECT_EQ(g.window, std::chrono::seconds(120));
+  EXPECT_EQ(g.min_answers, 200u);
+  EXPECT_EQ(g.pause, std::chrono::seconds(5));
+  EXPECT_EQ(errorOf(fromText("limits:\n  dead_token_threshold: 0\n")),
+            "pacerd.yaml:2:3: limits.dead_token_threshold: expected a number above 0 and at most 1, got \"0\"");
 }
 
 TEST(PacerdConfig, EnvironmentNamesFollowThePath) {

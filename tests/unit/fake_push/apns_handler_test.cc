@@ -141,5 +141,29 @@ TEST_F(ApnsHandlerTest, UnregisteredTokensGet410WithATimestampAndTheWindowThrott
   EXPECT_EQ(handler_.busiest(), 3u);
 }
 
+// --hot-token: that one device gets its own rate; above it a per-token 429
+// (no retry-after), while every other token goes on through the window.
+TEST_F(ApnsHandlerTest, TheHotTokenIsThrottledAloneAtItsOwnRate) {
+  PolicyOptions p;
+  p.hot_token = "bb02";
+  p.hot_token_rate = 2;
+  ApnsHandler h(testing::publicOnly(key_.get()), ApnsRules{"KEY1", "TEAM1", 3600, 1200}, p);
+  const std::string t = jwt(kT0);
+  EXPECT_EQ(h.handle(request("bb02", t), at(0.1)).outcome, Outcome::kAccepted);
+  EXPECT_EQ(h.handle(request("bb02", t), at(0.2)).outcome, Outcome::kAccepted);
+  Decision d = h.handle(request("bb02", t), at(0.3));
+  EXPECT_EQ(d.outcome, Outcome::kThrottled);
+  EXPECT_TRUE(d.per_token);
+  EXPECT_EQ(d.response.status, 429);
+  EXPECT_EQ(reason(d), "TooManyRequests");
+  for (int i = 0; i < 50; ++i) {
+    d = h.handle(request("aa" + std::to_string(10 + i), t), at(0.3 + i * 0.01));
+    EXPECT_EQ(d.outcome, Outcome::kAccepted) << "other tokens are not held back";
+    EXPECT_FALSE(d.per_token);
+  }
+  EXPECT_EQ(h.handle(request("bb02", t), at(1.15)).outcome, Outcome::kAccepted) << "a second after the first";
+  EXPECT_EQ(h.handle(request("bb02", t), at(1.16)).outcome, Outcome::kThrottled);
+}
+
 }  // namespace
 }  // namespace pacer::fake

@@ -54,6 +54,58 @@ TEST(DecideRetry, AThrottlePausesForRetryAfterOrTheDefault) {
             p.default_throttle_pause);
 }
 
+SendResult recipientThrottle(Nanos retry_after = Nanos{0}) {
+  SendResult r = result(SendOutcome::kThrottled, 429, retry_after, "APNs 429 TooManyRequests");
+  r.scope = AnswerScope::kRecipient;
+  return r;
+}
+
+// APNs 429 TooManyRequests concerns one device token: the message backs off
+// alone (nothing says "pause the provider"), longer with each throttled attempt.
+TEST(DecideRetry, ARecipientThrottleBacksOffTheMessageAloneAndGrows) {
+  RetryPolicy p;
+  p.base_delay = milliseconds(200);
+  p.max_delay = seconds(30);
+  p.jitter = 0;
+  Nanos last{0};
+  for (int n = 1; n <= 12; ++n) {
+    const auto d = decideRetry(p, recipientThrottle(), history(n, 0, n), 0.5);
+    ASSERT_EQ(d.kind, Kind::kRetry) << n;
+    EXPECT_FALSE(d.throttled) << "the provider must not pause for one token";
+    EXPECT_TRUE(d.recipient_throttled);
+    EXPECT_EQ(d.delay, std::min<Nanos>(seconds(30), milliseconds(200) * (1LL << (n - 1)))) << n;
+    EXPECT_GE(d.delay, last);
+    last = d.delay;
+  }
+  // A Retry-After, when the answer names one, is the least it waits.
+  EXPECT_EQ(decideRetry(p, recipientThrottle(seconds(5)), history(1, 0, 1), 0.5).delay, seconds(5));
+  EXPECT_EQ(decideRetry(p, recipientThrottle(milliseconds(1)), history(3, 0, 3), 0.5).delay, milliseconds(800));
+  // The same answer at provider scope still pauses everyone for the default.
+  SendResult provider = recipientThrottle();
+  provider.scope = AnswerScope::kProvider;
+  const auto d = decideRetry(p, provider, history(1, 0, 1), 0.5);
+  EXPECT_TRUE(d.throttled);
+  EXPECT_FALSE(d.recipient_throttled);
+  EXPECT_EQ(d.delay, p.default_throttle_pause);
+}
+
+TEST(DecideRetry, ARecipientThrottleIsJitteredAndBoundedByTheThrottleBudgetAndMaxAge) {
+  RetryPolicy p;
+  p.base_delay = seconds(1);
+  p.jitter = 0.5;
+  EXPECT_EQ(decideRetry(p, recipientThrottle(), history(2, 0, 2), 0.0).delay, seconds(1)) << "2 s, half of it random";
+  EXPECT_EQ(decideRetry(p, recipientThrottle(), history(2, 0, 2), 0.999999).delay.count() / 1000000, 1999);
+  p.max_throttled = 4;
+  const auto spent = decideRetry(p, recipientThrottle(), history(6, 2, 4), 0.5);
+  EXPECT_EQ(spent.kind, Kind::kFail);
+  EXPECT_EQ(spent.reason, "gave up after 6 attempts (4 throttled); last: APNs 429 TooManyRequests");
+  p.max_throttled = 30;
+  p.max_age = seconds(60);
+  const auto old = decideRetry(p, recipientThrottle(), history(8, 0, 8, seconds(50)), 0.5);
+  EXPECT_EQ(old.kind, Kind::kFail) << "a 96 s backoff would outlive the 60 s max age";
+  EXPECT_NE(old.reason.find("max age 60 s"), std::string::npos) << old.reason;
+}
+
 // Throttles do not use up the fault budget, and faults do not use up the
 // throttle budget; each is bounded on its own.
 TEST(DecideRetry, ThrottlesAndFaultsAreBoundedSeparately) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -88,6 +90,65 @@ TEST(ApnsOptionsTest, RefusesWhatApnsWouldRefuse) {
   EXPECT_NO_THROW(validateApnsOptions(opts("t", "alert", 10, 0, std::string(64, 'c'))));
 }
 
+// Every push type APNs documents is accepted, and each request carries the
+// topic Apple requires for it: the bundle id plus the type's suffix.
+TEST(ApnsOptionsTest, TakesEveryPushTypeWithItsTopic) {
+  const std::pair<const char*, const char*> expected[] = {
+      {"alert", "com.example.app"},
+      {"background", "com.example.app"},
+      {"location", "com.example.app.location-query"},
+      {"voip", "com.example.app.voip"},
+      {"complication", "com.example.app.complication"},
+      {"fileprovider", "com.example.app.pushkit.fileprovider"},
+      {"mdm", "com.example.app"},
+      {"liveactivity", "com.example.app.push-type.liveactivity"},
+      {"pushtotalk", "com.example.app.voip-ptt"},
+      {"controls", "com.example.app.push-type.controls"},
+      {"widgets", "com.example.app.push-type.widgets"},
+  };
+  ASSERT_EQ(apnsPushTypes().size(), std::size(expected));
+  for (const auto& [type, topic] : expected) {
+    SCOPED_TRACE(type);
+    const int priority = std::string_view(type) == "background" ? 5 : 10;
+    EXPECT_NO_THROW(validateApnsOptions(opts("com.example.app", type, priority)));
+    const BuiltRequest b = buildApnsRequest(message(), opts("com.example.app", type, priority), "J");
+    ASSERT_TRUE(b.ok) << b.reason;
+    EXPECT_EQ(header(b.request, "apns-topic"), topic);
+    EXPECT_EQ(header(b.request, "apns-push-type"), type);
+    // A topic given with its suffix already is sent as it is, not doubled.
+    EXPECT_NO_THROW(validateApnsOptions(opts(topic, type, priority)));
+    EXPECT_EQ(header(buildApnsRequest(message(), opts(topic, type, priority), "J").request, "apns-topic"), topic);
+    EXPECT_NE(std::find(apnsPushTypes().begin(), apnsPushTypes().end(), type), apnsPushTypes().end());
+  }
+}
+
+// A topic carrying another push type's suffix would send the whole audience
+// to the wrong topic (DeviceTokenNotForTopic for every token): refused at start.
+TEST(ApnsOptionsTest, RefusesATopicMadeForAnotherPushType) {
+  EXPECT_THROW(validateApnsOptions(opts("com.example.app.voip", "alert")), InvalidError);
+  EXPECT_THROW(validateApnsOptions(opts("com.example.app.voip", "pushtotalk")), InvalidError);
+  EXPECT_THROW(validateApnsOptions(opts("com.example.app.push-type.widgets", "controls")), InvalidError);
+  EXPECT_THROW(validateApnsOptions(opts("com.example.app.complication", "widgets")), InvalidError);
+  try {
+    validateApnsOptions(opts("com.example.app.voip", "background", 5));
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidError& e) {
+    EXPECT_STREQ(e.what(),
+                 "APNs topic 'com.example.app.voip' ends in '.voip', the suffix of push type voip, not background: "
+                 "give the bundle id; Pacer appends the push type's suffix");
+  }
+  EXPECT_NO_THROW(validateApnsOptions(opts("com.example.app.voip-ptt", "pushtotalk")));
+  try {
+    validateApnsOptions(opts("t", "shout"));
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidError& e) {
+    EXPECT_NE(std::string(e.what()).find("(alert, background, location, voip, complication, fileprovider, mdm, "
+                                         "liveactivity, pushtotalk, controls, widgets)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ApnsId, IsAStableVersion5UuidOfTheMessageId) {
   // Expected values from Python's uuid.uuid5 with the same namespace
   // (6f1d3c2e-8a4b-4e57-9c0d-2b7a5e91f3a8): an independent implementation.
@@ -114,6 +175,7 @@ struct Row {
   SendOutcome outcome;
   bool refresh = false;
   bool credential_failure = false;
+  AnswerScope scope = AnswerScope::kProvider;  // whom a throttle concerns
 };
 
 TEST(ApnsAnswer, ClassifiesEveryRowOfTheTable) {
@@ -131,8 +193,11 @@ TEST(ApnsAnswer, ClassifiesEveryRowOfTheTable) {
       {403, R"({"reason":"InvalidProviderToken"})", {}, O::kFault, false, true},
       {403, R"({"reason":"MissingProviderToken"})", {}, O::kFault, false, true},
       {403, R"({"reason":"BadCertificateEnvironment"})", {}, O::kPermanent},
-      {429, R"({"reason":"TooManyRequests"})", seconds(30), O::kThrottled},
+      // Too many notifications to this one device token: the token waits, not the provider.
+      {429, R"({"reason":"TooManyRequests"})", seconds(30), O::kThrottled, false, false, AnswerScope::kRecipient},
+      {429, R"({"reason":"TooManyRequests"})", {}, O::kThrottled, false, false, AnswerScope::kRecipient},
       {429, R"({"reason":"TooManyProviderTokenUpdates"})", {}, O::kThrottled},
+      {429, "", {}, O::kThrottled},
       {500, R"({"reason":"InternalServerError"})", {}, O::kFault},
       {503, R"({"reason":"ServiceUnavailable"})", {}, O::kFault},
       {503, R"({"reason":"ServiceUnavailable"})", seconds(5), O::kThrottled},
@@ -145,6 +210,7 @@ TEST(ApnsAnswer, ClassifiesEveryRowOfTheTable) {
     EXPECT_EQ(v.result.outcome, row.outcome) << outcomeName(v.result.outcome);
     EXPECT_EQ(v.refresh_credential, row.refresh);
     EXPECT_EQ(v.credential_failure, row.credential_failure);
+    EXPECT_EQ(v.result.scope, row.scope);
     EXPECT_EQ(v.result.status, row.status);
     EXPECT_EQ(v.result.retry_after, row.outcome == O::kThrottled ? row.retry_after.value_or(Nanos{0}) : Nanos{0});
     const std::string reason = nlohmann::json::parse(row.body.empty() ? "{}" : row.body).value("reason", "");

@@ -160,6 +160,8 @@ TEST(FcmAnswer, ClassifiesEveryRowOfTheTable) {
     EXPECT_EQ(v.result.outcome, row.outcome) << outcomeName(v.result.outcome);
     EXPECT_EQ(v.refresh_credential, row.refresh);
     EXPECT_FALSE(v.credential_failure);
+    // FCM's 429 (QUOTA_EXCEEDED, RESOURCE_EXHAUSTED) and 503 are the project's: the provider pauses.
+    EXPECT_EQ(v.result.scope, AnswerScope::kProvider);
     EXPECT_EQ(v.result.status, row.status);
     EXPECT_EQ(v.result.reason, row.reason);
     EXPECT_EQ(v.result.retry_after, row.outcome == O::kThrottled ? row.retry_after.value_or(Nanos{0}) : Nanos{0});

@@ -37,6 +37,13 @@ TEST(ClassifyHttpAnswer, A503IsAThrottleOnlyWithAUsableRetryAfter) {
   EXPECT_EQ(r.reason, "HTTP 503: busy");
 }
 
+// A generic HTTP provider's 429 and 503 are about the provider as a whole.
+TEST(ClassifyHttpAnswer, ThrottlesAreTheWholeProviders) {
+  EXPECT_EQ(classifyHttpAnswer(429, "2", "slow down", 0).scope, AnswerScope::kProvider);
+  EXPECT_EQ(classifyHttpAnswer(429, "", "", 0).scope, AnswerScope::kProvider);
+  EXPECT_EQ(classifyHttpAnswer(503, "4", "busy", 0).scope, AnswerScope::kProvider);
+}
+
 TEST(ClassifyHttpAnswer, TheReasonKeepsABoundedEscapedBody) {
   const SendResult r = classifyHttpAnswer(400, "", std::string(2000, 'x') + "\n", 0);
   EXPECT_EQ(r.reason.size(), std::string("HTTP 400: ").size() + kMaxReasonBody);

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# A wrong topic, or sandbox tokens sent to production: APNs calls every token
+# dead. pacerd's dead-token guard must keep the audience out of the export.
+# pacer-fake-apns answers all 100 device tokens 410 Unregistered; pacerd sends
+# them 100 notifications. Checked against the ledger, the export and the log:
+# - only the 16 answers before the guard could judge are invalid_token rows and
+#   in pacerctl tokens export; the other 84 are failed rows whose reason says
+#   the guard held them;
+# - pacerd logged event=dead_token_guard provider=apple holding=true once, and
+#   its summary counts 84 held verdicts;
+# - nothing is lost: 100 rows, and the fake saw every message once (no retry).
+set -euo pipefail
+pacerd=${PACERD:?}
+pacerctl=${PACERCTL:?}
+kafka_mock=${PACER_KAFKA_MOCK:?}
+apns=${PACER_FAKE_APNS:?}
+source "${PACER_SOURCE:?}/scripts/services.sh"
+tmp=$(mktemp -d)
+apns_pid=
+trap 'pacer_test_cleanup "$tmp" "$apns_pid"' EXIT
+PACER_TEST_LOGS=("$tmp/pacerd.log" "$tmp/apns.err")
+
+bash "$PACER_SOURCE/tests/support/make_test_certs.sh" "$tmp" >/dev/null
+openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$tmp/key.p8"
+openssl ec -in "$tmp/key.p8" -pubout -out "$tmp/key.pub" 2>/dev/null
+# Ten prefixes of 63 hex characters, each with ten one-digit endings: 100 tokens.
+prefixes=()
+for p in 0 1 2 3 4 5 6 7 8 9; do prefixes+=("$(printf "b$p%.0s" $(seq 31))b"); done
+for p in "${prefixes[@]}"; do for d in 0 1 2 3 4 5 6 7 8 9; do echo "$p$d"; done; done >"$tmp/dead.txt"
+
+"$apns" --cert "$tmp/server.pem" --key "$tmp/server.key" --listen 127.0.0.1:0 --auth-key "$tmp/key.pub" \
+  --key-id KEY0000001 --team-id TEAM000001 --invalid-tokens "$tmp/dead.txt" \
+  >"$tmp/apns.out" 2>"$tmp/apns.err" &
+apns_pid=$!
+port=$(listening_port "$tmp/apns.out" "$apns_pid") || fail "the fake did not start"
+
+start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:1
+"$pacerctl" provider create apple --rate 50 --burst 5 >/dev/null
+"$pacerctl" campaign create promo --rate 1000 --provider apple >/dev/null
+for i in "${!prefixes[@]}"; do
+  "$pacerctl" produce --brokers "$PACER_KAFKA" --topic messages --campaign promo --payload '{"aps":{"alert":"hi"}}' \
+    --count 10 --recipients 10 --recipient-prefix "${prefixes[$i]}" --id-prefix "p$i-" >/dev/null
+done
+
+cat >"$tmp/pacerd.yaml" <<YAML
+kafka:
+  brokers: [$PACER_KAFKA]
+  topics: [messages]
+postgres:
+  migrate: false
+sink:
+  kind: apns
+  in_flight: 8
+  apns:
+    url: https://127.0.0.1:$port
+    key_file: $tmp/key.p8
+    key_id: KEY0000001
+    team_id: TEAM000001
+    topic: com.example.app
+  push:
+    ca_file: $tmp/ca.pem
+limits:
+  dead_token_pause_s: 1
+admin:
+  listen: 127.0.0.1:0
+exit_when_idle_ms: 3000
+summary_file: $tmp/summary.json
+YAML
+timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" || fail "pacerd exited $?"
+
+report=$(curl -sS --cacert "$tmp/ca.pem" --http2 "https://127.0.0.1:$port/_report")
+field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$report" "$1"; }
+[ "$(field invalid)" = 100 ] || fail "the fake answered $(field invalid) unregistered, expected 100 (once each): $report"
+[ "$(field requests)" = 100 ] || fail "$(field requests) requests: a dead answer is never retried ($report)"
+
+rows=$(pacer_psql -c "SELECT status, count(*) FROM deliveries GROUP BY 1 ORDER BY 1" | tr '\n' ' ')
+[ "$rows" = "failed|84 invalid_token|16 " ] || fail "ledger: $rows"
+held=$(pacer_psql -c "SELECT count(*) FROM deliveries WHERE status = 'failed' AND reason LIKE 'dead-token guard held: APNs 410 Unregistered; %'")
+[ "$held" = 84 ] || fail "$held failed rows name the guard: $(pacer_psql -c "SELECT reason FROM deliveries WHERE status = 'failed' LIMIT 3")"
+[ "$(pacer_psql -c "SELECT count(*) FROM invalid_tokens")" = 16 ] || fail "invalid_tokens: $(pacer_psql -c "SELECT count(*) FROM invalid_tokens")"
+[ "$("$pacerctl" tokens export --provider apple | grep -c .)" = 17 ] || fail "the export holds more than the header and 16 tokens"
+
+grep -q 'event=dead_token_guard provider=apple holding=true ratio=1.000 answers=17 window=60s threshold=0.33' \
+  "$tmp/pacerd.log" || fail "no event=dead_token_guard line: $(grep dead_token "$tmp/pacerd.log" || true)"
+[ "$(grep -c 'event=dead_token_guard provider=apple holding=true' "$tmp/pacerd.log")" = 1 ] ||
+  fail "the guard was logged as starting more than once"
+python3 - "$tmp/summary.json" <<'PY' || fail "pacerd's summary: see above"
+import json, sys
+p = [p for p in json.load(open(sys.argv[1]))["providers"] if p["id"] == "apple"][0]
+print("provider apple:", p)
+assert p["dead_tokens_held"] == 84, p
+PY
+echo "PASS"

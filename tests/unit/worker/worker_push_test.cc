@@ -1,0 +1,201 @@
+// WorkerCore and push answers at their real scope: a throttle of one device
+// token defers that message only; the dead-token guard keeps a broken
+// configuration from marking an audience dead. Simulated clock, fake sink.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "pacer/worker.h"
+#include "support/fakes.h"
+
+namespace pacer {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+using test_support::FakeLedger;
+using test_support::FakeSink;
+
+const std::string kHot(64, 'f');  // the device token APNs says gets too many notifications
+
+std::string tokenFor(std::int64_t offset) {
+  std::string t = std::to_string(offset);
+  return std::string(64 - t.size(), 'a') + t;
+}
+
+RawMessage raw(std::int64_t offset, std::string recipient) {
+  RawMessage r;
+  r.position = Position{"t", 0, offset};
+  r.key = "a";
+  r.headers.emplace_back("message-id", "m" + std::to_string(offset));
+  r.headers.emplace_back("recipient", std::move(recipient));
+  r.value = R"({"aps":{"alert":"hi"}})";
+  return r;
+}
+
+SendResult apns429TooManyRequests() {
+  SendResult r;
+  r.outcome = SendOutcome::kThrottled;
+  r.status = 429;
+  r.reason = "APNs 429 TooManyRequests";
+  r.scope = AnswerScope::kRecipient;
+  return r;
+}
+
+class WorkerPushTest : public ::testing::Test {
+ protected:
+  void make(WorkerOptions o) {
+    o.ledger_flush_interval = milliseconds(50);
+    o.seed = 11;
+    core_ = std::make_unique<WorkerCore>(o, ledger_, sink_, nullptr, clock_.now());
+    core_->upsertProvider(ProviderInfo{"apns", RateLimit{100, 5}}, clock_.now());
+    CampaignInfo c;
+    c.id = "a";
+    c.provider = "apns";
+    core_->upsertCampaign(c, clock_.now());
+  }
+  // Steps every 5 ms for `d`; returns the sends per whole simulated second.
+  std::vector<std::size_t> run(Nanos d) {
+    std::vector<std::size_t> per_second;
+    const MonoTime end = clock_.now() + d;
+    std::size_t before = sink_.submitted.size();
+    for (MonoTime next = clock_.now() + seconds(1); clock_.now() < end;) {
+      clock_.advance(milliseconds(5));
+      core_->step(clock_.now());
+      EXPECT_FALSE(core_->providerStats(clock_.now()).at(0).paused && expect_unpaused_) << "paused at a token's 429";
+      if (clock_.now() >= next) {
+        per_second.push_back(sink_.submitted.size() - before);
+        before = sink_.submitted.size();
+        next += seconds(1);
+      }
+    }
+    return per_second;
+  }
+  std::size_t sendsTo(const std::string& token) const {
+    return static_cast<std::size_t>(std::count_if(sink_.submitted.begin(), sink_.submitted.end(),
+                                                  [&](const Message& m) { return m.recipient == token; }));
+  }
+
+  SimulatedTimeSource clock_{monoAt(seconds(1000))};
+  FakeLedger ledger_;
+  FakeSink sink_{1000};
+  std::unique_ptr<WorkerCore> core_;
+  bool expect_unpaused_ = true;
+};
+
+// One hot token among 990 others, at a provider rate of 100/s: APNs answers
+// 429 TooManyRequests to the first attempt of each of its 10 messages, and to
+// the first four of one of them. The provider is never paused, every
+// simulated second sends its 100, and only those messages wait.
+TEST_F(WorkerPushTest, APerTokenThrottleDefersOnlyThatMessage) {
+  WorkerOptions o;
+  o.retry.base_delay = milliseconds(200);
+  o.retry.jitter = 0.5;
+  make(o);
+  std::map<std::string, int> hot_attempts;  // per message: m0 is throttled 4 times, the other hot ones once
+  sink_.answer = [&](const Message& m) {
+    if (m.recipient == kHot && ++hot_attempts[m.id] <= (m.id == "m0" ? 4 : 1)) return apns429TooManyRequests();
+    return SendResult{};
+  };
+  for (std::int64_t i = 0; i < 1000; ++i) core_->offer(raw(i, i % 100 == 0 ? kHot : tokenFor(i)), clock_.now());
+  const std::vector<std::size_t> per_second = run(seconds(9));
+  ASSERT_EQ(per_second.size(), 9u);
+  for (std::size_t s = 0; s < per_second.size(); ++s) {
+    EXPECT_GE(per_second[s], 98u) << "second " << s << ": the other tokens keep flowing";
+    EXPECT_LE(per_second[s], 106u) << "second " << s << ": never over the rate (100/s, burst 5)";
+  }
+  run(seconds(2));
+  const ProviderStats p = core_->providerStats(clock_.now()).at(0);
+  EXPECT_EQ(p.throttled, 0u) << "not a provider throttle";
+  EXPECT_EQ(p.recipient_throttled, 13u);
+  ASSERT_TRUE(p.effective);
+  EXPECT_DOUBLE_EQ(*p.effective, 100.0) << "the adaptive rate did not fall";
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 1000u) << "nothing lost";
+  EXPECT_EQ(ledger_.byId.at("m0").attempts, 5);
+  EXPECT_EQ(ledger_.byId.at("m100").attempts, 2);
+  EXPECT_EQ(sendsTo(kHot), 23u) << "10 messages to the hot token, 13 retries";
+}
+
+// The same token throttled on every attempt: the message gives up within the
+// retry policy (max_throttled) with a failed row saying why; the others go.
+TEST_F(WorkerPushTest, ATokenThrottledForeverFailsWithTheReason) {
+  WorkerOptions o;
+  o.retry.base_delay = milliseconds(100);
+  o.retry.max_delay = seconds(1);
+  o.retry.max_throttled = 6;
+  make(o);
+  sink_.answer = [&](const Message& m) { return m.recipient == kHot ? apns429TooManyRequests() : SendResult{}; };
+  for (std::int64_t i = 0; i < 300; ++i) core_->offer(raw(i, i == 7 ? kHot : tokenFor(i)), clock_.now());
+  run(seconds(10));
+  const DeliveryRecord& row = ledger_.byId.at("m7");
+  EXPECT_EQ(row.status, DeliveryStatus::kFailed);
+  EXPECT_EQ(row.attempts, 6);
+  EXPECT_EQ(row.reason, "gave up after 6 attempts (6 throttled); last: APNs 429 TooManyRequests");
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 299u);
+  EXPECT_EQ(core_->committable(TopicPartition{"t", 0}), 300) << "its outcome is in the ledger";
+}
+
+// A wrong topic: APNs calls every token bad. The guard records only the first
+// few as dead, pauses the provider, and every other message fails with a
+// reason naming the guard: nothing more reaches the export.
+TEST_F(WorkerPushTest, TheDeadTokenGuardHoldsAnAudienceThatIsAllDead) {
+  WorkerOptions o;
+  o.dead_token_guard.pause = seconds(5);
+  make(o);
+  sink_.answer = [](const Message&) {
+    SendResult r;
+    r.outcome = SendOutcome::kInvalidToken;
+    r.status = 400;
+    r.reason = "APNs 400 BadDeviceToken";
+    return r;
+  };
+  for (std::int64_t i = 0; i < 400; ++i) core_->offer(raw(i, tokenFor(i)), clock_.now());
+  expect_unpaused_ = false;
+  run(seconds(1));
+  ProviderStats p = core_->providerStats(clock_.now()).at(0);
+  EXPECT_TRUE(p.dead_token_guard);
+  EXPECT_TRUE(p.paused) << "the guard pauses the provider";
+  EXPECT_EQ(p.dead_token_trips, 1u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kInvalidToken), 16u) << "only what came before it could judge";
+  const std::size_t sent_at_trip = sink_.submitted.size();
+  run(seconds(4));
+  EXPECT_EQ(sink_.submitted.size(), sent_at_trip) << "nothing goes during the pause";
+  run(seconds(60));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kInvalidToken), 16u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kFailed) + 16u, sink_.submitted.size());
+  const DeliveryRecord& held = ledger_.byId.at("m20");
+  EXPECT_EQ(held.status, DeliveryStatus::kFailed);
+  EXPECT_EQ(held.reason.rfind("dead-token guard held: APNs 400 BadDeviceToken; 100% of ", 0), 0u) << held.reason;
+  EXPECT_TRUE(held.token.empty()) << "no token for the export";
+  p = core_->providerStats(clock_.now()).at(0);
+  EXPECT_EQ(p.dead_tokens_held, sink_.submitted.size() - 16u);
+  EXPECT_LT(sink_.submitted.size(), 400u) << "each pause holds the rest back";
+}
+
+// A normal share of dead tokens (1 in 20) is recorded as it always was.
+TEST_F(WorkerPushTest, ANormalShareOfDeadTokensIsRecorded) {
+  make(WorkerOptions{});
+  sink_.answer = [](const Message& m) {
+    SendResult r;
+    if (std::stoll(m.id.substr(1)) % 20 == 7) {
+      r.outcome = SendOutcome::kInvalidToken;
+      r.status = 410;
+      r.reason = "APNs 410 Unregistered";
+    }
+    return r;
+  };
+  for (std::int64_t i = 0; i < 1000; ++i) core_->offer(raw(i, tokenFor(i)), clock_.now());
+  run(seconds(12));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kInvalidToken), 50u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 950u);
+  const ProviderStats p = core_->providerStats(clock_.now()).at(0);
+  EXPECT_FALSE(p.dead_token_guard);
+  EXPECT_EQ(p.dead_tokens_held, 0u);
+  EXPECT_NEAR(p.dead_token_ratio, 0.05, 0.02);
+}
+
+}  // namespace
+}  // namespace pacer
