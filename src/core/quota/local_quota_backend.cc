@@ -178,6 +178,15 @@ class LocalQuotaBackend final : public QuotaBackend {
     return {m0 - slope * tau_a, slope};
   }
 
+  // While the scope is paused it grants nothing and says how long is left.
+  static LeaseReply pausedReply(const LeaseRequest& r, LeaseReply reply) {
+    reply.status = QuotaStatus::kOk;
+    reply.next_token = reply.paused;
+    reply.full_in = reply.paused;
+    reply.binding = r.adaptive->level;
+    return reply;
+  }
+
   LeaseReply one(const LeaseRequest& r, MonoTime now) {
     LeaseReply reply;
     if (r.levels.empty()) return reply;
@@ -185,13 +194,7 @@ class LocalQuotaBackend final : public QuotaBackend {
       if (!usable(l.limit)) return reply;  // kUnavailable: never a grant on a bad limit
     reply.active_workers = countWorker(r, now);
     AdaptiveRate* adapt = adaptive(r, now, reply);
-    if (reply.paused > Nanos{0}) {
-      reply.status = QuotaStatus::kOk;
-      reply.next_token = reply.paused;
-      reply.full_in = reply.paused;
-      reply.binding = r.adaptive->level;
-      return reply;
-    }
+    if (reply.paused > Nanos{0}) return pausedReply(r, std::move(reply));
     const PriorityView pv = priority(r, now);
     levels_.clear();
     double want = static_cast<double>(r.want);

@@ -295,6 +295,45 @@ TEST(RedisQuota, AThrottleReportPausesAndSlowsTheProviderForEveryWorker) {
   EXPECT_LE(r.granted, 40u);
 }
 
+// A throttle judge's cut (keep) and its restore act in Redis as in
+// AdaptiveRate::onCapacity / restoreLimit: the rate comes down to keep x
+// rate x hold_fraction; a restore puts the limit back (in whole, or as far
+// as its keep says), and the rate climbs fast towards it again.
+TEST(RedisQuota, AJudgedCutAndItsRestoreActInRedisAsInAdaptiveRate) {
+  RedisServer server;
+  auto w = makeRedisQuotaBackend(optionsFor(server));
+  w->connect();
+  auto req = [](Nanos throttled, double keep, double restore) {
+    LeaseRequest r = request("sms", {{"c:a", {1e6, 1e6}}, {"p", {400, 40}}}, 0);
+    r.adaptive = AdaptiveLevel{1, AdaptiveRateOptions{}, BreakerOptions{}, throttled, 0, 0, keep, restore};
+    return r;
+  };
+  LeaseReply r = one(*w, req(Nanos{0}, 0.75, 0));  // the provider took 3/4 of what it was sent
+  ASSERT_EQ(r.status, QuotaStatus::kOk);
+  EXPECT_NEAR(r.effective_rate, 400 * 0.75 * 0.98, 0.01);
+  EXPECT_EQ(r.paused, Nanos{0}) << "no Retry-After named: no pause";
+  // Without a restore the rate only probes slowly (6 over 30 s) towards the new limit, 300.
+  std::this_thread::sleep_for(milliseconds(500));
+  r = one(*w, req(Nanos{-1}, 0, 0));
+  EXPECT_LT(r.effective_rate, 300.0);
+  // The cut was noise: the limit is 400 again and the rate climbs at 100/s per second.
+  r = one(*w, req(Nanos{-1}, 0, 1.0));
+  std::this_thread::sleep_for(milliseconds(500));
+  r = one(*w, req(Nanos{-1}, 0, 0));
+  EXPECT_GT(r.effective_rate, 320.0);
+  EXPECT_LE(r.effective_rate, 392.0);
+  // A second cut, then a restore as far as 0.9 of the rate at that cut.
+  std::this_thread::sleep_for(milliseconds(300));  // out of the hold (250 ms)
+  r = one(*w, req(Nanos{0}, 0.5, 0));
+  const double at_cut = r.effective_rate / (0.5 * 0.98);
+  r = one(*w, req(Nanos{-1}, 0, 0.9));
+  ASSERT_TRUE(waitUntil([&] { return one(*w, req(Nanos{-1}, 0, 0)).effective_rate >= 0.9 * at_cut * 0.98 - 0.01; },
+                        milliseconds(5000), milliseconds(50)));
+  std::this_thread::sleep_for(milliseconds(500));
+  r = one(*w, req(Nanos{-1}, 0, 0));
+  EXPECT_LE(r.effective_rate, 0.9 * at_cut + 0.01) << "no further than the restore's keep, then only the slow probe";
+}
+
 // The script grants ahead of time up to the lookahead and says where each
 // grant's tokens start, as the in-process backend does.
 TEST(RedisQuota, GrantsAheadOfTimeAndSaysWhereTheyStart) {

@@ -195,6 +195,33 @@ LeaseRequest adaptiveReq(std::uint64_t want, Nanos throttled = Nanos{-1}, std::u
   return r;
 }
 
+// The scenario of RedisQuota.AJudgedCutAndItsRestoreActInRedisAsInAdaptiveRate,
+// on simulated time: a judged cut (keep) and its restore.
+TEST(LocalQuotaBackend, AJudgedCutAndItsRestoreActAsInAdaptiveRate) {
+  auto b = makeLocalQuotaBackend();
+  const MonoTime t0 = MonoTime{} + std::chrono::seconds(10);
+  auto judged = [](Nanos throttled, double keep, double restore) {
+    LeaseRequest r = adaptiveReq(0, throttled);
+    r.adaptive->keep = keep;
+    r.adaptive->restore = restore;
+    return r;
+  };
+  LeaseReply r = one(*b, judged(Nanos{0}, 0.75, 0), t0);
+  EXPECT_NEAR(r.effective_rate, 400 * 0.75 * 0.98, 1e-9);
+  EXPECT_EQ(r.paused, Nanos{0});
+  r = one(*b, judged(Nanos{-1}, 0, 0), t0 + milliseconds(500));
+  EXPECT_NEAR(r.effective_rate, 294 + 0.5 * 6 / 30, 1e-9) << "only the slow probe towards 300";
+  r = one(*b, judged(Nanos{-1}, 0, 1.0), t0 + milliseconds(500));  // noise: the limit is 400 again
+  r = one(*b, judged(Nanos{-1}, 0, 0), t0 + milliseconds(1000));
+  EXPECT_NEAR(r.effective_rate, 294.1 + 0.5 * 100, 1e-9) << "fast again, 100/s per second";
+  r = one(*b, judged(Nanos{0}, 0.5, 0), t0 + milliseconds(1300));
+  const double at_cut = r.effective_rate / (0.5 * 0.98);
+  EXPECT_NEAR(at_cut, 374.1, 1e-9);
+  one(*b, judged(Nanos{-1}, 0, 0.9), t0 + milliseconds(1300));  // a ceiling under the noise after all
+  r = one(*b, judged(Nanos{-1}, 0, 0), t0 + std::chrono::seconds(5));
+  EXPECT_NEAR(r.effective_rate, 0.9 * at_cut * 0.98, 1.0) << "back to just under 0.9 of the rate at the cut";
+}
+
 TEST(LocalQuotaBackend, AThrottleReportSlowsAndPausesTheScopeForEveryRequest) {
   auto b = makeLocalQuotaBackend();
   const MonoTime t0 = MonoTime{} + std::chrono::seconds(10);
