@@ -19,7 +19,11 @@
 //     really takes, estimated from what it accepted (at least `min_keep`: a
 //     provider refusing everything is pausing, and a real ceiling lower than
 //     that is reached in a few cuts). The caller lowers the rate to that, and
-//     the next period is a test.
+//     the next period is a test. A cut deeper than `soft_keep` on a single
+//     period's word could be a passing burst (a start, a reconnect): the
+//     first is only a step back (keep 1: the limit is the rate it came at),
+//     and the measured cut is made when the next judged period is excessive
+//     too.
 //   - The test: the period after a cut (after one more period of settling,
 //     while the provider's window still holds what came before). A ceiling C
 //     (what the cut period accepted) refuses only what is sent above C, so
@@ -61,6 +65,7 @@ struct ThrottleJudgeOptions {
   double max_noise = 0.5;                  // noise above this is not believed (capped)
   double min_keep = 0.5;                   // one cut keeps at least this much of the rate (a provider
                                            // refusing all is a pause, not a capacity of 0)
+  double soft_keep = 0.98;                 // a deeper cut needs two excessive periods in a row
 };
 
 struct ThrottleVerdict {
@@ -106,7 +111,8 @@ class ThrottleJudge {
   double noise_ = 0;
   // After a cut: the period it judged (share, answers per second), tested by the next one.
   bool testing_ = false;
-  bool settling_ = false;  // the period right after a cut, before its test
+  bool settling_ = false;      // the period right after a cut, before its test
+  bool soft_pending_ = false;  // the last cut was only a step back: another excess makes the measured cut
   double cut_share_ = 0;
   double cut_rate_ = 0;
   std::uint64_t cut_answers_ = 1;

@@ -24,6 +24,7 @@ ThrottleJudge::ThrottleJudge(ThrottleJudgeOptions options, MonoTime now) noexcep
   options_.max_noise = std::clamp(options_.max_noise, 0.0, 0.99);
   options_.min_answers = std::max<std::uint32_t>(options_.min_answers, 1);
   options_.min_keep = std::clamp(options_.min_keep, 0.01, 1.0);
+  options_.soft_keep = std::clamp(options_.soft_keep, options_.min_keep, 1.0);
 }
 
 bool ThrottleJudge::excessive() const noexcept {
@@ -68,7 +69,13 @@ ThrottleVerdict ThrottleJudge::close(MonoTime now, ThrottleVerdict::Kind kind) n
   v.kind = kind;
   v.share = answers_ > 0 ? static_cast<double>(throttles_) / static_cast<double>(answers_) : 0;
   if (kind == ThrottleVerdict::Kind::kCapacity) {
-    v.keep = std::clamp((1 - v.share) / (1 - noise_), options_.min_keep, 1.0);
+    // A deep cut on one period's word could be a passing burst (a start, a
+    // reconnect): the first only steps back from the rate it came at (keep
+    // 1); a second excessive period in a row makes the measured cut.
+    const double measured = std::clamp((1 - v.share) / (1 - noise_), options_.min_keep, 1.0);
+    const bool confirmed = measured >= options_.soft_keep || soft_pending_;
+    v.keep = confirmed ? measured : 1.0;
+    soft_pending_ = !confirmed;
     v.pause = longest_retry_after_;
     testing_ = true;
     settling_ = true;
@@ -77,6 +84,7 @@ ThrottleVerdict ThrottleJudge::close(MonoTime now, ThrottleVerdict::Kind kind) n
     cut_answers_ = answers_;
     ++capacity_verdicts_;
   } else if (answers_ >= options_.min_answers) {
+    soft_pending_ = false;
     noise_ = std::clamp(noise_ + options_.noise_adapt * (v.share - noise_), 0.0, options_.max_noise);
     noise_throttles_ += throttles_;
   }
@@ -107,6 +115,7 @@ ThrottleVerdict ThrottleJudge::judgeTest(MonoTime now) noexcept {
                             share > ceiling_share + options_.verify_fall * (cut_share_ - ceiling_share);
   if (rate_fell && share_stayed) {
     noise_ = std::min(share, options_.max_noise);
+    soft_pending_ = false;
     ++noise_verdicts_;
     noise_throttles_ += throttles_;
     restart(now);
@@ -134,6 +143,7 @@ void validateThrottleJudge(const ThrottleJudgeOptions& o) {
   if (!(o.verify_rate_fall > 0 && o.verify_rate_fall <= 1)) bad("verify_rate_fall must be within (0, 1]");
   if (!(o.max_noise >= 0 && o.max_noise < 1)) bad("max_noise must be within [0, 1)");
   if (!(o.min_keep > 0 && o.min_keep <= 1)) bad("min_keep must be within (0, 1]");
+  if (!(o.soft_keep >= o.min_keep && o.soft_keep <= 1)) bad("soft_keep must be within [min_keep, 1]");
 }
 
 }  // namespace pacer

@@ -185,7 +185,15 @@ class SmppSink final : public SmppSinkInterface {
   void receiptsRecorded(std::span<const DeliveryReceipt> receipts) override;
 
   std::size_t inFlight() const override { return max_in_flight_ - free_.size(); }
-  std::size_t maxInFlight() const override { return max_in_flight_; }
+  // No transmitting bind up: no room. The worker then spends no token on a
+  // message that could only wait here, and nothing goes in a burst when a
+  // bind comes back (submit() still takes what it is handed: it waits, or
+  // fails after response_timeout).
+  std::size_t maxInFlight() const override {
+    for (const auto& c : conns_)
+      if (c->transmits && c->session.state() == SessionState::kBound) return max_in_flight_;
+    return 0;
+  }
   void wait(Nanos max) override;
   SmppSinkStats stats() const override {
     SmppSinkStats s = stats_;

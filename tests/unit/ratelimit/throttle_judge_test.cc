@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <random>
+#include <vector>
 
 #include "pacer/error.h"
 
@@ -69,7 +70,7 @@ TEST(ThrottleJudge, RandomThrottlesAtAnyRateAreLearnedAsNoiseAndTheRateIsKept) {
   EXPECT_GE(loop.restores, 1u) << "the first cut was taken back";
   EXPECT_LE(loop.cuts, loop.restores + 3) << "cuts: " << loop.cuts;
   // 400/s with 10% refused: about 360 accepted a second after the first 10 s.
-  EXPECT_GE(static_cast<double>(late) / 590, 0.97 * 360);
+  EXPECT_GE(static_cast<double>(late) / 590, 0.95 * 360);
   EXPECT_LE(static_cast<double>(late) / 590, 1.01 * 400);
 }
 
@@ -112,22 +113,43 @@ TEST(ThrottleJudge, NoVerdictOnFewAnswersOrWithoutExcess) {
   EXPECT_NEAR(v.keep, 0.99, 0.001);
 }
 
-TEST(ThrottleJudge, ACutCarriesTheLongestRetryAfterItsThrottlesNamed) {
+// Every 10 ms an answer, throttled when `refused` says so; the verdicts.
+std::vector<ThrottleVerdict> feed(ThrottleJudge& judge, int from_ms, int to_ms, bool (*refused)(int),
+                                  Nanos retry_after = Nanos{0}) {
+  std::vector<ThrottleVerdict> out;
+  for (int ms = from_ms; ms < to_ms; ms += 10) {
+    const ThrottleVerdict v = judge.answer(at(milliseconds(ms)), refused(ms), ms == 40 ? seconds(3) : retry_after);
+    if (v.kind != Kind::kNone) out.push_back(v);
+  }
+  return out;
+}
+
+// A deep cut on one period's word could be a passing burst: the first is a
+// step back (keep 1), the measured cut comes when the test period is
+// excessive too. Each carries the longest Retry-After its throttles named.
+TEST(ThrottleJudge, ADeepCutNeedsTwoExcessivePeriodsAndCarriesTheLongestRetryAfter) {
   ThrottleJudge judge({}, at(Nanos{0}));
-  ThrottleVerdict v;
-  for (int i = 0; i <= 100 && v.kind == Kind::kNone; ++i)
-    v = judge.answer(at(milliseconds(i * 10)), i % 2 == 0, i == 4 ? seconds(3) : seconds(1));
-  ASSERT_EQ(v.kind, Kind::kCapacity);
-  EXPECT_EQ(v.pause, seconds(3));
-  EXPECT_NEAR(v.keep, 0.5, 0.05);
+  auto half = [](int ms) { return (ms / 10) % 2 == 0; };
+  const std::vector<ThrottleVerdict> v = feed(judge, 0, 3050, half, seconds(1));
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].kind, Kind::kCapacity);
+  EXPECT_EQ(v[0].keep, 1.0) << "one period's word: a step back";
+  EXPECT_EQ(v[0].pause, seconds(3));
+  EXPECT_EQ(v[1].kind, Kind::kCapacity) << "the test period refused half again";
+  EXPECT_NEAR(v[1].keep, 0.5, 0.05);
+  EXPECT_EQ(v[1].pause, seconds(1));
+  // A passing burst: one excessive period, then none; no measured cut.
+  ThrottleJudge burst({}, at(Nanos{0}));
+  const std::vector<ThrottleVerdict> b = feed(burst, 0, 5050, [](int ms) { return ms < 1000 && (ms / 10) % 4 == 0; });
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].keep, 1.0);
 }
 
 TEST(ThrottleJudge, OneCutKeepsAtLeastMinKeep) {
   ThrottleJudge judge({}, at(Nanos{0}));
-  ThrottleVerdict v;
-  for (int i = 0; i <= 100 && v.kind == Kind::kNone; ++i) v = judge.answer(at(milliseconds(i * 10)), true);
-  ASSERT_EQ(v.kind, Kind::kCapacity);
-  EXPECT_EQ(v.keep, 0.5) << "all refused: a pause, not a capacity of 0";
+  const std::vector<ThrottleVerdict> v = feed(judge, 0, 3050, [](int) { return true; });
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[1].keep, 0.5) << "all refused: a pause, not a capacity of 0";
 }
 
 TEST(ThrottleJudge, ATestWhoseRateDidNotFallIsNoProofOfNoise) {

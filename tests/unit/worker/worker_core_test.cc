@@ -274,9 +274,9 @@ TEST_F(WorkerCoreTest, ThrottlesAboveTheNoiseLevelPauseTheWholeProvider) {
   ASSERT_EQ(p.capacity_cuts, 1u) << "judged within a period or two";
   EXPECT_LE(waited, milliseconds(2100));
   EXPECT_TRUE(p.paused);
-  EXPECT_NEAR(p.last_verdict.keep, 0.5, 0.1);
+  EXPECT_EQ(p.last_verdict.keep, 1.0) << "one period's word: a step back, the measured cut waits for a second";
   ASSERT_TRUE(p.effective.has_value());
-  EXPECT_NEAR(*p.effective, 100 * p.last_verdict.keep * 0.98, 1.0) << "what the provider accepted, held just under";
+  EXPECT_NEAR(*p.effective, 100 * 0.98, 1.0) << "just under the rate the throttles came at";
   refuse = false;
   const std::size_t at_cut = sink_.submitted.size();
   run(milliseconds(2900));
@@ -813,7 +813,7 @@ TEST(WorkerCoreQuota, A429AtOneWorkerPausesTheProviderAtEveryWorker) {
   for (int w = 0; w < 2; ++w) {  // in the pause: slowed and paused for both
     const std::vector<ProviderStats>& ps = during[w];
     ASSERT_TRUE(ps[0].effective.has_value());
-    EXPECT_LT(*ps[0].effective, 200.0 * 0.9) << "the shared rate came down for worker " << w;
+    EXPECT_LT(*ps[0].effective, 200.0) << "the shared rate came down for worker " << w;
     EXPECT_DOUBLE_EQ(*ps[0].effective, *during[0][0].effective) << "one shared rate";
     EXPECT_TRUE(ps[0].paused) << w;
   }
