@@ -17,7 +17,8 @@
 #   bench/smpp_e2e.sh all      strict and kill
 #
 # Environment: MESSAGES (default 20000), WORKERS (4), PACER_KEEP=1 keeps the run directory,
-# PACER_BENCH_PRESET (default release) the CMake preset whose binaries run.
+# PACER_BENCH_PRESET (default release) the CMake preset whose binaries run, PACER_PACERD another
+# build's pacerd to run instead of this one's (an A/B against the same fakes and script).
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/../scripts/services.sh"
@@ -93,7 +94,7 @@ echo "$mode: $total messages ($segments segments) over 2 campaigns at 300 segmen
   "SMSC quota $quota/s ${smsc_extra[*]}, $workers workers, 1 bind each, window ${window_flag[1]:-default}"
 
 start_worker() {
-  PACER_SMPP_PASSWORD=secret "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --postgres "$PACER_PG" \
+  PACER_SMPP_PASSWORD=secret "${PACER_PACERD:-$bin/pacerd}" --brokers "$PACER_KAFKA" --topic messages --postgres "$PACER_PG" \
     --no-migrate --redis "$PACER_REDIS" --live-workers "$workers" --refresh-ms 500 \
     --sink smpp --smpp-port "$smsc_port" --smpp-system-id pacer "${window_flag[@]}" \
     --session-timeout-ms 6000 --summary "$PACER_RUN_DIR/summary$1.json" --admin-listen 127.0.0.1:0 \

@@ -17,7 +17,8 @@
 #   bench/strict_provider.sh all         the four, one after the other
 #
 # Environment: MESSAGES (default 20000), WORKERS (4), PACER_KEEP=1 keeps the run directory,
-# PACER_BENCH_PRESET (default release) the CMake preset whose binaries run.
+# PACER_BENCH_PRESET (default release) the CMake preset whose binaries run, PACER_PACERD another
+# build's pacerd to run instead of this one's (an A/B against the same fakes and script).
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/../scripts/services.sh"
@@ -82,7 +83,7 @@ echo "$mode: $good messages over ${#campaigns[@]} campaigns at $campaign_rate/s,
 
 start_ms=$(date +%s%3N)
 for w in $(seq 1 "$workers"); do
-  "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --postgres "$PACER_PG" --no-migrate \
+  "${PACER_PACERD:-$bin/pacerd}" --brokers "$PACER_KAFKA" --topic messages --postgres "$PACER_PG" --no-migrate \
     --redis "$PACER_REDIS" --live-workers "$workers" --refresh-ms 500 \
     --sink http --http-url "http://127.0.0.1:$PACER_PROVIDER_PORT/send/{campaign}" --in-flight 100 \
     --session-timeout-ms 6000 --summary "$PACER_RUN_DIR/summary$w.json" --admin-listen 127.0.0.1:0 \

@@ -12,12 +12,12 @@
 //
 //   below hold_fraction x limit   fast (fast_climb_per_s x ceiling per second):
 //                                 back to just under the limit within a second
-//   from there to half as far     slowly, additively, at (1 - hold_fraction) x
-//   above the limit               limit per `probe_time` (so for 1.5 x
+//   from there to twice as far    slowly, additively, at (1 - hold_fraction) x
+//   above the limit               limit per `probe_time` (so for 3 x
 //                                 probe_time): a provider with a fixed hard
-//                                 limit sees a few 429s about once per
-//                                 probe_time, not a saw-tooth every few
-//                                 seconds
+//                                 limit sees a throttle or two about once per
+//                                 probe_time, and a limit measured a little low
+//                                 is passed without a burst of refusals
 //   above that                    fast again: no 429 came where the last one
 //                                 did, so the limit has moved up
 //
@@ -31,7 +31,7 @@
 // that keeps a token bucket with a burst rather than a one-second window this
 // guesses low, and the probe finds the rest.) During a pause
 // the provider asked for (Retry-After) the rate does not climb. The price of
-// few 429s is a slow discovery of a raised limit: about 1.5 x probe_time.
+// few 429s is a slow discovery of a raised limit: about 3 x probe_time.
 //
 // Before any throttle the remembered limit is the ceiling, so a provider whose
 // configured rate is right is held at it; the first 429 teaches the rest.
@@ -69,12 +69,15 @@ class AdaptiveRate {
   // The provider takes only `keep` (in (0, 1]) of what it is sent, as a
   // ThrottleJudge measured from its answers (include/pacer/throttle_judge.h):
   // remember rate * keep as its limit, go to hold_fraction of that (then the
-  // probe), and do not climb before `now + pause`. At most once per hold.
+  // probe), and do not climb before `now + pause`. Cuts within kCutRound of
+  // the first of a round (several workers judging the same moment) do not
+  // compound: the deepest keep applies to the rate before the round.
   void onCapacity(MonoTime now, Nanos pause, double keep) noexcept;
-  // The last onCapacity() cut answered noise, not a ceiling (in whole or in
-  // part): the limit becomes the rate at the cut times `keep` (1: all of it,
-  // never above the limit the cut replaced, nor below the limit now), and
-  // the rate climbs back to it fast.
+  static constexpr Nanos kCutRound = std::chrono::seconds(2);
+  // The last round of onCapacity() cuts answered noise, not a ceiling (in
+  // whole or in part): the limit becomes the rate before the round times
+  // `keep` (1: all of it, never above the limit the round replaced, nor below
+  // the limit now), and the rate climbs back to it fast.
   void restoreLimit(MonoTime now, double keep = 1) noexcept;
   // Sustained faults (the circuit breaker opened): decrease without learning
   // a limit, and do not climb before `now + pause`.
@@ -103,8 +106,9 @@ class AdaptiveRate {
   AdaptiveRateOptions options_;
   double rate_;
   double limit_;                 // the rate at the last throttle; the probe stops there
-  double cut_from_ = 0;          // the limit before the last onCapacity() (0: none to restore)
-  double cut_rate_ = 0;          // the rate at the last onCapacity()
+  double cut_from_ = 0;          // the limit before the last round of cuts (0: none to restore)
+  double cut_rate_ = 0;          // the rate before it
+  MonoTime last_cut_{};          // when that round began
   double sent_since_pause_ = 0;  // the rate integrated over the first second after the last pause
   bool window_emptied_ = false;  // the last pause lasted a second or more
   MonoTime updated_;

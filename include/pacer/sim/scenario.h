@@ -46,6 +46,7 @@ struct ProviderScenario {
   ProviderController controller = ProviderController::kJudged;
   double retry_s = 1;              // a refused message waits this long for its retry
   std::uint64_t seed = 1;          // of its random answers
+  std::uint32_t workers = 1;       // judges sharing the one rate (pacerd workers through Redis), answers in turn
 
   bool modelled() const { return capacity.has_value() || throttle_noise > 0 || fault_noise > 0; }
 };

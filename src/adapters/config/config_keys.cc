@@ -268,7 +268,7 @@ std::vector<Key> limitsKeys() {
              r, [](double v) { return v > 0.0 && v <= 1.0; }, "a number above 0 and at most 1");
        }},
       {"limits.adaptive_probe_s", Shape::kScalar, "--adaptive-probe-s", FlagForm::kValue, false, true,
-       "then takes this many seconds to probe up to the limit, and half as long beyond it; a throttle or two per "
+       "then takes this many seconds to probe up to the limit, and twice as long beyond it; a throttle or two per "
        "probe at a fixed limit (default 30)",
        [](const Raw& r, Ctx& c) { c.o.worker.adaptive.probe_time = std::chrono::seconds(asInt(r, 0, 3600)); }},
       {"limits.breaker_threshold", Shape::kScalar, "--breaker-threshold", FlagForm::kValue, false, false,

@@ -8,7 +8,7 @@
 -- then, only with an adaptive level (ARGV[7] > 0):
 --              the scope's state (a hash): the adaptive rate (r, lim, ts, dec,
 --              pu, sp, we, cf and cr: the limit and the rate before the
---              last judged cut) and the circuit breaker (bws, bok, bf, bpok, bpf, bou, bn)
+--              last round of judged cuts, ct: when that round began) and the circuit breaker (bws, bok, bf, bpok, bpf, bou, bn)
 -- then, only with priority (ARGV[8] > 0): the scope's classes (a hash: rank ->
 --              when it last asked for tokens, us) and, when ARGV[8] is 2, this
 --              class's own bucket (its share of the shared level while lower
@@ -127,13 +127,13 @@ if alevel > 0 then
   if ceiling ~= nil and ceiling > 0 and cburst ~= nil then
     local skey = KEYS[skey_index]
     local h = redis.call('HMGET', skey, 'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf',
-      'bou', 'bn', 'cf', 'cr')
+      'bou', 'bn', 'cf', 'cr', 'ct')
     local st = {}
     for i, name in ipairs({'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf', 'bou', 'bn',
-                           'cf', 'cr'}) do
+                           'cf', 'cr', 'ct'}) do
       st[name] = tonumber(h[i])
     end
-    if st.cf == nil or st.cr == nil then st.cf, st.cr = 0, 0 end
+    if st.cf == nil or st.cr == nil or st.ct == nil then st.cf, st.cr, st.ct = 0, 0, 0 end
     if st.r == nil or st.lim == nil or st.ts == nil or st.dec == nil or st.pu == nil or st.sp == nil
         or st.we == nil then
       st.r, st.lim, st.ts, st.dec, st.pu, st.sp, st.we = ceiling, ceiling, now, -1, now - U, 0, 0
@@ -156,7 +156,7 @@ if alevel > 0 then
         local counted = 1 - (from - st.pu) / U
         if counted < 0 then counted = 0 elseif counted > dt then counted = dt end
         local hold_point = math.min(ceiling, st.lim * a.holdf)
-        local band_top = math.min(ceiling, st.lim * (1 + (1 - a.holdf) / 2))  -- the slow probe goes on past the limit
+        local band_top = math.min(ceiling, st.lim * (1 + 2 * (1 - a.holdf)))  -- the slow probe goes on past the limit
         for _ = 1, 3 do
           if dt <= 0 or st.r >= ceiling then break end
           local speed, upto = a.fast * ceiling, ceiling
@@ -202,14 +202,20 @@ if alevel > 0 then
         if u - now >= U then st.we = 1 else st.we = 0 end  -- a second or more empties the provider's window
       end
     end
-    -- a judged ceiling: the provider takes keep of what it is sent
+    -- a judged ceiling: the provider takes keep of what it is sent; cuts
+    -- within 2 s of the first of a round (every worker judges the same
+    -- moment) do not compound: the deepest applies to the rate before it
     local function capacity(keep)
-      if st.dec >= 0 and now - st.dec < a.hold then return end
-      st.dec = now
-      st.cf, st.cr = st.lim, st.r
       if keep > 1 then keep = 1 end
-      st.lim = math.max(floor, st.r * keep)
-      st.r = math.max(floor, st.lim * a.holdf)
+      if st.cf > 0 and now - st.ct < 2 * U then
+        st.lim = math.min(st.lim, math.max(floor, st.cr * keep))
+        st.r = math.min(st.r, math.max(floor, st.lim * a.holdf))
+      elseif st.dec < 0 or now - st.dec >= a.hold then
+        st.cf, st.cr, st.ct = st.lim, st.r, now
+        st.lim = math.max(floor, st.r * keep)
+        st.r = math.max(floor, st.lim * a.holdf)
+      end
+      st.dec = now
     end
     if a.throttle >= 0 then
       if a.keep > 0 then capacity(a.keep / U) else decrease(true) end
@@ -218,7 +224,6 @@ if alevel > 0 then
     if a.restore > 0 then
       local back = math.min(st.cf, st.cr * math.min(a.restore / U, 1), ceiling)
       if back > st.lim then st.lim = back end
-      st.cf = 0
     end
     -- the breaker: roll the windows, count, judge
     local win = math.max(a.bwin, 1)
@@ -253,7 +258,7 @@ if alevel > 0 then
       'bws', string.format('%.0f', st.bws), 'bok', string.format('%.17g', st.bok), 'bf', string.format('%.17g', st.bf),
       'bpok', string.format('%.17g', st.bpok), 'bpf', string.format('%.17g', st.bpf),
       'bou', string.format('%.0f', st.bou), 'bn', string.format('%.0f', st.bn), 'cf', string.format('%.17g', st.cf),
-      'cr', string.format('%.17g', st.cr))
+      'cr', string.format('%.17g', st.cr), 'ct', string.format('%.0f', st.ct))
     -- Forgotten after an hour idle: it comes back at the ceiling.
     redis.call('PEXPIRE', skey, 3600000 + math.ceil(math.max(st.pu - now, 0) / 1000))
     eff_milli = math.floor(st.r * 1000)

@@ -39,8 +39,9 @@ void AdaptiveRate::climb(MonoTime now) noexcept {
   double counted = std::clamp(window_left, 0.0, dt);
   const double ceiling = options_.ceiling;
   const double hold_point = std::min(ceiling, limit_ * options_.hold_fraction);
-  // The slow probe goes on past the limit by half as much as below it.
-  const double band_top = std::min(ceiling, limit_ * (1 + (1 - options_.hold_fraction) / 2));
+  // The slow probe goes on past the limit twice as far as below it: a limit
+  // measured a little low is passed without a burst of refusals.
+  const double band_top = std::min(ceiling, limit_ * (1 + 2 * (1 - options_.hold_fraction)));
   // Walk the three segments, each taking the time it needs.
   for (int segment = 0; segment < 3 && dt > 0 && rate_ < ceiling; ++segment) {
     double speed = options_.fast_climb_per_s * ceiling;
@@ -112,15 +113,23 @@ void AdaptiveRate::onThrottled(MonoTime now, Nanos pause) noexcept {
 
 void AdaptiveRate::onCapacity(MonoTime now, Nanos pause, double keep) noexcept {
   climb(now);
-  if (!(decreased_once_ && now - last_decrease_ < options_.hold)) {
-    decreased_once_ = true;
-    last_decrease_ = now;
+  keep = std::clamp(keep, 0.01, 1.0);
+  const double floor = std::min(std::max(0.0, options_.floor), options_.ceiling);
+  if (cut_from_ > 0 && now - last_cut_ < kCutRound) {
+    // Another judge's word on the same moment (every worker judges the same
+    // provider): the deepest of the round's cuts, from the rate before it,
+    // never one cut on top of another.
+    limit_ = std::min(limit_, std::max(floor, cut_rate_ * keep));
+    rate_ = std::min(rate_, std::max(floor, limit_ * options_.hold_fraction));
+  } else if (!(decreased_once_ && now - last_decrease_ < options_.hold)) {
     cut_from_ = limit_;
     cut_rate_ = rate_;
-    const double floor = std::min(std::max(0.0, options_.floor), options_.ceiling);
-    limit_ = std::max(floor, rate_ * std::clamp(keep, 0.01, 1.0));
+    last_cut_ = now;
+    limit_ = std::max(floor, rate_ * keep);
     rate_ = std::max(floor, limit_ * options_.hold_fraction);
   }
+  decreased_once_ = true;
+  last_decrease_ = now;
   pauseUntil(now, now + std::max(pause, Nanos{0}));
 }
 
@@ -128,7 +137,6 @@ void AdaptiveRate::restoreLimit(MonoTime now, double keep) noexcept {
   climb(now);
   const double back = std::min({cut_from_, cut_rate_ * std::clamp(keep, 0.0, 1.0), options_.ceiling});
   if (back > limit_) limit_ = back;
-  cut_from_ = 0;
 }
 
 void AdaptiveRate::onFaults(MonoTime now, Nanos pause) noexcept {

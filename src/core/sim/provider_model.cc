@@ -15,7 +15,20 @@ AdaptiveRateOptions adaptiveFor(const ProviderScenario& p) {
 }  // namespace
 
 ProviderModel::ProviderModel(const ProviderScenario& p, MonoTime now)
-    : p_(p), rng_(p.seed), adaptive_(adaptiveFor(p), now), judge_(ThrottleJudgeOptions{}, now) {}
+    : p_(p), rng_(p.seed), adaptive_(adaptiveFor(p), now), judges_(std::max<std::uint32_t>(1, p.workers),
+                                                                    ThrottleJudge(ThrottleJudgeOptions{}, now)) {}
+
+std::uint64_t ProviderModel::capacityVerdicts() const {
+  std::uint64_t n = 0;
+  for (const ThrottleJudge& j : judges_) n += j.capacityVerdicts();
+  return n;
+}
+
+std::uint64_t ProviderModel::noiseVerdicts() const {
+  std::uint64_t n = 0;
+  for (const ThrottleJudge& j : judges_) n += j.noiseVerdicts();
+  return n;
+}
 
 ProviderModel::Answer ProviderModel::send(MonoTime now) {
   while (!window_.empty() && now - window_.front() >= std::chrono::seconds(1)) window_.pop_front();
@@ -43,7 +56,8 @@ void ProviderModel::control(MonoTime now, Answer a) {
       paused_until_ = std::max(paused_until_, now + retry);
       return;
     case ProviderController::kJudged: {
-      const ThrottleVerdict v = judge_.answer(now, throttled);
+      ThrottleJudge& judge = judges_[next_judge_++ % judges_.size()];
+      const ThrottleVerdict v = judge.answer(now, throttled);
       if (v.kind == ThrottleVerdict::Kind::kCapacity) adaptive_.onCapacity(now, v.pause, v.keep);
       if (v.kind == ThrottleVerdict::Kind::kNoise) adaptive_.restoreLimit(now, v.keep);
       return;

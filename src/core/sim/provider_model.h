@@ -10,6 +10,7 @@
 #include <deque>
 #include <optional>
 #include <random>
+#include <vector>
 
 #include "pacer/adaptive_rate.h"
 #include "pacer/sim/scenario.h"
@@ -33,7 +34,10 @@ class ProviderModel {
   double effectiveRate(MonoTime now) { return adaptive_.rate(now); }
   // What the provider takes at most, per second: min(rate x (1 - noise), capacity).
   double wouldAccept() const;
-  const ThrottleJudge& judge() const { return judge_; }
+  // The judges' figures, summed (noise: the first judge's).
+  std::uint64_t capacityVerdicts() const;
+  std::uint64_t noiseVerdicts() const;
+  double noise() const { return judges_.front().noise(); }
 
  private:
   void control(MonoTime now, Answer a);
@@ -43,7 +47,8 @@ class ProviderModel {
   std::uniform_real_distribution<double> u_{0.0, 1.0};
   std::deque<MonoTime> window_;  // accepted in the last second
   AdaptiveRate adaptive_;
-  ThrottleJudge judge_;
+  std::vector<ThrottleJudge> judges_;  // one per worker, answers in turn
+  std::size_t next_judge_ = 0;
   MonoTime paused_until_{};
 };
 

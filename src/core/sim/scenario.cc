@@ -172,9 +172,14 @@ void readProviderModel(const YAML::Node& node, const std::string& f, ProviderSce
     if (p.retry_s > 3600) fail(f + ".retry_s", node["retry_s"], "at most 3600");
   }
   if (node["seed"]) p.seed = static_cast<std::uint64_t>(nonNegative(node["seed"], f + ".seed"));
-  const bool model_keys = node["controller"] || node["retry_s"] || node["seed"];
+  if (node["workers"]) {
+    const double w = number(node["workers"], f + ".workers");
+    if (!(w >= 1 && w <= 64 && w == std::floor(w))) fail(f + ".workers", node["workers"], "expected a whole number 1 to 64");
+    p.workers = static_cast<std::uint32_t>(w);
+  }
+  const bool model_keys = node["controller"] || node["retry_s"] || node["seed"] || node["workers"];
   if (model_keys && !p.modelled())
-    fail(f, node, "controller, retry_s and seed need capacity, throttle_noise or fault_noise");
+    fail(f, node, "controller, retry_s, seed and workers need capacity, throttle_noise or fault_noise");
   if (p.modelled() && !p.rate) fail(f + ".rate", node, "a modelled provider needs a configured rate (its ceiling)");
 }
 
@@ -186,7 +191,8 @@ std::set<std::string> readProviders(const YAML::Node& root, Scenario& s) {
     for (std::size_t i = 0; i < ps.size(); ++i) {
       const std::string f = fmt::format("providers[{}]", i);
       checkKeys(ps[i], f,
-                {"id", "rate", "burst", "capacity", "throttle_noise", "fault_noise", "controller", "retry_s", "seed"});
+                {"id", "rate", "burst", "capacity", "throttle_noise", "fault_noise", "controller", "retry_s", "seed",
+                 "workers"});
       ProviderScenario p;
       if (!ps[i]["id"]) fail(f + ".id", ps[i], "required");
       p.id = text(ps[i]["id"], f + ".id");

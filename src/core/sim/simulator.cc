@@ -82,9 +82,9 @@ class Run {
     for (std::size_t j = 0; j < models_.size(); ++j) {
       if (!models_[j]) continue;
       SeriesResult::Answers& a = *out_.providers[j].answers;
-      a.capacity_cuts = models_[j]->judge().capacityVerdicts();
-      a.noise_verdicts = models_[j]->judge().noiseVerdicts();
-      a.noise = models_[j]->judge().noise();
+      a.capacity_cuts = models_[j]->capacityVerdicts();
+      a.noise_verdicts = models_[j]->noiseVerdicts();
+      a.noise = models_[j]->noise();
     }
     return std::move(out_);
   }

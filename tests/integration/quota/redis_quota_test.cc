@@ -312,6 +312,9 @@ TEST(RedisQuota, AJudgedCutAndItsRestoreActInRedisAsInAdaptiveRate) {
   ASSERT_EQ(r.status, QuotaStatus::kOk);
   EXPECT_NEAR(r.effective_rate, 400 * 0.75 * 0.98, 0.01);
   EXPECT_EQ(r.paused, Nanos{0}) << "no Retry-After named: no pause";
+  // Another worker's word on the same moment: no cut on top of the first.
+  r = one(*w, req(Nanos{0}, 0.8, 0));
+  EXPECT_NEAR(r.effective_rate, 400 * 0.75 * 0.98, 0.01);
   // Without a restore the rate only probes slowly (6 over 30 s) towards the new limit, 300.
   std::this_thread::sleep_for(milliseconds(500));
   r = one(*w, req(Nanos{-1}, 0, 0));
@@ -322,8 +325,9 @@ TEST(RedisQuota, AJudgedCutAndItsRestoreActInRedisAsInAdaptiveRate) {
   r = one(*w, req(Nanos{-1}, 0, 0));
   EXPECT_GT(r.effective_rate, 320.0);
   EXPECT_LE(r.effective_rate, 392.0);
-  // A second cut, then a restore as far as 0.9 of the rate at that cut.
-  std::this_thread::sleep_for(milliseconds(300));  // out of the hold (250 ms)
+  // A second round of cuts (2 s after the first), then a restore as far as
+  // 0.9 of the rate at that cut.
+  std::this_thread::sleep_for(milliseconds(1200));
   r = one(*w, req(Nanos{0}, 0.5, 0));
   const double at_cut = r.effective_rate / (0.5 * 0.98);
   r = one(*w, req(Nanos{-1}, 0, 0.9));
