@@ -70,10 +70,11 @@ class AdaptiveRate {
   // ThrottleJudge measured from its answers (include/pacer/throttle_judge.h):
   // remember rate * keep as its limit, go to hold_fraction of that (then the
   // probe), and do not climb before `now + pause`. Cuts within kCutRound of
-  // the first of a round (several workers judging the same moment) do not
+  // the first of a round (several workers judging the same moment, and a
+  // judge's measured cut two periods after its first step back) do not
   // compound: the deepest keep applies to the rate before the round.
   void onCapacity(MonoTime now, Nanos pause, double keep) noexcept;
-  static constexpr Nanos kCutRound = std::chrono::seconds(2);
+  static constexpr Nanos kCutRound = std::chrono::seconds(5);
   // The last round of onCapacity() cuts answered noise, not a ceiling (in
   // whole or in part): the limit becomes the rate before the round times
   // `keep` (1: all of it, never above the limit the round replaced, nor below

@@ -203,11 +203,12 @@ if alevel > 0 then
       end
     end
     -- a judged ceiling: the provider takes keep of what it is sent; cuts
-    -- within 2 s of the first of a round (every worker judges the same
-    -- moment) do not compound: the deepest applies to the rate before it
+    -- within 5 s of the first of a round (every worker judges the same
+    -- moment, and a judge's second word comes two periods after its first)
+    -- do not compound: the deepest applies to the rate before it
     local function capacity(keep)
       if keep > 1 then keep = 1 end
-      if st.cf > 0 and now - st.ct < 2 * U then
+      if st.cf > 0 and now - st.ct < 5 * U then
         st.lim = math.min(st.lim, math.max(floor, st.cr * keep))
         st.r = math.min(st.r, math.max(floor, st.lim * a.holdf))
       elseif st.dec < 0 or now - st.dec >= a.hold then

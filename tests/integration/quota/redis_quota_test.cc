@@ -325,9 +325,9 @@ TEST(RedisQuota, AJudgedCutAndItsRestoreActInRedisAsInAdaptiveRate) {
   r = one(*w, req(Nanos{-1}, 0, 0));
   EXPECT_GT(r.effective_rate, 320.0);
   EXPECT_LE(r.effective_rate, 392.0);
-  // A second round of cuts (2 s after the first), then a restore as far as
+  // A second round of cuts (5 s after the first), then a restore as far as
   // 0.9 of the rate at that cut.
-  std::this_thread::sleep_for(milliseconds(1200));
+  std::this_thread::sleep_for(milliseconds(4200));
   r = one(*w, req(Nanos{0}, 0.5, 0));
   const double at_cut = r.effective_rate / (0.5 * 0.98);
   r = one(*w, req(Nanos{-1}, 0, 0.9));

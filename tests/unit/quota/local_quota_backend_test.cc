@@ -214,15 +214,15 @@ TEST(LocalQuotaBackend, AJudgedCutAndItsRestoreActAsInAdaptiveRate) {
   r = one(*b, judged(Nanos{-1}, 0, 1.0), t0 + milliseconds(500));  // noise: the limit is 400 again
   r = one(*b, judged(Nanos{-1}, 0, 0), t0 + milliseconds(1000));
   EXPECT_NEAR(r.effective_rate, 294.1 + 0.5 * 100, 1e-9) << "fast again, 100/s per second";
-  // Another worker's cut within the round (2 s): from the rate before the
+  // Another worker's cut within the round (5 s): from the rate before the
   // round, never on top of the first.
   r = one(*b, judged(Nanos{0}, 0.9, 0), t0 + milliseconds(1200));
   EXPECT_NEAR(r.effective_rate, 400 * 0.9 * 0.98, 1e-9) << "the deeper of 0.75 and 0.9 of 400, restored: 0.9";
   // A new round: a cut, then a restore as far as 0.9 of the rate at that cut.
-  r = one(*b, judged(Nanos{0}, 0.5, 0), t0 + milliseconds(2500));
+  r = one(*b, judged(Nanos{0}, 0.5, 0), t0 + milliseconds(6000));
   const double at_cut = r.effective_rate / (0.5 * 0.98);
-  one(*b, judged(Nanos{-1}, 0, 0.9), t0 + milliseconds(2500));  // a ceiling under the noise after all
-  r = one(*b, judged(Nanos{-1}, 0, 0), t0 + std::chrono::seconds(6));
+  one(*b, judged(Nanos{-1}, 0, 0.9), t0 + milliseconds(6000));  // a ceiling under the noise after all
+  r = one(*b, judged(Nanos{-1}, 0, 0), t0 + std::chrono::seconds(10));
   EXPECT_NEAR(r.effective_rate, 0.9 * at_cut * 0.98, 1.0) << "back to just under 0.9 of the rate at the cut";
 }
 
