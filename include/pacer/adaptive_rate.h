@@ -72,7 +72,8 @@ class AdaptiveRate {
   // probe), and do not climb before `now + pause`. Cuts within kCutRound of
   // the first of a round (several workers judging the same moment, and a
   // judge's measured cut two periods after its first step back) do not
-  // compound: the deepest keep applies to the rate before the round.
+  // compound: the mean of the round's measured keeps (those below 1; a keep
+  // of 1 is a judge's first step back) applies to the rate before the round.
   void onCapacity(MonoTime now, Nanos pause, double keep) noexcept;
   static constexpr Nanos kCutRound = std::chrono::seconds(5);
   // The last round of onCapacity() cuts answered noise, not a ceiling (in
@@ -110,6 +111,8 @@ class AdaptiveRate {
   double cut_from_ = 0;          // the limit before the last round of cuts (0: none to restore)
   double cut_rate_ = 0;          // the rate before it
   MonoTime last_cut_{};          // when that round began
+  double keep_sum_ = 0;          // the measured keeps (below 1) of that round
+  int keeps_ = 0;                // how many
   double sent_since_pause_ = 0;  // the rate integrated over the first second after the last pause
   bool window_emptied_ = false;  // the last pause lasted a second or more
   MonoTime updated_;

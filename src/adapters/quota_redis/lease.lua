@@ -8,7 +8,8 @@
 -- then, only with an adaptive level (ARGV[7] > 0):
 --              the scope's state (a hash): the adaptive rate (r, lim, ts, dec,
 --              pu, sp, we, cf and cr: the limit and the rate before the
---              last round of judged cuts, ct: when that round began) and the circuit breaker (bws, bok, bf, bpok, bpf, bou, bn)
+--              last round of judged cuts, ct: when that round began, cs and
+--              cn: the sum and count of its measured keeps) and the circuit breaker (bws, bok, bf, bpok, bpf, bou, bn)
 -- then, only with priority (ARGV[8] > 0): the scope's classes (a hash: rank ->
 --              when it last asked for tokens, us) and, when ARGV[8] is 2, this
 --              class's own bucket (its share of the shared level while lower
@@ -127,13 +128,14 @@ if alevel > 0 then
   if ceiling ~= nil and ceiling > 0 and cburst ~= nil then
     local skey = KEYS[skey_index]
     local h = redis.call('HMGET', skey, 'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf',
-      'bou', 'bn', 'cf', 'cr', 'ct')
+      'bou', 'bn', 'cf', 'cr', 'ct', 'cs', 'cn')
     local st = {}
     for i, name in ipairs({'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf', 'bou', 'bn',
-                           'cf', 'cr', 'ct'}) do
+                           'cf', 'cr', 'ct', 'cs', 'cn'}) do
       st[name] = tonumber(h[i])
     end
     if st.cf == nil or st.cr == nil or st.ct == nil then st.cf, st.cr, st.ct = 0, 0, 0 end
+    if st.cs == nil or st.cn == nil then st.cs, st.cn = 0, 0 end
     if st.r == nil or st.lim == nil or st.ts == nil or st.dec == nil or st.pu == nil or st.sp == nil
         or st.we == nil then
       st.r, st.lim, st.ts, st.dec, st.pu, st.sp, st.we = ceiling, ceiling, now, -1, now - U, 0, 0
@@ -205,14 +207,20 @@ if alevel > 0 then
     -- a judged ceiling: the provider takes keep of what it is sent; cuts
     -- within 5 s of the first of a round (every worker judges the same
     -- moment, and a judge's second word comes two periods after its first)
-    -- do not compound: the deepest applies to the rate before it
+    -- do not compound: the mean of the round's measured keeps (below 1; 1 is
+    -- a judge's first step back) applies to the rate before it
     local function capacity(keep)
       if keep > 1 then keep = 1 end
+      local measured = keep < 1
       if st.cf > 0 and now - st.ct < 5 * U then
-        st.lim = math.min(st.lim, math.max(floor, st.cr * keep))
+        if measured then
+          st.cs, st.cn = st.cs + keep, st.cn + 1
+          st.lim = math.max(floor, st.cr * st.cs / st.cn)
+        end
         st.r = math.min(st.r, math.max(floor, st.lim * a.holdf))
       elseif st.dec < 0 or now - st.dec >= a.hold then
         st.cf, st.cr, st.ct = st.lim, st.r, now
+        if measured then st.cs, st.cn = keep, 1 else st.cs, st.cn = 0, 0 end
         st.lim = math.max(floor, st.r * keep)
         st.r = math.max(floor, st.lim * a.holdf)
       end
@@ -225,6 +233,7 @@ if alevel > 0 then
     if a.restore > 0 then
       local back = math.min(st.cf, st.cr * math.min(a.restore / U, 1), ceiling)
       if back > st.lim then st.lim = back end
+      st.cs, st.cn = 0, 0  -- later cuts of the round are averaged without the noise
     end
     -- the breaker: roll the windows, count, judge
     local win = math.max(a.bwin, 1)
@@ -259,7 +268,8 @@ if alevel > 0 then
       'bws', string.format('%.0f', st.bws), 'bok', string.format('%.17g', st.bok), 'bf', string.format('%.17g', st.bf),
       'bpok', string.format('%.17g', st.bpok), 'bpf', string.format('%.17g', st.bpf),
       'bou', string.format('%.0f', st.bou), 'bn', string.format('%.0f', st.bn), 'cf', string.format('%.17g', st.cf),
-      'cr', string.format('%.17g', st.cr), 'ct', string.format('%.0f', st.ct))
+      'cr', string.format('%.17g', st.cr), 'ct', string.format('%.0f', st.ct),
+      'cs', string.format('%.17g', st.cs), 'cn', string.format('%.0f', st.cn))
     -- Forgotten after an hour idle: it comes back at the ceiling.
     redis.call('PEXPIRE', skey, 3600000 + math.ceil(math.max(st.pu - now, 0) / 1000))
     eff_milli = math.floor(st.r * 1000)

@@ -115,16 +115,27 @@ void AdaptiveRate::onCapacity(MonoTime now, Nanos pause, double keep) noexcept {
   climb(now);
   keep = std::clamp(keep, 0.01, 1.0);
   const double floor = std::min(std::max(0.0, options_.floor), options_.ceiling);
+  // A keep below 1 was measured; 1 is a judge's first step back, which
+  // only says the limit is the rate it came at.
+  const bool measured = keep < 1;
   if (cut_from_ > 0 && now - last_cut_ < kCutRound) {
     // Another judge's word on the same moment (every worker judges the same
-    // provider): the deepest of the round's cuts, from the rate before it,
-    // never one cut on top of another.
-    limit_ = std::min(limit_, std::max(floor, cut_rate_ * keep));
+    // provider), never one cut on top of another: the measured keeps of the
+    // round are averaged (each judge sees only its own share of the answers,
+    // so the deepest of several is biased low) and applied to the rate
+    // before the round.
+    if (measured) {
+      keep_sum_ += keep;
+      ++keeps_;
+      limit_ = std::max(floor, cut_rate_ * keep_sum_ / keeps_);
+    }
     rate_ = std::min(rate_, std::max(floor, limit_ * options_.hold_fraction));
   } else if (!(decreased_once_ && now - last_decrease_ < options_.hold)) {
     cut_from_ = limit_;
     cut_rate_ = rate_;
     last_cut_ = now;
+    keep_sum_ = measured ? keep : 0;
+    keeps_ = measured ? 1 : 0;
     limit_ = std::max(floor, rate_ * keep);
     rate_ = std::max(floor, limit_ * options_.hold_fraction);
   }
@@ -137,6 +148,10 @@ void AdaptiveRate::restoreLimit(MonoTime now, double keep) noexcept {
   climb(now);
   const double back = std::min({cut_from_, cut_rate_ * std::clamp(keep, 0.0, 1.0), options_.ceiling});
   if (back > limit_) limit_ = back;
+  // What the round measured was (in part) noise: a later cut in the round is
+  // averaged only with those that come after this.
+  keep_sum_ = 0;
+  keeps_ = 0;
 }
 
 void AdaptiveRate::onFaults(MonoTime now, Nanos pause) noexcept {

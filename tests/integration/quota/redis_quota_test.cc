@@ -312,13 +312,17 @@ TEST(RedisQuota, AJudgedCutAndItsRestoreActInRedisAsInAdaptiveRate) {
   ASSERT_EQ(r.status, QuotaStatus::kOk);
   EXPECT_NEAR(r.effective_rate, 400 * 0.75 * 0.98, 0.01);
   EXPECT_EQ(r.paused, Nanos{0}) << "no Retry-After named: no pause";
-  // Another worker's word on the same moment: no cut on top of the first.
-  r = one(*w, req(Nanos{0}, 0.8, 0));
-  EXPECT_NEAR(r.effective_rate, 400 * 0.75 * 0.98, 0.01);
-  // Without a restore the rate only probes slowly (6 over 30 s) towards the new limit, 300.
+  // Another worker's word on the same moment: the round's measured keeps
+  // averaged, from the rate before it, never one cut on top of the first.
+  r = one(*w, req(Nanos{0}, 0.65, 0));
+  EXPECT_NEAR(r.effective_rate, 400 * 0.7 * 0.98, 0.01);
+  // A judge's first step back (keep 1) in the round changes nothing.
+  r = one(*w, req(Nanos{0}, 1.0, 0));
+  EXPECT_NEAR(r.effective_rate, 400 * 0.7 * 0.98, 0.05);
+  // Without a restore the rate only probes slowly (5.6 over 30 s) towards the new limit, 280.
   std::this_thread::sleep_for(milliseconds(500));
   r = one(*w, req(Nanos{-1}, 0, 0));
-  EXPECT_LT(r.effective_rate, 300.0);
+  EXPECT_LT(r.effective_rate, 280.0);
   // The cut was noise: the limit is 400 again and the rate climbs at 100/s per second.
   r = one(*w, req(Nanos{-1}, 0, 1.0));
   std::this_thread::sleep_for(milliseconds(500));

@@ -209,15 +209,22 @@ TEST(LocalQuotaBackend, AJudgedCutAndItsRestoreActAsInAdaptiveRate) {
   LeaseReply r = one(*b, judged(Nanos{0}, 0.75, 0), t0);
   EXPECT_NEAR(r.effective_rate, 400 * 0.75 * 0.98, 1e-9);
   EXPECT_EQ(r.paused, Nanos{0});
+  // Another worker's measured cut on the same moment: the round's keeps are
+  // averaged, from the rate before the round, never one cut on top of another.
+  r = one(*b, judged(Nanos{0}, 0.65, 0), t0);
+  EXPECT_NEAR(r.effective_rate, 400 * 0.7 * 0.98, 1e-9) << "the mean of 0.75 and 0.65 of 400";
+  // A judge's first step back (keep 1) in the round changes nothing.
+  r = one(*b, judged(Nanos{0}, 1.0, 0), t0);
+  EXPECT_NEAR(r.effective_rate, 274.4, 1e-9);
   r = one(*b, judged(Nanos{-1}, 0, 0), t0 + milliseconds(500));
-  EXPECT_NEAR(r.effective_rate, 294 + 0.5 * 6 / 30, 1e-9) << "only the slow probe towards 300";
+  EXPECT_NEAR(r.effective_rate, 274.4 + 0.5 * 5.6 / 30, 1e-9) << "only the slow probe towards 280";
   r = one(*b, judged(Nanos{-1}, 0, 1.0), t0 + milliseconds(500));  // noise: the limit is 400 again
   r = one(*b, judged(Nanos{-1}, 0, 0), t0 + milliseconds(1000));
-  EXPECT_NEAR(r.effective_rate, 294.1 + 0.5 * 100, 1e-9) << "fast again, 100/s per second";
-  // Another worker's cut within the round (5 s): from the rate before the
-  // round, never on top of the first.
-  r = one(*b, judged(Nanos{0}, 0.9, 0), t0 + milliseconds(1200));
-  EXPECT_NEAR(r.effective_rate, 400 * 0.9 * 0.98, 1e-9) << "the deeper of 0.75 and 0.9 of 400, restored: 0.9";
+  EXPECT_NEAR(r.effective_rate, 274.4 + 0.5 * 5.6 / 30 + 0.5 * 100, 1e-9) << "fast again, 100/s per second";
+  // Another cut within the round (5 s) after the restore: averaged only
+  // with what came after it, from the rate before the round.
+  r = one(*b, judged(Nanos{0}, 0.9, 0), t0 + milliseconds(1400));
+  EXPECT_NEAR(r.effective_rate, 400 * 0.9 * 0.98, 1e-9) << "0.9 of 400 (the restored keeps forgotten)";
   // A new round: a cut, then a restore as far as 0.9 of the rate at that cut.
   r = one(*b, judged(Nanos{0}, 0.5, 0), t0 + milliseconds(6000));
   const double at_cut = r.effective_rate / (0.5 * 0.98);
