@@ -79,6 +79,7 @@ for i in "${!PACER_REDIS_CLUSTER[@]}"; do
     [ -n "$(redis-cli -p "$port" --scan --pattern 'pacer:{gateway}:*' | head -1)" ]; then victim=$i; fi
 done
 [ "$victim" -ge 0 ] || { echo "FAIL: no master holds the provider's keys"; exit 1; }
+disown "${PACER_REDIS_CLUSTER_PIDS[$victim]}" 2>/dev/null || true  # no job notice from bash
 kill -9 "${PACER_REDIS_CLUSTER_PIDS[$victim]}"
 kill_ms=$(($(date +%s%3N) - PACER_PROVIDER_EPOCH_MS))
 echo "killed master ${PACER_REDIS_CLUSTER[$victim]} at ${kill_ms} ms (provider's clock)"
