@@ -153,8 +153,7 @@ RedisCluster::RedisCluster(int masters, int replicas_per_master, std::chrono::mi
         for (auto& n : nodes_) {
           if (n->command("CLUSTER INFO").find("cluster_state:ok") == std::string::npos) return false;
           const std::string role = n->command("INFO replication");
-          if (role.find("role:slave") != std::string::npos &&
-              role.find("master_link_status:up") == std::string::npos)
+          if (role.find("role:slave") != std::string::npos && role.find("master_link_status:up") == std::string::npos)
             return false;
         }
         return true;

@@ -255,8 +255,7 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
       const CapFault f = slotsForBatch();
       if (f != CapFault::kNone) return CapBatchResult{f, 0};
       work_.clear();
-      for (const std::size_t i : pending_)
-        work_.push_back(Work{i, nodes_.owner(slotOf(recipient(i))), false});
+      for (const std::size_t i : pending_) work_.push_back(Work{i, nodes_.owner(slotOf(recipient(i))), false});
       for (int attempt = 0; attempt < kMaxAttempts && !work_.empty(); ++attempt) {
         retry_.clear();
         reload_.assign(nodes_.size(), 0);

@@ -99,8 +99,8 @@ NodeFault ClusterNodes::readSlots(std::size_t k, std::int64_t now_ms) {
   if (!ok) {
     ++*counters_.reply_errors;
     last_error_ = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "CLUSTER SLOTS: malformed reply";
-    spdlog::error("pacer {}: CLUSTER SLOTS from {}:{}: {}", options_.log_name, node.address().host,
-                  node.address().port, last_error_);
+    spdlog::error("pacer {}: CLUSTER SLOTS from {}:{}: {}", options_.log_name, node.address().host, node.address().port,
+                  last_error_);
     return NodeFault::kReply;
   }
   ++*slot_refreshes_;

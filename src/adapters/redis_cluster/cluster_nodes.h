@@ -34,8 +34,8 @@ class ClusterNodes {
  public:
   // `seeds` non-empty; with cluster=false only seeds[0] is used. `options`
   // must outlive this; `slot_refreshes` counts CLUSTER SLOTS read.
-  ClusterNodes(const std::vector<RedisAddress>& seeds, bool cluster, const NodeOptions& options,
-               NodeCounters counters, std::uint64_t* slot_refreshes);
+  ClusterNodes(const std::vector<RedisAddress>& seeds, bool cluster, const NodeOptions& options, NodeCounters counters,
+               std::uint64_t* slot_refreshes);
 
   bool cluster() const noexcept { return cluster_; }
   std::size_t size() const noexcept { return nodes_.size(); }

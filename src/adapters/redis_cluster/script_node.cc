@@ -57,8 +57,7 @@ NodeFault ScriptNode::open(std::int64_t now_ms) {
   const NodeFault f = loadScript(now_ms);
   if (f != NodeFault::kNone) return f;
   ++*counters_.connects;
-  if (lost_)
-    spdlog::info("pacer {}: redis {}:{} reconnected", options_.log_name, address_.host, address_.port);
+  if (lost_) spdlog::info("pacer {}: redis {}:{} reconnected", options_.log_name, address_.host, address_.port);
   lost_ = false;
   fault_ = NodeFault::kNone;
   backoff_ = options_.backoff_min;
@@ -107,8 +106,6 @@ void ScriptNode::close() noexcept {
   ctx_ = nullptr;
 }
 
-std::string ScriptNode::where() const {
-  return "redis " + address_.host + ":" + std::to_string(address_.port) + ": ";
-}
+std::string ScriptNode::where() const { return "redis " + address_.host + ":" + std::to_string(address_.port) + ": "; }
 
 }  // namespace pacer::redis_cluster

@@ -107,8 +107,8 @@ TEST(RedisClusterFailover, KilledMasterIsFollowedToItsPromotedReplica) {
   const auto refreshes_before = backend->stats().slot_refreshes;
   doomed.kill();
   killed_at = clock->now();
-  ASSERT_TRUE(runUntil([&](MonoTime now) { return leaser.degraded(p) && (degraded_at = now, true); },
-                       std::chrono::seconds(2)))
+  ASSERT_TRUE(
+      runUntil([&](MonoTime now) { return leaser.degraded(p) && (degraded_at = now, true); }, std::chrono::seconds(2)))
       << "the worker never noticed the master was gone";
   // Back to the shared bucket: the map was reread and the promoted replica
   // holds the provider's slot (its keys followed it).

@@ -81,9 +81,8 @@ std::string rangeWithReplica(int lo, int hi, int port, int replica_port) {
 TEST(ClusterRouting, AFailoverRereadCountsTheSlotsThatChangedMasterAndReplicasAreMet) {
   SlotMap map({RedisAddress{"127.0.0.1", 7000}});
   std::size_t moved = 99;
-  ASSERT_TRUE(map.apply(*parse("*2\r\n" + rangeWithReplica(0, 8191, 7000, 7003) +
-                               rangeWithReplica(8192, 16383, 7001, 7004)),
-                        0, &moved));
+  ASSERT_TRUE(map.apply(
+      *parse("*2\r\n" + rangeWithReplica(0, 8191, 7000, 7003) + rangeWithReplica(8192, 16383, 7001, 7004)), 0, &moved));
   EXPECT_EQ(moved, 0u);  // the first map moves nothing
   // Masters and replicas are all nodes to ask: 7000, 7003, 7001, 7004.
   ASSERT_EQ(map.nodes().size(), 4u);
@@ -91,9 +90,8 @@ TEST(ClusterRouting, AFailoverRereadCountsTheSlotsThatChangedMasterAndReplicasAr
   EXPECT_EQ(map.owner(100), 0u);
   EXPECT_EQ(map.owner(9000), 2u);
   // 7000 died and 7003 was promoted: its 8192 slots have a new master.
-  ASSERT_TRUE(map.apply(*parse("*2\r\n" + range(0, 8191, "127.0.0.1", 7003) +
-                               rangeWithReplica(8192, 16383, 7001, 7004)),
-                        2, &moved));
+  ASSERT_TRUE(map.apply(
+      *parse("*2\r\n" + range(0, 8191, "127.0.0.1", 7003) + rangeWithReplica(8192, 16383, 7001, 7004)), 2, &moved));
   EXPECT_EQ(moved, 8192u);
   EXPECT_EQ(map.owner(100), 1u);
   EXPECT_EQ(map.owner(9000), 2u);
