@@ -110,10 +110,71 @@ pacer_stop_redis() {
   PACER_REDIS_PID=
 }
 
-# pacer_stop_services DIR: stops the Kafka mock, Redis, PostgreSQL (clears their PIDs), removes DIR (PACER_KEEP: keeps it).
+# pacer_free_cluster_port: a free port for a Redis Cluster node: at most 55535, with its cluster
+# bus port (10000 higher) free too.
+pacer_free_cluster_port() {
+  python3 - <<'PY'
+import random, socket
+for _ in range(1000):
+    p = random.randint(20000, 55000)
+    try:
+        for q in (p, p + 10000):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+    except OSError:
+        continue
+    print(p); break
+PY
+}
+
+# pacer_start_redis_cluster DIR MASTERS REPLICAS NODE_TIMEOUT_MS: a Redis Cluster of MASTERS
+# masters with REPLICAS replicas each (cluster-enabled redis-servers on free loopback ports, in
+# DIR/nodeN, joined by redis-cli --cluster create; replicas fail over however long their link
+# was down: cluster-replica-validity-factor 0), ready when it returns (cluster_state:ok on
+# every node, every replica's link up). Sets PACER_REDIS_CLUSTER (HOST:PORT array) and
+# PACER_REDIS_CLUSTER_PIDS (array, same order); pacer_stop_redis_cluster stops them.
+pacer_start_redis_cluster() {
+  local dir=$1 masters=$2 replicas=$3 timeout=$4 i port n
+  PACER_REDIS_CLUSTER=()
+  PACER_REDIS_CLUSTER_PIDS=()
+  n=$((masters * (1 + replicas)))
+  for i in $(seq 1 "$n"); do
+    port=$(pacer_free_cluster_port)
+    [ -n "$port" ] || { echo "pacer: no free port for a cluster node" >&2; return 1; }
+    mkdir -p "$dir/node$i"
+    redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no --dir "$dir/node$i" \
+      --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout "$timeout" \
+      --cluster-replica-validity-factor 0 --logfile "$dir/node$i/redis.log" >/dev/null 2>&1 &
+    PACER_REDIS_CLUSTER_PIDS+=($!)
+    PACER_REDIS_CLUSTER+=("127.0.0.1:$port")
+  done
+  for n in "${PACER_REDIS_CLUSTER[@]}"; do
+    for _ in $(seq 1 100); do redis-cli -p "${n##*:}" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  done
+  redis-cli --cluster create "${PACER_REDIS_CLUSTER[@]}" --cluster-replicas "$replicas" --cluster-yes \
+    >"$dir/cluster-create.log" 2>&1 || { cat "$dir/cluster-create.log" >&2; return 1; }
+  for n in "${PACER_REDIS_CLUSTER[@]}"; do
+    for _ in $(seq 1 300); do
+      redis-cli -p "${n##*:}" cluster info | grep -q cluster_state:ok &&
+        ! redis-cli -p "${n##*:}" info replication | grep -q 'master_link_status:down' && break
+      sleep 0.1
+    done
+    redis-cli -p "${n##*:}" cluster info | grep -q cluster_state:ok ||
+      { echo "pacer: redis $n: the cluster is not ok" >&2; return 1; }
+  done
+}
+
+pacer_stop_redis_cluster() {
+  local p
+  for p in ${PACER_REDIS_CLUSTER_PIDS[@]+"${PACER_REDIS_CLUSTER_PIDS[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
+  for p in ${PACER_REDIS_CLUSTER_PIDS[@]+"${PACER_REDIS_CLUSTER_PIDS[@]}"}; do wait "$p" 2>/dev/null || true; done
+  PACER_REDIS_CLUSTER_PIDS=()
+}
+
+# pacer_stop_services DIR: stops the Kafka mock, Redis (and a Redis Cluster), PostgreSQL (clears their PIDs), removes DIR (PACER_KEEP: keeps it).
 pacer_stop_services() {
   pacer_stop_kafka_mock
   pacer_stop_redis
+  pacer_stop_redis_cluster
   pacer_stop_postgres
   if [ -n "${PACER_KEEP:-}" ]; then echo "kept $1"; else rm -rf "$1"; fi
 }

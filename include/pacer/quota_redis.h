@@ -12,7 +12,13 @@
 // reply of the wrong type answers kUnavailable for the requests involved (and
 // is logged); a request whose reply was lost may have been charged in Redis,
 // which only costs tokens. A lost connection is retried with exponential
-// backoff; while backing off, acquire() answers kUnavailable at once.
+// backoff measured on acquire()'s `now` (no clock is read for it); while
+// backing off, acquire() answers kUnavailable at once.
+//
+// Redis Cluster: a node lost (refused, broken, timed out) makes the slot map
+// suspect; it is reread from any node that answers, at most once per
+// backoff_max, while batches keep meeting a lost node, so the keys of a dead
+// master follow the replica promoted in its place (it never sends MOVED).
 //
 // Thread-safety: none; one backend (its connections) per worker thread.
 #pragma once

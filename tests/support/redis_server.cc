@@ -137,20 +137,25 @@ RedisServer::~RedisServer() {
   std::filesystem::remove_all(dir_, ec);
 }
 
-RedisCluster::RedisCluster(int masters) {
+RedisCluster::RedisCluster(int masters, int replicas_per_master, std::chrono::milliseconds node_timeout) {
   std::string create = "redis-cli --cluster create";
-  for (int i = 0; i < masters; ++i) {
+  for (int i = 0; i < masters * (1 + replicas_per_master); ++i) {
     nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
-        "--cluster-enabled yes", "--cluster-config-file nodes.conf", "--cluster-node-timeout 5000"}));
+        "--cluster-enabled yes", "--cluster-config-file nodes.conf",
+        "--cluster-node-timeout " + std::to_string(node_timeout.count()), "--cluster-replica-validity-factor 0"}));
     create += " 127.0.0.1:" + std::to_string(nodes_.back()->port());
   }
-  create += " --cluster-replicas 0 --cluster-yes";
+  create += " --cluster-replicas " + std::to_string(replicas_per_master) + " --cluster-yes";
   std::string out;
   if (runShell(create, out) != 0) throw std::runtime_error("redis-cli --cluster create failed:\n" + out);
   const bool ok = waitUntil(
       [&] {
-        for (auto& n : nodes_)
+        for (auto& n : nodes_) {
           if (n->command("CLUSTER INFO").find("cluster_state:ok") == std::string::npos) return false;
+          const std::string role = n->command("INFO replication");
+          if (role.find("role:slave") != std::string::npos && role.find("master_link_status:up") == std::string::npos)
+            return false;
+        }
         return true;
       },
       std::chrono::seconds(20), std::chrono::milliseconds(20));
@@ -159,7 +164,11 @@ RedisCluster::RedisCluster(int masters) {
 
 RedisServer& RedisCluster::owner(int slot) {
   std::string out;
-  runShell("redis-cli -p " + std::to_string(nodes_[0]->port()) + " CLUSTER SLOTS", out);
+  for (auto& n : nodes_)
+    if (n->running()) {
+      runShell("redis-cli -p " + std::to_string(n->port()) + " CLUSTER SLOTS", out);
+      break;
+    }
   // Lines: start, end, host, port, id, ... per range.
   std::istringstream in(out);
   std::vector<std::string> lines;

@@ -29,6 +29,7 @@ class RedisServer {
   RedisServer& operator=(const RedisServer&) = delete;
 
   int port() const { return port_; }
+  bool running() const { return pid_ > 0; }  // started and not killed since
   const std::string& dir() const { return dir_; }
   // SIGKILL (no shutdown, nothing saved); start() brings it back, same port, empty.
   void kill();
@@ -48,14 +49,20 @@ class RedisServer {
   int pid_ = 0;
 };
 
-// A three-master Redis Cluster (no replicas) on loopback, created with
-// `redis-cli --cluster create`; ready (cluster_state:ok everywhere) when the
-// constructor returns. Destroying it kills every node.
+// A Redis Cluster on loopback (three masters, no replicas, unless told),
+// created with `redis-cli --cluster create`; ready (cluster_state:ok
+// everywhere, every replica's link to its master up) when the constructor
+// returns. Replicas fail over without regard to how long their link has been
+// down (cluster-replica-validity-factor 0), so a killed master's replica is
+// promoted about `node_timeout` plus an election later. Destroying it kills
+// every node.
 class RedisCluster {
  public:
-  explicit RedisCluster(int masters = 3);
+  explicit RedisCluster(int masters = 3, int replicas_per_master = 0,
+                        std::chrono::milliseconds node_timeout = std::chrono::milliseconds(5000));
   std::vector<std::unique_ptr<RedisServer>>& nodes() { return nodes_; }
-  // The node that owns `slot` now (by asking CLUSTER SLOTS on node 0).
+  // The node that owns `slot` now (by asking CLUSTER SLOTS on the first
+  // running node).
   RedisServer& owner(int slot);
   // Moves `slot` with its keys from `from` to `to` (SETSLOT IMPORTING /
   // MIGRATING, MIGRATE); with finish=false it stops before SETSLOT NODE, so

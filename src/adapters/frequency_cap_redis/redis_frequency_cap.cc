@@ -10,21 +10,36 @@
 #include <stdexcept>
 #include <vector>
 
-#include "cap_node.h"
-#include "cluster_routing.h"
+#include "cluster_nodes.h"
+#include "frequency_cap_redis/frequency_cap_lua.h"
 #include "pacer/error.h"
 #include "pacer/frequency_cap_redis.h"
 
 namespace pacer {
 namespace {
 
-using cap_redis::Node;
-using cap_redis::classify;
-using cap_redis::ReplyPtr;
 using redis_cluster::kMaxAttempts;
+using redis_cluster::NodeFault;
+using Node = redis_cluster::ScriptNode;
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
 // Worse faults win when a batch sees several.
 CapFault worse(CapFault a, CapFault b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
+
+// The same kinds, worst last, in both enums.
+CapFault toCap(NodeFault f) {
+  switch (f) {
+    case NodeFault::kNone: return CapFault::kNone;
+    case NodeFault::kIo: return CapFault::kIo;
+    case NodeFault::kTimeout: return CapFault::kTimeout;
+    case NodeFault::kReply: return CapFault::kReply;
+  }
+  return CapFault::kIo;
+}
 
 void checkAddress(const RedisAddress& a) {
   if (a.host.empty()) throw InvalidError("redis frequency cap: empty host");
@@ -36,37 +51,53 @@ std::vector<RedisAddress> seedsOf(const RedisFrequencyCapOptions& o) {
   return {RedisAddress{o.host, o.port}};
 }
 
+const RedisFrequencyCapOptions& checked(const RedisFrequencyCapOptions& o) {
+  if (o.cluster_nodes.empty()) checkAddress(RedisAddress{o.host, o.port});
+  for (const RedisAddress& a : o.cluster_nodes) checkAddress(a);
+  if (o.connect_timeout.count() <= 0 || o.command_timeout.count() <= 0)
+    throw InvalidError("redis frequency cap: timeouts must be > 0 ms");
+  if (o.backoff_min.count() <= 0 || o.backoff_max < o.backoff_min)
+    throw InvalidError("redis frequency cap: need 0 < backoff_min <= backoff_max");
+  if (o.key_prefix.find_first_of("{}") != std::string::npos)
+    throw InvalidError("redis frequency cap: key_prefix must not hold '{' or '}'");
+  return o;
+}
+
+redis_cluster::NodeOptions nodeOptions(const RedisFrequencyCapOptions& o) {
+  redis_cluster::NodeOptions n;
+  n.connect_timeout = o.connect_timeout;
+  n.command_timeout = o.command_timeout;
+  n.backoff_min = o.backoff_min;
+  n.backoff_max = o.backoff_max;
+  n.script = rules::kFrequencyCapLua;
+  n.log_name = "frequency cap";
+  return n;
+}
+
+redis_cluster::NodeCounters counters(RedisFrequencyCapStats& s) {
+  return {&s.round_trips, &s.script_loads, &s.connects, &s.io_errors, &s.timeouts, &s.reply_errors};
+}
+
 class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
  public:
   explicit RedisFrequencyCapStoreImpl(RedisFrequencyCapOptions options)
-      : options_(std::move(options)), map_(seedsOf(options_)) {
-    if (options_.cluster_nodes.empty()) checkAddress(RedisAddress{options_.host, options_.port});
-    for (const RedisAddress& a : options_.cluster_nodes) checkAddress(a);
-    if (options_.connect_timeout.count() <= 0 || options_.command_timeout.count() <= 0)
-      throw InvalidError("redis frequency cap: timeouts must be > 0 ms");
-    if (options_.backoff_min.count() <= 0 || options_.backoff_max < options_.backoff_min)
-      throw InvalidError("redis frequency cap: need 0 < backoff_min <= backoff_max");
-    if (options_.key_prefix.find_first_of("{}") != std::string::npos)
-      throw InvalidError("redis frequency cap: key_prefix must not hold '{' or '}'");
-    syncNodes();
-    cluster_ = !options_.cluster_nodes.empty();
-    need_slots_ = cluster_;
-  }
+      : options_(checked(options)),
+        node_options_(nodeOptions(options_)),
+        cluster_(!options_.cluster_nodes.empty()),
+        nodes_(seedsOf(options_), cluster_, node_options_, counters(stats_), &stats_.slot_refreshes) {}
 
   CapFault connect(std::string& why) noexcept override {
     try {
       CapFault f = CapFault::kNone;
-      if (!cluster_) {
-        f = nodes_[0]->open(now_ms_);  // explicit: ignores the backoff
-        if (f != CapFault::kNone) last_error_ = nodes_[0]->error();
-      } else {
-        f = refreshSlots(true);
-        // Every master now, so a batch finds the script loaded everywhere.
-        for (std::size_t k = 0; f == CapFault::kNone && k < nodes_.size(); ++k) {
-          if (!owns(k)) continue;
-          f = nodes_[k]->open(now_ms_);
-          if (f != CapFault::kNone) last_error_ = nodes_[k]->error();
-        }
+      if (cluster_) {
+        f = toCap(nodes_.refresh(now_ms_, true));  // explicit: ignores the backoff
+        if (f != CapFault::kNone) last_error_ = nodes_.lastError();
+      }
+      // Every master now, so a batch finds the script loaded everywhere.
+      for (std::size_t k = 0; f == CapFault::kNone && k < nodes_.size(); ++k) {
+        if (!nodes_.ownsAny(k)) continue;
+        f = toCap(nodes_.node(k).open(now_ms_));
+        if (f != CapFault::kNone) last_error_ = nodes_.node(k).error();
       }
       why = f == CapFault::kNone ? std::string() : last_error_;
       return f;
@@ -132,58 +163,10 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
     out.assign(buf, r.ptr);
   }
 
-  // A connection for every node the map has met (nodes_[i] is map_.nodes()[i]).
-  void syncNodes() {
-    while (nodes_.size() < map_.nodes().size())
-      nodes_.push_back(std::make_unique<Node>(map_.nodes()[nodes_.size()], options_, stats_));
-  }
-
-  bool owns(std::size_t node) const {
-    for (std::size_t s = 0; s < redis_cluster::kSlots; ++s)
-      if (map_.owner(static_cast<std::uint16_t>(s)) == node) return true;
-    return false;
-  }
-
   // Every key of a query is "<prefix>:{recipient}:<scope>" with a non-empty
   // recipient holding no '}': the slot is the recipient's.
   static std::uint16_t slotOf(std::string_view recipient) {
     return static_cast<std::uint16_t>(crc16Xmodem(recipient) & (redis_cluster::kSlots - 1));
-  }
-
-  // Reads CLUSTER SLOTS from the first node that answers; kNone once the map
-  // is known. `now` ignores the nodes' backoff (connect()).
-  CapFault refreshSlots(bool now) {
-    CapFault worst = CapFault::kNone;
-    const std::size_t known = nodes_.size();
-    for (std::size_t k = 0; k < known; ++k) {
-      Node& node = *nodes_[k];
-      const CapFault f = now ? node.open(now_ms_) : node.ensure(now_ms_);
-      if (f != CapFault::kNone) {
-        worst = worse(worst, f);
-        last_error_ = node.error();
-        continue;
-      }
-      ++stats_.round_trips;
-      ReplyPtr r(static_cast<redisReply*>(redisCommand(node.context(), "CLUSTER SLOTS")));
-      if (!r) {
-        worst = worse(worst, node.fail(classify(node.context()), node.context()->errstr, now_ms_));
-        last_error_ = node.error();
-        continue;
-      }
-      const bool ok = map_.apply(*r, k);
-      syncNodes();
-      if (!ok) {
-        ++stats_.reply_errors;
-        last_error_ = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "CLUSTER SLOTS: malformed reply";
-        worst = worse(worst, CapFault::kReply);
-        continue;
-      }
-      ++stats_.slot_refreshes;
-      need_slots_ = false;
-      return CapFault::kNone;
-    }
-    if (map_.known()) return CapFault::kNone;  // a stale map still routes; MOVED corrects it
-    return worst == CapFault::kNone ? CapFault::kIo : worst;
   }
 
   // Arguments go into one reused buffer; hiredis copies them when appending.
@@ -272,19 +255,18 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
       const CapFault f = slotsForBatch();
       if (f != CapFault::kNone) return CapBatchResult{f, 0};
       work_.clear();
-      for (const std::size_t i : pending_)
-        work_.push_back(Work{i, cluster_ ? map_.owner(slotOf(recipient(i))) : 0, false});
+      for (const std::size_t i : pending_) work_.push_back(Work{i, nodes_.owner(slotOf(recipient(i))), false});
       for (int attempt = 0; attempt < kMaxAttempts && !work_.empty(); ++attempt) {
         retry_.clear();
         reload_.assign(nodes_.size(), 0);
         sent_.assign(nodes_.size(), 0);
         // 1. Append every node's queries; 2. read node by node.
         for (std::size_t k = 0; k < sent_.size(); ++k) {
-          Node& node = *nodes_[k];
+          Node& node = nodes_.node(k);
           bool any = false;
           for (const Work& w : work_) any = any || w.node == k;
           if (!any) continue;
-          const CapFault f = node.ensure(now_ms_);
+          const CapFault f = toCap(node.ensure(now_ms_));
           if (f != CapFault::kNone) {  // its queries stay kUnavailable
             lost(node, f, result);
             continue;
@@ -294,7 +276,7 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
             if (w.node == k && ok)
               ok = (!w.asking || redis_cluster::appendAsking(node.context())) && send(node, w.query);
           if (!ok) {
-            lost(node, node.fail(CapFault::kIo, node.context()->errstr, now_ms_), result);
+            lost(node, toCap(node.fail(NodeFault::kIo, node.context()->errstr, now_ms_)), result);
             continue;
           }
           sent_[k] = 1;
@@ -302,13 +284,13 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
         }
         for (std::size_t k = 0; k < sent_.size(); ++k) {
           if (!sent_[k]) continue;
-          Node& node = *nodes_[k];
+          Node& node = nodes_.node(k);
           for (const Work& w : work_) {
             if (w.node != k) continue;
             void* raw = nullptr;
             if ((w.asking && !readAsking(node)) || redisGetReply(node.context(), &raw) != REDIS_OK || raw == nullptr) {
               // Lost mid-batch: the rest of this node's queries stay kUnavailable.
-              lost(node, node.fail(classify(node.context()), node.context()->errstr, now_ms_), result);
+              lost(node, toCap(node.failFromContext(now_ms_)), result);
               break;
             }
             const ReplyPtr reply(static_cast<redisReply*>(raw));
@@ -330,17 +312,11 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
   }
 
   // Before a batch: the slot map reread when a MOVED asked for it, or when a
-  // node lost since the last batch may have failed over (at most once per
-  // backoff_max; a clock that went back allows it at once).
+  // node lost since may have failed over (cluster_nodes.h).
   CapFault slotsForBatch() {
-    if (suspect_slots_ && (now_ms_ >= next_suspect_refresh_ms_ ||
-                           now_ms_ < next_suspect_refresh_ms_ - options_.backoff_max.count() * 2)) {
-      need_slots_ = true;
-      next_suspect_refresh_ms_ = now_ms_ + options_.backoff_max.count();
-    }
-    if (!need_slots_) return CapFault::kNone;
-    suspect_slots_ = false;
-    return refreshSlots(false);
+    const CapFault f = toCap(nodes_.prepare(now_ms_));
+    if (f != CapFault::kNone) last_error_ = nodes_.lastError();
+    return f;
   }
 
   // A node that could not be reached or was lost mid-batch: its fault joins
@@ -348,17 +324,18 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
   void lost(const Node& node, CapFault f, CapBatchResult& result) {
     result.fault = worse(result.fault, f);
     last_error_ = node.error();
-    suspect_slots_ = cluster_;
+    nodes_.lost();
   }
 
   // Not run by Redis (NOSCRIPT): the script loaded where it was missing; its
   // queries go again in the next attempt.
   void reloadScripts(CapBatchResult& result) {
     for (std::size_t k = 0; k < reload_.size(); ++k) {
-      if (!reload_[k] || nodes_[k]->context() == nullptr) continue;
-      if (nodes_[k]->loadScript(now_ms_) != CapFault::kNone) {
-        result.fault = worse(result.fault, nodes_[k]->fault());
-        last_error_ = nodes_[k]->error();
+      Node& node = nodes_.node(k);
+      if (!reload_[k] || !node.connected()) continue;
+      if (node.loadScript(now_ms_) != NodeFault::kNone) {
+        result.fault = worse(result.fault, toCap(node.fault()));
+        last_error_ = node.error();
       }
     }
   }
@@ -379,14 +356,12 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
       const redis_cluster::Redirect redirect =
           cluster_ ? redis_cluster::parseRedirect(msg, to) : redis_cluster::Redirect::kNone;
       if (redirect != redis_cluster::Redirect::kNone) {
-        const std::size_t target = map_.nodeFor(to);
-        syncNodes();
+        const std::size_t target = nodes_.nodeFor(to);
         if (redirect == redis_cluster::Redirect::kAsk) {
           ++stats_.asked;
         } else {
           ++stats_.moved;
-          map_.setOwner(slotOf(recipient), target);
-          need_slots_ = true;  // the map is stale: reread it before the next batch
+          nodes_.moved(slotOf(recipient), target);  // and the map is reread before the next batch
         }
         retry_.push_back(Work{w.query, target, redirect == redis_cluster::Redirect::kAsk});
         return;
@@ -403,12 +378,9 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
 
   RedisFrequencyCapOptions options_;
   RedisFrequencyCapStats stats_;
-  redis_cluster::SlotMap map_;
-  std::vector<std::unique_ptr<Node>> nodes_;
+  redis_cluster::NodeOptions node_options_;
   bool cluster_ = false;
-  bool need_slots_ = false;     // reread CLUSTER SLOTS before the next batch (MOVED)
-  bool suspect_slots_ = false;  // a node was lost: reread it soon (a failover moves its slots)
-  std::int64_t next_suspect_refresh_ms_ = INT64_MIN;
+  redis_cluster::ClusterNodes nodes_;
   std::string last_error_;
   std::int64_t now_ms_ = 0;  // the caller's clock at the current call
   std::vector<std::size_t> pending_;

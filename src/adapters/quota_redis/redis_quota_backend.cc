@@ -10,7 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "cluster_routing.h"
+#include "cluster_nodes.h"
 #include "lease_reply.h"
 #include "pacer/quota_redis.h"
 #include "quota/lease_lua.h"
@@ -18,146 +18,60 @@
 namespace pacer {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = std::chrono::steady_clock;  // only to time round trips for the latency histogram
 using redis_cluster::kMaxAttempts;
 using redis_cluster::kSlots;
-
-enum class Fault { kNone, kIo, kTimeout, kReply };
+using redis_cluster::NodeFault;
+using redis_cluster::ScriptNode;
 
 struct ReplyDeleter {
   void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
 };
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
-timeval toTimeval(std::chrono::milliseconds ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-  return tv;
+std::int64_t millis(MonoTime t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
-Fault classify(const redisContext* c) {
-  if (c == nullptr) return Fault::kIo;
-  const char* s = c->errstr;
-  if (std::strstr(s, "temporarily unavailable") != nullptr || std::strstr(s, "timed out") != nullptr ||
-      std::strstr(s, "Timeout") != nullptr)
-    return Fault::kTimeout;
-  return Fault::kIo;
+redis_cluster::NodeOptions nodeOptions(const RedisQuotaOptions& o) {
+  redis_cluster::NodeOptions n;
+  n.connect_timeout = o.connect_timeout;
+  n.command_timeout = o.command_timeout;
+  n.backoff_min = o.backoff_min;
+  n.backoff_max = o.backoff_max;
+  n.script = quota::kLeaseLua;
+  n.log_name = "quota";
+  return n;
 }
 
-// One node: a hiredis context plus reconnect backoff. The script is loaded on
-// every new connection, so a restarted server has it before the first call.
-class Node {
- public:
-  Node(RedisAddress address, const RedisQuotaOptions& options, RedisQuotaStats& stats)
-      : address_(std::move(address)), options_(options), stats_(stats), backoff_(options.backoff_min) {}
-  ~Node() { close(); }
-  Node(const Node&) = delete;
-  Node& operator=(const Node&) = delete;
-
-  const RedisAddress& address() const { return address_; }
-  redisContext* context() { return ctx_; }
-  const std::string& sha() const { return sha_; }
-
-  // Connected (and script loaded), or a fault; honours the backoff.
-  Fault ensure(std::string& why) {
-    if (ctx_ != nullptr) return Fault::kNone;
-    if (Clock::now() < next_try_) {
-      why = "backing off";
-      return Fault::kIo;
-    }
-    ctx_ = redisConnectWithTimeout(address_.host.c_str(), address_.port, toTimeval(options_.connect_timeout));
-    if (ctx_ == nullptr || ctx_->err != 0) {
-      why = ctx_ ? ctx_->errstr : "out of memory";
-      return fail(classify(ctx_), why);
-    }
-    redisSetTimeout(ctx_, toTimeval(options_.command_timeout));
-    redisEnableKeepAlive(ctx_);
-    const Fault f = loadScript(why);
-    if (f != Fault::kNone) return f;
-    ++stats_.connects;
-    if (was_lost_) spdlog::info("pacer quota: redis {}:{} reconnected", address_.host, address_.port);
-    was_lost_ = false;
-    backoff_ = options_.backoff_min;
-    return Fault::kNone;
-  }
-
-  // SCRIPT LOAD on the open connection.
-  Fault loadScript(std::string& why) {
-    ++stats_.script_loads;
-    ++stats_.round_trips;
-    ReplyPtr r(static_cast<redisReply*>(redisCommand(ctx_, "SCRIPT LOAD %s", quota::kLeaseLua)));
-    if (!r) {
-      why = ctx_->errstr;
-      return fail(classify(ctx_), why);
-    }
-    if (r->type != REDIS_REPLY_STRING) {
-      why = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "SCRIPT LOAD: not a string reply";
-      ++stats_.reply_errors;
-      return fail(Fault::kReply, why);
-    }
-    sha_.assign(r->str, r->len);
-    return Fault::kNone;
-  }
-
-  // Drops the connection and starts (or extends) the backoff.
-  Fault fail(Fault f, const std::string& why) {
-    if (f == Fault::kTimeout)
-      ++stats_.timeouts;
-    else if (f == Fault::kIo)
-      ++stats_.io_errors;
-    if (!was_lost_)
-      spdlog::warn("pacer quota: redis {}:{} unavailable ({}); retrying with backoff", address_.host, address_.port,
-                   why);
-    was_lost_ = true;
-    close();
-    next_try_ = Clock::now() + backoff_;
-    backoff_ = std::min(backoff_ * 2, options_.backoff_max);
-    return f;
-  }
-
-  void close() {
-    if (ctx_ != nullptr) redisFree(ctx_);
-    ctx_ = nullptr;
-  }
-
- private:
-  RedisAddress address_;
-  const RedisQuotaOptions& options_;
-  RedisQuotaStats& stats_;
-  redisContext* ctx_ = nullptr;
-  std::string sha_;
-  Clock::time_point next_try_{};
-  std::chrono::milliseconds backoff_;
-  bool was_lost_ = false;
-};
+redis_cluster::NodeCounters counters(RedisQuotaStats& s) {
+  return {&s.round_trips, &s.script_loads, &s.connects, &s.io_errors, &s.timeouts, &s.reply_errors};
+}
 
 class RedisQuotaBackendImpl final : public RedisQuotaBackend {
  public:
-  explicit RedisQuotaBackendImpl(RedisQuotaOptions options) : options_(std::move(options)), map_(options_.nodes) {
-    if (options_.nodes.empty()) throw InvalidError("redis quota: no nodes configured");
-    if (options_.connect_timeout.count() <= 0 || options_.command_timeout.count() <= 0)
-      throw InvalidError("redis quota: timeouts must be > 0 ms");
-    if (options_.backoff_min.count() <= 0 || options_.backoff_max < options_.backoff_min)
-      throw InvalidError("redis quota: need 0 < backoff_min <= backoff_max");
-    syncNodes();
-    need_slots_ = options_.cluster;
-  }
+  explicit RedisQuotaBackendImpl(RedisQuotaOptions options)
+      : options_(checked(std::move(options))),
+        node_options_(nodeOptions(options_)),
+        nodes_(options_.nodes, options_.cluster, node_options_, counters(stats_), &stats_.slot_refreshes) {}
 
   void connect() override {
-    std::string why;
-    const Fault f = nodes_[0]->ensure(why);
-    throwFault(f, why);
-    if (options_.cluster) {
-      refreshSlots();
-      if (!map_.known()) throw IoError("redis quota: cannot read CLUSTER SLOTS");
+    if (options_.clock != nullptr) now_ms_ = millis(options_.clock->now());
+    if (!options_.cluster) {
+      ScriptNode& server = nodes_.node(0);
+      throwFault(server.open(now_ms_), server.error());
+      return;
     }
+    // Any seed will do: the first that answers gives the map.
+    const NodeFault f = nodes_.refresh(now_ms_, true);
+    if (f != NodeFault::kNone) throwFault(f, "cannot read CLUSTER SLOTS: " + nodes_.lastError());
   }
 
   const RedisQuotaStats& stats() const noexcept override { return stats_; }
 
   void acquire(std::span<const LeaseRequest> requests, MonoTime now, std::span<LeaseReply> replies) noexcept override {
     try {
+      now_ms_ = millis(now);
       run(requests, replies);
     } catch (const std::exception& e) {  // out of memory and the like: nothing granted
       spdlog::error("pacer quota: {}", e.what());
@@ -177,54 +91,21 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
     bool asking;
   };
 
-  static void throwFault(Fault f, const std::string& why) {
+  static RedisQuotaOptions checked(RedisQuotaOptions o) {
+    if (o.nodes.empty()) throw InvalidError("redis quota: no nodes configured");
+    if (o.connect_timeout.count() <= 0 || o.command_timeout.count() <= 0)
+      throw InvalidError("redis quota: timeouts must be > 0 ms");
+    if (o.backoff_min.count() <= 0 || o.backoff_max < o.backoff_min)
+      throw InvalidError("redis quota: need 0 < backoff_min <= backoff_max");
+    return o;
+  }
+
+  static void throwFault(NodeFault f, const std::string& why) {
     switch (f) {
-      case Fault::kNone: return;
-      case Fault::kTimeout: throw TimeoutError("redis quota: " + why);
-      case Fault::kReply: throw ReplyError("redis quota: " + why);
-      case Fault::kIo: throw IoError("redis quota: " + why);
-    }
-  }
-
-  // A connection for every node the map has met (nodes_[i] is map_.nodes()[i]).
-  void syncNodes() {
-    while (nodes_.size() < map_.nodes().size())
-      nodes_.push_back(std::make_unique<Node>(map_.nodes()[nodes_.size()], options_, stats_));
-  }
-  std::size_t nodeFor(const RedisAddress& a) {
-    const std::size_t i = map_.nodeFor(a);
-    syncNodes();
-    return i;
-  }
-
-  // Reads CLUSTER SLOTS from the first node that answers.
-  void refreshSlots() {
-    const std::size_t known = nodes_.size();
-    for (std::size_t n = 0; n < known; ++n) {
-      std::string why;
-      if (nodes_[n]->ensure(why) != Fault::kNone) continue;
-      ++stats_.round_trips;
-      ReplyPtr r(static_cast<redisReply*>(redisCommand(nodes_[n]->context(), "CLUSTER SLOTS")));
-      if (!r) {
-        nodes_[n]->fail(classify(nodes_[n]->context()), nodes_[n]->context()->errstr);
-        continue;
-      }
-      if (r->type != REDIS_REPLY_ARRAY) {
-        ++stats_.reply_errors;
-        spdlog::error("pacer quota: CLUSTER SLOTS from {}:{}: unexpected reply type {}", nodes_[n]->address().host,
-                      nodes_[n]->address().port, r->type);
-        continue;
-      }
-      const bool ok = map_.apply(*r, n);
-      syncNodes();
-      if (!ok) {
-        ++stats_.reply_errors;
-        spdlog::error("pacer quota: CLUSTER SLOTS: malformed reply");
-        continue;
-      }
-      ++stats_.slot_refreshes;
-      need_slots_ = false;
-      return;
+      case NodeFault::kNone: return;
+      case NodeFault::kTimeout: throw TimeoutError("redis quota: " + why);
+      case NodeFault::kReply: throw ReplyError("redis quota: " + why);
+      case NodeFault::kIo: throw IoError("redis quota: " + why);
     }
   }
 
@@ -294,7 +175,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
     }
   }
 
-  bool appendEvalsha(Node& node, const Work& w, const LeaseRequest& r) {
+  bool appendEvalsha(ScriptNode& node, const Work& w, const LeaseRequest& r) {
     buildArgs(r, node.sha(), args_);
     argv_.clear();
     lens_.clear();
@@ -316,13 +197,13 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
   void run(std::span<const LeaseRequest> requests, std::span<LeaseReply> replies) {
     const std::size_t n = std::min(requests.size(), replies.size());
     for (std::size_t i = 0; i < n; ++i) replies[i] = LeaseReply{};
-    if (need_slots_) refreshSlots();
-    if (options_.cluster && !map_.known()) return;  // no slot map yet: all unavailable
+    // No slot map yet: all unavailable. A stale one still routes.
+    if (nodes_.prepare(now_ms_) != NodeFault::kNone && !nodes_.known()) return;
     work_.clear();
     for (std::size_t i = 0; i < n; ++i) {
       const LeaseRequest& r = requests[i];
       if (r.levels.empty()) continue;
-      const std::size_t node = options_.cluster ? map_.owner(scopeSlot(r.scope)) : 0;
+      const std::size_t node = nodes_.owner(scopeSlot(r.scope));
       work_.push_back(Work{i, node, false});
     }
     for (int attempt = 0; attempt < kMaxAttempts && !work_.empty(); ++attempt) {
@@ -333,17 +214,20 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       // trip per node that has work.
       sent_.assign(nodes_.size(), 0);
       for (std::size_t k = 0; k < nodes_.size(); ++k) {
-        Node& node = *nodes_[k];
+        ScriptNode& node = nodes_.node(k);
         bool any = false;
         for (const Work& w : work_) any = any || w.node == k;
         if (!any) continue;
-        std::string why;
-        if (node.ensure(why) != Fault::kNone) continue;  // its requests stay unavailable
+        if (node.ensure(now_ms_) != NodeFault::kNone) {  // its requests stay unavailable
+          nodes_.lost();
+          continue;
+        }
         bool ok = true;
         for (const Work& w : work_)
           if (w.node == k && ok) ok = appendEvalsha(node, w, requests[w.request]);
         if (!ok) {
-          node.fail(Fault::kIo, node.context()->errstr);
+          node.fail(NodeFault::kIo, node.context()->errstr, now_ms_);
+          nodes_.lost();
           continue;
         }
         sent_[k] = 1;
@@ -354,14 +238,15 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       // were sent to are read from.
       for (std::size_t k = 0; k < sent_.size(); ++k) {
         if (!sent_[k]) continue;
-        Node& node = *nodes_[k];
+        ScriptNode& node = nodes_.node(k);
         for (const Work& w : work_) {
           if (w.node != k) continue;
           if (node.context() == nullptr) break;  // lost mid-batch: the rest stay unavailable
           if (w.asking && !readOne(node)) break;
           void* raw = nullptr;
           if (redisGetReply(node.context(), &raw) != REDIS_OK || raw == nullptr) {
-            node.fail(classify(node.context()), node.context()->errstr);
+            node.failFromContext(now_ms_);
+            nodes_.lost();
             break;
           }
           ReplyPtr reply(static_cast<redisReply*>(raw));
@@ -371,9 +256,8 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       if (std::find(sent_.begin(), sent_.end(), 1) != sent_.end()) observeRoundTrip(Clock::now() - started);
       if (reload) {
         for (std::size_t k = 0; k < reload_.size() && k < nodes_.size(); ++k) {
-          if (!reload_[k] || nodes_[k]->context() == nullptr) continue;
-          std::string why;
-          nodes_[k]->loadScript(why);
+          if (!reload_[k] || !nodes_.node(k).connected()) continue;
+          nodes_.node(k).loadScript(now_ms_);
         }
       }
       work_.swap(retry_);
@@ -390,10 +274,11 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
   }
 
   // Reads and drops the reply to ASKING.
-  bool readOne(Node& node) {
+  bool readOne(ScriptNode& node) {
     void* raw = nullptr;
     if (redisGetReply(node.context(), &raw) != REDIS_OK || raw == nullptr) {
-      node.fail(classify(node.context()), node.context()->errstr);
+      node.failFromContext(now_ms_);
+      nodes_.lost();
       return false;
     }
     freeReplyObject(raw);
@@ -419,13 +304,12 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       const redis_cluster::Redirect redirect = redis_cluster::parseRedirect(msg, to);
       if (redirect != redis_cluster::Redirect::kNone) {
         const bool ask = redirect == redis_cluster::Redirect::kAsk;
-        const std::size_t target = nodeFor(to);
+        const std::size_t target = nodes_.nodeFor(to);
         if (ask) {
           ++stats_.asked;
         } else {
           ++stats_.moved;
-          map_.setOwner(scopeSlot(req.scope), target);
-          need_slots_ = true;  // the map is stale: reread it before the next batch
+          nodes_.moved(scopeSlot(req.scope), target);  // and the map is reread before the next batch
         }
         retry_.push_back(Work{w.request, target, ask});
         return true;
@@ -441,9 +325,9 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
 
   RedisQuotaOptions options_;
   RedisQuotaStats stats_;
-  redis_cluster::SlotMap map_;
-  std::vector<std::unique_ptr<Node>> nodes_;
-  bool need_slots_ = false;
+  redis_cluster::NodeOptions node_options_;
+  redis_cluster::ClusterNodes nodes_;
+  std::int64_t now_ms_ = 0;  // the caller's clock at the current call, for the nodes' backoff
   bool needs_load_ = false;
   std::vector<Work> work_;
   std::vector<Work> retry_;

@@ -41,8 +41,9 @@ std::size_t SlotMap::nodeFor(const RedisAddress& a) {
   return nodes_.size() - 1;
 }
 
-bool SlotMap::apply(const redisReply& r, std::size_t from) {
+bool SlotMap::apply(const redisReply& r, std::size_t from, std::size_t* moved) {
   if (r.type != REDIS_REPLY_ARRAY) return false;
+  std::size_t changed = 0;
   for (std::size_t i = 0; i < r.elements; ++i) {
     const redisReply* e = r.element[i];
     // [start, end, [host, port, id...], replicas...]
@@ -60,9 +61,22 @@ bool SlotMap::apply(const redisReply& r, std::size_t from) {
                    static_cast<int>(e->element[2]->element[1]->integer)};
     if (a.host.empty() && from < nodes_.size()) a.host = nodes_[from].host;
     const std::size_t idx = nodeFor(a);
-    for (long long s = std::max(0LL, lo); s <= hi && s < static_cast<long long>(kSlots); ++s)
-      owner_[static_cast<std::size_t>(s)] = idx;
+    for (long long s = std::max(0LL, lo); s <= hi && s < static_cast<long long>(kSlots); ++s) {
+      std::size_t& owner = owner_[static_cast<std::size_t>(s)];
+      if (known_ && owner != idx) ++changed;
+      owner = idx;
+    }
+    // Replicas are met too: more nodes to reread the map from when a master is lost.
+    for (std::size_t j = 3; j < e->elements; ++j) {
+      const redisReply* rep = e->element[j];
+      if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 || rep->element[0]->type != REDIS_REPLY_STRING ||
+          rep->element[1]->type != REDIS_REPLY_INTEGER || rep->element[0]->len == 0)
+        continue;
+      nodeFor(RedisAddress{std::string(rep->element[0]->str, rep->element[0]->len),
+                           static_cast<int>(rep->element[1]->integer)});
+    }
   }
+  if (moved != nullptr) *moved = changed;
   known_ = true;
   return true;
 }

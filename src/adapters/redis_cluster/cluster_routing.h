@@ -1,7 +1,7 @@
 // Redis Cluster routing shared by the Redis adapters (quota_redis,
 // frequency_cap_redis): which node owns a slot, what a CLUSTER SLOTS reply
-// and a MOVED / ASK error say. Connections stay the adapters' own (they
-// differ in clocks, backoff and logging); this unit only knows the protocol.
+// and a MOVED / ASK error say. The connections are script_node.h's, the
+// nodes and the map's upkeep (failover included) cluster_nodes.h's.
 //
 // Thread-safety: none; a SlotMap belongs to one adapter instance.
 #pragma once
@@ -28,7 +28,7 @@ enum class Redirect : std::uint8_t { kNone, kMoved, kAsk };
 // its kind, and the node in `to`. kNone for any other text (`to` untouched).
 Redirect parseRedirect(std::string_view error, RedisAddress& to);
 
-// The nodes met so far (seeds first, then masters named by CLUSTER SLOTS or
+// The nodes met so far (seeds first, then nodes named by CLUSTER SLOTS or
 // redirects; never removed, so indexes stay valid) and the owner of every slot.
 class SlotMap {
  public:
@@ -43,8 +43,9 @@ class SlotMap {
   void setOwner(std::uint16_t slot, std::size_t node) noexcept { owner_[slot % kSlots] = node; }
   // Applies a CLUSTER SLOTS reply read from node `from` (its host stands in
   // for an empty one). Returns false, the map unchanged, if the reply is
-  // malformed. Nodes it names are added.
-  bool apply(const redisReply& reply, std::size_t from);
+  // malformed. Nodes it names (masters and replicas) are added. `moved`, if
+  // given, gets how many slots changed owner (0 on the first apply).
+  bool apply(const redisReply& reply, std::size_t from, std::size_t* moved = nullptr);
   bool known() const noexcept { return known_; }  // an apply() has succeeded
 
  private:

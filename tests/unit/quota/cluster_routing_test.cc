@@ -72,6 +72,32 @@ TEST(ClusterRouting, ClusterSlotsAssignsEveryRangeToItsMasterAndAddsNewNodes) {
   EXPECT_EQ(map.nodes().size(), 3u);
 }
 
+// [start, end, master, replica]: a range with one replica.
+std::string rangeWithReplica(int lo, int hi, int port, int replica_port) {
+  const auto node = [](int p) { return "*3\r\n" + bulk("127.0.0.1") + ":" + std::to_string(p) + "\r\n" + bulk("id"); };
+  return "*4\r\n:" + std::to_string(lo) + "\r\n:" + std::to_string(hi) + "\r\n" + node(port) + node(replica_port);
+}
+
+TEST(ClusterRouting, AFailoverRereadCountsTheSlotsThatChangedMasterAndReplicasAreMet) {
+  SlotMap map({RedisAddress{"127.0.0.1", 7000}});
+  std::size_t moved = 99;
+  ASSERT_TRUE(map.apply(
+      *parse("*2\r\n" + rangeWithReplica(0, 8191, 7000, 7003) + rangeWithReplica(8192, 16383, 7001, 7004)), 0, &moved));
+  EXPECT_EQ(moved, 0u);  // the first map moves nothing
+  // Masters and replicas are all nodes to ask: 7000, 7003, 7001, 7004.
+  ASSERT_EQ(map.nodes().size(), 4u);
+  EXPECT_EQ(map.nodes()[1].port, 7003);
+  EXPECT_EQ(map.owner(100), 0u);
+  EXPECT_EQ(map.owner(9000), 2u);
+  // 7000 died and 7003 was promoted: its 8192 slots have a new master.
+  ASSERT_TRUE(map.apply(
+      *parse("*2\r\n" + range(0, 8191, "127.0.0.1", 7003) + rangeWithReplica(8192, 16383, 7001, 7004)), 2, &moved));
+  EXPECT_EQ(moved, 8192u);
+  EXPECT_EQ(map.owner(100), 1u);
+  EXPECT_EQ(map.owner(9000), 2u);
+  EXPECT_EQ(map.nodes().size(), 4u);
+}
+
 TEST(ClusterRouting, AMalformedClusterSlotsReplyLeavesTheMapAsItWas) {
   SlotMap map({RedisAddress{"127.0.0.1", 7000}});
   ASSERT_TRUE(map.apply(*parse("*1\r\n" + range(0, 16383, "127.0.0.1", 7001)), 0));
