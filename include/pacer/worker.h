@@ -9,7 +9,7 @@
 // Pure in the house sense: it reads no clock (time is an argument) and does
 // its I/O only through the interfaces it is handed (ledger, parking, sink),
 // so tests drive it with fakes and a simulated clock. The adapters (Kafka
-// consumer, PostgreSQL) live in src/worker and src/ledger.
+// consumer, PostgreSQL) live in src/adapters, wired by src/programs/daemon.
 //
 // Thread-safety: none; one loop thread owns a WorkerCore.
 #pragma once

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pacer/control/pg_control.h"
+#include "pacer/control/rows.h"
 #include "pacer/control/top.h"
 
 namespace pacer::control {

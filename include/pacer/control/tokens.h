@@ -9,7 +9,7 @@
 
 namespace pacer::control {
 
-using Json = nlohmann::ordered_json;  // as in json_docs.h (which includes this header through pg_control.h)
+using Json = nlohmann::ordered_json;  // as in json_docs.h
 
 // One row of the invalid_tokens table (migration 7): a push token that a
 // provider called dead, as pacerd counted it.

@@ -74,7 +74,7 @@ struct Limit {
 // A campaign as the campaigns table holds it: the one campaign model. The
 // core's view of it (CampaignInfo: what a worker needs to pace it) is made
 // from it by campaignInfoOf, with the row's checks; the table's columns and
-// their reading are in one place (src/adapters/ledger/table_rows.h).
+// their reading are in one place (src/adapters/pg/table_rows.h).
 struct CampaignRow {
   std::string id;
   std::string name;

@@ -9,10 +9,10 @@
 #include <set>
 
 #include "pacer/campaign_rules.h"
-#include "pacer/control/pg_listener.h"
+#include "pacer/ledger/pg_listener.h"
 #include "pacer/control/values.h"
 #include "pacer/ledger/pg_ledger.h"
-#include "pacer/ledger/pg_parking.h"
+#include "pacer/ledger/pg_directory.h"
 
 namespace pacer::control {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "pacer/ledger/pg_parking.h"
+#include "pacer/ledger/pg_directory.h"
 #include "pacerctl_fixture.h"
 
 namespace pacer::control {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <pqxx/pqxx>
 
+#include "pacer/ledger/pg_directory.h"
 #include "pacer/ledger/pg_parking.h"
 #include "pacer/sink.h"
 #include "pacer/time.h"

@@ -17,7 +17,7 @@
 
 #include "pacer/fakes/fake_provider.h"
 #include "pacer/ledger/pg_ledger.h"
-#include "pacer/ledger/pg_parking.h"
+#include "pacer/ledger/pg_directory.h"
 #include "support/kafka_delivery_counter.h"
 #include "support/kafka_mock_process.h"
 #include "support/postgres_server.h"

@@ -1,7 +1,7 @@
 // The campaigns and providers tables as every reader selects them: one
 // column list each and one function reading a row, for pacerctl and the
-// console (src/adapters/control) and pacerd's directory (pg_parking.cc).
-// Private to the PostgreSQL adapters.
+// console (PgControl) and pacerd's directory (pg_directory.cc). Private to
+// pacer::pg.
 #pragma once
 
 #include <pqxx/pqxx>

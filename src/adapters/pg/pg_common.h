@@ -1,6 +1,6 @@
 // Helpers shared by the PostgreSQL adapters (ledger, parking, directory):
 // array literals for unnest() batches and the translation of libpqxx's
-// errors into the ledger's two error types. Private to src/ledger.
+// errors into the ledger's two error types. Private to pacer::pg.
 #pragma once
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "pacer/control/pg_listener.h"
+#include "pacer/ledger/pg_listener.h"
 
 #include <pqxx/pqxx>
 

@@ -1,6 +1,6 @@
 // PgControl's state, shared by the files that implement it (pg_control.cc:
 // campaigns, providers and status; pg_top.cc: top; pg_tokens.cc: the invalid_tokens
-// export). Private to src/adapters/control.
+// export). Private to pacer::pg.
 #pragma once
 
 #include <fmt/format.h>
