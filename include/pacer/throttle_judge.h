@@ -23,7 +23,8 @@
 //     period's word could be a passing burst (a start, a reconnect): the
 //     first is only a step back (keep 1: the limit is the rate it came at),
 //     and the measured cut is made when the next judged period is excessive
-//     too.
+//     too (or, if the test after the step back was quiet, the one after it:
+//     the step back's pause may be all that quieted the test).
 //   - The test: the period after a cut (after one more period of settling,
 //     while the provider's window still holds what came before). A ceiling C
 //     (what the cut period accepted) refuses only what is sent above C, so

@@ -130,7 +130,14 @@ ThrottleVerdict ThrottleJudge::judgeTest(MonoTime now) noexcept {
     v.keep = std::clamp((1 - cut_share_ + spread) / (1 - noise_), 0.01, 1.0);
     return v;
   }
-  return close(now, excessive() ? ThrottleVerdict::Kind::kCapacity : ThrottleVerdict::Kind::kNone);
+  // A test quiet only because the step back paused the provider (its
+  // window emptied) does not end a pending step back: the next excessive
+  // period still makes the measured cut, where two steps of 2% each several
+  // seconds apart would walk down to a ceiling 20% below in a minute.
+  const bool pending = soft_pending_;
+  ThrottleVerdict v = close(now, excessive() ? ThrottleVerdict::Kind::kCapacity : ThrottleVerdict::Kind::kNone);
+  if (v.kind == ThrottleVerdict::Kind::kNone) soft_pending_ = pending;
+  return v;
 }
 
 void validateThrottleJudge(const ThrottleJudgeOptions& o) {

@@ -145,6 +145,24 @@ TEST(ThrottleJudge, ADeepCutNeedsTwoExcessivePeriodsAndCarriesTheLongestRetryAft
   EXPECT_EQ(b[0].keep, 1.0);
 }
 
+// The step back's pause emptied the provider's window, so the test period
+// was quiet; the ceiling is still there: the next excessive period makes the
+// measured cut, not another step back.
+TEST(ThrottleJudge, AStepBackQuietedOnlyByItsPauseStillLeadsToTheMeasuredCut) {
+  ThrottleJudge judge({}, at(Nanos{0}));
+  auto refused = [](int ms) { return (ms < 1000 || ms >= 3000) && (ms / 10) % 4 == 0; };
+  const std::vector<ThrottleVerdict> v = feed(judge, 0, 4050, refused);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].keep, 1.0) << "one period's word: a step back";
+  EXPECT_NEAR(v[1].keep, 0.75, 0.02) << "a quarter refused again after a quiet test: the measured cut";
+  // Two quiet periods after the step back: it was a passing burst after all.
+  ThrottleJudge passing({}, at(Nanos{0}));
+  auto late = [](int ms) { return (ms < 1000 || ms >= 4000) && (ms / 10) % 4 == 0; };
+  const std::vector<ThrottleVerdict> w = feed(passing, 0, 5050, late);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[1].keep, 1.0) << "a new step back, not a measured cut";
+}
+
 TEST(ThrottleJudge, OneCutKeepsAtLeastMinKeep) {
   ThrottleJudge judge({}, at(Nanos{0}));
   const std::vector<ThrottleVerdict> v = feed(judge, 0, 3050, [](int) { return true; });
