@@ -1,7 +1,6 @@
 // The Redis QuotaBackend: hiredis, pipelining, NOSCRIPT reload, backoff, and
 // Redis Cluster slot routing (CLUSTER SLOTS, MOVED, ASK). See quota_redis.h.
 #include <fmt/format.h>
-#include "pacer/error.h"
 #include <hiredis/hiredis.h>
 #include <spdlog/spdlog.h>
 
@@ -12,6 +11,8 @@
 
 #include "cluster_routing.h"
 #include "lease_reply.h"
+#include "pacer/error.h"
+#include "pacer/log_limiter.h"
 #include "pacer/quota_redis.h"
 #include "quota/lease_lua.h"
 
@@ -34,6 +35,16 @@ timeval toTimeval(std::chrono::milliseconds ms) {
   tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
   tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
   return tv;
+}
+
+// Where this backend's lines go: the structured logger it was given, else
+// spdlog's default one. Lines are "event=... key=value", as pacerd's own.
+spdlog::logger& quotaLog(const RedisQuotaOptions& o) { return o.log ? *o.log : *spdlog::default_logger_raw(); }
+
+const char* refusalText(LimitRefusal r) {
+  return r == LimitRefusal::kRefillTooLong
+             ? "refilling the burst at this rate outlasts the longest key lifetime (the rate is too small)"
+             : "a rate or burst that is not a number in range";
 }
 
 Fault classify(const redisContext* c) {
@@ -76,7 +87,7 @@ class Node {
     const Fault f = loadScript(why);
     if (f != Fault::kNone) return f;
     ++stats_.connects;
-    if (was_lost_) spdlog::info("pacer quota: redis {}:{} reconnected", address_.host, address_.port);
+    if (was_lost_) quotaLog(options_).info("event=quota_redis_reconnected redis={}:{}", address_.host, address_.port);
     was_lost_ = false;
     backoff_ = options_.backoff_min;
     return Fault::kNone;
@@ -107,8 +118,8 @@ class Node {
     else if (f == Fault::kIo)
       ++stats_.io_errors;
     if (!was_lost_)
-      spdlog::warn("pacer quota: redis {}:{} unavailable ({}); retrying with backoff", address_.host, address_.port,
-                   why);
+      quotaLog(options_).warn("event=quota_redis_unavailable redis={}:{} error=\"{}\" action=\"retrying with backoff\"",
+                              address_.host, address_.port, why);
     was_lost_ = true;
     close();
     next_try_ = Clock::now() + backoff_;
@@ -160,7 +171,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
     try {
       run(requests, replies);
     } catch (const std::exception& e) {  // out of memory and the like: nothing granted
-      spdlog::error("pacer quota: {}", e.what());
+      quotaLog(options_).error("event=quota_error error=\"{}\"", e.what());
       for (std::size_t i = 0; i < replies.size(); ++i)
         if (replies[i].status != QuotaStatus::kOk) replies[i] = LeaseReply{};
     }
@@ -211,15 +222,15 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       }
       if (r->type != REDIS_REPLY_ARRAY) {
         ++stats_.reply_errors;
-        spdlog::error("pacer quota: CLUSTER SLOTS from {}:{}: unexpected reply type {}", nodes_[n]->address().host,
-                      nodes_[n]->address().port, r->type);
+        quotaLog(options_).error("event=quota_cluster_slots_error redis={}:{} error=\"unexpected reply type {}\"",
+                                 nodes_[n]->address().host, nodes_[n]->address().port, r->type);
         continue;
       }
       const bool ok = map_.apply(*r, n);
       syncNodes();
       if (!ok) {
         ++stats_.reply_errors;
-        spdlog::error("pacer quota: CLUSTER SLOTS: malformed reply");
+        quotaLog(options_).error("event=quota_cluster_slots_error error=\"malformed reply\"");
         continue;
       }
       ++stats_.slot_refreshes;
@@ -404,7 +415,16 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
   // (needs_load_ says whether that needs a SCRIPT LOAD first).
   bool handle(const redisReply& r, const Work& w, const LeaseRequest& req, LeaseReply& out) {
     needs_load_ = false;
-    if (parseLeaseReply(r, req, out)) return false;
+    if (parseLeaseReply(r, req, out)) {
+      if (out.status == QuotaStatus::kRefusedLimit) {
+        ++stats_.limits_refused;
+        limited(spdlog::level::err, req.scope,
+                fmt::format("event=quota_limit_refused scope={} level={} reason=\"{}\" action=\"nothing granted; "
+                            "asked again in a second\"",
+                            req.scope, out.binding, refusalText(out.refusal)));
+      }
+      return false;
+    }
     if (r.type == REDIS_REPLY_ERROR) {
       const std::string_view msg(r.str, r.len);
       if (msg.starts_with("NOSCRIPT")) {
@@ -431,16 +451,30 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
         return true;
       }
       ++stats_.reply_errors;
-      spdlog::error("pacer quota: error reply for scope '{}': {}", req.scope, msg);
+      limited(spdlog::level::err, req.scope,
+              fmt::format("event=quota_error_reply scope={} error=\"{}\" action=\"treated as unavailable\"", req.scope,
+                          msg));
       return false;
     }
     ++stats_.reply_errors;
-    spdlog::error("pacer quota: reply of unexpected type {} for scope '{}'; treated as unavailable", r.type, req.scope);
+    limited(spdlog::level::err, req.scope,
+            fmt::format("event=quota_bad_reply scope={} type={} action=\"treated as unavailable\"", req.scope, r.type));
     return false;
+  }
+
+  // A line that can repeat every tick: at most one per scope per 10 s, the
+  // next one saying how many were held back.
+  void limited(spdlog::level::level_enum level, const std::string& scope, const std::string& line) {
+    const MonoTime now = options_.clock ? options_.clock->now() : MonoTime{Clock::now().time_since_epoch()};
+    const std::optional<std::uint64_t> held = log_limiter_.admit(scope, now);
+    if (!held) return;
+    quotaLog(options_).log(level, "{}{}", line, *held > 0 ? fmt::format(" suppressed={}", *held) : std::string());
+    log_limiter_.forgetIdle(now, std::chrono::minutes(10));
   }
 
   RedisQuotaOptions options_;
   RedisQuotaStats stats_;
+  LogLimiter log_limiter_;
   redis_cluster::SlotMap map_;
   std::vector<std::unique_ptr<Node>> nodes_;
   bool need_slots_ = false;
