@@ -65,14 +65,9 @@ struct ProviderInfo {
   std::optional<RateLimit> limit;  // the ceiling; nullopt = unlimited
 };
 
-// The largest send_rate, provider rate and burst a row may have; rates are
-// above 0 (a campaign is stopped by pausing it) and bursts at least 1.
-inline constexpr double kMaxRowRate = 1e7;
-inline constexpr double kMaxRowBurst = 1e7;
-inline constexpr double kMaxRowWeight = 1e6;
-
-// Why a row cannot be used ("send_rate NaN is not a number in (0, 10000000]"),
-// or nullopt when it can. Pure.
+// Why a row cannot be used ("send_rate 1e-300 is below the smallest rate,
+// 0.001 per second"), or nullopt when it can: the bounds of
+// pacer/validation.h. Pure.
 std::optional<std::string> rowProblem(const CampaignInfo& campaign);
 std::optional<std::string> rowProblem(const ProviderInfo& provider);
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "pacer/validation.h"
 #include "worker_core_impl.h"
 
 namespace pacer {
@@ -14,19 +15,15 @@ namespace {
 
 std::optional<std::string> limitProblem(const char* rate_name, const std::optional<RateLimit>& limit) {
   if (!limit) return std::nullopt;
-  if (!(limit->rate_per_s > 0 && limit->rate_per_s <= kMaxRowRate))
-    return fmt::format("{} {} is not a number in (0, {:.0f}]", rate_name, limit->rate_per_s, kMaxRowRate);
-  if (!(limit->burst >= 1 && limit->burst <= kMaxRowBurst))
-    return fmt::format("burst {} is not a number in [1, {:.0f}]", limit->burst, kMaxRowBurst);
-  return std::nullopt;
+  if (auto why = validation::rateProblem(rate_name, limit->rate_per_s)) return why;
+  return validation::burstProblem("burst", limit->burst);
 }
 
 }  // namespace
 
 std::optional<std::string> rowProblem(const CampaignInfo& c) {
   if (auto p = limitProblem("send_rate", c.limit)) return p;
-  if (!(c.weight > 0 && c.weight <= kMaxRowWeight))
-    return fmt::format("weight {} is not a number in (0, {:.0f}]", c.weight, kMaxRowWeight);
+  if (auto why = validation::weightProblem("weight", c.weight)) return why;
   if (!c.quiet_hours.empty()) {
     QuietWindowParse q = parseQuietWindow(c.quiet_hours);
     if (!q.window) return std::move(q.error);
