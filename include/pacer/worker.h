@@ -304,13 +304,17 @@ class WorkerCore {
   // "cancelled"; its later messages fail the same way as they are read.
   void upsertProvider(const ProviderInfo& provider, MonoTime now);
   void upsertCampaign(const CampaignInfo& campaign, MonoTime now);
-  // A row that failed its checks (rowProblem). What this worker knows of it
-  // stays in force; one it never knew is held: a campaign's messages wait
-  // (queued, or parked beyond a few), never dead-lettered as unknown, and a
-  // provider's campaigns send nothing, until a good version of the row
-  // arrives through upsertCampaign / upsertProvider.
-  void holdCampaign(const std::string& id, MonoTime now);
-  void holdProvider(const std::string& id, MonoTime now);
+  // A row that failed its checks. What this worker knows of it stays in
+  // force; one it never knew is held until a good version arrives through
+  // upsertCampaign / upsertProvider, and a held provider's campaigns send
+  // nothing. With a `reason` (values no worker can use: rowProblem,
+  // pacer/validation.h) a held campaign's messages, and those of the
+  // campaigns of a held provider, get a rejected row naming the row and
+  // `reason` as they are read. With an empty one (this worker's
+  // configuration refused it: a priority class it does not have) they wait
+  // (queued, or parked beyond a few), never dead-lettered.
+  void holdCampaign(const std::string& id, const std::string& reason, MonoTime now);
+  void holdProvider(const std::string& id, const std::string& reason, MonoTime now);
   bool knowsCampaign(std::string_view id) const;
   // New retry and adaptive settings (a configuration reload): from the next
   // step on; each provider's adaptive rate keeps its state.
