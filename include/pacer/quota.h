@@ -137,10 +137,22 @@ struct LeaseRequest {
 enum class QuotaStatus : std::uint8_t {
   kOk,           // `granted` tokens were taken from every level (possibly 0)
   kUnavailable,  // no answer (I/O error, timeout, bad reply): nothing was granted
+  // The backend answered but cannot hold a level's limit (LeaseReply::
+  // refusal; `binding` is the level): nothing was granted. Not an outage:
+  // the caller does not fall back to a local share; it asks again later.
+  kRefusedLimit,
+};
+
+// Why a level's limit cannot be held (QuotaStatus::kRefusedLimit).
+enum class LimitRefusal : std::uint8_t {
+  kNone,
+  kOutOfRange,     // a rate or burst that is not a number in the backend's range
+  kRefillTooLong,  // refilling the burst at the rate outlasts the longest key lifetime
 };
 
 struct LeaseReply {
   QuotaStatus status = QuotaStatus::kUnavailable;
+  LimitRefusal refusal = LimitRefusal::kNone;  // with kRefusedLimit
   std::uint64_t granted = 0;
   // When the granted tokens are due: token k (1-based) is due
   // (k - start_tokens) / schedule_rate seconds from now if that is positive

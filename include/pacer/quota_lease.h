@@ -342,6 +342,7 @@ class QuotaLeaser {
   void addCampaignRequest(CampaignId id, const Sizing& z, MonoTime now, std::size_t lead);
   RateLimit tickSafe(RateLimit limit) const noexcept;
   void handleReply(Campaign& c, const LeaseRequest& request, const LeaseReply& reply, MonoTime now);
+  void unanswered(std::size_t i, std::size_t lead, MonoTime now);
   void attachHealth(LeaseRequest& r, std::uint32_t provider);
   double unitRandom() noexcept;
   void heardAdaptive(std::uint32_t provider, const LeaseReply& reply, MonoTime now, bool own) noexcept;

@@ -34,6 +34,10 @@
 #include "pacer/error.h"
 #include "pacer/quota.h"
 #include "pacer/redis_cluster.h"  // RedisAddress, redisClusterSlot
+
+namespace spdlog {
+class logger;
+}
 #include "pacer/time.h"
 
 namespace pacer {
@@ -69,6 +73,10 @@ struct RedisQuotaOptions {
   // Read once per batch, after the replies, to time the grants from their
   // arrival (LeaseReply::answered_at); null: the caller's `now` is used.
   const TimeSource* clock = nullptr;
+  // Where its log lines go ("event=quota_... key=value", as pacerd's own);
+  // null: spdlog's default logger. Lines that can repeat per request (error
+  // replies, refused limits) are written at most once per scope per 10 s.
+  std::shared_ptr<spdlog::logger> log;
 };
 
 // Upper bounds (seconds) of the round-trip latency histogram's buckets; one
@@ -88,6 +96,7 @@ struct RedisQuotaStats {
   std::uint64_t io_errors = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t reply_errors = 0;  // error replies and wrong-type replies
+  std::uint64_t limits_refused = 0;  // typed refusals: a level the script cannot hold (QuotaStatus::kRefusedLimit)
   std::uint64_t connects = 0;      // successful (re)connections
   // The lease batches' round trips as acquire() waited for them: from the
   // first command appended to the last reply read, per attempt that sent

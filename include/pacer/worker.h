@@ -65,14 +65,9 @@ struct ProviderInfo {
   std::optional<RateLimit> limit;  // the ceiling; nullopt = unlimited
 };
 
-// The largest send_rate, provider rate and burst a row may have; rates are
-// above 0 (a campaign is stopped by pausing it) and bursts at least 1.
-inline constexpr double kMaxRowRate = 1e7;
-inline constexpr double kMaxRowBurst = 1e7;
-inline constexpr double kMaxRowWeight = 1e6;
-
-// Why a row cannot be used ("send_rate NaN is not a number in (0, 10000000]"),
-// or nullopt when it can. Pure.
+// Why a row cannot be used ("send_rate 1e-300 is below the smallest rate,
+// 0.001 per second"), or nullopt when it can: the bounds of
+// pacer/validation.h. Pure.
 std::optional<std::string> rowProblem(const CampaignInfo& campaign);
 std::optional<std::string> rowProblem(const ProviderInfo& provider);
 
@@ -309,13 +304,17 @@ class WorkerCore {
   // "cancelled"; its later messages fail the same way as they are read.
   void upsertProvider(const ProviderInfo& provider, MonoTime now);
   void upsertCampaign(const CampaignInfo& campaign, MonoTime now);
-  // A row that failed its checks (rowProblem). What this worker knows of it
-  // stays in force; one it never knew is held: a campaign's messages wait
-  // (queued, or parked beyond a few), never dead-lettered as unknown, and a
-  // provider's campaigns send nothing, until a good version of the row
-  // arrives through upsertCampaign / upsertProvider.
-  void holdCampaign(const std::string& id, MonoTime now);
-  void holdProvider(const std::string& id, MonoTime now);
+  // A row that failed its checks. What this worker knows of it stays in
+  // force; one it never knew is held until a good version arrives through
+  // upsertCampaign / upsertProvider, and a held provider's campaigns send
+  // nothing. With a `reason` (values no worker can use: rowProblem,
+  // pacer/validation.h) a held campaign's messages, and those of the
+  // campaigns of a held provider, get a rejected row naming the row and
+  // `reason` as they are read. With an empty one (this worker's
+  // configuration refused it: a priority class it does not have) they wait
+  // (queued, or parked beyond a few), never dead-lettered.
+  void holdCampaign(const std::string& id, const std::string& reason, MonoTime now);
+  void holdProvider(const std::string& id, const std::string& reason, MonoTime now);
   bool knowsCampaign(std::string_view id) const;
   // New retry and adaptive settings (a configuration reload): from the next
   // step on; each provider's adaptive rate keeps its state.

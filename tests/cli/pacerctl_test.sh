@@ -41,7 +41,26 @@ expect 2 "rate 'nan': not a finite number" --postgres "$nowhere" campaign set-ra
 expect 2 "rate '': not a number" --postgres "$nowhere" campaign set-rate c1 "${UNSET_RATE:-}"
 expect 2 "--burst '0'" --postgres "$nowhere" provider create p --rate 5 --burst 0
 expect 2 "--weight '0'" --postgres "$nowhere" campaign create c1 --weight 0
-expect 2 "campaign id: must be UTF-8 text without control characters" --postgres "$nowhere" campaign show "$(printf 'a\tb')"
+expect 2 "campaign id: must be 1 to 256 bytes of UTF-8 text without control characters" --postgres "$nowhere" campaign show "$(printf 'a\tb')"
+# One validation of every number and name (include/pacer/validation.h): each
+# refusal names the field and the bound, for every command that takes it.
+tiny="rate 1e-300 is below the smallest rate, 0.001 per second"
+expect 2 "--rate '1e-300': $tiny" --postgres "$nowhere" campaign create x --rate 1e-300
+expect 2 "rate '1e-300': $tiny" --postgres "$nowhere" campaign set-rate x 1e-300
+expect 2 "--rate '1e-300': $tiny" --postgres "$nowhere" provider create p --rate 1e-300
+expect 2 "rate '1e-300': $tiny" --postgres "$nowhere" provider set-rate p 1e-300
+expect 2 "--rate 'NaN': not a finite number; give messages per second from 0.001 to 10000000" --postgres "$nowhere" campaign create x --rate NaN
+expect 2 "rate 'Infinity': not a finite number; give messages per second from 0.001 to 10000000" --postgres "$nowhere" provider set-rate p Infinity
+expect 2 "rate 'NaN': not a finite number" --postgres "$nowhere" campaign set-rate x NaN
+expect 2 "--rate '1e308': rate 1e+308 is above the largest rate, 10000000 per second" --postgres "$nowhere" campaign create x --rate 1e308
+expect 2 "rate '1e308': rate 1e+308 is above the largest rate, 10000000 per second" --postgres "$nowhere" provider set-rate p 1e308
+expect 2 "--burst '1e308': a burst is a number of messages, at least 1 and at most 10000000" --postgres "$nowhere" provider create p --rate 5 --burst 1e308
+expect 2 "--name: 10240 bytes; at most 256 are allowed" --postgres "$nowhere" campaign create x --name "$(head -c 10240 /dev/zero | tr '\0' n)"
+expect 2 "--name: must be at most 256 bytes of UTF-8 text without control characters" --postgres "$nowhere" campaign create x --name "$(printf 'a\nb')"
+expect 2 "campaign id: must be 1 to 256 bytes of UTF-8 text without control characters" --postgres "$nowhere" campaign create "$(printf 'a\nb')"
+expect 2 "campaign id: 10240 bytes; at most 256 are allowed" --postgres "$nowhere" campaign create "$(head -c 10240 /dev/zero | tr '\0' c)"
+expect 2 "provider id: must be 1 to 256 bytes of UTF-8 text without control characters" --postgres "$nowhere" provider create "$(printf 'p\nq')" --rate 5
+expect 2 "provider id: must be 1 to 256 bytes" --postgres "$nowhere" campaign create x --provider "$(printf 'p\nq')"
 # Priority and recipient rules: checked before connecting too.
 expect 2 "--cap: frequency cap '3': expected LIMIT/WINDOW" --postgres "$nowhere" campaign create c1 --cap 3
 expect 2 "--cap: frequency cap '0/24h'" --postgres "$nowhere" campaign set-rules c1 --cap 0/24h
@@ -127,6 +146,25 @@ expect 0 "suppressed        1" campaign show night
 expect 0 "ledger suppressed                1" status
 expect 0 '"suppressed": 1' --json status
 pacer_psql -c "DELETE FROM campaigns WHERE id = 'night'; DELETE FROM deliveries WHERE campaign = 'night'" >/dev/null
+
+# Rows pacerctl would refuse, written by SQL with the table's checks dropped:
+# listed as invalid with the reason pacerd skips them, never as null
+# ("unlimited") in JSON nor as nan/s in a table.
+pacer_psql -c "ALTER TABLE campaigns DROP CONSTRAINT campaigns_send_rate_range;
+  ALTER TABLE providers DROP CONSTRAINT providers_rate_range;
+  INSERT INTO providers (id, rate, burst) VALUES ('nanp', 'NaN', 1);
+  INSERT INTO campaigns (id, send_rate, burst) VALUES ('tiny', 1e-300, 1)" >/dev/null
+expect 0 '"invalid": "rate NaN is not a finite number; give 0.001 to 10000000 per second"' --json provider list
+python3 -c 'import json,sys
+d = {p["id"]: p for p in json.load(open(sys.argv[1]))}
+assert d["nanp"]["rate"] == "NaN" and d["sms"]["rate"] == 400 and d["sms"]["invalid"] is None, d' "$tmp/out" ||
+  fail "provider list --json: $(cat "$tmp/out")"
+expect 0 "invalid (NaN)" provider list
+if grep -qi "nan/s" "$tmp/out"; then fail "provider list shows nan/s: $(cat "$tmp/out")"; fi
+expect 0 "invalid: provider 'nanp' (rate NaN is not a finite number" provider list
+expect 0 "invalid: campaign 'tiny' (send_rate 1e-300 is below the smallest rate, 0.001 per second" campaign list
+expect 0 '"invalid": "send_rate 1e-300 is below the smallest rate, 0.001 per second' --json campaign show tiny
+pacer_psql -c "DELETE FROM campaigns WHERE id = 'tiny'; DELETE FROM providers WHERE id = 'nanp'" >/dev/null
 
 rows=$(pacer_psql -c "SELECT id || ':' || state || ':' || coalesce(send_rate::text, 'unlimited') || ':' || burst FROM campaigns ORDER BY id" | tr '\n' ' ')
 [ "$rows" = "alerts:cancelled:unlimited:1 spring:active:250:4 " ] || fail "campaigns table: $rows"

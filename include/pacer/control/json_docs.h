@@ -17,9 +17,12 @@ using Json = nlohmann::ordered_json;
 // {"id", "name", "state", "send_rate" (null: unlimited), "burst", "weight",
 // "provider" (null: none), "updated_at", "total" (null: unknown),
 // "priority_class" (null: pacerd's default class), "quiet_hours" (null: none),
-// "time_zone" (null: none), "frequency_cap" (null: none), "cap_policy"}
+// "time_zone" (null: none), "frequency_cap" (null: none), "cap_policy",
+// "invalid" (null: pacerd can use the row; else why it skips it)}. A number
+// JSON cannot carry (NaN, Infinity, stored with the table's checks dropped)
+// is its name as a string, never null.
 Json campaignJson(const CampaignRow& c);
-// {"id", "rate" (null: unlimited), "burst", "campaigns", "updated_at"}
+// {"id", "rate" (null: unlimited), "burst", "campaigns", "updated_at", "invalid"}
 Json providerJson(const ProviderRow& p);
 // {"sent", "failed", "rejected", "invalid_token", "suppressed", "last_recorded_at" (null: no row)}
 Json ledgerJson(const LedgerCounts& l);

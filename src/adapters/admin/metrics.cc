@@ -239,6 +239,7 @@ void redisMetrics(Families& f, const MetricsSnapshot& s) {
   Families::add(errors, {{"kind", "io"}}, d(r.io_errors));
   Families::add(errors, {{"kind", "timeout"}}, d(r.timeouts));
   Families::add(errors, {{"kind", "reply"}}, d(r.reply_errors));
+  Families::add(errors, {{"kind", "limit_refused"}}, d(r.limits_refused));
   auto& h = f.family("pacer_redis_round_trip_seconds", "a lease batch's pipelined round trip to Redis",
                      MetricType::Histogram);
   ClientMetric m;

@@ -2,6 +2,7 @@
 
 #include "console/console_assets.h"
 #include "console_impl.h"
+#include "pacer/validation.h"
 
 namespace pacer::console {
 
@@ -101,12 +102,13 @@ std::optional<admin::AdminResponse> Console::Impl::refuseControl(const admin::Ad
     return errorResponse(403,
                          "the console is read-only: set admin.console_controls: on "
                          "(--admin-console-controls on) to allow controls");
-  if (r.action == "rate") {
-    try {
-      job.limit = parseLimitBody(request.body);
-    } catch (const control::ControlError& e) {
-      return errorResponse(400, e.what());
-    }
+  try {
+    // The same checks as pacerctl's (pacer/validation.h): an id that no row
+    // may have is refused here, not looked up.
+    control::checkId(r.id, r.kind == Route::Kind::kProviderRate ? "provider" : "campaign");
+    if (r.action == "rate") job.limit = parseLimitBody(request.body);
+  } catch (const control::ControlError& e) {
+    return errorResponse(400, e.what());
   }
   job.kind = r.kind == Route::Kind::kProviderRate ? Job::Kind::kProviderRate : Job::Kind::kCampaignAction;
   return std::nullopt;
@@ -142,7 +144,11 @@ Answer Console::route(const admin::AdminRequest& request, const std::function<ad
       if (auto refused = impl_->refuseControl(request, r, job)) return now(std::move(*refused));
       break;
     case Route::Kind::kHistory: job.kind = Job::Kind::kHistory; break;
-    case Route::Kind::kCampaign: job.kind = Job::Kind::kDetail; break;
+    case Route::Kind::kCampaign:
+      // No row can have this id (pacer/validation.h): not looked up.
+      if (validation::idProblem("campaign id", r.id)) return now(errorResponse(404, "no such campaign"));
+      job.kind = Job::Kind::kDetail;
+      break;
     default: job.kind = Job::Kind::kDocument, job.document = r.kind; break;
   }
   std::lock_guard<std::mutex> lock(impl_->mutex);

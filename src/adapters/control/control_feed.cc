@@ -13,6 +13,8 @@
 #include "pacer/control/values.h"
 #include "pacer/ledger/pg_ledger.h"
 #include "pacer/ledger/pg_directory.h"
+#include "pacer/ledger/pg_parking.h"
+#include "pacer/validation.h"
 
 namespace pacer::control {
 namespace {
@@ -53,6 +55,16 @@ std::string rulesText(const CampaignInfo& c) {
                      capPolicyName(c.cap_policy));
 }
 
+// What pacerd does about a skipped row (event=row_skipped action=...).
+const char* skippedAction(bool provider, bool values) {
+  if (!values)
+    return provider ? "its last good version stays in force; never loaded: its campaigns send nothing"
+                    : "its last good version stays in force; never loaded: its messages wait";
+  return provider ? "its last good version stays in force; never loaded: its campaigns' messages are rejected with "
+                    "this reason"
+                  : "its last good version stays in force; never loaded: its messages are rejected with this reason";
+}
+
 }  // namespace
 
 struct ControlFeed::Impl {
@@ -87,7 +99,9 @@ struct ControlFeed::Impl {
   void completeFinished(MonoTime now);
   void applyProvider(const ProviderInfo& p, MonoTime now, Bad& bad);
   void applyCampaign(const CampaignInfo& c, MonoTime now, Bad& bad);
-  void rowProblem(const RowProblem& p, MonoTime now, Bad& bad);
+  // `values`: the row's values are bad for every worker (its messages get a
+  // rejected row); else this worker's configuration refused it (they wait).
+  void rowProblem(const RowProblem& p, MonoTime now, Bad& bad, bool values);
   void forgetProblem(const std::string& kind, const std::string& id, const Bad& bad);
   void connectListener(MonoTime now);
   void pollListener(MonoTime now);
@@ -120,14 +134,14 @@ bool ControlFeed::Impl::refresh(MonoTime now) {
   Bad bad;
   for (const ProviderInfo& p : providers) applyProvider(p, now, bad);
   for (const CampaignInfo& c : campaigns) applyCampaign(c, now, bad);
-  for (const RowProblem& p : found) rowProblem(p, now, bad);
+  for (const RowProblem& p : found) rowProblem(p, now, bad, true);
   // Rows that were bad and are now good (or gone) are said once too.
   for (auto it = problems.begin(); it != problems.end();) {
     if (bad.count(it->first) > 0) {
       ++it;
       continue;
     }
-    log->info("event=row_accepted kind={} id={}", it->first.first, it->first.second);
+    log->info("event=row_accepted kind={} id={}", it->first.first, validation::shownText(it->first.second));
     it = problems.erase(it);
   }
   return true;
@@ -137,7 +151,7 @@ void ControlFeed::Impl::applyProvider(const ProviderInfo& p, MonoTime now, Bad& 
   try {
     core.upsertProvider(p, now);
   } catch (const std::exception& e) {  // the core refused it after all: held like any bad row
-    rowProblem(RowProblem{"provider", p.id, e.what()}, now, bad);
+    rowProblem(RowProblem{"provider", p.id, e.what()}, now, bad, false);
   }
 }
 
@@ -147,35 +161,34 @@ void ControlFeed::Impl::applyCampaign(const CampaignInfo& c, MonoTime now, Bad& 
     if (on_campaign) on_campaign(c);
     warnSmallBurst(c);
   } catch (const std::exception& e) {
-    rowProblem(RowProblem{"campaign", c.id, e.what()}, now, bad);
+    rowProblem(RowProblem{"campaign", c.id, e.what()}, now, bad, false);
   }
 }
 
 // A row that fails its checks: held, counted, and named in the log the first
 // time and when its reason changes.
-void ControlFeed::Impl::rowProblem(const RowProblem& p, MonoTime now, Bad& bad) {
+void ControlFeed::Impl::rowProblem(const RowProblem& p, MonoTime now, Bad& bad, bool values) {
   ++skipped;
   const auto key = std::make_pair(p.kind, p.id);
   bad.insert(key);
   try {
     if (p.kind == "provider")
-      core.holdProvider(p.id, now);
+      core.holdProvider(p.id, values ? p.reason : std::string(), now);
     else
-      core.holdCampaign(p.id, now);
+      core.holdCampaign(p.id, values ? p.reason : std::string(), now);
   } catch (const std::exception&) {
   }
   auto [it, fresh] = problems.emplace(key, p.reason);
   if (!fresh && it->second == p.reason) return;
   it->second = p.reason;
-  log->warn("event=row_skipped kind={} id={} reason=\"{}\" action=\"{}\"", p.kind, p.id, p.reason,
-            p.kind == "provider" ? "its last good version stays in force; never loaded: its campaigns send nothing"
-                                 : "its last good version stays in force; never loaded: its messages wait");
+  log->warn("event=row_skipped kind={} id={} reason=\"{}\" action=\"{}\"", p.kind, validation::shownText(p.id),
+            validation::shownText(p.reason, 512), skippedAction(p.kind == "provider", values));
 }
 
 void ControlFeed::Impl::forgetProblem(const std::string& kind, const std::string& id, const Bad& bad) {
   const auto key = std::make_pair(kind, id);
   if (bad.count(key) > 0 || problems.erase(key) == 0) return;
-  log->info("event=row_accepted kind={} id={}", kind, id);
+  log->info("event=row_accepted kind={} id={}", kind, validation::shownText(id));
 }
 
 // (Re)opens the LISTEN connection; after an outage, re-reads everything, since
@@ -267,7 +280,7 @@ void ControlFeed::Impl::applyNotice(const ControlNotice& n, MonoTime received) {
     const auto p = directory->provider(n.id, &problem);
     if (!p) {
       if (problem)
-        rowProblem(RowProblem{"provider", n.id, *problem}, clock.now(), bad);
+        rowProblem(RowProblem{"provider", n.id, *problem}, clock.now(), bad, true);
       else
         logApplied(n.kind, n.id, n.change, "found=false", received);
       return;
@@ -281,7 +294,7 @@ void ControlFeed::Impl::applyNotice(const ControlNotice& n, MonoTime received) {
   const auto c = directory->campaign(n.id, &problem);
   if (!c) {
     if (problem)
-      rowProblem(RowProblem{"campaign", n.id, *problem}, clock.now(), bad);
+      rowProblem(RowProblem{"campaign", n.id, *problem}, clock.now(), bad, true);
     else
       logApplied(n.kind, n.id, n.change, "found=false", received);
     return;

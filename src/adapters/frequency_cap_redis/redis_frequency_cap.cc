@@ -70,7 +70,7 @@ redis_cluster::NodeOptions nodeOptions(const RedisFrequencyCapOptions& o) {
   n.backoff_min = o.backoff_min;
   n.backoff_max = o.backoff_max;
   n.script = rules::kFrequencyCapLua;
-  n.log_name = "frequency cap";
+  n.log_name = "frequency_cap";
   return n;
 }
 

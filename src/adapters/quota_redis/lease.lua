@@ -56,6 +56,11 @@
 --    now (start is negative when the buckets owe tokens to earlier grants),
 --    active workers, breaker open (0/1)}
 -- integers only, because replies turn Lua fractions into truncated integers.
+-- A level the quota cannot hold gets the typed refusal {-1, code, level
+-- (0-based)} instead, before anything is taken: code 1, a rate or burst that
+-- is not a number in range; code 2, a rate so small that refilling the burst
+-- outlasts the longest key lifetime (MAX_TTL_MS). Every TTL handed to PEXPIRE
+-- is a whole number of milliseconds from 1 to MAX_TTL_MS.
 -- next_us: granted nothing: until the min grant would fit; else until every
 -- bucket holds a whole token (-1: never, a rate is 0). full_us: until the
 -- binding bucket is full again (-1: it does not refill).
@@ -64,6 +69,21 @@
 -- the breaker is CircuitBreaker's (include/pacer/circuit_breaker.h), kept
 -- here so that every worker shares them.
 local U = 1000000
+local MAX_TTL_MS = 1e15  -- about 31,700 years; exact as a Lua number, far below Redis's own limit
+local function pexpire(key, ms)
+  ms = math.ceil(ms)
+  if ms ~= ms or ms < 1 then ms = 1 elseif ms > MAX_TTL_MS then ms = MAX_TTL_MS end
+  redis.call('PEXPIRE', key, string.format('%d', ms))
+end
+-- Why a level's rate (tokens/s) and burst cannot be held: 1 or 2 as above; nil: they can.
+local function unholdable(rate, burst)
+  if rate == nil or burst == nil or rate ~= rate or burst ~= burst or rate < 0 or burst < 0 or rate > 1e9
+      or burst > 1e12 then
+    return 1
+  end
+  if rate > 0 and math.max(burst, 1) * 1000 / rate > MAX_TTL_MS then return 2 end
+  return nil
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * U + tonumber(t[2])
 local counted = ARGV[5] ~= '0' and ARGV[5] ~= ''
@@ -92,6 +112,10 @@ if npk > 0 then npri = 7 end
 if #ARGV ~= 8 + 2 * nlev + nadaptive + npri then return redis.error_reply('ERR pacer lease: bad arguments') end
 local fill_new = ARGV[2] == '1'
 want = math.floor(want)
+for i = 1, nlev do
+  local code = unholdable(tonumber(ARGV[9 + 2 * (i - 1)]), tonumber(ARGV[10 + 2 * (i - 1)]))
+  if code then return {-1, code, i - 1} end
+end
 
 -- The workers asking for this scope in the last two seconds.
 local active = 0
@@ -99,7 +123,7 @@ if counted then
   local wkey = KEYS[wkey_index]
   redis.call('ZADD', wkey, now, ARGV[5])
   redis.call('ZREMRANGEBYSCORE', wkey, '-inf', now - 2 * U)
-  redis.call('PEXPIRE', wkey, 10000)
+  pexpire(wkey, 10000)
   active = redis.call('ZCARD', wkey)
 end
 
@@ -271,7 +295,7 @@ if alevel > 0 then
       'cr', string.format('%.17g', st.cr), 'ct', string.format('%.0f', st.ct),
       'cs', string.format('%.17g', st.cs), 'cn', string.format('%.0f', st.cn))
     -- Forgotten after an hour idle: it comes back at the ceiling.
-    redis.call('PEXPIRE', skey, 3600000 + math.ceil(math.max(st.pu - now, 0) / 1000))
+    pexpire(skey, 3600000 + math.max(st.pu - now, 0) / 1000)
     eff_milli = math.floor(st.r * 1000)
     eff_rate = st.r
     local f = st.r / ceiling
@@ -316,7 +340,7 @@ if npk > 0 then
       end
     end
   end
-  redis.call('PEXPIRE', ckey, math.ceil(memory / 1000) + 1000)
+  pexpire(ckey, memory / 1000 + 1000)
   if higher > 0 then
     pahead = low * (1 + lower / (higher + lower))
   elseif lower > 0 or higher_seen > 0 then
@@ -329,10 +353,8 @@ local rates, caps, held, aheads, keys = {}, {}, {}, {}, {}
 local bind, least = 1, nil
 local grant = want
 local function level(key, rate, burst, la)
-  if rate == nil or burst == nil or rate ~= rate or burst ~= burst or rate < 0 or burst < 0 or rate > 1e9
-      or burst > 1e12 then
-    return 'ERR pacer lease: bad rate or burst for ' .. key
-  end
+  local code = unholdable(rate, burst)
+  if code then return {-1, code, #keys} end
   if burst < 1 then burst = 1 end
   local cap = math.floor(burst * U)
   -- The bucket is kept as the time it is full again (GCRA's theoretical
@@ -373,12 +395,12 @@ for i = 1, nlev do
   if i == alevel and eff_rate then rate, burst = eff_rate, eff_burst end
   local la = ahead
   if i == plevel then la, shared_rate, shared_burst = pahead, rate, burst end
-  local err = level(KEYS[i], rate, burst, la)
-  if err then return redis.error_reply(err) end
+  local refusal = level(KEYS[i], rate, burst, la)
+  if refusal then return refusal end
 end
 if pfrac < 1 then
-  local err = level(KEYS[ckey_index + 1], shared_rate * pfrac, shared_burst, pahead)
-  if err then return redis.error_reply(err) end
+  local refusal = level(KEYS[ckey_index + 1], shared_rate * pfrac, shared_burst, pahead)
+  if refusal then return refusal end
 end
 local nall = #keys
 local mg = math.min(math.max(min_grant, 1), want)
@@ -422,9 +444,9 @@ for i = 1, nall do
   if rate > 0 then
     redis.call('HSET', keys[i], 'tat', string.format('%.0f', now + (caps[i] - left) / rate),
       'r', string.format('%.17g', rate), 'c', string.format('%.0f', caps[i]))
-    ttl = math.ceil((caps[i] - left) / rate / 1000) + 1000
+    ttl = (caps[i] - left) / rate / 1000 + 1000
   end
-  redis.call('PEXPIRE', keys[i], ttl)
+  pexpire(keys[i], ttl)
   if i == bind and rate > 0 then full_in = math.floor((caps[i] - left) / rate) end
   if rate == 0 then
     wait = -1

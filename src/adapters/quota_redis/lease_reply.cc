@@ -13,10 +13,32 @@ constexpr long long kMaxMicros = 86'400'000'000LL;
 
 Nanos wait(long long us) { return us < 0 ? kNever : Nanos(std::chrono::microseconds(std::min(us, kMaxMicros))); }
 
+// The script's typed refusal {-1, code, level}: a level it cannot hold.
+bool parseRefusal(const redisReply& r, const LeaseRequest& req, LeaseReply& out) noexcept {
+  if (r.elements != 3 || req.levels.empty()) return false;
+  long long v[3];
+  for (std::size_t i = 0; i < 3; ++i) {
+    const redisReply* e = r.element[i];
+    if (e == nullptr || e->type != REDIS_REPLY_INTEGER) return false;
+    v[i] = e->integer;
+  }
+  // The level may be the class's own bucket, one past the request's levels.
+  if (v[0] != -1 || (v[1] != 1 && v[1] != 2) || v[2] < 0 || static_cast<unsigned long long>(v[2]) > req.levels.size())
+    return false;
+  LeaseReply reply;
+  reply.status = QuotaStatus::kRefusedLimit;
+  reply.refusal = v[1] == 1 ? LimitRefusal::kOutOfRange : LimitRefusal::kRefillTooLong;
+  reply.next_token = kNever;
+  reply.binding = static_cast<std::uint32_t>(std::min<long long>(v[2], static_cast<long long>(req.levels.size()) - 1));
+  out = reply;
+  return true;
+}
+
 }  // namespace
 
 bool parseLeaseReply(const redisReply& r, const LeaseRequest& req, LeaseReply& out) noexcept {
-  if (r.type != REDIS_REPLY_ARRAY || r.elements != kFields || r.element == nullptr) return false;
+  if (r.type != REDIS_REPLY_ARRAY || r.element == nullptr) return false;
+  if (r.elements != kFields) return parseRefusal(r, req, out);
   long long v[kFields];
   for (std::size_t i = 0; i < kFields; ++i) {
     const redisReply* e = r.element[i];

@@ -1,7 +1,6 @@
 // The Redis QuotaBackend: hiredis, pipelining, NOSCRIPT reload, backoff, and
 // Redis Cluster slot routing (CLUSTER SLOTS, MOVED, ASK). See quota_redis.h.
 #include <fmt/format.h>
-#include "pacer/error.h"
 #include <hiredis/hiredis.h>
 #include <spdlog/spdlog.h>
 
@@ -12,6 +11,8 @@
 
 #include "cluster_nodes.h"
 #include "lease_reply.h"
+#include "pacer/error.h"
+#include "pacer/log_limiter.h"
 #include "pacer/quota_redis.h"
 #include "quota/lease_lua.h"
 
@@ -41,11 +42,22 @@ redis_cluster::NodeOptions nodeOptions(const RedisQuotaOptions& o) {
   n.backoff_max = o.backoff_max;
   n.script = quota::kLeaseLua;
   n.log_name = "quota";
+  n.log = o.log.get();
   return n;
 }
 
 redis_cluster::NodeCounters counters(RedisQuotaStats& s) {
   return {&s.round_trips, &s.script_loads, &s.connects, &s.io_errors, &s.timeouts, &s.reply_errors};
+}
+
+// Where this backend's lines go: the structured logger it was given, else
+// spdlog's default one. Lines are "event=... key=value", as pacerd's own.
+spdlog::logger& quotaLog(const RedisQuotaOptions& o) { return o.log ? *o.log : *spdlog::default_logger_raw(); }
+
+const char* refusalText(LimitRefusal r) {
+  return r == LimitRefusal::kRefillTooLong
+             ? "refilling the burst at this rate outlasts the longest key lifetime (the rate is too small)"
+             : "a rate or burst that is not a number in range";
 }
 
 class RedisQuotaBackendImpl final : public RedisQuotaBackend {
@@ -74,7 +86,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       now_ms_ = millis(now);
       run(requests, replies);
     } catch (const std::exception& e) {  // out of memory and the like: nothing granted
-      spdlog::error("pacer quota: {}", e.what());
+      quotaLog(options_).error("event=quota_error error=\"{}\"", e.what());
       for (std::size_t i = 0; i < replies.size(); ++i)
         if (replies[i].status != QuotaStatus::kOk) replies[i] = LeaseReply{};
     }
@@ -289,7 +301,16 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
   // (needs_load_ says whether that needs a SCRIPT LOAD first).
   bool handle(const redisReply& r, const Work& w, const LeaseRequest& req, LeaseReply& out) {
     needs_load_ = false;
-    if (parseLeaseReply(r, req, out)) return false;
+    if (parseLeaseReply(r, req, out)) {
+      if (out.status == QuotaStatus::kRefusedLimit) {
+        ++stats_.limits_refused;
+        limited(spdlog::level::err, req.scope,
+                fmt::format("event=quota_limit_refused scope={} level={} reason=\"{}\" action=\"nothing granted; "
+                            "asked again in a second\"",
+                            req.scope, out.binding, refusalText(out.refusal)));
+      }
+      return false;
+    }
     if (r.type == REDIS_REPLY_ERROR) {
       const std::string_view msg(r.str, r.len);
       if (msg.starts_with("NOSCRIPT")) {
@@ -315,12 +336,25 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
         return true;
       }
       ++stats_.reply_errors;
-      spdlog::error("pacer quota: error reply for scope '{}': {}", req.scope, msg);
+      limited(spdlog::level::err, req.scope,
+              fmt::format("event=quota_error_reply scope={} error=\"{}\" action=\"treated as unavailable\"", req.scope,
+                          msg));
       return false;
     }
     ++stats_.reply_errors;
-    spdlog::error("pacer quota: reply of unexpected type {} for scope '{}'; treated as unavailable", r.type, req.scope);
+    limited(spdlog::level::err, req.scope,
+            fmt::format("event=quota_bad_reply scope={} type={} action=\"treated as unavailable\"", req.scope, r.type));
     return false;
+  }
+
+  // A line that can repeat every tick: at most one per scope per 10 s, the
+  // next one saying how many were held back.
+  void limited(spdlog::level::level_enum level, const std::string& scope, const std::string& line) {
+    const MonoTime now = options_.clock ? options_.clock->now() : MonoTime{Clock::now().time_since_epoch()};
+    const std::optional<std::uint64_t> held = log_limiter_.admit(scope, now);
+    if (!held) return;
+    quotaLog(options_).log(level, "{}{}", line, *held > 0 ? fmt::format(" suppressed={}", *held) : std::string());
+    log_limiter_.forgetIdle(now, std::chrono::minutes(10));
   }
 
   RedisQuotaOptions options_;
@@ -328,6 +362,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
   redis_cluster::NodeOptions node_options_;
   redis_cluster::ClusterNodes nodes_;
   std::int64_t now_ms_ = 0;  // the caller's clock at the current call, for the nodes' backoff
+  LogLimiter log_limiter_;
   bool needs_load_ = false;
   std::vector<Work> work_;
   std::vector<Work> retry_;

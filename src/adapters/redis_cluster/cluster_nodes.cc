@@ -14,6 +14,10 @@ using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
 }  // namespace
 
+spdlog::logger& ClusterNodes::log() const {
+  return options_.log != nullptr ? *options_.log : *spdlog::default_logger_raw();
+}
+
 ClusterNodes::ClusterNodes(const std::vector<RedisAddress>& seeds, bool cluster, const NodeOptions& options,
                            NodeCounters counters, std::uint64_t* slot_refreshes)
     : options_(options),
@@ -99,14 +103,14 @@ NodeFault ClusterNodes::readSlots(std::size_t k, std::int64_t now_ms) {
   if (!ok) {
     ++*counters_.reply_errors;
     last_error_ = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "CLUSTER SLOTS: malformed reply";
-    spdlog::error("pacer {}: CLUSTER SLOTS from {}:{}: {}", options_.log_name, node.address().host, node.address().port,
-                  last_error_);
+    log().error("event={}_cluster_slots_error redis={}:{} error=\"{}\"", options_.log_name, node.address().host,
+                node.address().port, last_error_);
     return NodeFault::kReply;
   }
   ++*slot_refreshes_;
   if (moved > 0)
-    spdlog::info("pacer {}: redis cluster slot map reread from {}:{}: {} slots have a new master", options_.log_name,
-                 node.address().host, node.address().port, moved);
+    log().info("event={}_cluster_slots_reread redis={}:{} slots_moved={}", options_.log_name, node.address().host,
+               node.address().port, moved);
   need_slots_ = false;
   return NodeFault::kNone;
 }

@@ -64,6 +64,7 @@ class ClusterNodes {
   const std::string& lastError() const noexcept { return last_error_; }
 
  private:
+  spdlog::logger& log() const;
   NodeFault readSlots(std::size_t k, std::int64_t now_ms);
   void syncNodes();
 

@@ -48,6 +48,10 @@ NodeFault ScriptNode::ensure(std::int64_t now_ms) {
   return open(now_ms);
 }
 
+spdlog::logger& ScriptNode::logger() const {
+  return options_.log != nullptr ? *options_.log : *spdlog::default_logger_raw();
+}
+
 NodeFault ScriptNode::open(std::int64_t now_ms) {
   if (ctx_ != nullptr) return NodeFault::kNone;
   ctx_ = redisConnectWithTimeout(address_.host.c_str(), address_.port, toTimeval(options_.connect_timeout));
@@ -57,7 +61,8 @@ NodeFault ScriptNode::open(std::int64_t now_ms) {
   const NodeFault f = loadScript(now_ms);
   if (f != NodeFault::kNone) return f;
   ++*counters_.connects;
-  if (lost_) spdlog::info("pacer {}: redis {}:{} reconnected", options_.log_name, address_.host, address_.port);
+  if (lost_)
+    logger().info("event={}_redis_reconnected redis={}:{}", options_.log_name, address_.host, address_.port);
   lost_ = false;
   fault_ = NodeFault::kNone;
   backoff_ = options_.backoff_min;
@@ -86,8 +91,8 @@ NodeFault ScriptNode::fail(NodeFault f, std::string_view why, std::int64_t now_m
   error_ = where() + cause_;
   fault_ = f;
   if (!lost_)
-    spdlog::warn("pacer {}: redis {}:{} unavailable ({}); retrying with backoff", options_.log_name, address_.host,
-                 address_.port, cause_);
+    logger().warn("event={}_redis_unavailable redis={}:{} error=\"{}\" action=\"retrying with backoff\"",
+                  options_.log_name, address_.host, address_.port, cause_);
   lost_ = true;
   close();
   next_try_ms_ = now_ms + backoff_.count();

@@ -10,6 +10,8 @@
 // Thread-safety: none; a node belongs to one adapter instance.
 #pragma once
 
+#include <spdlog/logger.h>
+
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -38,7 +40,8 @@ struct NodeOptions {
   std::chrono::milliseconds backoff_min{10};   // first wait after a failure
   std::chrono::milliseconds backoff_max{500};  // doubling stops here
   const char* script = "";                     // Lua source, loaded on every connection
-  std::string log_name = "redis";              // "pacer <log_name>: redis host:port ..." in the log
+  std::string log_name = "redis";              // event=<log_name>_redis_unavailable ... in the log
+  spdlog::logger* log = nullptr;               // where those lines go (null: spdlog's default logger)
 };
 
 // The adapter's counters the node adds to (every pointer non-null).
@@ -84,6 +87,7 @@ class ScriptNode {
 
  private:
   std::string where() const;
+  spdlog::logger& logger() const;
 
   RedisAddress address_;
   const NodeOptions& options_;

@@ -4,14 +4,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "pacer/campaign_state.h"
+#include "pacer/validation.h"
 
 namespace pacer::console {
 namespace {
 
 template <typename T>
 Json orNull(const std::optional<T>& v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    // NaN or Infinity (a row written past the checks) by name: null would read as unlimited.
+    if (v && !std::isfinite(*v)) return Json(validation::numberText(*v));
+  }
   return v ? Json(*v) : Json(nullptr);
 }
 
@@ -260,7 +266,10 @@ std::string sseFrame(std::string_view name, std::string_view data) {
   return out + "\n";
 }
 
-std::optional<std::string> percentDecode(std::string_view text) {
+namespace {
+
+// The bytes `text` stands for, or nullopt for a malformed escape.
+std::optional<std::string> decodeEscapes(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -274,7 +283,14 @@ std::optional<std::string> percentDecode(std::string_view text) {
     out += static_cast<char>(hi * 16 + lo);
     i += 2;
   }
-  if (!validText(out)) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> percentDecode(std::string_view text) {
+  std::optional<std::string> out = decodeEscapes(text);
+  if (!out || !validText(*out)) return std::nullopt;
   return out;
 }
 
@@ -308,7 +324,9 @@ Route parseRoute(std::string_view method, std::string_view path) {
   const auto withId = [&](std::string_view prefix, bool provider) -> Route {
     const std::string_view tail = rest.substr(prefix.size());
     const std::size_t slash = tail.find('/');
-    const std::optional<std::string> id = percentDecode(tail.substr(0, slash));
+    // Any bytes: a control's id is checked with pacerctl's rules (a 400 naming
+    // the bound), a read's is simply not found.
+    const std::optional<std::string> id = decodeEscapes(tail.substr(0, slash));
     if (!id || id->empty()) return is(Route::Kind::kNotFound, "GET, HEAD", true);
     r.id = *id;
     if (slash == std::string_view::npos) {
@@ -341,7 +359,7 @@ control::Limit parseLimitBody(std::string_view body) {
     throw control::InvalidValueError(fmt::format("{}: expected a number", field));
   };
   if (!j.contains("rate"))
-    throw control::InvalidValueError("rate: missing; give messages per second (0 to 10000000) or \"unlimited\"");
+    throw control::InvalidValueError("rate: missing; give messages per second (0.001 to 10000000) or \"unlimited\"");
   const Json& rate = j.at("rate");
   const std::optional<double> r = rate.is_null() ? std::nullopt : control::parseRate(text(rate, "rate"), "rate");
   std::optional<double> burst;

@@ -1,9 +1,17 @@
 #include "pacer/control/json_docs.h"
 
+#include <cmath>
+
+#include "pacer/validation.h"
+
 namespace pacer::control {
 namespace {
 
-Json rateJson(const std::optional<double>& r) { return r ? Json(*r) : Json(nullptr); }
+// A number JSON can carry, or its name as a string ("NaN", "Infinity"): never
+// null, which would read as "unlimited" or "none".
+Json numberJson(double v) { return std::isfinite(v) ? Json(v) : Json(validation::numberText(v)); }
+Json rateJson(const std::optional<double>& r) { return r ? numberJson(*r) : Json(nullptr); }
+Json problemJson(bool usable, const std::string& problem) { return usable ? Json(nullptr) : Json(problem); }
 Json textOrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
 
 template <typename Row>
@@ -17,12 +25,14 @@ Json change(std::string_view kind, std::string_view what, const Change<Row>& c, 
 }  // namespace
 
 Json campaignJson(const CampaignRow& c) {
+  std::string problem;
+  const bool usable = campaignInfoOf(c, &problem).has_value();
   return Json{{"id", c.id},
               {"name", c.name},
               {"state", c.state},
               {"send_rate", rateJson(c.limit.rate)},
-              {"burst", c.limit.burst},
-              {"weight", c.weight},
+              {"burst", numberJson(c.limit.burst)},
+              {"weight", numberJson(c.weight)},
               {"provider", textOrNull(c.provider)},
               {"updated_at", c.updated_at},
               {"total", c.total ? Json(*c.total) : Json(nullptr)},
@@ -30,15 +40,19 @@ Json campaignJson(const CampaignRow& c) {
               {"quiet_hours", textOrNull(c.quiet_hours)},
               {"time_zone", textOrNull(c.time_zone)},
               {"frequency_cap", textOrNull(c.frequency_cap)},
-              {"cap_policy", c.cap_policy}};
+              {"cap_policy", c.cap_policy},
+              {"invalid", problemJson(usable, problem)}};
 }
 
 Json providerJson(const ProviderRow& p) {
+  std::string problem;
+  const bool usable = providerInfoOf(p, &problem).has_value();
   return Json{{"id", p.id},
               {"rate", rateJson(p.limit.rate)},
-              {"burst", p.limit.burst},
+              {"burst", numberJson(p.limit.burst)},
               {"campaigns", p.campaigns},
-              {"updated_at", p.updated_at}};
+              {"updated_at", p.updated_at},
+              {"invalid", problemJson(usable, problem)}};
 }
 
 Json ledgerJson(const LedgerCounts& l) {

@@ -5,17 +5,30 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "pacer/campaign_state.h"
 #include "pacer/control/table.h"
+#include "pacer/validation.h"
 
 namespace pacer::control {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
+// A configured rate as top shows it; a stored NaN or Infinity (a row written
+// past the checks) is marked, never "nan/s".
+std::string rateCell(const std::optional<double>& r) {
+  if (!r) return "unlimited";
+  return std::isfinite(*r) ? fmt::format("{:g}/s", *r) : fmt::format("invalid ({})", validation::numberText(*r));
+}
+
 template <typename T>
 Json orNull(const std::optional<T>& v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    // NaN or Infinity (a row written past the checks) by name: null would read as unlimited.
+    if (v && !std::isfinite(*v)) return Json(validation::numberText(*v));
+  }
   return v ? Json(*v) : Json(nullptr);
 }
 
@@ -226,7 +239,7 @@ std::string campaignTable(const TopFrame& frame, std::size_t width) {
                                       r.state,
                                       r.priority_class.empty() ? "default" : r.priority_class,
                                       r.provider.empty() ? "-" : r.provider,
-                                      r.send_rate ? fmt::format("{:g}/s", *r.send_rate) : "unlimited",
+                                      rateCell(r.send_rate),
                                       rateText(r.achieved),
                                       std::to_string(r.sent),
                                       std::to_string(r.failed),
@@ -260,7 +273,7 @@ std::string providerTable(const TopFrame& frame, std::size_t width) {
                                     {"CAMPAIGNS", true, 50}};
   std::vector<std::vector<std::string>> rows;
   for (const TopProviderRow& p : frame.providers) {
-    rows.push_back({p.id, p.rate ? fmt::format("{:g}/s", *p.rate) : "unlimited",
+    rows.push_back({p.id, rateCell(p.rate),
                     p.effective ? fmt::format("{:.1f}/s", *p.effective) : "-", fmt::format("{:.1f}/s", p.achieved),
                     p.paused ? (*p.paused ? "yes" : "no") : "-", p.throttled ? std::to_string(*p.throttled) : "-",
                     std::to_string(p.campaigns)});

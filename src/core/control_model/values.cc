@@ -11,13 +11,10 @@
 #include "pacer/message.h"
 #include "pacer/quiet_hours.h"
 #include "pacer/rate_limiter.h"
+#include "pacer/validation.h"
 
 namespace pacer::control {
 namespace {
-
-constexpr std::size_t kMaxIdBytes = 256;
-constexpr std::size_t kMaxNameBytes = 1024;
-constexpr double kMaxWeight = 1e6;
 
 // The whole of `text` as a number, or nullopt ("12x", "", " 1" are not numbers).
 std::optional<double> number(std::string_view text) {
@@ -34,9 +31,9 @@ std::optional<double> parseRate(std::string_view text, std::string_view flag) {
   if (text == "unlimited") return std::nullopt;
   const auto refuse = [&](std::string_view why) {
     return InvalidValueError(
-        fmt::format("{} '{}': {}; give messages per second above 0 and at most 10000000 (100, 100/s, 6000/min, 100k/h) "
-                    "or unlimited",
-                    flag, text, why));
+        fmt::format("{} '{}': {}; give messages per second from {} to {:.0f} (100, 100/s, "
+                    "6000/min, 100k/h) or unlimited",
+                    flag, text, why, validation::kMinRate, validation::kMaxRate));
   };
   // A unit: /s (the default), /min or /h; a multiplier: k or M.
   std::string_view number_part = text;
@@ -67,11 +64,7 @@ std::optional<double> parseRate(std::string_view text, std::string_view flag) {
   if (*n < 0) throw refuse("a rate cannot be negative");
   const double v = *n * scale / per;
   if (v == 0) throw refuse("a rate of 0 sends nothing (pause the campaign instead)");
-  try {
-    validateLimit(RateLimit{v, 1.0}, LimiterOptions{});
-  } catch (const InvalidLimitError& e) {
-    throw refuse(e.what());
-  }
+  if (auto why = validation::rateProblem("rate", v)) throw refuse(*why);
   return v;
 }
 
@@ -88,15 +81,16 @@ std::int64_t parseCount(std::string_view text, std::string_view flag, std::int64
 
 double parseBurst(std::string_view text, std::string_view flag) {
   const std::optional<double> v = number(text);
-  if (!v || !std::isfinite(*v) || *v < 1)
-    throw InvalidValueError(
-        fmt::format("{} '{}': a burst is a number of messages, at least 1 (messages that may go at once)", flag, text));
+  if (!v || validation::burstProblem(flag, *v))
+    throw InvalidValueError(fmt::format(
+        "{} '{}': a burst is a number of messages, at least 1 and at most {:.0f} (messages that may go at once)", flag,
+        text, validation::kMaxBurst));
   return *v;
 }
 
 double parseWeight(std::string_view text, std::string_view flag) {
   const std::optional<double> v = number(text);
-  if (!v || !std::isfinite(*v) || *v <= 0 || *v > kMaxWeight)
+  if (!v || validation::weightProblem(flag, *v))
     throw InvalidValueError(fmt::format(
         "{} '{}': a weight is a number above 0 and at most 1000000 (the campaign's share of the sink; 1 is even)", flag,
         text));
@@ -115,18 +109,11 @@ Limit makeLimit(std::optional<double> rate, std::optional<double> burst) {
 }
 
 void checkId(std::string_view id, std::string_view what) {
-  if (id.empty()) throw InvalidValueError(fmt::format("{} id: empty; give 1 to 256 bytes of text", what));
-  if (id.size() > kMaxIdBytes)
-    throw InvalidValueError(fmt::format("{} id: {} bytes; at most {} are allowed", what, id.size(), kMaxIdBytes));
-  if (!usableText(id))
-    throw InvalidValueError(
-        fmt::format("{} id: must be UTF-8 text without control characters (the Kafka key must match it)", what));
+  if (auto why = validation::idProblem(fmt::format("{} id", what), id)) throw InvalidValueError(*why);
 }
 
 void checkName(std::string_view name) {
-  if (name.size() > kMaxNameBytes)
-    throw InvalidValueError(fmt::format("--name: {} bytes; at most {} are allowed", name.size(), kMaxNameBytes));
-  if (!usableText(name)) throw InvalidValueError("--name: must be UTF-8 text without control characters");
+  if (auto why = validation::nameProblem("--name", name)) throw InvalidValueError(*why);
 }
 
 std::string_view actionName(CampaignAction a) noexcept {
@@ -236,6 +223,11 @@ std::optional<CampaignInfo> campaignInfoOf(const CampaignRow& row, std::string* 
     if (problem) *problem = fmt::format("unknown state '{}'", row.state);
     return std::nullopt;
   }
+  for (auto why : {validation::idProblem("id", row.id), validation::nameProblem("name", row.name)}) {
+    if (!why) continue;
+    if (problem) *problem = *why;
+    return std::nullopt;
+  }
   CampaignInfo ci;
   ci.id = row.id;
   if (row.limit.rate) ci.limit = RateLimit{*row.limit.rate, row.limit.burst};
@@ -254,6 +246,10 @@ std::optional<CampaignInfo> campaignInfoOf(const CampaignRow& row, std::string* 
 }
 
 std::optional<ProviderInfo> providerInfoOf(const ProviderRow& row, std::string* problem) {
+  if (auto why = validation::idProblem("id", row.id)) {
+    if (problem) *problem = *why;
+    return std::nullopt;
+  }
   ProviderInfo p{row.id, std::nullopt};
   if (row.limit.rate) p.limit = RateLimit{*row.limit.rate, row.limit.burst};
   if (auto why = rowProblem(p)) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "pacer/validation.h"
 #include "worker_core_impl.h"
 
 namespace pacer {
@@ -14,19 +15,15 @@ namespace {
 
 std::optional<std::string> limitProblem(const char* rate_name, const std::optional<RateLimit>& limit) {
   if (!limit) return std::nullopt;
-  if (!(limit->rate_per_s > 0 && limit->rate_per_s <= kMaxRowRate))
-    return fmt::format("{} {} is not a number in (0, {:.0f}]", rate_name, limit->rate_per_s, kMaxRowRate);
-  if (!(limit->burst >= 1 && limit->burst <= kMaxRowBurst))
-    return fmt::format("burst {} is not a number in [1, {:.0f}]", limit->burst, kMaxRowBurst);
-  return std::nullopt;
+  if (auto why = validation::rateProblem(rate_name, limit->rate_per_s)) return why;
+  return validation::burstProblem("burst", limit->burst);
 }
 
 }  // namespace
 
 std::optional<std::string> rowProblem(const CampaignInfo& c) {
   if (auto p = limitProblem("send_rate", c.limit)) return p;
-  if (!(c.weight > 0 && c.weight <= kMaxRowWeight))
-    return fmt::format("weight {} is not a number in (0, {:.0f}]", c.weight, kMaxRowWeight);
+  if (auto why = validation::weightProblem("weight", c.weight)) return why;
   if (!c.quiet_hours.empty()) {
     QuietWindowParse q = parseQuietWindow(c.quiet_hours);
     if (!q.window) return std::move(q.error);
@@ -61,6 +58,7 @@ void WorkerCore::upsertProvider(const ProviderInfo& provider, MonoTime now) {
   }
   Impl::Provider& p = *it->second;
   p.from_row = true;
+  p.refused.clear();
   const bool changed =
       !p.info.limit != !provider.limit || (provider.limit && (p.info.limit->rate_per_s != provider.limit->rate_per_s ||
                                                               p.info.limit->burst != provider.limit->burst));
@@ -157,6 +155,7 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
   c->info = info;
   m.setRules(c);
   c->held = false;
+  c->refused.clear();
   m.applyPause(c);
   if (closed_now) {
     m.failQueued(c, closed_now);
@@ -165,19 +164,23 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
   }
 }
 
-void WorkerCore::holdCampaign(const std::string& id, MonoTime now) {
+void WorkerCore::holdCampaign(const std::string& id, const std::string& reason, MonoTime now) {
   Impl& m = *impl_;
-  if (m.campaigns.count(id) > 0) return;  // the last good version stays in force
+  if (auto it = m.campaigns.find(id); it != m.campaigns.end()) {
+    if (it->second->held) it->second->refused = reason;
+    return;  // the last good version stays in force
+  }
   CampaignInfo info;
   info.id = id;
   info.state = CampaignState::kPaused;
   upsertCampaign(info, now);
   Impl::Campaign* c = m.campaigns.at(id).get();
   c->held = true;
+  c->refused = reason;
   m.applyPause(c);
 }
 
-void WorkerCore::holdProvider(const std::string& id, MonoTime now) {
+void WorkerCore::holdProvider(const std::string& id, const std::string& reason, MonoTime now) {
   Impl& m = *impl_;
   auto it = m.providers.find(id);
   // A good version known: it stays in force. Otherwise (never heard of, or
@@ -185,7 +188,9 @@ void WorkerCore::holdProvider(const std::string& id, MonoTime now) {
   // nothing goes out unlimited.
   if (it != m.providers.end() && it->second->from_row) return;
   upsertProvider(ProviderInfo{id, RateLimit{0, 1}}, now);
-  m.providers.at(id)->from_row = false;
+  Impl::Provider& p = *m.providers.at(id);
+  p.from_row = false;
+  p.refused = reason;
 }
 
 bool WorkerCore::knowsCampaign(std::string_view id) const {
@@ -255,6 +260,16 @@ std::optional<std::pair<DeliveryStatus, std::string>> refusalByState(const Campa
 
 }  // namespace
 
+std::optional<std::string> WorkerCore::Impl::refusedRow(const Campaign& c) const {
+  if (c.held && !c.refused.empty())
+    return fmt::format("campaign '{}' is skipped: its row is invalid: {} (fix the row and send the message again)",
+                       c.info.id, c.refused);
+  if (c.provider && !c.provider->refused.empty())
+    return fmt::format("provider '{}' is skipped: its row is invalid: {} (fix the row and send the message again)",
+                       c.provider->info.id, c.provider->refused);
+  return std::nullopt;
+}
+
 void WorkerCore::Impl::rejectRow(const Position& pos, std::string campaign, std::string id, std::string reason,
                                  DeliveryStatus status, Campaign* c) {
   DeliveryRecord r;
@@ -307,6 +322,10 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
   Impl::Campaign* c = it->second.get();
   if (auto refusal = refusalByState(c->info)) {
     m.rejectRow(pos, msg.campaign, msg.id, std::move(refusal->second), refusal->first, c);
+    return;
+  }
+  if (auto refused = m.refusedRow(*c)) {
+    m.rejectRow(pos, msg.campaign, msg.id, std::move(*refused), DeliveryStatus::kRejected, c);
     return;
   }
   if (m.clashes(msg)) {

@@ -74,7 +74,9 @@ struct WorkerCore::Impl {
     std::size_t parked_waiting = 0;              // parked, not yet claimed back (an estimate)
     MonoTime next_claim{};
     bool sched_paused = false;
-    bool held = false;          // its row never passed its checks: its messages wait
+    bool held = false;          // its row never passed its checks
+    std::string refused;        // held for its values (rowProblem): why; its messages get a row saying so
+                                // (empty: held for this worker's configuration: they wait)
     std::size_t in_flight = 0;  // in the sink
     std::size_t retrying = 0;   // in `retries`
     CampaignStats stats;
@@ -111,6 +113,7 @@ struct WorkerCore::Impl {
     double applied_rate = 0;
     std::uint64_t throttled = 0;
     bool from_row = false;            // set by a good row (upsertProvider), not a placeholder
+    std::string refused;              // its row's values were refused and none was ever good: why
     std::uint64_t server_errors = 0;  // answers with a 5xx status (the console plots them)
     std::uint64_t recipient_throttled = 0;      // throttles of one recipient (APNs TooManyRequests): no pause
     std::optional<DeadTokenGuard> dead_tokens;  // made at its first answer (worker_core_tokens.cc)
@@ -286,6 +289,10 @@ struct WorkerCore::Impl {
   MessageCost costOf(const Campaign* c, const Message& m) const;
 
   void failQueued(Campaign* c, const std::string& reason);
+  // Why a message of `c` gets a rejected row as it is read: the campaign's
+  // row, or its provider's, was refused and no good version of it is known.
+  // nullopt: the message may be sent.
+  std::optional<std::string> refusedRow(const Campaign& c) const;
 
   // --- pauses ---------------------------------------------------------------
 

@@ -270,15 +270,7 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
     Provider& p = providers_[pid];
     const LeaseReply& reply = replies_[i];
     if (reply.status != QuotaStatus::kOk) {
-      ++metrics_.unavailable;
-      if (requests_[i].adaptive) {  // the answers were not counted: keep them for the next report
-        p.ok += requests_[i].adaptive->ok;
-        p.faults += requests_[i].adaptive->faults;
-      }
-      enterDegraded(pid, now);
-      // Asked again in a moment, not every tick (the backend's own reconnect
-      // backoff paces the real attempts).
-      p.unavailable_until = now + kUnavailableRetry;
+      unanswered(i, lead, now);
       continue;
     }
     leaveDegraded(pid, now);
@@ -287,6 +279,28 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
     if (i >= lead) handleReply(campaigns_[asked_[i - lead]], requests_[i], reply, now);
   }
   return n;
+}
+
+// Request `i` of the last batch got no grant: Redis did not answer (degraded
+// mode), or answered a typed refusal of a limit it cannot hold (no degraded
+// mode, which would flap with every answer; the campaign asks again in a
+// second and the backend names the level in its log).
+void QuotaLeaser::unanswered(std::size_t i, std::size_t lead, MonoTime now) {
+  const std::uint32_t pid = request_provider_[i];
+  Provider& p = providers_[pid];
+  if (requests_[i].adaptive) {  // the answers were not counted: keep them for the next report
+    p.ok += requests_[i].adaptive->ok;
+    p.faults += requests_[i].adaptive->faults;
+  }
+  if (replies_[i].status == QuotaStatus::kRefusedLimit) {
+    if (i >= lead) handleReply(campaigns_[asked_[i - lead]], requests_[i], replies_[i], now);
+    return;
+  }
+  ++metrics_.unavailable;
+  enterDegraded(pid, now);
+  // Asked again in a moment, not every tick (the backend's own reconnect
+  // backoff paces the real attempts).
+  p.unavailable_until = now + kUnavailableRetry;
 }
 
 void QuotaLeaser::handleReply(Campaign& c, const LeaseRequest& request, const LeaseReply& reply, MonoTime now) {

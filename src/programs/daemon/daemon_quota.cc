@@ -35,6 +35,7 @@ QuotaBackendPtr makeQuota(const DaemonOptions& o, const TimeSource* clock, const
   ro.connect_timeout = o.redis_timeout;
   ro.command_timeout = o.redis_timeout;
   ro.clock = clock;
+  ro.log = log;
   auto backend = makeRedisQuotaBackend(ro);
   try {
     backend->connect();

@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "cli_parts.h"
 #include "pacer/ledger/pg_ledger.h"
+#include "pacer/validation.h"
 
 namespace pacer::control {
 namespace {
@@ -102,8 +104,13 @@ int runCommand(const Commands& commands, std::ostream& err) {
 
 namespace cli {
 
-std::string number(double v) { return fmt::format("{}", v); }
-std::string rateText(const std::optional<double>& r) { return r ? fmt::format("{}/s", *r) : "unlimited"; }
+std::string number(double v) {
+  return std::isfinite(v) ? fmt::format("{}", v) : fmt::format("invalid ({})", validation::numberText(v));
+}
+std::string rateText(const std::optional<double>& r) {
+  if (!r) return "unlimited";
+  return std::isfinite(*r) ? fmt::format("{}/s", *r) : number(*r);
+}
 std::string totalText(const std::optional<std::int64_t>& t) { return t ? std::to_string(*t) : "unknown"; }
 
 std::string limitChange(const char* rate_name, const Limit& before, const Limit& after) {

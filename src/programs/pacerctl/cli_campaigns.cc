@@ -4,6 +4,7 @@
 
 #include "cli_parts.h"
 #include "pacer/control/table.h"
+#include "pacer/validation.h"
 
 namespace pacer::control::cli {
 namespace {
@@ -94,10 +95,17 @@ void campaignList(Session& s) {
            "CAP", "UPDATED (UTC)"},
           {false, false, false, true, true, true, false, false, false, false, false, false});
   for (const CampaignRow& c : rows)
-    t.add({c.id, orDash(c.name), c.state, rateText(c.limit.rate), number(c.limit.burst), number(c.weight),
-           orDash(c.provider), classText(c.priority_class), orDash(c.quiet_hours), orDash(c.time_zone),
+    t.add({validation::shownText(c.id, validation::kMaxIdBytes),
+           orDash(validation::shownText(c.name, validation::kMaxNameBytes)), c.state, rateText(c.limit.rate),
+           number(c.limit.burst), number(c.weight), orDash(c.provider), classText(c.priority_class),
+           orDash(c.quiet_hours), orDash(c.time_zone),
            c.frequency_cap.empty() ? "-" : fmt::format("{} {}", c.frequency_cap, c.cap_policy), c.updated_at});
   s.out << t.render();
+  for (const CampaignRow& c : rows) {
+    std::string problem;
+    if (!campaignInfoOf(c, &problem))
+      s.out << fmt::format("invalid: campaign '{}' ({}): pacerd skips it\n", validation::shownText(c.id), problem);
+  }
 }
 
 void campaignShow(Session& s, const Values& v) {
@@ -120,6 +128,8 @@ void campaignShow(Session& s, const Values& v) {
   t.add({"time_zone", orNone(c.time_zone)});
   t.add({"frequency_cap", orNone(c.frequency_cap)});
   t.add({"cap_policy", c.cap_policy});
+  std::string problem;
+  if (!campaignInfoOf(c, &problem)) t.add({"invalid", problem + " (pacerd skips it)"});
   t.add({"sent", std::to_string(d.ledger.sent)});
   t.add({"failed", std::to_string(d.ledger.failed)});
   t.add({"rejected", std::to_string(d.ledger.rejected)});
@@ -195,8 +205,15 @@ void providerList(Session& s) {
   }
   Table t({"ID", "RATE", "BURST", "CAMPAIGNS", "UPDATED (UTC)"}, {false, true, true, true, false});
   for (const ProviderRow& p : rows)
-    t.add({p.id, rateText(p.limit.rate), number(p.limit.burst), std::to_string(p.campaigns), p.updated_at});
+    t.add({validation::shownText(p.id, validation::kMaxIdBytes), rateText(p.limit.rate), number(p.limit.burst),
+           std::to_string(p.campaigns), p.updated_at});
   s.out << t.render();
+  for (const ProviderRow& p : rows) {
+    std::string problem;
+    if (!providerInfoOf(p, &problem))
+      s.out << fmt::format("invalid: provider '{}' ({}): pacerd skips it and rejects its campaigns' messages\n",
+                           validation::shownText(p.id), problem);
+  }
 }
 
 void providerSetRate(Session& s, const Values& v) {

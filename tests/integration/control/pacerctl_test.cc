@@ -82,7 +82,7 @@ TEST_F(PacerctlTest, CampaignCreateRefusesInvalidValuesWithExitTwoBeforeWritingA
       {{"--burst", "5"}, "an unlimited rate has no burst"},
       {{"--weight", "0"}, "--weight '0': a weight is a number above 0"},
       {{"--weight", "-1"}, "--weight '-1'"},
-      {{"--name", "two\nlines"}, "--name: must be UTF-8 text without control characters"},
+      {{"--name", "two\nlines"}, "--name: must be at most 256 bytes of UTF-8 text without control characters"},
   };
   for (const auto& [extra, message] : cases) {
     std::vector<std::string> args{"campaign", "create", "bad"};
@@ -105,7 +105,7 @@ TEST_F(PacerctlTest, CampaignCreateRefusesInvalidValuesWithExitTwoBeforeWritingA
   }
   const Outcome r = ctl({"campaign", "create", "tab\there"});
   EXPECT_EQ(r.code, 2) << r;
-  EXPECT_THAT(r.err, HasSubstr("campaign id: must be UTF-8 text without control characters"));
+  EXPECT_THAT(r.err, HasSubstr("campaign id: must be 1 to 256 bytes of UTF-8 text without control characters"));
   EXPECT_EQ(count("campaigns"), 0);
   EXPECT_THAT(announced(), IsEmpty());
 }

@@ -616,33 +616,46 @@ TEST_F(PipelineTest, ServerErrorsAreRetriedUpToTheLimitThenFailedWithTheStatus) 
 namespace pacer {
 namespace {
 
-// A row that fails its checks (here rows from before migration 5's checks:
-// a NaN send_rate, a state this build does not know) holds only its own
-// messages: every other campaign's are delivered, the bad one's wait (no
-// dead letter as "unknown campaign"), the row is named once in the log
-// however many refreshes see it, and once it is fixed its messages go.
-TEST_F(PipelineTest, ABadCampaignRowHoldsOnlyItsOwnMessagesAndIsNamedOnce) {
+// Rows that fail their checks (written by SQL with the table's checks
+// dropped: a rate of 1e-300 or NaN, a 10 kB name with a newline, an id with a
+// newline, a state this build does not know, a provider at 1e-300) are
+// skipped: each is named once in the log however many refreshes see it, the
+// messages of each get a rejected ledger row with the reason (none waits
+// silently), and the provider's good campaigns keep leasing from Redis and
+// deliver everything. Once a row is fixed, its next messages go.
+TEST_F(PipelineTest, BadRowsAreNamedOnceTheirMessagesLedgeredAndTheOthersKeepLeasing) {
   startKafka(2);
-  campaign("good1", std::nullopt);
-  campaign("good2", 500, 10);
+  testing::RedisServer redis;
+  const std::string huge_name = std::string(10240, 'n') + "\n";
   {
     pqxx::connection c(conninfo_);
     pqxx::work tx(c);
-    tx.exec("ALTER TABLE campaigns DROP CONSTRAINT campaigns_send_rate_range");
-    tx.exec("ALTER TABLE campaigns DROP CONSTRAINT campaigns_state_check");
-    tx.exec("INSERT INTO campaigns (id, send_rate, burst) VALUES ('bad', 'NaN', 1)");
-    tx.exec("INSERT INTO campaigns (id, state) VALUES ('odd', 'archived')");
+    for (const char* check :
+         {"campaigns_send_rate_range", "campaigns_state_check", "campaigns_name_text", "campaigns_id_text"})
+      tx.exec(std::string("ALTER TABLE campaigns DROP CONSTRAINT ") + check);
+    tx.exec("ALTER TABLE providers DROP CONSTRAINT providers_rate_range");
+    tx.exec("INSERT INTO providers (id, rate, burst) VALUES ('sms', 2000, 50), ('tinyp', 1e-300, 1)");
+    tx.exec(
+        "INSERT INTO campaigns (id, send_rate, burst, provider) VALUES ('good1', NULL, 1, 'sms'), "
+        "('good2', 500, 10, 'sms'), ('tiny', 1e-300, 1, 'sms'), ('nan', 'NaN', 1, 'sms'), "
+        "('ontiny', 100, 5, 'tinyp'), (E'x\\ny', 100, 5, 'sms')");
+    tx.exec("INSERT INTO campaigns (id, state, provider) VALUES ('odd', 'archived', 'sms')");
+    tx.exec("INSERT INTO campaigns (id, name, provider) VALUES ('named', " + tx.quote(huge_name) + ", 'sms')");
     tx.commit();
   }
+  const std::vector<std::string> bad = {"tiny", "nan", "odd", "named", "ontiny"};
   auto recs = records("good1", 300, 2);
-  for (const char* id : {"good2", "bad", "odd"}) {
-    auto more = records(id, std::string(id) == "good2" ? 300 : 40, 2);
+  for (const std::string& id : bad) {
+    auto more = records(id, 40, 2);
     recs.insert(recs.end(), more.begin(), more.end());
   }
+  auto more = records("good2", 300, 2);
+  recs.insert(recs.end(), more.begin(), more.end());
   produce(kafka_->bootstraps(), "messages", recs);
   auto o = options();
   o.exit_when_idle = milliseconds(0);
   o.refresh_interval = milliseconds(200);
+  o.redis = {"127.0.0.1:" + std::to_string(redis.port())};
   std::FILE* log = std::tmpfile();
   ASSERT_NE(log, nullptr);
   o.log = log;
@@ -652,18 +665,38 @@ TEST_F(PipelineTest, ABadCampaignRowHoldsOnlyItsOwnMessagesAndIsNamedOnce) {
     while (scalar(sql) != want && Clock::now() < end) std::this_thread::sleep_for(milliseconds(100));
     return scalar(sql);
   };
-  EXPECT_EQ(until("SELECT count(*) FROM deliveries WHERE status = 'sent'", 600), 600);
+  EXPECT_EQ(until("SELECT count(*) FROM deliveries WHERE status = 'sent'", 600), 600) << "the good ones lease and go";
+  EXPECT_EQ(until("SELECT count(*) FROM deliveries WHERE status = 'rejected'", 200), 200);
+  const std::map<std::string, std::string> said = {
+      {"tiny", "campaign 'tiny' is skipped: its row is invalid: send_rate 1e-300 is below the smallest rate, 0.001"},
+      {"nan", "campaign 'nan' is skipped: its row is invalid: send_rate NaN is not a finite number"},
+      {"odd", "campaign 'odd' is skipped: its row is invalid: unknown state 'archived'"},
+      {"named", "campaign 'named' is skipped: its row is invalid: name: 10241 bytes; at most 256 are allowed"},
+      {"ontiny", "provider 'tinyp' is skipped: its row is invalid: rate 1e-300 is below the smallest rate, 0.001"}};
+  const auto literal = [](std::string text) {  // a SQL string literal
+    for (std::size_t at = text.find('\''); at != std::string::npos; at = text.find('\'', at + 2))
+      text.insert(at, 1, '\'');
+    return "'" + text + "'";
+  };
+  for (const auto& [id, reason] : said) {
+    EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE status = 'rejected' AND campaign = " + literal(id) +
+                     " AND starts_with(reason, " + literal(reason) + ")"),
+              40)
+        << id << ": " << reasons()[id + "-0"];
+  }
   std::this_thread::sleep_for(milliseconds(1000));  // five more refreshes see the bad rows
-  EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE campaign IN ('bad', 'odd')"), 0) << "held, not dead-lettered";
   {
     pqxx::connection c(conninfo_);
     pqxx::work tx(c);
-    tx.exec("UPDATE campaigns SET send_rate = 100 WHERE id = 'bad'");
-    tx.exec("UPDATE campaigns SET state = 'active' WHERE id = 'odd'");
+    tx.exec("UPDATE campaigns SET send_rate = 100 WHERE id = 'tiny'");
     tx.commit();
   }
-  EXPECT_EQ(until("SELECT count(*) FROM deliveries WHERE status = 'sent'", 680), 680) << "fixed: they go";
+  std::this_thread::sleep_for(milliseconds(600));  // a refresh or the notice-less re-read takes the fix
+  produce(kafka_->bootstraps(), "messages", records("tiny", 40, 2, 40));
+  EXPECT_EQ(until("SELECT count(*) FROM deliveries WHERE status = 'sent'", 640), 640) << "fixed: its next ones go";
   EXPECT_EQ(d.stop(), 0);
+  const nlohmann::json summary = d.summary();
+  EXPECT_GT(summary.value("quota", nlohmann::json::object()).value("batches", 0), 0) << summary.dump();
   std::fflush(log);
   std::rewind(log);
   std::string text;
@@ -675,11 +708,19 @@ TEST_F(PipelineTest, ABadCampaignRowHoldsOnlyItsOwnMessagesAndIsNamedOnce) {
     for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
     return n;
   };
-  EXPECT_EQ(count("event=row_skipped kind=campaign id=bad reason=\"send_rate nan is not a number in (0, 10000000]\""),
-            1u)
-      << text;
+  EXPECT_EQ(count("event=row_skipped kind=campaign id=tiny reason=\"send_rate 1e-300 is below the smallest rate"), 1u)
+      << text.substr(0, 4000);
+  EXPECT_EQ(count("event=row_skipped kind=campaign id=nan reason=\"send_rate NaN is not a finite number"), 1u);
   EXPECT_EQ(count("event=row_skipped kind=campaign id=odd reason=\"unknown state 'archived'\""), 1u);
-  EXPECT_EQ(count("event=row_accepted kind=campaign id=bad"), 1u);
+  EXPECT_EQ(count("event=row_skipped kind=campaign id=named reason=\"name: 10241 bytes; at most 256"), 1u);
+  EXPECT_EQ(count("event=row_skipped kind=campaign id=x\\ny reason=\"id: must be 1 to 256 bytes"), 1u)
+      << "an id with a newline is named escaped, on one line";
+  EXPECT_EQ(count("event=row_skipped kind=provider id=tinyp reason=\"rate 1e-300 is below the smallest rate"), 1u);
+  EXPECT_EQ(count("event=row_skipped"), 6u) << "each bad row once, not every refresh";
+  EXPECT_EQ(count("event=row_accepted kind=campaign id=tiny"), 1u);
+  EXPECT_EQ(count("event=quota_degraded"), 0u) << "Redis answered throughout";
+  EXPECT_EQ(count("event=quota_error_reply"), 0u);
+  EXPECT_EQ(text.find(std::string(300, 'n')), std::string::npos) << "the huge name is not written to the log";
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 // The Redis quota backend and leases against a real redis-server.
 #include <gtest/gtest.h>
+#include <spdlog/logger.h>
+#include <spdlog/sinks/ostream_sink.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -71,8 +75,43 @@ TEST(RedisQuota, ErrorReplyCountsAsUnavailableNeverAGrant) {
   EXPECT_EQ(reply.status, QuotaStatus::kUnavailable);
   EXPECT_EQ(reply.granted, 0u);
   EXPECT_EQ(b->stats().reply_errors, 1u);
+}
+
+// A limit the script cannot hold is answered with a typed refusal, not a
+// Redis error: nothing is granted or written, the stats and the structured
+// log (one line per scope, not one per request) say so, and the level is named.
+TEST(RedisQuota, ALimitTheScriptCannotHoldIsATypedRefusalNotAnError) {
+  RedisServer server;
+  RedisQuotaOptions o = optionsFor(server);
+  std::ostringstream lines;
+  o.log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::ostream_sink_st>(lines));
+  auto b = makeRedisQuotaBackend(o);
+  for (int i = 0; i < 50; ++i) {  // every tick of a worker, as a provider at 1e-300 would have it
+    const LeaseReply tiny = one(*b, request("tiny", {{"c:a", {100, 10}}, {"p", {1e-300, 1}}}, 10));
+    ASSERT_EQ(tiny.status, QuotaStatus::kRefusedLimit);
+    EXPECT_EQ(tiny.refusal, LimitRefusal::kRefillTooLong);
+    EXPECT_EQ(tiny.binding, 1u) << "the provider's level";
+    EXPECT_EQ(tiny.granted, 0u);
+  }
+  EXPECT_EQ(server.command("EXISTS pacer:{tiny}:c:a"), "0") << "nothing taken from the other level";
   const LeaseReply neg = one(*b, request("neg", {{"p", {-5, 100}}}, 10));
-  EXPECT_EQ(neg.status, QuotaStatus::kUnavailable);
+  EXPECT_EQ(neg.status, QuotaStatus::kRefusedLimit);
+  EXPECT_EQ(neg.refusal, LimitRefusal::kOutOfRange);
+  EXPECT_EQ(b->stats().reply_errors, 0u);
+  EXPECT_EQ(b->stats().limits_refused, 51u);
+  const std::string text = lines.str();
+  EXPECT_NE(text.find("event=quota_limit_refused scope=tiny level=1 reason=\"refilling the burst"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("event=quota_limit_refused scope=neg level=0"), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << "one line per scope within 10 s: " << text;
+  // The smallest rate every tool accepts, with the largest burst, is held:
+  // its key lives as long as its refill, a whole number of milliseconds.
+  const LeaseReply slow = one(*b, request("slow", {{"p", {0.001, 1e7}}}, 1));
+  ASSERT_EQ(slow.status, QuotaStatus::kOk);
+  EXPECT_EQ(slow.granted, 1u);
+  const std::int64_t ttl = std::stoll(server.command("PTTL pacer:{slow}:p"));
+  EXPECT_GT(ttl, 999'000LL) << "refilling one token takes 1000 s";
+  EXPECT_LE(ttl, 1'001'000LL);
 }
 
 TEST(RedisQuota, HungRedisTimesOutWithinTheCommandTimeout) {

@@ -96,6 +96,43 @@ TEST_F(ConsoleRoutesTest, ControlsNeedTheTokenAndTheSwitch) {
   EXPECT_THAT(a.response.body, HasSubstr("no admin token is configured"));
 }
 
+// The API refuses what pacerctl refuses (pacer/validation.h), with a 400
+// whose message names the field and the bound, before any row is looked up.
+TEST_F(ConsoleRoutesTest, ControlsRefuseValuesOutsideTheBoundsNamingFieldAndBound) {
+  auto c = make("tok", true);
+  struct Case {
+    const char* path;
+    std::string body;
+    const char* says;
+  };
+  const std::string huge_id(10240, 'c');
+  for (const Case& k : {
+           Case{"/api/v1/campaigns/c1/rate", R"({"rate": 1e-300})",
+                "rate 1e-300 is below the smallest rate, 0.001 per second"},
+           Case{"/api/v1/providers/sms/rate", R"({"rate": "1e-300"})", "rate 1e-300 is below the smallest rate, 0.001"},
+           Case{"/api/v1/campaigns/c1/rate", R"({"rate": "NaN"})",
+                "rate 'NaN': not a finite number; give messages per second from 0.001 to 10000000"},
+           Case{"/api/v1/providers/sms/rate", R"({"rate": "Infinity"})",
+                "rate 'Infinity': not a finite number; give messages per second from 0.001 to 10000000"},
+           Case{"/api/v1/campaigns/c1/rate", R"({"rate": 1e308})",
+                "rate 1e+308 is above the largest rate, 10000000 per second"},
+           Case{"/api/v1/providers/sms/rate", R"({"rate": 5, "burst": 1e308})",
+                "burst '1e+308': a burst is a number of messages, at least 1 and at most 10000000"},
+           Case{"/api/v1/campaigns/a%0Ab/pause", "{}",
+                "campaign id: must be 1 to 256 bytes of UTF-8 text without control characters"},
+           Case{"/api/v1/providers/p%0Aq/rate", R"({"rate": 5})",
+                "provider id: must be 1 to 256 bytes of UTF-8 text without control characters"},
+       }) {
+    const auto a = ask(*c, "POST", k.path, "Bearer tok", k.body);
+    EXPECT_EQ(a.response.status, 400) << k.path << " " << k.body;
+    EXPECT_THAT(a.response.body, HasSubstr(k.says)) << k.body;
+  }
+  const std::string path = "/api/v1/campaigns/" + huge_id + "/rate";
+  const auto a = ask(*c, "POST", path, "Bearer tok", R"({"rate": 5})");
+  EXPECT_EQ(a.response.status, 400);
+  EXPECT_THAT(a.response.body, HasSubstr("campaign id: 10240 bytes; at most 256 are allowed"));
+}
+
 TEST_F(ConsoleRoutesTest, MetaWrongMethodsAndUnknownEndpoints) {
   auto c = make("tok", false);
   auto a = ask(*c, "GET", "/api/v1/meta");

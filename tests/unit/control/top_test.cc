@@ -1,14 +1,16 @@
 // pacerctl top's arithmetic and rendering, and produce's pacing: pure, no
 // clock, no database.
-#include "pacer/control/table.h"
 #include "pacer/control/top.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
+
+#include "pacer/control/table.h"
 
 namespace pacer::control {
 namespace {
@@ -188,6 +190,22 @@ TEST(TopRenderTest, TheTextFrameHasAHeaderWithTotalsAndOneLinePerCampaign) {
                               "                    -  paused\n"));
   EXPECT_THAT(text, HasSubstr("\nPROVIDER  QUOTA  EFFECTIVE  ACHIEVED  PAUSED  429s  CAMPAIGNS\n"
                               "sms       400/s    320.0/s    50.0/s  no         3          1\n"));
+}
+
+// A rate written by SQL past the checks (NaN, Infinity) is marked in the
+// table and named in the JSON: never "nan/s", never null (unlimited).
+TEST(TopRenderTest, ARateNoCheckWouldPassIsMarkedNotShownAsNanOrUnlimited) {
+  TopFrame f = sampleFrame();
+  f.rows[0].send_rate = std::numeric_limits<double>::quiet_NaN();
+  f.providers.push_back(TopProviderRow{"sms", std::numeric_limits<double>::infinity(), 1, 50.0, 320.0, false, 3});
+  const std::string text = renderTopText(f, 200);
+  EXPECT_THAT(text, HasSubstr("invalid (NaN)"));
+  EXPECT_THAT(text, HasSubstr("invalid (Infinity)"));
+  EXPECT_EQ(text.find("nan/s"), std::string::npos) << text;
+  EXPECT_EQ(text.find("inf/s"), std::string::npos) << text;
+  const std::string json = renderTopJson(f);
+  EXPECT_THAT(json, HasSubstr("\"send_rate\": \"NaN\"")) << json;
+  EXPECT_THAT(json, HasSubstr("\"rate\": \"Infinity\"")) << json;
 }
 
 TEST(TopRenderTest, ClassesGetAColumnAndALineEachWithTheirBacklogAndRate) {

@@ -42,14 +42,23 @@ TEST(ParseRate, TakesAUnitPerSecondMinuteOrHourAndKOrM) {
   EXPECT_EQ(parseRate("1M/h", "--rate"), 1e6 / 3600);
   EXPECT_THAT(refusal([] { parseRate("5/day", "--rate"); }), HasSubstr("unknown unit '/day' (use /s, /min or /h)"));
   EXPECT_THAT(refusal([] { parseRate("k/s", "--rate"); }), HasSubstr("not a number"));
-  EXPECT_THAT(refusal([] { parseRate("20M", "--rate"); }), HasSubstr("at most 10000000"));
+  EXPECT_THAT(refusal([] { parseRate("20M", "--rate"); }), HasSubstr("above the largest rate, 10000000 per second"));
+  EXPECT_THAT(refusal([] { parseRate("3/h", "--rate"); }), HasSubstr("below the smallest rate, 0.001 per second"));
 }
 
 TEST(ParseRate, RefusesNegativeNaNInfiniteTooLargeAndNonNumbersNamingTheFlag) {
   EXPECT_THAT(refusal([] { parseRate("-1", "--rate"); }), HasSubstr("--rate '-1': a rate cannot be negative"));
   EXPECT_THAT(refusal([] { parseRate("nan", "--rate"); }), HasSubstr("--rate 'nan': not a finite number"));
   EXPECT_THAT(refusal([] { parseRate("inf", "rate"); }), HasSubstr("rate 'inf': not a finite number"));
-  EXPECT_THAT(refusal([] { parseRate("10000001", "--rate"); }), HasSubstr("at most 10000000"));
+  EXPECT_THAT(refusal([] { parseRate("10000001", "--rate"); }), HasSubstr("above the largest rate, 10000000"));
+  EXPECT_THAT(refusal([] { parseRate("1e308", "--rate"); }),
+              HasSubstr("--rate '1e308': rate 1e+308 is above the largest rate, 10000000 per second"));
+  EXPECT_THAT(refusal([] { parseRate("1e-300", "--rate"); }),
+              HasSubstr("--rate '1e-300': rate 1e-300 is below the smallest rate, 0.001 per second"));
+  EXPECT_THAT(refusal([] { parseRate("0.0009", "rate"); }), HasSubstr("below the smallest rate, 0.001"));
+  EXPECT_THAT(refusal([] { parseRate("NaN", "--rate"); }), HasSubstr("--rate 'NaN': not a finite number"));
+  EXPECT_THAT(refusal([] { parseRate("Infinity", "--rate"); }), HasSubstr("--rate 'Infinity': not a finite number"));
+  EXPECT_THAT(refusal([] { parseRate("1e309", "--rate"); }), HasSubstr("--rate '1e309': not a"));
   EXPECT_THAT(refusal([] { parseRate("fast", "--rate"); }), HasSubstr("--rate 'fast': not a number"));
   EXPECT_THAT(refusal([] { parseRate("", "--rate"); }), HasSubstr("not a number"));
   EXPECT_THAT(refusal([] { parseRate("12x", "--rate"); }), HasSubstr("not a number"));
@@ -78,8 +87,9 @@ TEST(ParseCount, RefusesSignsFractionsExponentsEmptyAndOutOfRangeNamingTheFlag) 
 TEST(ParseBurst, NeedsAFiniteNumberOfAtLeastOne) {
   EXPECT_EQ(parseBurst("1", "--burst"), 1.0);
   EXPECT_EQ(parseBurst("12.5", "--burst"), 12.5);
-  for (const char* bad : {"0", "0.5", "-3", "nan", "inf", "", "ten"})
-    EXPECT_THAT(refusal([&] { parseBurst(bad, "--burst"); }), HasSubstr("at least 1")) << bad;
+  EXPECT_EQ(parseBurst("10000000", "--burst"), 1e7);
+  for (const char* bad : {"0", "0.5", "-3", "nan", "inf", "", "ten", "10000001", "1e308"})
+    EXPECT_THAT(refusal([&] { parseBurst(bad, "--burst"); }), HasSubstr("at least 1 and at most 10000000")) << bad;
 }
 
 TEST(ParseWeight, NeedsAFiniteNumberAboveZeroAndAtMostAMillion) {
@@ -116,13 +126,19 @@ TEST(CheckId, TakesWhatAKafkaKeyMayBe) {
   EXPECT_THAT(refusal([] { checkId(std::string(257, 'a'), "provider"); }), HasSubstr("provider id: 257 bytes"));
   EXPECT_THAT(refusal([] { checkId("a\tb", "campaign"); }), HasSubstr("without control characters"));
   EXPECT_THAT(refusal([] { checkId("\xff", "campaign"); }), HasSubstr("UTF-8"));
+  EXPECT_THAT(refusal([] { checkId("a\nb", "campaign"); }),
+              HasSubstr("campaign id: must be 1 to 256 bytes of UTF-8 text without control characters"));
+  EXPECT_THAT(refusal([] { checkId(std::string(10240, 'a'), "campaign"); }),
+              HasSubstr("campaign id: 10240 bytes; at most 256"));
 }
 
 TEST(CheckName, AllowsEmptyAndRefusesControlCharactersAndHugeNames) {
   EXPECT_NO_THROW(checkName(""));
   EXPECT_NO_THROW(checkName("Spring sale: 20% off"));
   EXPECT_THAT(refusal([] { checkName("a\nb"); }), HasSubstr("--name"));
-  EXPECT_THAT(refusal([] { checkName(std::string(1025, 'n')); }), HasSubstr("at most 1024"));
+  EXPECT_NO_THROW(checkName(std::string(256, 'n')));
+  EXPECT_THAT(refusal([] { checkName(std::string(257, 'n')); }), HasSubstr("--name: 257 bytes; at most 256"));
+  EXPECT_THAT(refusal([] { checkName(std::string(10240, 'n')); }), HasSubstr("--name: 10240 bytes; at most 256"));
 }
 
 TEST(DecideTransition, FollowsTheTableForEveryActionAndState) {

@@ -29,11 +29,18 @@ class FlakyBackend final : public QuotaBackend {
       return;
     }
     inner->acquire(requests, now, replies);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (requests[i].scope != refused_scope) continue;
+      replies[i] = LeaseReply{};
+      replies[i].status = QuotaStatus::kRefusedLimit;
+      replies[i].refusal = LimitRefusal::kRefillTooLong;
+    }
   }
   void restart() { inner = makeLocalQuotaBackend(); }
 
   QuotaBackendPtr inner = makeLocalQuotaBackend();
   bool down = false;
+  std::string refused_scope;  // requests of this scope get Redis's typed refusal of a limit
   bool saw_fill_new_false = false;
   std::uint64_t calls = 0;
   std::vector<std::size_t> batch_sizes;
@@ -319,6 +326,34 @@ TEST(QuotaLeaser, RateChangeMidRunTakesEffect) {
   }
   for (int s = 1; s < 10; ++s) EXPECT_NEAR(static_cast<double>(per_s[s]), 400, 25) << "second " << s;
   for (int s = 12; s < 20; ++s) EXPECT_NEAR(static_cast<double>(per_s[s]), 100, 10) << "second " << s;
+}
+
+// A typed refusal (a provider's limit Redis cannot hold) is an answer, not an
+// outage: no degraded mode (which flapped with every answer), nothing granted
+// to that provider's campaigns, asked again about once a second, and the
+// other providers' campaigns lease and send at their rates.
+TEST(QuotaLeaser, ARefusedLimitGrantsNothingAndNeverEntersDegradedMode) {
+  FlakyBackend backend;
+  backend.refused_scope = "tiny";
+  RecordingObserver observer;
+  LeaseOptions o;
+  o.horizon = milliseconds(50);
+  Worker w(backend, o, &observer);
+  const std::uint32_t tiny = w.leaser.addProvider(prov("tiny", RateLimit{1e-300, 1}));
+  const std::uint32_t sms = w.leaser.addProvider(prov("sms", RateLimit{400, 40}));
+  const CampaignId stuck = w.leaser.addCampaign({"stuck", RateLimit{100, 10}, 1.0, tiny}, MonoTime{});
+  const CampaignId good = w.leaser.addCampaign({"good", RateLimit{100, 10}, 1.0, sms}, MonoTime{});
+  w.scheduler.addBacklog(stuck, kEndless);
+  w.scheduler.addBacklog(good, kEndless);
+  for (int ms = 0; ms < 10000; ms += 5) w.tick(MonoTime{} + milliseconds(ms));
+  EXPECT_EQ(w.by_campaign[stuck], 0u);
+  EXPECT_LE(w.by_campaign[good], 1010u) << "never above 100/s x 10 s + its burst";
+  EXPECT_GE(w.by_campaign[good], 950u) << "the other provider's campaign keeps its rate";
+  EXPECT_TRUE(observer.events.empty()) << observer.events.front();
+  EXPECT_FALSE(w.leaser.degraded(tiny));
+  EXPECT_EQ(w.leaser.metrics().unavailable, 0u);
+  EXPECT_GE(w.leaser.metrics().refused, 5u);
+  EXPECT_LE(w.leaser.metrics().refused, 12u) << "asked again about once a second, not every tick";
 }
 
 TEST(QuotaLeaser, UnavailableQuotaSwitchesToLocalShareWithin100MsAndBack) {

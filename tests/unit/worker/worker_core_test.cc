@@ -472,6 +472,47 @@ TEST_F(WorkerCoreTest, CompletedFailsWhatIsQueuedBeyondTheTotalAndRejectsWhatArr
   EXPECT_EQ(committed(), 6);
 }
 
+// A row pacerd skipped for its values (rowProblem: a send_rate of 1e-300, a
+// provider at NaN) and never had a good version of: each message of it, and
+// of the campaigns of such a provider, gets a rejected row naming the row and
+// why; the provider's other campaigns go on. Held for this worker's
+// configuration (no reason), messages wait instead; a good row lets later
+// messages go.
+TEST_F(WorkerCoreTest, MessagesOfARowHeldForItsValuesGetARowSayingWhy) {
+  make();
+  core_->upsertProvider(ProviderInfo{"sms", RateLimit{1000, 10}}, clock_.now());
+  core_->upsertCampaign(campaign("good", std::nullopt, 1, "sms"), clock_.now());
+  core_->holdCampaign("tiny", "send_rate 1e-300 is below the smallest rate, 0.001 per second", clock_.now());
+  core_->holdProvider("nanp", "rate NaN is not a finite number", clock_.now());
+  core_->upsertCampaign(campaign("onnan", 10, 2, "nanp"), clock_.now());
+  core_->holdCampaign("classy", "", clock_.now());
+  core_->offer(raw(0, "tiny"), clock_.now());
+  core_->offer(raw(1, "onnan"), clock_.now());
+  core_->offer(raw(2, "good"), clock_.now());
+  core_->offer(raw(3, "classy"), clock_.now());
+  core_->holdCampaign("tiny", "send_rate 1e-300 is below the smallest rate, 0.001 per second", clock_.now());
+  core_->offer(raw(4, "tiny"), clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(sentOf("good"), 1u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kRejected), 3u);
+  EXPECT_EQ(ledger_.byId.at("m0-0").reason,
+            "campaign 'tiny' is skipped: its row is invalid: send_rate 1e-300 is below the smallest rate, 0.001 per "
+            "second (fix the row and send the message again)");
+  EXPECT_EQ(ledger_.byId.at("m0-4").status, DeliveryStatus::kRejected) << "held again by the next refresh: the same";
+  EXPECT_EQ(ledger_.byId.at("m0-1").reason,
+            "provider 'nanp' is skipped: its row is invalid: rate NaN is not a finite number (fix the row and send "
+            "the message again)");
+  EXPECT_EQ(ledger_.byId.count("m0-3"), 0u) << "held for this worker's configuration: it waits";
+  EXPECT_EQ(committed(), 3) << "up to the message that waits";
+  core_->upsertCampaign(campaign("tiny", 100, 2), clock_.now());
+  core_->upsertProvider(ProviderInfo{"nanp", RateLimit{100, 2}}, clock_.now());
+  core_->offer(raw(5, "tiny"), clock_.now());
+  core_->offer(raw(6, "onnan"), clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(sentOf("tiny"), 1u) << "a good row: later messages go";
+  EXPECT_EQ(sentOf("onnan"), 1u);
+}
+
 TEST_F(WorkerCoreTest, PausedCampaignWaitsAndOthersGoOn) {
   make();
   CampaignInfo p = campaign("p", std::nullopt);

@@ -38,7 +38,9 @@
 
   // --- formatting ------------------------------------------------------------
   const num = (v) => (v === null || v === undefined ? '—' : Number(v).toLocaleString('en-US'));
-  const rate = (v) => (v === null || v === undefined ? 'unlimited' : `${+Number(v).toFixed(1)}/s`);
+  // A string is a stored NaN or Infinity (a row pacerd skips): marked, never drawn as a number.
+  const rate = (v) =>
+    v === null || v === undefined ? 'unlimited' : typeof v === 'string' ? `invalid (${v})` : `${+Number(v).toFixed(1)}/s`;
   const achieved = (v) => (v === null || v === undefined ? '—' : `${Number(v).toFixed(1)}/s`);
   function duration(s) {
     if (s === null || s === undefined || !(s >= 0)) return '—';
