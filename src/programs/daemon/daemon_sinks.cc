@@ -53,7 +53,7 @@ SinkInterfacePtr makeSmpp(const ProviderSinkOptions& o, const std::string& provi
     std::unique_ptr<sink::SmppSinkInterface> made = sink::makeSmppSink(std::move(s));
     if (refs) refs->push_back(SmppSinkRef{where, provider, made.get(), o.smpp.window, o.smpp.binds});
     return made;
-  } catch (const std::invalid_argument& e) {
+  } catch (const InvalidError& e) {
     throw DaemonConfigError(fmt::format("{} smpp: {}", where, e.what()));
   }
 }
