@@ -18,6 +18,7 @@
 #include "pacer/worker.h"
 #include "pacer/sinks/http_sink.h"
 #include "pacer/sinks/push_sink.h"
+#include "pacer/sinks/sink_registry.h"
 #include "pacer/sinks/smpp_sink.h"
 
 namespace pacer::worker {
@@ -29,17 +30,8 @@ class DaemonConfigError : public InvalidError {
 };
 
 // A provider's own sink (providers.<id>.sink): the settings of the default
-// sink with the provider's overrides.
-struct ProviderSinkOptions {
-  std::string sink = "stdout";
-  std::size_t sink_in_flight = 1000;
-  sink::HttpSinkOptions http;
-  std::string sink_topic;
-  std::string sink_brokers;
-  sink::SmppSinkOptions smpp;  // sink = smpp (its password read from smpp_password_env at start)
-  std::string smpp_password_env = "PACER_SMPP_PASSWORD";
-  sink::PushSinkOptions push;  // sink = apns or fcm (docs/push.md)
-};
+// sink with the provider's overrides (pacer/sinks/sink_registry.h).
+using ProviderSinkOptions = sink::SinkSettings;
 
 struct DaemonOptions {
   // Kafka
@@ -55,7 +47,7 @@ struct DaemonOptions {
   bool migrate = true;                  // apply migrations at start
 
   // Sink
-  std::string sink = "stdout";          // stdout, null, http, kafka, smpp, apns, fcm
+  std::string sink = "stdout";          // a kind in sink::sinkKinds(): stdout, null, http, kafka, smpp, apns, fcm
   std::size_t sink_in_flight = 1000;
   sink::HttpSinkOptions http;           // sink = http (its max_in_flight is sink_in_flight)
   std::string sink_topic;               // sink = kafka: the outbound topic

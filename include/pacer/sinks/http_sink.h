@@ -42,11 +42,11 @@ struct HttpSinkOptions {
   std::shared_ptr<HttpCodec> codec;
   // Where the sink says why it is waiting (a credential missing); may be empty.
   std::function<void(std::string_view)> log;
-  // The wall clock handed to the codec (Unix ms); empty: the system clock.
-  std::function<std::int64_t()> wall_clock_ms;
+  // The wall clock handed to the codec; empty: the system clock.
+  std::function<WallTime()> wall_clock;
 };
 
-// Throws std::invalid_argument for an unusable URL template or method.
+// Throws InvalidError for an unusable URL template or method.
 SinkInterfacePtr makeHttpSink(HttpSinkOptions options);
 
 // Classifies an HTTP answer (pure; exposed for tests and the fuzzer):

@@ -19,7 +19,7 @@ struct KafkaSinkOptions {
   std::map<std::string, std::string> properties;  // any other producer property
 };
 
-// Throws std::invalid_argument for a bad property or an empty topic.
+// Throws InvalidError for a bad property or an empty topic.
 SinkInterfacePtr makeKafkaSink(const KafkaSinkOptions& options);
 
 }  // namespace pacer::sink

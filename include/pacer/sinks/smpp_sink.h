@@ -91,7 +91,7 @@ class SmppSinkInterface : public SinkInterface {
   virtual SmppSinkStats stats() const = 0;
 };
 
-// Resolves `host` now (start-up); throws std::invalid_argument for unusable
+// Resolves `host` now (start-up); throws InvalidError (pacer/error.h) for unusable
 // options (no system_id, window 0, an unresolvable host, ...), with a message
 // that never contains the password.
 std::unique_ptr<SmppSinkInterface> makeSmppSink(SmppSinkOptions options);

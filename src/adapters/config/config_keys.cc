@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "pacer/sinks/sink_registry.h"
+
 namespace pacer::config::detail {
 namespace {
 
@@ -96,11 +98,13 @@ std::vector<Key> redisKeys() {
 
 // sink
 std::vector<Key> sinkKeys() {
+  // The kinds are the sink registry's (pacer/sinks/sink_registry.h).
+  static const std::string kind_help = fmt::format("where messages go: {} (default stdout)", sink::sinkKindNames());
   return {
-      {"sink.kind", Shape::kScalar, "--sink", FlagForm::kValue, false, false,
-       "where messages go: stdout, null, http, kafka, smpp, apns, fcm (default stdout)",
+      {"sink.kind", Shape::kScalar, "--sink", FlagForm::kValue, false, false, kind_help.c_str(),
        [](const Raw& r, Ctx& c) {
-         c.o.sink = asChoice(r, {"stdout", "null", "http", "kafka", "smpp", "apns", "fcm"});
+         if (r.shape != Shape::kScalar || !sink::findSinkKind(r.scalar)) fail(r, "one of " + sink::sinkKindNames());
+         c.o.sink = r.scalar;
        }},
       {"sink.in_flight", Shape::kScalar, "--in-flight", FlagForm::kValue, false, false,
        "messages in the sink at once, at most (default 1000)",

@@ -199,7 +199,7 @@ class HttpSink final : public SinkInterface {
     if (options_.codec) {
       const Nanos latency = r.latency;
       const HeaderLookup header = [&t](const char* name) { return headerOf(t.easy, name); };
-      r = options_.codec->classify(static_cast<int>(status), t.response, header, t.request, wallMs());
+      r = options_.codec->classify(static_cast<int>(status), t.response, header, t.request, wallNow());
       r.ticket = t.ticket;
       r.latency = latency;
       return r;
@@ -215,10 +215,9 @@ class HttpSink final : public SinkInterface {
     return r;
   }
 
-  std::int64_t wallMs() const {
-    if (options_.wall_clock_ms) return options_.wall_clock_ms();
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
+  WallTime wallNow() const {
+    if (options_.wall_clock) return options_.wall_clock();
+    return std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
   }
 
   static std::string_view headerOf(CURL* easy, const char* name) {
@@ -260,7 +259,7 @@ class HttpSink final : public SinkInterface {
   // A message through the codec: refused at once when it cannot go, held
   // back (false) while the credential is not usable.
   bool submitCoded(const Message& m, std::uint64_t ticket) {
-    const std::int64_t now = wallMs();
+    const WallTime now = wallNow();
     if (!options_.codec->ready(now, waiting_why_)) {
       if (options_.log && waiting_why_ != last_logged_why_) options_.log(waiting_why_);
       last_logged_why_ = waiting_why_;
@@ -285,7 +284,7 @@ class HttpSink final : public SinkInterface {
   void startOwnRequest() {
     Transfer* t = acquire();
     t->request.clear();
-    if (!options_.codec->ownRequest(wallMs(), t->request)) {
+    if (!options_.codec->ownRequest(wallNow(), t->request)) {
       pool_.emplace_back(t);
       return;
     }
@@ -299,7 +298,7 @@ class HttpSink final : public SinkInterface {
     long status = 0;
     if (code == CURLE_OK) curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
     const std::string_view body = code == CURLE_OK ? std::string_view(t.response) : curl_easy_strerror(code);
-    options_.codec->ownAnswer(static_cast<int>(status), body, wallMs());
+    options_.codec->ownAnswer(static_cast<int>(status), body, wallNow());
     t.own = false;
   }
 

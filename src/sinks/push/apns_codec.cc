@@ -22,8 +22,7 @@ class ApnsCodec final : public HttpCodec {
              std::move(key)),
         log_(std::move(log)) {}
 
-  bool ready(std::int64_t now_ms, std::string& why) override {
-    const WallTime now = wallOf(now_ms);
+  bool ready(WallTime now, std::string& why) override {
     if (now < refused_until_) {
       why = fmt::format(
           "apns: the provider token was refused ({}); check sink.apns.key_id, team_id and key_file; "
@@ -38,13 +37,13 @@ class ApnsCodec final : public HttpCodec {
     return true;
   }
 
-  bool ownRequest(std::int64_t, HttpRequest&) override { return false; }
-  void ownAnswer(int, std::string_view, std::int64_t) override {}
+  bool ownRequest(WallTime, HttpRequest&) override { return false; }
+  void ownAnswer(int, std::string_view, WallTime) override {}
 
-  bool build(const Message& m, std::int64_t now_ms, HttpRequest& out, SendResult& refused) override {
+  bool build(const Message& m, WallTime now, HttpRequest& out, SendResult& refused) override {
     const auto it = per_campaign_.find(m.campaign);
     const push::ApnsOptions& options = it != per_campaign_.end() ? it->second : defaults_;
-    push::BuiltRequest b = push::buildApnsRequest(m, options, jwt_.token(wallOf(now_ms)));
+    push::BuiltRequest b = push::buildApnsRequest(m, options, jwt_.token(now));
     if (!b.ok) {
       refused.outcome = SendOutcome::kPermanent;
       refused.reason = std::move(b.reason);
@@ -55,9 +54,8 @@ class ApnsCodec final : public HttpCodec {
   }
 
   SendResult classify(int status, std::string_view body, const HeaderLookup& header, const HttpRequest& sent,
-                      std::int64_t now_ms) override {
-    const WallTime now = wallOf(now_ms);
-    const auto retry_after = retryAfterValue(header("retry-after"), now_ms / 1000);
+                      WallTime now) override {
+    const auto retry_after = retryAfterValue(header("retry-after"), unixSeconds(now));
     push::PushVerdict v = push::classifyApnsAnswer(status, body, retry_after, header("apns-id"));
     if (v.refresh_credential) {
       // A late answer to a request with an older token renews nothing.

@@ -17,15 +17,14 @@ class FcmCodec final : public HttpCodec {
     push::fcmPath(project_id_);  // throws InvalidError for an unusable project id
   }
 
-  bool ready(std::int64_t now_ms, std::string& why) override {
-    if (cache_.usable(wallOf(now_ms))) return true;
+  bool ready(WallTime now, std::string& why) override {
+    if (cache_.usable(now)) return true;
     why = last_failure_.empty() ? "fcm: waiting for an access token"
                                 : fmt::format("fcm: no access token ({}); messages wait", last_failure_);
     return false;
   }
 
-  bool ownRequest(std::int64_t now_ms, HttpRequest& out) override {
-    const WallTime now = wallOf(now_ms);
+  bool ownRequest(WallTime now, HttpRequest& out) override {
     if (!cache_.wantsFetch(now)) return false;
     push::TokenRequest t = cache_.startFetch(now);
     out.url = std::move(t.url);
@@ -34,8 +33,7 @@ class FcmCodec final : public HttpCodec {
     return true;
   }
 
-  void ownAnswer(int status, std::string_view body, std::int64_t now_ms) override {
-    const WallTime now = wallOf(now_ms);
+  void ownAnswer(int status, std::string_view body, WallTime now) override {
     if (status == 0) {
       cache_.onFetchFailed(now);
       last_failure_ = fmt::format("token endpoint unreachable: {}", body);
@@ -48,7 +46,7 @@ class FcmCodec final : public HttpCodec {
     if (log_) log_(fmt::format("fcm: access token fetch failed: {}", last_failure_));
   }
 
-  bool build(const Message& m, std::int64_t, HttpRequest& out, SendResult& refused) override {
+  bool build(const Message& m, WallTime, HttpRequest& out, SendResult& refused) override {
     push::BuiltRequest built = push::buildFcmRequest(m, project_id_, cache_.accessToken());
     if (!built.ok) {
       refused.outcome = SendOutcome::kPermanent;
@@ -60,10 +58,10 @@ class FcmCodec final : public HttpCodec {
   }
 
   SendResult classify(int status, std::string_view body, const HeaderLookup& header, const HttpRequest& sent,
-                      std::int64_t now_ms) override {
-    const auto retry_after = retryAfterValue(header("retry-after"), now_ms / 1000);
+                      WallTime now) override {
+    const auto retry_after = retryAfterValue(header("retry-after"), unixSeconds(now));
     push::PushVerdict v = push::classifyFcmAnswer(status, body, retry_after);
-    if (v.refresh_credential) cache_.on401(wallOf(now_ms), credentialOf(sent));
+    if (v.refresh_credential) cache_.on401(now, credentialOf(sent));
     return std::move(v.result);
   }
 

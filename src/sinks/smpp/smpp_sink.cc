@@ -11,6 +11,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "pacer/error.h"
 #include "smpp_sink_impl.h"
 
 namespace pacer::sink {
@@ -195,42 +196,42 @@ namespace {
 // What the submit builder would refuse for every message, refused at start.
 void checkCarrierSettings(const smpp::SubmitOptions& s) {
   if (s.service_type.size() + 1 > smpp::limit::kServiceType)
-    throw std::invalid_argument("smpp: service_type must be at most 5 characters");
+    throw InvalidError("smpp: service_type must be at most 5 characters");
   if (const char* why = smpp::validityPeriodError(s.validity_period))
-    throw std::invalid_argument(std::string("smpp: validity_period must be SMPP's relative time YYMMDDhhmmss000R: ") +
+    throw InvalidError(std::string("smpp: validity_period must be SMPP's relative time YYMMDDhhmmss000R: ") +
                                 why);
-  if (s.priority_flag > 3) throw std::invalid_argument("smpp: priority_flag must be 0-3");
+  if (s.priority_flag > 3) throw InvalidError("smpp: priority_flag must be 0-3");
   const smpp::AddressType implied = smpp::sourceAddressType(s.source_addr);
   const std::uint8_t ton = s.source_addr_ton.value_or(implied.ton);
   if (ton > smpp::ton::kMax || s.dest_addr_ton > smpp::ton::kMax)
-    throw std::invalid_argument("smpp: a TON must be 0-6");
+    throw InvalidError("smpp: a TON must be 0-6");
   if (!smpp::isDefinedNpi(s.source_addr_npi.value_or(implied.npi)) || !smpp::isDefinedNpi(s.dest_addr_npi))
-    throw std::invalid_argument("smpp: an NPI must be one of 0, 1, 3, 4, 6, 8, 9, 10, 14, 18");
+    throw InvalidError("smpp: an NPI must be one of 0, 1, 3, 4, 6, 8, 9, 10, 14, 18");
   // GSM 03.40 carries an alphanumeric sender in 11 characters at most.
   if (ton == smpp::ton::kAlphanumeric && s.source_addr.size() > 11)
-    throw std::invalid_argument("smpp: an alphanumeric source_addr (TON 5) has at most 11 characters");
+    throw InvalidError("smpp: an alphanumeric source_addr (TON 5) has at most 11 characters");
 }
 
 }  // namespace
 
 std::unique_ptr<SmppSinkInterface> makeSmppSink(SmppSinkOptions o) {
   if (o.system_id.empty() || o.system_id.size() + 1 > smpp::limit::kSystemId)
-    throw std::invalid_argument("smpp: system_id must be 1 to 15 characters");
+    throw InvalidError("smpp: system_id must be 1 to 15 characters");
   if (o.password.size() + 1 > smpp::limit::kPassword)
-    throw std::invalid_argument("smpp: password must be at most 8 characters");
+    throw InvalidError("smpp: password must be at most 8 characters");
   if (o.system_type.size() + 1 > smpp::limit::kSystemType)
-    throw std::invalid_argument("smpp: system_type must be at most 12 characters");
-  if (o.port <= 0 || o.port > 65535) throw std::invalid_argument("smpp: port must be 1-65535");
-  if (o.binds == 0 || o.binds > 64) throw std::invalid_argument("smpp: binds must be 1-64");
-  if (o.window == 0 || o.window > 10000) throw std::invalid_argument("smpp: window must be 1-10000");
+    throw InvalidError("smpp: system_type must be at most 12 characters");
+  if (o.port <= 0 || o.port > 65535) throw InvalidError("smpp: port must be 1-65535");
+  if (o.binds == 0 || o.binds > 64) throw InvalidError("smpp: binds must be 1-64");
+  if (o.window == 0 || o.window > 10000) throw InvalidError("smpp: window must be 1-10000");
   if (o.response_timeout <= Nanos{0} || o.enquire_link_interval <= Nanos{0} || o.connect_timeout <= Nanos{0})
-    throw std::invalid_argument("smpp: timeouts and the enquire_link interval must be positive");
+    throw InvalidError("smpp: timeouts and the enquire_link interval must be positive");
   if (o.reconnect_backoff_min <= Nanos{0} || o.reconnect_backoff_max < o.reconnect_backoff_min)
-    throw std::invalid_argument("smpp: reconnect backoff must be positive, min <= max");
+    throw InvalidError("smpp: reconnect backoff must be positive, min <= max");
   const std::size_t in_flight = o.max_in_flight != 0 ? o.max_in_flight : o.binds * o.window;
-  if (in_flight > 0xFFFFFF) throw std::invalid_argument("smpp: max_in_flight too large");
+  if (in_flight > 0xFFFFFF) throw InvalidError("smpp: max_in_flight too large");
   if (o.submit.source_addr.size() + 1 > smpp::limit::kAddress)
-    throw std::invalid_argument("smpp: source address must be at most 20 characters");
+    throw InvalidError("smpp: source address must be at most 20 characters");
   checkCarrierSettings(o.submit);
   return std::make_unique<smpp_detail::SmppSink>(std::move(o));
 }

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "pacer/error.h"
+
 namespace pacer::sink::tcp {
 
 Endpoint resolve(const std::string& host, int port) {
@@ -20,7 +22,7 @@ Endpoint resolve(const std::string& host, int port) {
   const std::string service = std::to_string(port);
   const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
   if (rc != 0 || res == nullptr) {
-    throw std::invalid_argument("smpp: cannot resolve host '" + host + "': " + gai_strerror(rc));
+    throw InvalidError("smpp: cannot resolve host '" + host + "': " + gai_strerror(rc));
   }
   Endpoint e;
   std::memcpy(&e.addr, res->ai_addr, res->ai_addrlen);

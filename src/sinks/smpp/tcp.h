@@ -13,7 +13,7 @@ struct Endpoint {
   std::string text;  // "host:port" for messages
 };
 
-// Resolves host:port (numeric or by name). Throws std::invalid_argument.
+// Resolves host:port (numeric or by name). Throws InvalidError.
 Endpoint resolve(const std::string& host, int port);
 
 // Starts a non-blocking connect with TCP_NODELAY; returns the fd, or -1 with

@@ -217,11 +217,11 @@ TEST_F(HttpSinkTest, ProviderQuotaAnswersTooManyRequestsAboveIt) {
 class TokenFirstCodec final : public HttpCodec {
  public:
   explicit TokenFirstCodec(int port) : base_("http://127.0.0.1:" + std::to_string(port)) {}
-  bool ready(std::int64_t, std::string& why) override {
+  bool ready(WallTime, std::string& why) override {
     if (!token_) why = "waiting for a token";
     return token_;
   }
-  bool ownRequest(std::int64_t, HttpRequest& out) override {
+  bool ownRequest(WallTime, HttpRequest& out) override {
     if (token_) return false;
     ++token_requests;
     out.url = base_ + "/token";
@@ -229,8 +229,8 @@ class TokenFirstCodec final : public HttpCodec {
     out.body = "grant=x";
     return true;
   }
-  void ownAnswer(int status, std::string_view, std::int64_t) override { token_ = status == 200; }
-  bool build(const Message& m, std::int64_t, HttpRequest& out, SendResult& refused) override {
+  void ownAnswer(int status, std::string_view, WallTime) override { token_ = status == 200; }
+  bool build(const Message& m, WallTime, HttpRequest& out, SendResult& refused) override {
     if (m.payload.empty() || m.payload[0] != '{') {
       refused.outcome = SendOutcome::kPermanent;
       refused.reason = "payload is not a JSON object";
@@ -242,7 +242,7 @@ class TokenFirstCodec final : public HttpCodec {
     out.body = m.payload;
     return true;
   }
-  SendResult classify(int status, std::string_view, const HeaderLookup&, const HttpRequest&, std::int64_t) override {
+  SendResult classify(int status, std::string_view, const HeaderLookup&, const HttpRequest&, WallTime) override {
     SendResult r;
     r.status = status;
     if (status == 410) r.outcome = SendOutcome::kInvalidToken;
@@ -271,11 +271,11 @@ TEST_F(HttpSinkTest, ACodecFetchesItsCredentialFirstThenBuildsAndReadsEveryReque
   std::string why;
   const auto end = std::chrono::steady_clock::now() + seconds(20);
   std::vector<SendResult> none;
-  while (!codec->ready(0, why) && std::chrono::steady_clock::now() < end) {
+  while (!codec->ready(WallTime{}, why) && std::chrono::steady_clock::now() < end) {
     s->poll(none);
     s->wait(milliseconds(20));
   }
-  ASSERT_TRUE(codec->ready(0, why));
+  ASSERT_TRUE(codec->ready(WallTime{}, why));
   EXPECT_TRUE(none.empty());  // the credential's own request is no message's result
   EXPECT_EQ(s->inFlight(), 0u);
   ASSERT_TRUE(s->submit(msg("bad", "promo", "not json"), 2));

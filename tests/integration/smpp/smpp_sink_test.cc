@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "pacer/error.h"
 #include "pacer/fakes/fake_smsc.h"
 
 namespace pacer::sink {
@@ -418,13 +419,14 @@ TEST(SmppSinkIntegration, BadOptionsThrowWithoutThePassword) {
   o.password = "hunter2";
   try {
     makeSmppSink(o);
-    FAIL() << "expected std::invalid_argument";
-  } catch (const std::invalid_argument& e) {
+    FAIL() << "expected InvalidError";
+  } catch (const InvalidError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalid);
     EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos);
   }
   o.window = 10;
   o.host = "no-such-host.invalid";
-  EXPECT_THROW(makeSmppSink(o), std::invalid_argument);
+  EXPECT_THROW(makeSmppSink(o), InvalidError);
 }
 
 }  // namespace
