@@ -4,7 +4,9 @@
 # 500, so provider push's circuit breaker opens: the state document must say
 # "open" as /metrics does. A campaign at 1/s keeps 1 s of messages in memory
 # and parks the rest in PostgreSQL: the state document's `parked` must be the
-# count of its rows in `parked`, though its total is known.
+# count of its rows in `parked`, though its total is known. Then a second
+# pacerd with the listener hardened: reads need the token, the scrape token
+# reads /metrics only, a foreign Host is refused.
 set -euo pipefail
 pacerd=${PACERD:?}
 pacerctl=${PACERCTL:?}
@@ -93,4 +95,33 @@ total=$(state_field campaigns slow total)
 kill -TERM "$pid"
 wait "$pid" || fail "pacerd exited with $? on SIGTERM"
 pid=
-echo "console truth: circuit open as in /metrics, parked $doc as in PostgreSQL"
+parked=$doc
+
+# 3. The listener's hardening, wired through pacerd's flags and environment.
+PACER_ADMIN_SCRAPE_TOKEN=scrape-$$ "$pacerd" --brokers "$PACER_KAFKA" --topic messages --no-migrate \
+  --session-timeout-ms 6000 --sink null --admin-listen 127.0.0.1:0 --admin-token admin-$$ \
+  --admin-reads-need-token on --admin-allowed-hosts pacer.test >/dev/null 2>"$tmp/pacerd2.log" &
+pid=$!
+PACER_TEST_LOGS+=("$tmp/pacerd2.log")
+wait_for_line 30 "$tmp/pacerd2.log" 'event=admin_listening address=' || fail "the second pacerd did not listen"
+address=$(grep -om1 'event=admin_listening address=[^ ]*' "$tmp/pacerd2.log" | cut -d= -f3)
+port=${address##*:}
+code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+[ "$(code "http://$address/api/v1/state")" = 401 ] || fail "a read without the token was not refused"
+[ "$(code -H "Authorization: Bearer admin-$$" "http://$address/api/v1/state")" = 200 ] ||
+  fail "a read with the admin token was refused"
+[ "$(code -H "Authorization: Bearer scrape-$$" "http://$address/metrics")" = 200 ] ||
+  fail "/metrics with the scrape token was refused"
+[ "$(code -H "Authorization: Bearer scrape-$$" "http://$address/api/v1/state")" = 401 ] ||
+  fail "the scrape token read the API"
+[ "$(code "http://$address/healthz")" = 200 ] || fail "/healthz needs no token"
+[ "$(code -H "Host: attacker.example:$port" -H "Authorization: Bearer admin-$$" "http://$address/api/v1/state")" = 403 ] ||
+  fail "a Host naming another site was not refused"
+[ "$(code -H "Host: pacer.test:$port" "http://$address/healthz")" = 200 ] || fail "a configured Host was refused"
+wait_for_line 5 "$tmp/pacerd2.log" 'event=admin_request method=GET path=/api/v1/state status=401 .*refused_total=1' ||
+  fail "the refused read was not logged with its count"
+grep -q "scrape-$$\|admin-$$" "$tmp/pacerd2.log" && fail "a token appeared in the log"
+kill -TERM "$pid"
+wait "$pid" || fail "pacerd exited with $? on SIGTERM"
+pid=
+echo "console truth: circuit open as in /metrics, parked $parked as in PostgreSQL, reads guarded"
