@@ -107,6 +107,11 @@ wait_for_line 30 "$tmp/pacerd2.log" 'event=admin_listening address=' || fail "th
 address=$(grep -om1 'event=admin_listening address=[^ ]*' "$tmp/pacerd2.log" | cut -d= -f3)
 port=${address##*:}
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+# /metrics answers 503 until the loop's first snapshot.
+for _ in $(seq 1 100); do
+  [ "$(code -H "Authorization: Bearer admin-$$" "http://$address/metrics")" = 200 ] && break
+  sleep 0.1
+done
 [ "$(code "http://$address/api/v1/state")" = 401 ] || fail "a read without the token was not refused"
 [ "$(code -H "Authorization: Bearer admin-$$" "http://$address/api/v1/state")" = 200 ] ||
   fail "a read with the admin token was refused"
@@ -120,6 +125,12 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 [ "$(code -H "Host: pacer.test:$port" "http://$address/healthz")" = 200 ] || fail "a configured Host was refused"
 wait_for_line 5 "$tmp/pacerd2.log" 'event=admin_request method=GET path=/api/v1/state status=401 .*refused_total=1' ||
   fail "the refused read was not logged with its count"
+# pacerctl top --admin reads the state document with PACER_ADMIN_TOKEN.
+PACER_ADMIN_TOKEN=admin-$$ "$pacerctl" top --once --admin "$address" >"$tmp/top.txt" ||
+  fail "top --admin with the token failed"
+grep -q "answered HTTP 401" "$tmp/top.txt" && fail "top --admin sent no token: $(cat "$tmp/top.txt")"
+env -u PACER_ADMIN_TOKEN "$pacerctl" top --once --admin "$address" >"$tmp/top.txt" || true
+grep -q "answered HTTP 401" "$tmp/top.txt" || fail "top --admin without the token: expected a 401 note: $(cat "$tmp/top.txt")"
 grep -q "scrape-$$\|admin-$$" "$tmp/pacerd2.log" && fail "a token appeared in the log"
 kill -TERM "$pid"
 wait "$pid" || fail "pacerd exited with $? on SIGTERM"
