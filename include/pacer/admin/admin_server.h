@@ -78,6 +78,19 @@ TokenCheck checkBearer(std::optional<std::string_view> authorization, std::strin
 // Equal in content and length; the time taken depends only on `given`'s length.
 bool constantTimeEquals(std::string_view given, std::string_view expected) noexcept;
 
+// Whether a request's Host header names this listener (against DNS
+// rebinding: a page of another site whose name resolves to 127.0.0.1 must
+// not read the API as if it were this origin). Accepted: no header (not a
+// browser), an IP literal (v4, or v6 in brackets), `localhost`, and any name
+// in `allowed` (case-insensitive; the port is ignored); `*` in `allowed`
+// accepts every name.
+bool hostAllowed(std::optional<std::string_view> host, const std::vector<std::string>& allowed);
+
+// Whether a request reads what AdminServerOptions::reads_need_token guards:
+// GET or HEAD of /metrics or of anything under /api/ (the event stream too).
+// /healthz, /readyz and the console's pages and assets stay open.
+bool isGuardedRead(std::string_view method, std::string_view path) noexcept;
+
 struct AdminRequest {
   std::string_view method;
   std::string_view path;  // without the query string; percent-escapes as sent (not decoded)
@@ -94,6 +107,7 @@ struct AdminResponse {
   bool www_authenticate = false;  // for 401
   std::string location{};         // for 30x: where to
   std::string cache_control = "no-store";
+  int retry_after_s = 0;  // > 0: a Retry-After header (503: try again then)
 };
 
 // The Content-Security-Policy every answer of the listener carries: scripts,
@@ -212,7 +226,20 @@ struct AdminServerOptions {
   // Where AdminRoutes::Kind::kEvents subscribes; null: such requests get 404.
   std::shared_ptr<EventHub> events;
   std::size_t max_streams = 128;  // open event streams at most; more get 503
-  std::size_t max_body = 16384;   // request bodies above this get 413
+  // Of those, kept for console pages (streams asked with ?client=console):
+  // other clients get 503 once they hold max_streams - console_streams, so a
+  // crowd of scripts cannot leave an operator's console blank. Not a
+  // defence against a hostile client, which can say it is a console: that is
+  // what admin.read_token is for.
+  std::size_t console_streams = 8;
+  // Host names accepted besides IP literals and localhost (hostAllowed);
+  // others get 403.
+  std::vector<std::string> allowed_hosts;
+  // Reads (isGuardedRead) need `Authorization: Bearer` with `token`, or
+  // for /metrics with `scrape_token` too; without it they get 401.
+  bool reads_need_token = false;
+  std::string scrape_token;      // empty: /metrics takes only `token`
+  std::size_t max_body = 16384;  // request bodies above this get 413
   // Connections at most. Slow-client guard: when more than `idle_reserve`
   // connections are waiting for a request (connected and silent, slow to send
   // their headers, or idle between keep-alive requests), the oldest of them

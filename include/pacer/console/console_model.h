@@ -43,13 +43,15 @@ struct ProviderView {
   // Redis has no state for it (then it runs at its configured rate).
   std::optional<double> shared_effective;
   double shared_paused_s = 0;
-  std::optional<std::string> circuit;  // circuit-breaker state; none in this build (null)
   struct Worker {
     std::optional<double> effective;  // this worker's view of the effective rate
     bool paused = false;
     bool degraded = false;            // the global quota does not answer for it
     std::uint64_t throttled = 0;      // 429/503 answers, since start
     std::uint64_t server_errors = 0;  // 5xx answers, since start
+    // Its circuit breaker as this worker holds it: the shared one as last
+    // heard from the global quota (with --redis), else its own.
+    bool circuit_open = false;
   };
   std::optional<Worker> worker;
 };

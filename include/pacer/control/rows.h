@@ -98,7 +98,7 @@ struct TopSnapshot {
     std::int64_t suppressed = 0;
     std::string priority_class;       // empty: the default class
     std::int64_t sent_in_window = 0;  // sent rows with recorded_at in (now - window, now]
-    std::int64_t parked = 0;          // counted only when the total is unknown (else 0)
+    std::int64_t parked = 0;          // rows in `parked` (the backlog uses them only when the total is unknown)
     bool has_receipts = false;        // some sent row carries a provider message id
     std::int64_t delivered = 0, undelivered = 0, receipts_pending = 0;
   };

@@ -97,6 +97,13 @@ struct DaemonOptions {
   // The console (docs/console.md) on the admin listener may pause, resume,
   // cancel and set rates (with the token); false: read-only (403).
   bool admin_console_controls = false;
+  // Host names the admin listener answers besides IP literals and localhost
+  // (docs/api.md "Listener hardening"); others get 403.
+  std::vector<std::string> admin_allowed_hosts;
+  // Reads (/api/, the event stream, /metrics) need the admin token, or for
+  // /metrics the scrape token; without: 401.
+  bool admin_reads_need_token = false;
+  std::string admin_scrape_token;  // never logged
   std::FILE* log = stderr;  // null: no log
   bool log_json = false;     // logging.format: json (one JSON object per line) instead of text
 };

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <list>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -118,6 +119,7 @@ void respond(MHD_Connection* c, const AdminResponse& a) {
   if (!a.allow.empty()) MHD_add_response_header(r, "Allow", a.allow.c_str());
   if (!a.location.empty()) MHD_add_response_header(r, "Location", a.location.c_str());
   if (a.www_authenticate) MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"pacerd\"");
+  if (a.retry_after_s > 0) MHD_add_response_header(r, "Retry-After", std::to_string(a.retry_after_s).c_str());
   MHD_queue_response(c, static_cast<unsigned>(a.status), r);
   MHD_destroy_response(r);
 }
@@ -137,8 +139,9 @@ void streamFree(void* cls);
 
 struct AdminServer::Guts {
   // The listener's thread only.
-  std::list<Slot*> waiting;  // oldest first
+  std::list<Slot*> waiting;                           // oldest first
   LogLimiter refused_lines{std::chrono::seconds(1)};  // one line a second per status
+  std::map<int, std::uint64_t> refused_total;         // refused requests per status, since start
   // Replies suspended until completed; the destructor completes them.
   std::mutex pending_mutex;
   std::set<std::shared_ptr<Pending>> pending;
@@ -227,13 +230,17 @@ struct AdminServerCallbacks {
 
   static void logRequest(AdminServer& s, const AdminRequest& req, const AdminResponse& a, MHD_Connection* c) {
     const AdminServerOptions& o = s.options_;
-    if (!o.log || req.method != "POST") return;
+    // State changes, and every refused token or Host whatever the method.
+    const bool refused = a.status == 401 || a.status == 403;
+    if (refused) ++s.guts_->refused_total[a.status];
+    if (!o.log || (req.method != "POST" && !refused)) return;
     std::string suppressed;
+    if (refused) suppressed = fmt::format(" refused_total={}", s.guts_->refused_total[a.status]);
     if (a.status >= 300) {
       // Refused: one line per status per second, saying how many were left out.
       const auto admitted = s.guts_->refused_lines.admit(std::to_string(a.status), s.clock_.now());
       if (!admitted) return;
-      if (*admitted > 0) suppressed = fmt::format(" suppressed={}", *admitted);
+      if (*admitted > 0) suppressed = fmt::format(" suppressed={}", *admitted) + suppressed;
     }
     std::string remote = "?";
     if (const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS))
@@ -247,6 +254,23 @@ struct AdminServerCallbacks {
                                                           req.method, path, a.status, remote, suppressed));
     } catch (...) {
     }
+  }
+
+  // A Host that does not name this listener (403), or a guarded read
+  // without the token (401); nullopt: go on.
+  static std::optional<AdminResponse> refuseAccess(AdminServer& s, MHD_Connection* c, const AdminRequest& req) {
+    const AdminServerOptions& o = s.options_;
+    const char* host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    if (!hostAllowed(host ? std::optional<std::string_view>(host) : std::nullopt, o.allowed_hosts))
+      return plain(403,
+                   "forbidden: the Host header does not name this listener; add the name to admin.allowed_hosts\n");
+    if (!o.reads_need_token || !isGuardedRead(req.method, req.path)) return std::nullopt;
+    if (checkBearer(req.authorization, o.token) == TokenCheck::kOk) return std::nullopt;
+    if (req.path == "/metrics" && checkBearer(req.authorization, o.scrape_token) == TokenCheck::kOk)
+      return std::nullopt;
+    AdminResponse a = plain(401, "unauthorized: reading needs Authorization: Bearer TOKEN (admin.reads_need_token)\n");
+    a.www_authenticate = true;
+    return a;
   }
 
   static MHD_Result later(AdminServer& s, MHD_Connection* c, const std::shared_ptr<Pending>& p) {
@@ -273,10 +297,19 @@ struct AdminServerCallbacks {
       return MHD_YES;
     }
     EventHub::Impl& hub = s.guts_->events->impl();
-    EventHub::Impl::Stream* stream = hub.open(c, s.options_.max_streams);
+    const char* client = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "client");
+    const bool console = client != nullptr && std::string_view(client) == "console";
+    const std::size_t kept = std::min(s.options_.console_streams, s.options_.max_streams);
+    const std::size_t max = console ? s.options_.max_streams : s.options_.max_streams - kept;
+    EventHub::Impl::Stream* stream = hub.open(c, s.options_.max_streams, console, max);
     if (stream == nullptr) {
-      respond(c, plain(503, fmt::format("too many open event streams (at most {}); close some consoles\n",
-                                        s.options_.max_streams)));
+      AdminResponse busy = plain(
+          503, console ? fmt::format("too many open event streams (at most {}); close some consoles\n", max)
+                       : fmt::format("too many open event streams (at most {} for clients other than the console, "
+                                     "{} kept for console pages); close some, or poll /api/v1/state\n",
+                                     max, kept));
+      busy.retry_after_s = 5;
+      respond(c, busy);
       return MHD_YES;
     }
     auto* cookie = new StreamCookie{&hub, stream, s.guts_->events};
@@ -321,6 +354,11 @@ struct AdminServerCallbacks {
     req.path = url;
     req.body = ex->body;
     if (const char* auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")) req.authorization = auth;
+    if (auto refusal = refuseAccess(s, c, req)) {
+      logRequest(s, req, *refusal, c);
+      respond(c, *refusal);
+      return MHD_YES;
+    }
     if (ex->too_large) {
       respond(c, plain(413, fmt::format("request body too large (at most {} bytes)\n", s.options_.max_body)));
       return MHD_YES;

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+
 namespace pacer::admin {
 
 // --- AdminState ---------------------------------------------------------------
@@ -55,6 +58,33 @@ TokenCheck checkBearer(std::optional<std::string_view> authorization, std::strin
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
   if (v.empty()) return TokenCheck::kMissing;
   return constantTimeEquals(v, token) ? TokenCheck::kOk : TokenCheck::kWrong;
+}
+
+bool hostAllowed(std::optional<std::string_view> host, const std::vector<std::string>& allowed) {
+  if (!host) return true;
+  std::string_view h = *host;
+  if (h.starts_with('[')) return h.find(']') != std::string_view::npos;  // an IPv6 literal
+  if (const auto colon = h.rfind(':'); colon != std::string_view::npos) h = h.substr(0, colon);
+  std::string name(h);
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (name.empty()) return false;
+  if (name == "localhost") return true;
+  // An IPv4 literal: a rebinding page has a name, never the address itself.
+  if (name.find_first_not_of("0123456789.") == std::string::npos && std::count(name.begin(), name.end(), '.') == 3)
+    return true;
+  for (const std::string& a : allowed) {
+    if (a == "*") return true;
+    if (a.size() == name.size() && std::equal(a.begin(), a.end(), name.begin(), [](char x, char y) {
+          return std::tolower(static_cast<unsigned char>(x)) == y;
+        }))
+      return true;
+  }
+  return false;
+}
+
+bool isGuardedRead(std::string_view method, std::string_view path) noexcept {
+  if (method != "GET" && method != "HEAD") return false;
+  return path == "/metrics" || path.starts_with("/api/");
 }
 
 // --- decisions ----------------------------------------------------------------

@@ -22,6 +22,7 @@ struct EventHub::Impl {
     std::size_t offset = 0;
     std::uint64_t seq = 0;  // of `frame`; 0: the prelude
     bool suspended = false;
+    bool console = false;  // asked by a console page (?client=console)
   };
 
   mutable std::mutex mutex;
@@ -29,15 +30,19 @@ struct EventHub::Impl {
   std::uint64_t seq = 0;
   bool closed = false;
   std::list<Stream*> streams;
+  std::size_t others = 0;  // streams not asked by a console page
   // Sent first on every stream: the client's reconnection delay.
   std::shared_ptr<const std::string> prelude = std::make_shared<const std::string>("retry: 3000\n\n");
 
-  // A new stream for `c`, or null when closed or `max` are open.
-  Stream* open(MHD_Connection* c, std::size_t max) {
+  // A new stream for `c`, or null when closed, when `max` are open, or when
+  // it is not a console's and `others_max` streams not of consoles are open
+  // (the rest are kept for console pages).
+  Stream* open(MHD_Connection* c, std::size_t max, bool console, std::size_t others_max) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (closed || streams.size() >= max) return nullptr;
-    auto* s = new Stream{c, prelude, 0, 0, false};
+    if (closed || streams.size() >= max || (!console && others >= others_max)) return nullptr;
+    auto* s = new Stream{c, prelude, 0, 0, false, console};
     streams.push_back(s);
+    if (!console) ++others;
     return s;
   }
 
@@ -65,6 +70,7 @@ struct EventHub::Impl {
   void release(Stream* s) {
     std::lock_guard<std::mutex> lock(mutex);
     streams.remove(s);
+    if (!s->console) --others;
     delete s;
   }
 

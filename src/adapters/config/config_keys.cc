@@ -356,6 +356,17 @@ std::vector<Key> adminKeys() {
        "the console at /console/ may pause, resume, cancel and set rates (with the token): on, off (default off: "
        "read-only)",
        [](const Raw& r, Ctx& c) { c.o.admin_console_controls = asBool(r, "on or off"); }},
+      {"admin.allowed_hosts", Shape::kList, "--admin-allowed-hosts", FlagForm::kValue, false, false,
+       "host names the admin listener answers to besides IP literals and localhost (NAME,...; * for any); "
+       "a request whose Host header names another gets 403 (against DNS rebinding)",
+       [](const Raw& r, Ctx& c) { c.o.admin_allowed_hosts = asList(r); }},
+      {"admin.reads_need_token", Shape::kScalar, "--admin-reads-need-token", FlagForm::kValue, false, false,
+       "reading /api/v1, the event stream and /metrics needs the admin token (or, for /metrics, the scrape "
+       "token): on, off (default off)",
+       [](const Raw& r, Ctx& c) { c.o.admin_reads_need_token = asBool(r, "on or off"); }},
+      {"admin.scrape_token", Shape::kScalar, "--admin-scrape-token", FlagForm::kValue, true, false,
+       "a bearer token that reads /metrics only, for a Prometheus scraper when reads need a token (never logged)",
+       [](const Raw& r, Ctx& c) { c.o.admin_scrape_token = asString(r); }},
       {"admin.token_file", Shape::kScalar, nullptr, FlagForm::kNone, false, false, "",
        [](const Raw& r, Ctx& c) {
          asString(r);

@@ -37,7 +37,8 @@ void addWorkerFigures(const admin::MetricsSnapshot* snap, std::vector<CampaignVi
     const auto it = pm.find(p.row.id);
     if (it == pm.end()) continue;
     const admin::ProviderMetrics& m = *it->second;
-    p.worker = ProviderView::Worker{m.effective_rate, m.paused, m.degraded, m.throttled, m.server_errors};
+    p.worker =
+        ProviderView::Worker{m.effective_rate, m.paused, m.degraded, m.throttled, m.server_errors, m.circuit_open};
   }
 }
 
@@ -87,7 +88,7 @@ void Console::Impl::refresh() {
       campaigns.push_back(std::move(v));
     }
     providers.clear();
-    for (const control::ProviderRow& p : provider_rows) providers.push_back(ProviderView{p, {}, 0, {}, {}});
+    for (const control::ProviderRow& p : provider_rows) providers.push_back(ProviderView{p, {}, 0, {}});
     docs->campaigns = control::campaignListJson(rows).dump();
     docs->providers = control::providerListJson(provider_rows).dump();
     docs->top = control::renderTopJson(frame);

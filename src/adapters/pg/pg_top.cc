@@ -50,7 +50,7 @@ constexpr const char* kTopCampaignsSql =
     "  count(*) FILTER (WHERE status = 'sent' AND recorded_at > t.at - make_interval(secs => $2)) AS recent "
     "  FROM deliveries WHERE campaign = c.id AND recorded_at >= "
     "    CASE WHEN c.id = ANY($3::text[]) THEN $4::timestamptz ELSE '-infinity'::timestamptz END) d "
-    "LEFT JOIN LATERAL (SELECT count(*) AS parked FROM parked WHERE campaign = c.id AND c.total IS NULL) p "
+    "LEFT JOIN LATERAL (SELECT count(*) AS parked FROM parked WHERE campaign = c.id) p "
     "ON true "
     "WHERE c.state IN ('active', 'paused') "
     // A campaign that completed in the last hour stays in view, as done.
@@ -99,7 +99,8 @@ TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
     // INCLUDE (status): from the last refresh's cutoff for a campaign counted
     // before (all of its rows for one seen the first time), split at the new
     // cutoff into rows that are settled from now on and rows still counted
-    // each time; parked only where the total is unknown.
+    // each time; and its parked rows (index parked_campaign), whatever its
+    // total, since the console and top show them.
     const pqxx::result r = tx.exec_params(kTopCampaignsSql, settle_s, window_s, textArrayLiteral(known),
                                           st.cutoff.empty() ? std::string("-infinity") : st.cutoff);
     TopSnapshot s;

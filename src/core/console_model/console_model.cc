@@ -188,12 +188,15 @@ Json providerStateJson(const ProviderView& p, double achieved) {
          {"paused", !paused_from.empty()},
          {"paused_s", p.shared_paused_s},
          {"paused_from", textOrNull(paused_from)},
-         {"circuit", orNull(p.circuit)}};
+         // The breaker lives in the worker (or in Redis, heard through the
+         // worker's leases): only its snapshot knows the state.
+         {"circuit", p.worker ? Json(p.worker->circuit_open ? "open" : "closed") : Json(nullptr)}};
   j["worker"] = p.worker ? Json{{"effective_rate", orNull(p.worker->effective)},
                                 {"paused", p.worker->paused},
                                 {"degraded", p.worker->degraded},
                                 {"throttled_total", p.worker->throttled},
-                                {"server_errors_total", p.worker->server_errors}}
+                                {"server_errors_total", p.worker->server_errors},
+                                {"circuit_open", p.worker->circuit_open}}
                          : Json(nullptr);
   return j;
 }
@@ -345,8 +348,31 @@ Route parseRoute(std::string_view method, std::string_view path) {
   return is(Route::Kind::kNotFound, "GET, HEAD", true);
 }
 
+namespace {
+
+// The body as JSON; a number too large for a double (1e400) is named with its
+// field instead of being called "not a JSON object". Discarded when malformed.
+Json parseBody(std::string_view body) {
+  std::string field;
+  const Json::parser_callback_t note_key = [&field](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::key) field = parsed.get<std::string>();
+    return true;
+  };
+  try {
+    return Json::parse(body.begin(), body.end(), note_key);
+  } catch (const Json::out_of_range&) {
+    throw control::InvalidValueError(
+        fmt::format("{}: the number is out of range; give messages per second (0 to 10000000) or \"unlimited\"",
+                    field.empty() ? "body" : field));
+  } catch (const Json::exception&) {
+    return Json(Json::value_t::discarded);
+  }
+}
+
+}  // namespace
+
 control::Limit parseLimitBody(std::string_view body) {
-  const Json j = Json::parse(body.begin(), body.end(), nullptr, false);
+  const Json j = parseBody(body);
   if (j.is_discarded() || !j.is_object())
     throw control::InvalidValueError(
         "body: expected a JSON object {\"rate\": messages per second or \"unlimited\", \"burst\": optional}");

@@ -31,6 +31,10 @@ void checkRequired(const DaemonOptions& o) {
   if (o.brokers.empty()) throw DaemonConfigError("kafka brokers: empty; give --brokers HOST:PORT[,...]");
   if (o.topics.empty()) throw DaemonConfigError("kafka topics: none; give --topic NAME");
   if (o.postgres.empty()) throw DaemonConfigError("postgres: empty; give --postgres CONNINFO or set PACER_POSTGRES");
+  if (o.admin_reads_need_token && o.admin_token.empty())
+    throw DaemonConfigError(
+        "admin.reads_need_token: on needs admin.token (--admin-token, PACER_ADMIN_TOKEN or admin.token_file): "
+        "nothing could read the API otherwise");
 }
 
 ingest::KafkaIngestOptions ingestOptions(const DaemonOptions& o) {

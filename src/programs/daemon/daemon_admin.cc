@@ -46,6 +46,9 @@ AdminWiring::AdminWiring(const DaemonOptions& o, const admin::ListenAddress& add
   admin::AdminServerOptions ao;
   ao.address = address;
   ao.token = o.admin_token;
+  ao.allowed_hosts = o.admin_allowed_hosts;
+  ao.reads_need_token = o.admin_reads_need_token;
+  ao.scrape_token = o.admin_scrape_token;
   // The listener limits its own per-request lines (refused tokens: one a
   // second per status, with the count held back).
   ao.log = [log = log_](const char* level, const std::string& text) { log->log(levelOf(level), "{}", text); };

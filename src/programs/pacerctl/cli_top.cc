@@ -28,10 +28,11 @@ struct TopArgs {
 // The providers' effective rate, pause and 429 count from a worker's state
 // document (GET /api/v1/state: Redis's shared figures, that worker's count),
 // and its queue per priority class, then "limited by" again with them. A worker that does not answer leaves
-// those columns at "-" and says why below the frame.
-std::string mergeLive(TopFrame& f, const std::string& address) {
+// those columns at "-" and says why below the frame. `token` (PACER_ADMIN_TOKEN)
+// goes with the read: a worker with admin.reads_need_token answers 401 without it.
+std::string mergeLive(TopFrame& f, const std::string& address, const std::string& token) {
   try {
-    const Answer a = call(address, "/api/v1/state", false, "", 2000);
+    const Answer a = call(address, "/api/v1/state", false, token, 2000);
     if (a.status != 200) return fmt::format("live provider figures: {} answered HTTP {}", address, a.status);
     const Json doc = Json::parse(a.body);
     for (const Json& p : doc.at("providers")) {
@@ -68,7 +69,7 @@ int terminalWidth(const Session& s, const TopArgs& ta) {
 std::string frameText(Session& s, const TopArgs& ta, TopFrame f) {
   std::string note;
   const std::optional<std::string> admin = ta.admin ? ta.admin : s.env.admin;
-  if (admin) note = mergeLive(f, *admin);
+  if (admin) note = mergeLive(f, *admin, s.env.admin_token.value_or(""));
   if (s.json) return renderTopJson(f);
   std::string text = renderTopText(f, terminalWidth(s, ta));
   if (!note.empty()) text += "\n" + note + "\n";

@@ -41,11 +41,12 @@ std::size_t collect(char* data, std::size_t size, std::size_t n, void* out) {
 }
 
 HttpAnswer http(const std::string& method, const std::string& url, const std::string& body = "",
-                const std::string& authorization = "", long timeout_ms = 3000) {
+                const std::string& authorization = "", long timeout_ms = 3000, const std::string& host = "") {
   HttpAnswer a;
   CURL* c = curl_easy_init();
   curl_slist* headers = nullptr;
   if (!authorization.empty()) headers = curl_slist_append(headers, ("Authorization: " + authorization).c_str());
+  if (!host.empty()) headers = curl_slist_append(headers, ("Host: " + host).c_str());
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
   if (method == "POST") {
@@ -100,7 +101,7 @@ std::string readUntil(int fd, const std::string& until, milliseconds limit) {
 class TestRoutes final : public AdminRoutes {
  public:
   Answer route(const AdminRequest& r, const std::function<PendingReplyPtr()>& later) override {
-    if (r.path == "/events") return Answer{Kind::kEvents, {}};
+    if (r.path == "/events" || r.path == "/api/v1/events") return Answer{Kind::kEvents, {}};
     if (r.path == "/later") {
       std::lock_guard<std::mutex> lock(mutex_);
       pending_.push_back(later());
@@ -201,7 +202,7 @@ TEST_F(AdminListenerTest, EveryEventStreamGetsTheNewestFrameAndHealthzStillAnswe
   for (int i = 0; i < kStreams; ++i) {
     const int fd = connectTo(port_);
     ASSERT_GE(fd, 0);
-    sendAll(fd, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n");
+    sendAll(fd, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     fds_.push_back(fd);
   }
   for (int fd : fds_) {
@@ -240,7 +241,7 @@ TEST_F(AdminListenerTest, ManyStreamsLeavingAtOnceLeaveTheListenerWhole) {
     std::vector<int> streams;
     for (int i = 0; i < 60; ++i) {  // more than the guard's reserve of waiting connections
       streams.push_back(connectTo(port_));
-      sendAll(streams.back(), "GET /events HTTP/1.1\r\nHost: x\r\n\r\n");
+      sendAll(streams.back(), "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     }
     for (int fd : streams) ASSERT_THAT(readUntil(fd, "data: {}", milliseconds(3000)), HasSubstr("data: {}"));
     for (int fd : streams) ::close(fd);
@@ -261,13 +262,54 @@ TEST_F(AdminListenerTest, ManyStreamsLeavingAtOnceLeaveTheListenerWhole) {
 TEST_F(AdminListenerTest, MoreStreamsThanTheLimitGet503) {
   AdminServerOptions o;
   o.max_streams = 2;
+  o.console_streams = 0;
   start(std::move(o));
   for (int i = 0; i < 2; ++i) {
     fds_.push_back(connectTo(port_));
-    sendAll(fds_.back(), "GET /events HTTP/1.1\r\nHost: x\r\n\r\n");
+    sendAll(fds_.back(), "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     ASSERT_THAT(readUntil(fds_.back(), "retry:", milliseconds(3000)), HasSubstr("200 OK"));
   }
   EXPECT_EQ(http("GET", base_ + "/events", "", "", 1000).status, 503);
+}
+
+// A crowd of scripts takes every stream it may; a console page still gets
+// one, and once a slot frees, a script that was answered 503 gets one too.
+TEST_F(AdminListenerTest, ACrowdOfScriptsLeavesTheStreamsKeptForConsoles) {
+  AdminServerOptions o;
+  o.max_streams = 6;
+  o.console_streams = 2;
+  start(std::move(o));
+  const auto open = [&](const std::string& path) {
+    const int fd = connectTo(port_);
+    fds_.push_back(fd);
+    sendAll(fd, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    return readUntil(fd, "\r\n\r\n", milliseconds(3000));
+  };
+  int scripts_ok = 0, scripts_refused = 0;
+  for (int i = 0; i < 10; ++i) {
+    const std::string head = open("/events");
+    if (head.find("200 OK") != std::string::npos) ++scripts_ok;
+    if (head.find("503") != std::string::npos) {
+      ++scripts_refused;
+      EXPECT_THAT(head, HasSubstr("Retry-After: 5"));
+    }
+  }
+  EXPECT_EQ(scripts_ok, 4) << "max_streams - console_streams";
+  EXPECT_EQ(scripts_refused, 6);
+  EXPECT_THAT(open("/events?client=console"), HasSubstr("200 OK")) << "a console after the crowd";
+  EXPECT_THAT(open("/events?client=console"), HasSubstr("200 OK"));
+  EXPECT_THAT(open("/events?client=console"), HasSubstr("503")) << "every slot taken";
+  EXPECT_EQ(hub_->streams(), 6u);
+  // A script leaves: the next script is answered 200 again (recovered).
+  ::close(fds_.front());
+  fds_.erase(fds_.begin());
+  std::string again;
+  for (int i = 0; i < 100 && again.find("200 OK") == std::string::npos; ++i) {
+    hub_->publish("event: state\ndata: {}\n\n");  // a suspended stream notices its client left when woken
+    std::this_thread::sleep_for(milliseconds(20));
+    again = open("/events");
+  }
+  EXPECT_THAT(again, HasSubstr("200 OK")) << "a refused client gets a stream once one frees";
 }
 
 TEST_F(AdminListenerTest, ALaterReplyDoesNotHoldUpOthersAndArrivesWhenCompleted) {
@@ -339,10 +381,70 @@ TEST_F(AdminListenerTest, EveryAnswerCarriesAContentSecurityPolicy) {
   start();
   const int fd = connectTo(port_);
   fds_.push_back(fd);
-  sendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  sendAll(fd, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   const std::string got = readUntil(fd, "ok\n", milliseconds(2000));
   EXPECT_THAT(got, HasSubstr("Content-Security-Policy: default-src 'none'; script-src 'self'"));
   EXPECT_THAT(got, HasSubstr("X-Content-Type-Options: nosniff"));
+}
+
+TEST_F(AdminListenerTest, AHostThatDoesNotNameTheListenerIsRefused) {
+  AdminServerOptions o;
+  o.allowed_hosts = {"pacer.internal"};
+  start(std::move(o));
+  const std::string port = std::to_string(port_);
+  EXPECT_EQ(http("GET", base_ + "/healthz", "", "", 3000, "attacker.example:" + port).status, 403)
+      << "a rebinding page's name";
+  EXPECT_EQ(http("GET", base_ + "/metrics", "", "", 3000, "attacker.example:" + port).status, 403);
+  EXPECT_EQ(http("GET", base_ + "/events", "", "", 3000, "attacker.example").status, 403);
+  EXPECT_EQ(http("GET", base_ + "/healthz", "", "", 3000, "127.0.0.1:" + port).status, 200);
+  EXPECT_EQ(http("GET", base_ + "/healthz", "", "", 3000, "localhost:" + port).status, 200);
+  EXPECT_EQ(http("GET", base_ + "/healthz", "", "", 3000, "[::1]:" + port).status, 200);
+  EXPECT_EQ(http("GET", base_ + "/healthz", "", "", 3000, "PACER.internal:" + port).status, 200) << "configured";
+  bool logged = false;
+  for (const std::string& line : log()) logged = logged || line.find("status=403") != std::string::npos;
+  EXPECT_TRUE(logged) << "a refused Host is logged";
+}
+
+TEST_F(AdminListenerTest, ReadsNeedTheTokenWhenAskedAndTheScrapeTokenReadsOnlyMetrics) {
+  AdminServerOptions o;
+  o.token = "admin-secret";
+  o.scrape_token = "scrape-secret";
+  o.reads_need_token = true;
+  start(std::move(o));
+  EXPECT_EQ(http("GET", base_ + "/metrics").status, 401);
+  EXPECT_EQ(http("GET", base_ + "/metrics", "", "Bearer wrong").status, 401);
+  // Past the token (no snapshot published here: 503 from /metrics itself).
+  EXPECT_NE(http("GET", base_ + "/metrics", "", "Bearer scrape-secret").status, 401);
+  EXPECT_NE(http("GET", base_ + "/metrics", "", "Bearer admin-secret").status, 401);
+  EXPECT_EQ(http("GET", base_ + "/api/v1/state").status, 401);
+  EXPECT_EQ(http("GET", base_ + "/api/v1/state", "", "Bearer scrape-secret").status, 401)
+      << "the scrape token reads /metrics only";
+  EXPECT_EQ(http("GET", base_ + "/healthz").status, 200) << "probes stay open";
+  EXPECT_EQ(http("GET", base_ + "/readyz").status, http("GET", base_ + "/readyz", "", "Bearer admin-secret").status);
+  // The stream too: refused without, open with the token.
+  const int fd = connectTo(port_);
+  fds_.push_back(fd);
+  sendAll(fd, "GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_THAT(readUntil(fd, "\r\n\r\n", milliseconds(3000)), HasSubstr("401"));
+  const int ok = connectTo(port_);
+  fds_.push_back(ok);
+  sendAll(ok, "GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer admin-secret\r\n\r\n");
+  EXPECT_THAT(readUntil(ok, "retry:", milliseconds(3000)), HasSubstr("200 OK"));
+  // Refused reads are counted in the log (one line a second per status).
+  const std::vector<std::string> lines = log();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_THAT(lines.front(), HasSubstr("event=admin_request method=GET path=/metrics status=401"));
+  EXPECT_THAT(lines.front(), HasSubstr("refused_total=1"));
+  std::this_thread::sleep_for(milliseconds(1100));
+  EXPECT_EQ(http("GET", base_ + "/api/v1/top").status, 401);
+  EXPECT_THAT(log().back(), HasSubstr("refused_total=6")) << "every refusal counted, logged or not";
+}
+
+TEST_F(AdminListenerTest, WithoutTheOptionReadsNeedNoToken) {
+  AdminServerOptions o;
+  o.token = "admin-secret";
+  start(std::move(o));
+  EXPECT_NE(http("GET", base_ + "/metrics").status, 401);
 }
 
 }  // namespace

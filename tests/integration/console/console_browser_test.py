@@ -7,6 +7,7 @@ Screenshots go to $CONSOLE_ARTIFACTS."""
 import json
 import os
 import re
+import socket
 import sys
 import tempfile
 import time
@@ -85,6 +86,27 @@ def sent_of(d, campaign):
     return None
 
 
+def crowd_of_streams():
+    """Raw stream clients asking as consoles until the listener refuses one (503);
+    returns the open sockets."""
+    host, port = urllib.parse.urlsplit(BASE).netloc.rsplit(":", 1)
+    crowd = []
+    for _ in range(200):
+        s = socket.create_connection((host, int(port)), timeout=5)
+        s.sendall(f"GET /api/v1/events?client=console HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+        if b" 503 " in head.split(b"\r\n", 1)[0]:
+            s.close()
+            return crowd
+        crowd.append(s)
+    raise AssertionError("the listener never refused a stream")
+
+
 def main():
     status, headers, _ = http("/console/")
     check(status == 200 and "script-src 'self'" in headers["Content-Security-Policy"]
@@ -158,6 +180,27 @@ def main():
         eventually(lambda: len(d.find_elements(By.CSS_SELECTOR, "#campaigns tbody tr")) == 3, 10, "back to the campaigns")
         time.sleep(1.5)
         d.save_screenshot(os.path.join(ARTIFACTS, "console.png"))
+
+        # Every stream taken: the page's own stream is answered 503; it still
+        # shows the figures by polling, says so, and goes live again once
+        # streams free up.
+        d.get("about:blank")  # the page gives its stream back
+        crowd = crowd_of_streams()
+        print(f"ok: {len(crowd)} streams open, the next one refused")
+        try:
+            d.get(BASE + "/console/#/campaigns")
+            eventually(lambda: len(d.find_elements(By.CSS_SELECTOR, "#campaigns tbody tr")) == 3, 15,
+                       "with its stream refused the page renders the campaigns from polling")
+            eventually(lambda: d.find_element(By.ID, "status").text.startswith("polling"), 10,
+                       "the header says it is polling while the stream reconnects")
+            first = sent_of(d, "spring")
+            eventually(lambda: sent_of(d, "spring") > first, 15, "polled figures keep moving")
+            check("last update" in d.find_element(By.ID, "status").text, "the header says how old the figures are")
+        finally:
+            for c in crowd:
+                c.close()
+        eventually(lambda: d.find_element(By.ID, "status").text.startswith("live"), 45,
+                   "the page goes live on its stream again once streams free up")
         check(d.execute_script("return window.__alerts.length") == 0, "still no alert at the end")
     finally:
         d.quit()

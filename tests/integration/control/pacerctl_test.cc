@@ -595,7 +595,7 @@ TEST_F(PacerctlTest, TopOnceJsonCountsEachLiveCampaignsLedgerBacklogAndProgress)
   ASSERT_EQ(ctl({"campaign", "cancel", "gone"}).code, 0);
   ASSERT_EQ(ctl({"campaign", "pause", "p"}).code, 0);
   // a: 30 sent two hours ago, 10 sent now, 5 failed, 2 rejected, 3 dead
-  // tokens (one two hours ago, settled; two now, live); b: 3 sent
+  // tokens (one two hours ago, settled; two now, live) and 7 parked; b: 3 sent
   // and 4 parked; p: 20 sent two hours ago (done); gone: not shown.
   exec(
       "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, recorded_at) "
@@ -612,7 +612,8 @@ TEST_F(PacerctlTest, TopOnceJsonCountsEachLiveCampaignsLedgerBacklogAndProgress)
       "UNION ALL SELECT 'gone-' || i, 'gone', 't', 0, 600 + i, 'failed', now() FROM generate_series(1, 3) i");
   exec(
       "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, payload) "
-      "SELECT 'bp-' || i, 'b', 't', 1, i, 'x' FROM generate_series(1, 4) i");
+      "SELECT 'bp-' || i, 'b', 't', 1, i, 'x'::bytea FROM generate_series(1, 4) i "
+      "UNION ALL SELECT 'ap-' || i, 'a', 't', 2, i, 'x'::bytea FROM generate_series(1, 7) i");
 
   // A ten-minute window: the rows of two hours ago are outside it, those of now inside.
   const Outcome r = ctl({"--json", "top", "--once", "--window-s", "600"});
@@ -632,7 +633,8 @@ TEST_F(PacerctlTest, TopOnceJsonCountsEachLiveCampaignsLedgerBacklogAndProgress)
   EXPECT_EQ(a.at("failed"), 5);
   EXPECT_EQ(a.at("rejected"), 2);
   EXPECT_EQ(a.at("invalid_token"), 3);
-  EXPECT_EQ(a.at("backlog"), 100 - 50) << "a dead token is finished, like a failed message";
+  EXPECT_EQ(a.at("parked"), 7) << "parked rows count whether or not the total is known";
+  EXPECT_EQ(a.at("backlog"), 100 - 50) << "a dead token is finished, like a failed message; parked ones are not";
   EXPECT_EQ(a.at("backlog_lower_bound"), false);
   EXPECT_DOUBLE_EQ(a.at("progress").get<double>(), 0.50);
   // 10 sent rows in the 600 s window; 50 left at that rate.

@@ -37,6 +37,35 @@ TEST(BearerTokenTest, ConstantTimeEqualsComparesContentAndLength) {
   EXPECT_TRUE(constantTimeEquals("", ""));
 }
 
+TEST(HostAllowListTest, IpLiteralsLocalhostAndConfiguredNamesOnly) {
+  const std::vector<std::string> none;
+  EXPECT_TRUE(hostAllowed(std::nullopt, none)) << "no Host: not a browser";
+  EXPECT_TRUE(hostAllowed("127.0.0.1:9464", none));
+  EXPECT_TRUE(hostAllowed("10.0.0.5", none)) << "an IP literal cannot be a rebinding";
+  EXPECT_TRUE(hostAllowed("[::1]:9464", none));
+  EXPECT_TRUE(hostAllowed("LocalHost:9464", none));
+  EXPECT_FALSE(hostAllowed("attacker.example:9464", none));
+  EXPECT_FALSE(hostAllowed("127.0.0.1.attacker.example", none));
+  EXPECT_FALSE(hostAllowed("localhost.attacker.example:9464", none));
+  EXPECT_FALSE(hostAllowed("1.2.3", none));
+  EXPECT_FALSE(hostAllowed("", none));
+  EXPECT_FALSE(hostAllowed(":9464", none));
+  const std::vector<std::string> configured{"Pacer.Internal"};
+  EXPECT_TRUE(hostAllowed("pacer.internal:9464", configured));
+  EXPECT_FALSE(hostAllowed("pacer.internal.attacker.example", configured));
+  EXPECT_TRUE(hostAllowed("anything.example", {"*"}));
+}
+
+TEST(GuardedReadTest, TheApiTheStreamAndMetricsNotProbesOrPages) {
+  EXPECT_TRUE(isGuardedRead("GET", "/metrics"));
+  EXPECT_TRUE(isGuardedRead("GET", "/api/v1/state"));
+  EXPECT_TRUE(isGuardedRead("HEAD", "/api/v1/events"));
+  EXPECT_FALSE(isGuardedRead("GET", "/healthz"));
+  EXPECT_FALSE(isGuardedRead("GET", "/readyz"));
+  EXPECT_FALSE(isGuardedRead("GET", "/console/console.js"));
+  EXPECT_FALSE(isGuardedRead("POST", "/api/v1/campaigns/x/pause")) << "controls check the token themselves";
+}
+
 class AdminHandlerTest : public ::testing::Test {
  protected:
   AdminResponse get(std::string_view path) const { return handler_.handle(AdminRequest{"GET", path, std::nullopt}); }

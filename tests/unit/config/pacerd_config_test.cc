@@ -150,6 +150,23 @@ TEST(PacerdConfig, ConsoleControlsAreOffUnlessTurnedOn) {
             "pacerd.yaml:2:3: admin.console_controls: expected on or off, got \"sometimes\"");
 }
 
+TEST(PacerdConfig, ListenerHardeningKeysReachTheOptions) {
+  const worker::DaemonOptions d = load(fromText("")).options;
+  EXPECT_TRUE(d.admin_allowed_hosts.empty()) << "IP literals and localhost only";
+  EXPECT_FALSE(d.admin_reads_need_token);
+  EXPECT_TRUE(d.admin_scrape_token.empty());
+  const worker::DaemonOptions o = load(fromText("admin:\n  allowed_hosts: [pacer.internal, metrics.example]\n"
+                                                "  reads_need_token: on\n  scrape_token: s3cret\n"))
+                                      .options;
+  EXPECT_EQ(o.admin_allowed_hosts, (std::vector<std::string>{"pacer.internal", "metrics.example"}));
+  EXPECT_TRUE(o.admin_reads_need_token);
+  EXPECT_EQ(o.admin_scrape_token, "s3cret");
+  Env env{{{"PACER_ADMIN_SCRAPE_TOKEN", "from-env"}}};
+  EXPECT_EQ(load(fromText("", &env)).options.admin_scrape_token, "from-env");
+  EXPECT_EQ(errorOf(fromText("admin:\n  reads_need_token: maybe\n")),
+            "pacerd.yaml:2:3: admin.reads_need_token: expected on or off, got \"maybe\"");
+}
+
 TEST(PacerdConfig, WrongTypeNamesFileLineColumnKeyAndExpectation) {
   const std::string e = errorOf(fromText("kafka:\n  group: g\nscheduler:\n  tick_ms: fast\n"));
   EXPECT_EQ(e, "pacerd.yaml:4:3: scheduler.tick_ms: expected an integer >= 1, got \"fast\"");

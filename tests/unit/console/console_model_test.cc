@@ -129,14 +129,20 @@ TEST(StateJsonTest, ClusterFiguresAtTheTopThisWorkersUnderWorker) {
   EXPECT_EQ(jp["effective_from"], "redis");
   EXPECT_EQ(jp["paused_from"], "redis");
   EXPECT_EQ(jp["achieved_rate"], 40.0);
-  EXPECT_EQ(jp["circuit"], nullptr);
+  EXPECT_EQ(jp["circuit"], "closed");
+  EXPECT_EQ(jp["worker"]["circuit_open"], false);
   EXPECT_EQ(jp["worker"]["throttled_total"], 9);
   EXPECT_EQ(j["sources"]["redis"], "ok");
   EXPECT_EQ(j["totals"]["backlog"], 900);
   p.shared_effective.reset();
   p.shared_paused_s = 0;
   EXPECT_EQ(stateJson("", 0, 5, {}, {p}, s)["providers"][0]["effective_from"], "worker");
+  p.worker->circuit_open = true;
+  EXPECT_EQ(stateJson("", 0, 5, {}, {p}, s)["providers"][0]["circuit"], "open")
+      << "the worker's breaker, as it holds it";
   p.worker.reset();
+  EXPECT_EQ(stateJson("", 0, 5, {}, {p}, s)["providers"][0]["circuit"], nullptr)
+      << "a provider this worker does not know yet";
   EXPECT_EQ(stateJson("", 0, 5, {}, {p}, s)["providers"][0]["effective_from"], "configured");
 }
 
@@ -226,6 +232,20 @@ TEST(ParseLimitBodyTest, TakesWhatPacerctlTakes) {
   EXPECT_THROW(parseLimitBody("[1]"), control::InvalidValueError);
   EXPECT_THROW(parseLimitBody("rate=5"), control::InvalidValueError);
   EXPECT_THROW(parseLimitBody(R"({"rate": [1]})"), control::InvalidValueError);
+}
+
+TEST(ParseLimitBodyTest, AHugeNumberIsNamedWithItsFieldNotCalledMalformed) {
+  const auto message = [](std::string_view body) {
+    try {
+      parseLimitBody(body);
+    } catch (const control::InvalidValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_THAT(message(R"({"rate": 1e400})"), ::testing::StartsWith("rate: the number is out of range"));
+  EXPECT_THAT(message(R"({"rate": 5, "burst": 1e999})"), ::testing::StartsWith("burst: the number is out of range"));
+  EXPECT_THAT(message(R"({"rate": 5)"), ::testing::StartsWith("body: expected a JSON object")) << "still malformed";
 }
 
 }  // namespace

@@ -144,6 +144,17 @@
   const series = (store, key) => (store && store[key]) || { t: [], v: [] };
 
   // --- views -------------------------------------------------------------------
+  // "2 active, 1 paused, 3 completed": the list keeps a campaign for an hour
+  // after it completes, so one total would count the finished ones as live.
+  function campaignCounts(campaigns) {
+    const by = {};
+    for (const c of campaigns) by[c.state] = (by[c.state] || 0) + 1;
+    const order = ['active', 'paused', 'completed'];
+    const states = order.concat(Object.keys(by).filter((s) => !order.includes(s)).sort());
+    const parts = states.filter((s) => by[s]).map((s) => `${by[s]} ${s}`);
+    return parts.length ? parts.join(', ') : 'none';
+  }
+
   function campaignsView(frame) {
     const rows = frame.campaigns.map((c) => {
       const h = ui.history.campaigns[c.id];
@@ -172,7 +183,7 @@
       ['Rate, up to 15 min'], ['Limited by']].map(([t, cls]) => el('th', { class: cls, text: t })));
     return el('div', {},
       el('div', { class: 'card' },
-        el('h2', {}, `Campaigns (${frame.campaigns.length} active or paused) `, scope('cluster')),
+        el('h2', {}, `Campaigns (${campaignCounts(frame.campaigns)}) `, scope('cluster')),
         el('p', { class: 'muted', text: `Every worker together, from PostgreSQL as \`pacerctl top\` counts them; achieved rate over the last ${frame.window_s} s. Select a campaign for its details and controls.` }),
         legend(['configured', 'configured send_rate'], ['achieved', 'achieved rate']),
         el('table', { id: 'campaigns' }, el('thead', {}, head), el('tbody', {}, ...rows)),
@@ -279,7 +290,7 @@
               ['effective rate', `${p.effective_rate === null ? 'unlimited' : achieved(p.effective_rate)} (${p.effective_from || '—'})`],
               ['achieved by its campaigns', achieved(p.achieved_rate)],
               ['paused', p.paused ? `yes, ${p.paused_s.toFixed(1)} s left (${p.paused_from})` : 'no'],
-              ['circuit', p.circuit === null ? 'n/a (no circuit breaker in this build)' : p.circuit]]),
+              ['circuit', p.circuit === null ? 'unknown (this worker does not know this provider yet)' : `${p.circuit} (as this worker holds it)`]]),
             el('p', { class: 'muted' }, 'Above: ', scope(eff), ' — configured from PostgreSQL; effective rate and pause from Redis when pacerd shares them there (--redis), else this worker\'s view.'),
             el('h3', {}, 'This worker ', scope('worker')),
             w ? figures([['429/503 answers', num(w.throttled_total)], ['5xx answers', num(w.server_errors_total)],
@@ -322,8 +333,10 @@
     }
     const row = doc.campaign || doc.provider || {};
     out.className = 'result ok';
-    out.textContent = doc.changed === false ? `Nothing to change: it already was so (${row.state || ''}).`
-      : `Done: ${doc.change} → state ${row.state || '—'}, rate ${rate(row.send_rate !== undefined ? row.send_rate : row.rate)}, burst ${num(row.burst)}.`;
+    // A provider has no state: say only what it has.
+    const limits = `rate ${rate(row.send_rate !== undefined ? row.send_rate : row.rate)}, burst ${num(row.burst)}`;
+    const now = doc.campaign ? `state ${row.state}, ${limits}` : limits;
+    out.textContent = doc.changed === false ? `Nothing to change: it already was so (${now}).` : `Done: ${doc.change} → ${now}.`;
   }
 
   function providerRateControls() {
@@ -387,11 +400,21 @@
     }
   }
 
+  // With admin.reads_need_token, reading needs the token too: it goes in a
+  // header (never a cookie or the URL), so the stream, which cannot send one,
+  // gives way to polling.
+  function readHeaders() {
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    return token ? { Authorization: `Bearer ${token}` } : {};
+  }
+
   async function fetchJson(url) {
     try {
-      const res = await fetch(url, { credentials: 'omit', cache: 'no-store' });
-      const doc = await res.json();
-      return res.ok ? doc : { error: `${res.status}: ${doc.error || res.statusText}` };
+      const res = await fetch(url, { credentials: 'omit', cache: 'no-store', headers: readHeaders() });
+      if (res.status === 401) live.needToken = true;
+      let doc = {};
+      try { doc = await res.json(); } catch (e) { doc = {}; }
+      return res.ok ? doc : { error: `${res.status}: ${doc.error || res.statusText}`, status: res.status };
     } catch (e) {
       return { error: e.message };
     }
@@ -405,21 +428,81 @@
   // page kept in the back/forward cache does not hold one of the browser's
   // few connections to this host (the next page would wait for it).
   let stream = null;
-  function connect() {
+  // The stream's health. EventSource retries by itself only after a stream
+  // that was answered 200 drops; after an error status (503 when the
+  // listener's streams are taken) it gives up for good. So on any error the
+  // page closes it, tries again with a growing, jittered delay, and polls the
+  // state document meanwhile, so the figures keep coming and say how old they are.
+  const live = { lastAt: 0, retryMs: 1000, retryTimer: null, pollTimer: null, streaming: false, needToken: false };
+  const STALE_S = 5;  // the refresher publishes every second: older than this is stale
+
+  function showFrame(frame) {
+    ui.frame = frame;
+    record(frame);
+    live.lastAt = Date.now();
+    update(frame);
+    showStatus();
+  }
+
+  function showStatus() {
     const status = $('status');
+    const age = live.lastAt ? Math.floor((Date.now() - live.lastAt) / 1000) : null;
+    const stale = age === null || age > STALE_S;
+    document.body.classList.toggle('stale', live.lastAt > 0 && stale);
+    let how = live.streaming ? 'live' : live.pollTimer ? 'polling, stream reconnecting' : 'reconnecting';
+    if (live.needToken) how = sessionStorage.getItem(TOKEN_KEY) ? 'polling with the token' : 'reading needs the admin token: enter it above';
+    status.className = `status ${stale ? 'down' : live.streaming ? 'live' : 'polling'}`;
+    status.dataset.stale = String(stale);
+    const worker = ui.frame && ui.frame.sources ? ` · served by ${ui.frame.sources.worker}` : '';
+    status.textContent = `${how} · last update ${age === null ? 'never' : `${age} s ago`}${worker}`;
+  }
+
+  function startPolling() {
+    if (live.pollTimer) return;
+    const poll = async () => {
+      const doc = await fetchJson('/api/v1/state');
+      if (!live.pollTimer) return;  // the stream came back meanwhile
+      if (!doc.error && doc.sources) showFrame(doc);
+      live.pollTimer = setTimeout(poll, 2000);
+    };
+    live.pollTimer = setTimeout(poll, 0);
+  }
+
+  function stopPolling() {
+    clearTimeout(live.pollTimer);
+    live.pollTimer = null;
+  }
+
+  function connect() {
+    clearTimeout(live.retryTimer);
     if (stream) stream.close();
-    const es = new EventSource('/api/v1/events');
+    stream = null;
+    if (live.needToken) {  // EventSource cannot send the token
+      startPolling();
+      showStatus();
+      return;
+    }
+    const es = new EventSource('/api/v1/events?client=console');
     stream = es;
     es.addEventListener('state', (e) => {
       let frame;
       try { frame = JSON.parse(e.data); } catch (err) { return; }
-      ui.frame = frame;
-      record(frame);
-      status.className = 'status live';
-      status.textContent = `live · ${frame.at} · served by ${frame.sources.worker}`;
-      update(frame);
+      live.streaming = true;
+      live.retryMs = 1000;
+      stopPolling();
+      showFrame(frame);
     });
-    es.onerror = () => { status.className = 'status down'; status.textContent = 'reconnecting…'; };
+    es.onerror = () => {
+      if (stream !== es) return;
+      es.close();
+      stream = null;
+      live.streaming = false;
+      startPolling();
+      const wait = live.retryMs * (0.5 + Math.random());
+      live.retryMs = Math.min(live.retryMs * 2, 30000);
+      live.retryTimer = setTimeout(connect, wait);
+      showStatus();
+    };
   }
 
   async function start() {
@@ -429,12 +512,18 @@
       if (v) sessionStorage.setItem(TOKEN_KEY, v);
       $('token-input').value = '';
       tokenState();
+      if (live.needToken) { stopPolling(); startPolling(); }
     });
     $('token-clear').addEventListener('click', () => { sessionStorage.removeItem(TOKEN_KEY); tokenState(); });
     tokenState();
     window.addEventListener('hashchange', navigate);
-    window.addEventListener('pagehide', () => { if (stream) { stream.close(); stream = null; } });
+    window.addEventListener('pagehide', () => {
+      if (stream) { stream.close(); stream = null; }
+      stopPolling();
+      clearTimeout(live.retryTimer);
+    });
     window.addEventListener('pageshow', (e) => { if (e.persisted) connect(); });
+    setInterval(showStatus, 1000);
     const [meta, history] = await Promise.all([fetchJson('/api/v1/meta'), fetchJson('/api/v1/history')]);
     ui.meta = meta.error ? null : meta;
     if (!history.error) {
