@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <memory>
 #include <optional>
 #include <pqxx/pqxx>
@@ -437,6 +439,36 @@ TEST_F(PgLedgerTest, ParkedMessagesWaitForTheirNotBeforeAndKeepTheirZone) {
   for (const auto& [campaign, n] : parking->unclaimed())
     if (campaign == "camp-r") camp_r = n;
   EXPECT_EQ(camp_r, 1u);
+}
+
+// unclaimed() names every campaign with due rows nobody holds, each counted
+// up to the store's cap (10,000): the scan runs on the worker's loop, and a
+// full count of a large backlog held every campaign's sending up.
+TEST_F(PgLedgerTest, UnclaimedNamesEveryCampaignWithDueRowsAndCapsTheCount) {
+  migrate(options_);
+  auto parking = makePgParking(PgParkingOptions{options_, "test-worker"});
+  auto batch = [](const std::string& campaign, int n, int from) {
+    std::vector<Message> ms(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      Message& m = ms[static_cast<std::size_t>(i)];
+      m.id = campaign + "-" + std::to_string(from + i);
+      m.campaign = campaign;
+      m.position = Position{"messages", 6, from + i};
+      m.payload = "x";
+    }
+    return ms;
+  };
+  // "big": 10,500 rows, more than the cap; "held": all claimed by this worker;
+  // "later": not due; "small": 3 due.
+  for (int from = 0; from < 10'500; from += 3'500) ASSERT_EQ(parking->park(batch("big", 3'500, from), {}), 3'500u);
+  ASSERT_EQ(parking->park(batch("held", 4, 20'000), {}), 4u);
+  ASSERT_EQ(parking->claim("held", 10, WallTime{std::chrono::hours(24 * 365 * 60)}).size(), 4u);
+  const WallTime y2100{std::chrono::sys_days{std::chrono::year{2100} / 1 / 1}};
+  ASSERT_EQ(parking->park(batch("later", 2, 30'000), std::vector<WallTime>{y2100, y2100}), 2u);
+  ASSERT_EQ(parking->park(batch("small", 3, 40'000), {}), 3u);
+  std::map<std::string, std::size_t> got;
+  for (const auto& [campaign, n] : parking->unclaimed()) got[campaign] = n;
+  EXPECT_EQ(got, (std::map<std::string, std::size_t>{{"big", 10'000}, {"small", 3}}));
 }
 
 // Two copies of one message (a producer retried) in one batch park once,
