@@ -108,12 +108,14 @@ class PgParking final : public ParkingInterface {
           // kUnclaimedCountCap: the scan runs on the worker's loop every few seconds, and a
           // full count of a million-row backlog held every campaign's sending up for
           // about 300 ms. The count is a hint (the caller needs only whether there are any).
+          // ORDER BY seq keeps each count on parked_campaign (campaign, seq): a sequential
+          // scan for a campaign whose rows sit behind a million others' took 470 ms.
           tx.exec_params(
               "WITH RECURSIVE cs(c) AS (SELECT min(campaign) FROM parked UNION ALL "
               "SELECT (SELECT min(campaign) FROM parked WHERE campaign > cs.c) FROM cs WHERE cs.c IS NOT NULL) "
               "SELECT c, n FROM (SELECT c, (SELECT count(*) FROM (SELECT 1 FROM parked p WHERE p.campaign = cs.c "
               "AND (p.owner IS NULL OR p.lease_until < now()) AND (p.not_before IS NULL OR p.not_before <= now()) "
-              "LIMIT $1) due) AS n FROM cs WHERE c IS NOT NULL) counts WHERE n > 0",
+              "ORDER BY p.seq LIMIT $1) due) AS n FROM cs WHERE c IS NOT NULL) counts WHERE n > 0",
               static_cast<long long>(kUnclaimedCountCap));
       std::vector<std::pair<std::string, std::size_t>> out;
       for (const auto& row : res) out.emplace_back(row[0].as<std::string>(), row[1].as<std::size_t>());
