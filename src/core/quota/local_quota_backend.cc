@@ -69,9 +69,15 @@ class LocalQuotaBackend final : public QuotaBackend {
     double left = 0;  // after it
   };
 
-  static bool usable(const RateLimit& l) {
-    return std::isfinite(l.rate_per_s) && l.rate_per_s >= 0 && l.rate_per_s <= 1e9 && std::isfinite(l.burst) &&
-           l.burst >= 0 && l.burst <= 1e12;
+  // As lease.lua's unholdable(): out of range, or a burst whose refill at
+  // the rate outlasts the longest key lifetime (10^15 ms; a time past it
+  // cannot be held in a MonoTime either).
+  static LimitRefusal refusal(const RateLimit& l) {
+    const bool in_range = std::isfinite(l.rate_per_s) && l.rate_per_s >= 0 && l.rate_per_s <= 1e9 &&
+                          std::isfinite(l.burst) && l.burst >= 0 && l.burst <= 1e12;
+    if (!in_range) return LimitRefusal::kOutOfRange;
+    if (l.rate_per_s > 0 && std::max(l.burst, 1.0) * 1000 / l.rate_per_s > 1e15) return LimitRefusal::kRefillTooLong;
+    return LimitRefusal::kNone;
   }
 
   Bucket& bucket(const LeaseRequest& r, std::string_view level_key, double rate, double cap, MonoTime now) {
@@ -190,8 +196,15 @@ class LocalQuotaBackend final : public QuotaBackend {
   LeaseReply one(const LeaseRequest& r, MonoTime now) {
     LeaseReply reply;
     if (r.levels.empty()) return reply;
-    for (const QuotaLevel& l : r.levels)
-      if (!usable(l.limit)) return reply;  // kUnavailable: never a grant on a bad limit
+    // A limit it cannot hold: the typed refusal lease.lua answers, never a grant.
+    for (std::size_t i = 0; i < r.levels.size(); ++i) {
+      const LimitRefusal why = refusal(r.levels[i].limit);
+      if (why == LimitRefusal::kNone) continue;
+      reply.status = QuotaStatus::kRefusedLimit;
+      reply.refusal = why;
+      reply.binding = static_cast<std::uint32_t>(i);
+      return reply;
+    }
     reply.active_workers = countWorker(r, now);
     AdaptiveRate* adapt = adaptive(r, now, reply);
     if (reply.paused > Nanos{0}) return pausedReply(r, std::move(reply));

@@ -73,11 +73,19 @@ TEST(LocalQuotaBackend, MissingBucketStartsEmptyWhenAsked) {
   EXPECT_EQ(one(*b, r, MonoTime{} + milliseconds(100)).granted, 10u);
 }
 
-TEST(LocalQuotaBackend, InvalidRateIsUnavailableNotAGrant) {
+// As lease.lua: a limit it cannot hold is a typed refusal, never a grant
+// (and never a time past what a MonoTime holds).
+TEST(LocalQuotaBackend, ALimitItCannotHoldIsATypedRefusalNotAGrant) {
   auto b = makeLocalQuotaBackend();
   LeaseReply r = one(*b, req(5, {-1, 5}), MonoTime{});
-  EXPECT_EQ(r.status, QuotaStatus::kUnavailable);
+  EXPECT_EQ(r.status, QuotaStatus::kRefusedLimit);
+  EXPECT_EQ(r.refusal, LimitRefusal::kOutOfRange);
   EXPECT_EQ(r.granted, 0u);
+  r = one(*b, req(5, {1e-300, 1}), MonoTime{} + std::chrono::seconds(1));
+  EXPECT_EQ(r.status, QuotaStatus::kRefusedLimit);
+  EXPECT_EQ(r.refusal, LimitRefusal::kRefillTooLong);
+  EXPECT_EQ(r.granted, 0u);
+  EXPECT_EQ(one(*b, req(5, {100, 5}), MonoTime{} + std::chrono::seconds(1)).granted, 5u) << "a good limit still grants";
 }
 
 // Property: over many simulated ticks with random-ish demand, total grants
