@@ -33,9 +33,11 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--fail-rate", o.fail_rate, "fraction of requests answered --fail-status")
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--fail-status", o.fail_status, "the status of --fail-rate's answers (503 goes without Retry-After)")
+  app.add_option("--fail-status", o.fail_status,
+                 "the status of --fail-rate's answers (503 goes without Retry-After; 429 is a throttle at random, "
+                 "whatever the rate, with --retry-after)")
       ->capture_default_str()
-      ->check(CLI::IsMember({500, 502, 503, 504}));
+      ->check(CLI::IsMember({429, 500, 502, 503, 504}));
   app.add_option("--close-rate", o.close_rate, "fraction of connections dropped mid-response")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();

@@ -25,7 +25,8 @@ struct FakeProviderOptions {
   // rest are answered 429 with Retry-After. 0: none. Applies with `quota_per_s`.
   int window_per_s = 0;
   double fail_rate = 0;         // fraction answered `fail_status`
-  int fail_status = 500;        // 500, or 503 (sent without Retry-After: a fault, not a throttle)
+  int fail_status = 500;        // 500, 502, 504, 503 (sent without Retry-After: a fault, not a throttle)
+                                // or 429 (a throttle at random, whatever the rate, with Retry-After)
   double close_rate = 0;        // fraction whose connection is dropped mid-response
   std::uint64_t seed = 1;
 };
