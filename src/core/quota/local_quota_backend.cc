@@ -193,18 +193,23 @@ class LocalQuotaBackend final : public QuotaBackend {
     return reply;
   }
 
-  LeaseReply one(const LeaseRequest& r, MonoTime now) {
-    LeaseReply reply;
-    if (r.levels.empty()) return reply;
-    // A limit it cannot hold: the typed refusal lease.lua answers, never a grant.
+  // A limit it cannot hold: the typed refusal lease.lua answers, never a grant.
+  static bool refusedLimit(const LeaseRequest& r, LeaseReply& reply) {
     for (std::size_t i = 0; i < r.levels.size(); ++i) {
       const LimitRefusal why = refusal(r.levels[i].limit);
       if (why == LimitRefusal::kNone) continue;
       reply.status = QuotaStatus::kRefusedLimit;
       reply.refusal = why;
       reply.binding = static_cast<std::uint32_t>(i);
-      return reply;
+      return true;
     }
+    return false;
+  }
+
+  LeaseReply one(const LeaseRequest& r, MonoTime now) {
+    LeaseReply reply;
+    if (r.levels.empty()) return reply;
+    if (refusedLimit(r, reply)) return reply;
     reply.active_workers = countWorker(r, now);
     AdaptiveRate* adapt = adaptive(r, now, reply);
     if (reply.paused > Nanos{0}) return pausedReply(r, std::move(reply));
