@@ -37,6 +37,13 @@
 //     the caller takes the cut back (as far as keep, the cut period judged
 //     again with that noise, says: noise can come on top of a ceiling). Otherwise the cut stands (and a
 //     still-significant excess cuts again).
+//   - After a pause (a Retry-After, the judge's own or another worker's,
+//     told through pausedUntil()), the provider's one-second window refills
+//     from empty while the senders come back up to speed: for `period` after
+//     the pause ends its throttles come in a lump at an uneven rate and say
+//     little about the share at a steady one. Answers until then are not
+//     judged (those in flight during the pause neither), and the period
+//     after a cut that paused needs no other settling.
 //   - A period with no excess and a share at most one standard deviation
 //     above noise moves noise towards it (`noise_adapt`), so noise that goes
 //     away is forgotten. A share higher than that does not raise it: it may
@@ -91,6 +98,10 @@ class ThrottleJudge {
   // judgement, kNone otherwise.
   ThrottleVerdict answer(MonoTime now, bool throttled, Nanos retry_after = Nanos{0}) noexcept;
 
+  // The provider is paused until `until` (the latest pause known wins): the
+  // answers before `until + period` are not judged.
+  void pausedUntil(MonoTime until) noexcept;
+
   double noise() const noexcept { return noise_; }
   std::uint64_t capacityVerdicts() const noexcept { return capacity_verdicts_; }
   std::uint64_t noiseVerdicts() const noexcept { return noise_verdicts_; }
@@ -109,6 +120,7 @@ class ThrottleJudge {
   std::uint64_t answers_ = 0;
   std::uint64_t throttles_ = 0;
   Nanos longest_retry_after_{0};
+  MonoTime refilled_{};  // answers before this are not judged (a pause and its refill)
   double noise_ = 0;
   // After a cut: the period it judged (share, answers per second), tested by the next one.
   bool testing_ = false;

@@ -41,6 +41,13 @@ ThrottleVerdict ThrottleJudge::answer(MonoTime now, bool throttled, Nanos retry_
   now = std::max(now, last_);
   last_ = now;
   ThrottleVerdict v;
+  if (now < refilled_) {
+    // A pause and the refill after it: nothing counted; the period starts
+    // when the window has refilled (and serves as the settling after a cut).
+    settling_ = false;
+    restart(now);
+    return v;
+  }
   const Nanos elapsed = now - start_;
   if (settling_ && elapsed >= options_.period) {
     // The provider's window still held what was sent before the cut: the
@@ -91,6 +98,10 @@ ThrottleVerdict ThrottleJudge::close(MonoTime now, ThrottleVerdict::Kind kind) n
   v.noise = noise_;
   restart(now);
   return v;
+}
+
+void ThrottleJudge::pausedUntil(MonoTime until) noexcept {
+  if (until > MonoTime{}) refilled_ = std::max(refilled_, until + options_.period);
 }
 
 void ThrottleJudge::restart(MonoTime now) noexcept {

@@ -163,6 +163,28 @@ TEST(ThrottleJudge, AStepBackQuietedOnlyByItsPauseStillLeadsToTheMeasuredCut) {
   EXPECT_EQ(w[1].keep, 1.0) << "a new step back, not a measured cut";
 }
 
+// A step back that paused (Retry-After: 1): when the pause ends, the
+// provider's window refills from empty while the senders come back unevenly,
+// and the throttles come in a lump. That second is not judged; the steady
+// period after it makes the measured cut.
+TEST(ThrottleJudge, TheRefillAfterAPauseIsNotJudged) {
+  ThrottleJudge judge({}, at(Nanos{0}));
+  auto quarter = [](int ms) { return (ms / 10) % 4 == 0; };
+  std::vector<ThrottleVerdict> v = feed(judge, 0, 1010, quarter, seconds(1));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].keep, 1.0) << "one period's word: a step back";
+  judge.pausedUntil(at(seconds(2)));
+  v = feed(judge, 2000, 3000, [](int ms) { return (ms / 10) % 5 < 3; });
+  EXPECT_TRUE(v.empty()) << "the lump after the pause was judged: keep " << v[0].keep;
+  v = feed(judge, 3000, 4050, quarter);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NEAR(v[0].keep, 0.75, 0.02) << "the steady period after the refill makes the measured cut";
+  // A pause that ended long ago skips nothing.
+  judge.pausedUntil(at(seconds(1)));
+  v = feed(judge, 7000, 8050, quarter);
+  EXPECT_EQ(v.size(), 1u);
+}
+
 TEST(ThrottleJudge, OneCutKeepsAtLeastMinKeep) {
   ThrottleJudge judge({}, at(Nanos{0}));
   const std::vector<ThrottleVerdict> v = feed(judge, 0, 3050, [](int) { return true; });
