@@ -73,7 +73,9 @@ class AdaptiveRate {
   // the first of a round (several workers judging the same moment, and a
   // judge's measured cut two periods after its first step back) do not
   // compound: the mean of the round's measured keeps (those below 1; a keep
-  // of 1 is a judge's first step back) applies to the rate before the round.
+  // of 1 is a judge's first step back) applies to the rate before the round,
+  // and they do not pause again unless for longer than the round's first
+  // (every worker's judge sees the same overshoot: one pause is enough).
   void onCapacity(MonoTime now, Nanos pause, double keep) noexcept;
   static constexpr Nanos kCutRound = std::chrono::seconds(5);
   // The last round of onCapacity() cuts answered noise, not a ceiling (in
@@ -111,6 +113,7 @@ class AdaptiveRate {
   double cut_from_ = 0;          // the limit before the last round of cuts (0: none to restore)
   double cut_rate_ = 0;          // the rate before it
   MonoTime last_cut_{};          // when that round began
+  Nanos cut_pause_{0};           // and how long it paused
   double keep_sum_ = 0;          // the measured keeps (below 1) of that round
   int keeps_ = 0;                // how many
   double sent_since_pause_ = 0;  // the rate integrated over the first second after the last pause

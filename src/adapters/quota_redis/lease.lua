@@ -9,7 +9,7 @@
 --              the scope's state (a hash): the adaptive rate (r, lim, ts, dec,
 --              pu, sp, we, cf and cr: the limit and the rate before the
 --              last round of judged cuts, ct: when that round began, cs and
---              cn: the sum and count of its measured keeps) and the circuit breaker (bws, bok, bf, bpok, bpf, bou, bn)
+--              cn: the sum and count of its measured keeps, cp: its pause, us) and the circuit breaker (bws, bok, bf, bpok, bpf, bou, bn)
 -- then, only with priority (ARGV[8] > 0): the scope's classes (a hash: rank ->
 --              when it last asked for tokens, us) and, when ARGV[8] is 2, this
 --              class's own bucket (its share of the shared level while lower
@@ -152,14 +152,15 @@ if alevel > 0 then
   if ceiling ~= nil and ceiling > 0 and cburst ~= nil then
     local skey = KEYS[skey_index]
     local h = redis.call('HMGET', skey, 'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf',
-      'bou', 'bn', 'cf', 'cr', 'ct', 'cs', 'cn')
+      'bou', 'bn', 'cf', 'cr', 'ct', 'cs', 'cn', 'cp')
     local st = {}
     for i, name in ipairs({'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf', 'bou', 'bn',
-                           'cf', 'cr', 'ct', 'cs', 'cn'}) do
+                           'cf', 'cr', 'ct', 'cs', 'cn', 'cp'}) do
       st[name] = tonumber(h[i])
     end
     if st.cf == nil or st.cr == nil or st.ct == nil then st.cf, st.cr, st.ct = 0, 0, 0 end
     if st.cs == nil or st.cn == nil then st.cs, st.cn = 0, 0 end
+    if st.cp == nil then st.cp = 0 end
     if st.r == nil or st.lim == nil or st.ts == nil or st.dec == nil or st.pu == nil or st.sp == nil
         or st.we == nil then
       st.r, st.lim, st.ts, st.dec, st.pu, st.sp, st.we = ceiling, ceiling, now, -1, now - U, 0, 0
@@ -232,27 +233,31 @@ if alevel > 0 then
     -- within 5 s of the first of a round (every worker judges the same
     -- moment, and a judge's second word comes two periods after its first)
     -- do not compound: the mean of the round's measured keeps (below 1; 1 is
-    -- a judge's first step back) applies to the rate before it
-    local function capacity(keep)
+    -- a judge's first step back) applies to the rate before it, and only a
+    -- longer pause than the round's first pauses again (returns the pause)
+    local function capacity(keep, pause)
       if keep > 1 then keep = 1 end
       local measured = keep < 1
       if st.cf > 0 and now - st.ct < 5 * U then
+        if pause > st.cp then st.cp = pause else pause = 0 end
         if measured then
           st.cs, st.cn = st.cs + keep, st.cn + 1
           st.lim = math.max(floor, st.cr * st.cs / st.cn)
         end
         st.r = math.min(st.r, math.max(floor, st.lim * a.holdf))
       elseif st.dec < 0 or now - st.dec >= a.hold then
-        st.cf, st.cr, st.ct = st.lim, st.r, now
+        st.cf, st.cr, st.ct, st.cp = st.lim, st.r, now, pause
         if measured then st.cs, st.cn = keep, 1 else st.cs, st.cn = 0, 0 end
         st.lim = math.max(floor, st.r * keep)
         st.r = math.max(floor, st.lim * a.holdf)
       end
       st.dec = now
+      return pause
     end
     if a.throttle >= 0 then
-      if a.keep > 0 then capacity(a.keep / U) else decrease(true) end
-      pause_until(now + a.throttle)
+      local pause = a.throttle
+      if a.keep > 0 then pause = capacity(a.keep / U, pause) else decrease(true) end
+      pause_until(now + pause)
     end
     if a.restore > 0 then
       local back = math.min(st.cf, st.cr * math.min(a.restore / U, 1), ceiling)
@@ -293,7 +298,7 @@ if alevel > 0 then
       'bpok', string.format('%.17g', st.bpok), 'bpf', string.format('%.17g', st.bpf),
       'bou', string.format('%.0f', st.bou), 'bn', string.format('%.0f', st.bn), 'cf', string.format('%.17g', st.cf),
       'cr', string.format('%.17g', st.cr), 'ct', string.format('%.0f', st.ct),
-      'cs', string.format('%.17g', st.cs), 'cn', string.format('%.0f', st.cn))
+      'cs', string.format('%.17g', st.cs), 'cn', string.format('%.0f', st.cn), 'cp', string.format('%.0f', st.cp))
     -- Forgotten after an hour idle: it comes back at the ceiling.
     pexpire(skey, 3600000 + math.max(st.pu - now, 0) / 1000)
     eff_milli = math.floor(st.r * 1000)

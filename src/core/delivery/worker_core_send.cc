@@ -232,10 +232,11 @@ void WorkerCore::Impl::answered(Provider* p, bool fault, MonoTime now) {
 void WorkerCore::Impl::judge(Provider* p, const SendResult& r, MonoTime now) {
   // A throttle of one recipient (APNs TooManyRequests) says nothing of the provider.
   if (r.outcome == SendOutcome::kThrottled && r.scope == AnswerScope::kRecipient) return;
+  const bool shared = leaser && p->qid != UINT32_MAX;
+  p->judge->pausedUntil(shared ? std::max(p->paused_until, leaser->pausedUntil(p->qid)) : p->paused_until);
   const ThrottleVerdict v = p->judge->answer(now, r.outcome == SendOutcome::kThrottled, r.retry_after);
   if (v.kind == ThrottleVerdict::Kind::kNone) return;
   p->last_verdict = v;
-  const bool shared = leaser && p->qid != UINT32_MAX;
   if (v.kind == ThrottleVerdict::Kind::kNoise) {
     if (p->adaptive) p->adaptive->restoreLimit(now, v.keep);
     if (shared) leaser->reportNoise(p->qid, v.keep);
@@ -243,7 +244,9 @@ void WorkerCore::Impl::judge(Provider* p, const SendResult& r, MonoTime now) {
   }
   const bool adapts = p->adaptive || (shared && p->info.limit && p->info.limit->rate_per_s > 0);
   const Nanos pause = v.pause > Nanos{0} || adapts ? v.pause : options.retry.default_throttle_pause;
-  p->paused_until = std::max(p->paused_until, now + pause);
+  // Shared, the quota decides the pause for every worker (a round of cuts
+  // pauses once, include/pacer/adaptive_rate.h) and its leases go now.
+  if (!shared) p->paused_until = std::max(p->paused_until, now + pause);
   if (p->adaptive) p->adaptive->onCapacity(now, pause, v.keep);
   if (shared) leaser->reportCapacity(p->qid, pause, v.keep);  // drops its leases too
 }

@@ -118,7 +118,13 @@ void AdaptiveRate::onCapacity(MonoTime now, Nanos pause, double keep) noexcept {
   // A keep below 1 was measured; 1 is a judge's first step back, which
   // only says the limit is the rate it came at.
   const bool measured = keep < 1;
+  pause = std::max(pause, Nanos{0});
   if (cut_from_ > 0 && now - last_cut_ < kCutRound) {
+    // The round paused once already: only a longer pause pauses again.
+    if (pause > cut_pause_)
+      cut_pause_ = pause;
+    else
+      pause = Nanos{0};
     // Another judge's word on the same moment (every worker judges the same
     // provider), never one cut on top of another: the measured keeps of the
     // round are averaged (each judge sees only its own share of the answers,
@@ -134,6 +140,7 @@ void AdaptiveRate::onCapacity(MonoTime now, Nanos pause, double keep) noexcept {
     cut_from_ = limit_;
     cut_rate_ = rate_;
     last_cut_ = now;
+    cut_pause_ = pause;
     keep_sum_ = measured ? keep : 0;
     keeps_ = measured ? 1 : 0;
     limit_ = std::max(floor, rate_ * keep);
@@ -141,7 +148,7 @@ void AdaptiveRate::onCapacity(MonoTime now, Nanos pause, double keep) noexcept {
   }
   decreased_once_ = true;
   last_decrease_ = now;
-  pauseUntil(now, now + std::max(pause, Nanos{0}));
+  pauseUntil(now, now + pause);
 }
 
 void AdaptiveRate::restoreLimit(MonoTime now, double keep) noexcept {

@@ -384,6 +384,29 @@ TEST(RedisQuota, AJudgedCutAndItsRestoreActInRedisAsInAdaptiveRate) {
   EXPECT_LE(r.effective_rate, 0.9 * at_cut + 0.01) << "no further than the restore's keep, then only the slow probe";
 }
 
+// As AdaptiveRate::onCapacity: a round of judged cuts (every worker's judge
+// on the same overshoot, each naming the same Retry-After) pauses once, and
+// again only for a longer pause.
+TEST(RedisQuota, ARoundOfJudgedCutsPausesOnceUnlessAskedForLonger) {
+  RedisServer server;
+  auto w = makeRedisQuotaBackend(optionsFor(server));
+  w->connect();
+  auto req = [](Nanos throttled, double keep) {
+    LeaseRequest r = request("sms", {{"c:a", {1e6, 1e6}}, {"p", {400, 40}}}, 0);
+    r.adaptive = AdaptiveLevel{1, AdaptiveRateOptions{}, BreakerOptions{}, throttled, 0, 0, keep, 0};
+    return r;
+  };
+  LeaseReply r = one(*w, req(milliseconds(600), 1.0));  // a first step back, Retry-After 0.6 s
+  ASSERT_EQ(r.status, QuotaStatus::kOk);
+  EXPECT_GT(r.paused, milliseconds(500));
+  std::this_thread::sleep_for(milliseconds(300));  // on Redis's clock: nothing here to wait on
+  r = one(*w, req(milliseconds(600), 0.8));
+  EXPECT_LE(r.paused, milliseconds(320)) << "the round's second word paused again";
+  EXPECT_NEAR(r.effective_rate, 400 * 0.8 * 0.98, 0.01);
+  r = one(*w, req(milliseconds(2000), 0.8));
+  EXPECT_GT(r.paused, milliseconds(1800)) << "a longer Retry-After pauses again";
+}
+
 // The script grants ahead of time up to the lookahead and says where each
 // grant's tokens start, as the in-process backend does.
 TEST(RedisQuota, GrantsAheadOfTimeAndSaysWhereTheyStart) {

@@ -27,6 +27,23 @@ TEST(AdaptiveRate, StartsAtTheCeilingAndNeverExceedsIt) {
   EXPECT_EQ(r.rate(at(seconds(1000))), 400);
 }
 
+// Every worker's judge sees the same overshoot and names the same
+// Retry-After: a round of cuts pauses once, and again only for longer.
+TEST(AdaptiveRate, ARoundOfCutsPausesOnceUnlessAskedForLonger) {
+  AdaptiveRate r(options400(), at(Nanos{0}));
+  r.onCapacity(at(seconds(10)), seconds(1), 1.0);
+  EXPECT_EQ(r.pausedUntil(), at(seconds(11)));
+  r.onCapacity(at(milliseconds(10500)), seconds(1), 0.8);
+  EXPECT_EQ(r.pausedUntil(), at(seconds(11))) << "the round's second word does not pause again";
+  EXPECT_NEAR(r.rate(at(milliseconds(10500))), 400 * 0.8 * 0.98, 0.01);
+  r.onCapacity(at(seconds(12)), seconds(3), 0.8);
+  EXPECT_EQ(r.pausedUntil(), at(seconds(15))) << "a longer Retry-After pauses again";
+  r.onCapacity(at(seconds(14)), seconds(1), 0.9);
+  EXPECT_EQ(r.pausedUntil(), at(seconds(15))) << "not longer than the round's longest";
+  r.onCapacity(at(seconds(20)), seconds(1), 0.9);
+  EXPECT_EQ(r.pausedUntil(), at(seconds(21))) << "a new round pauses";
+}
+
 TEST(AdaptiveRate, NewTuningKeepsTheRateAndAppliesFromTheNextThrottle) {
   AdaptiveRate r(options400(), at(Nanos{0}));
   r.onThrottled(at(seconds(1)), seconds(10));
