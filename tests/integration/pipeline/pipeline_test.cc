@@ -470,6 +470,8 @@ TEST_F(PipelineTest, SurvivesPostgresGoingAwayAndCommitsNothingUnwritten) {
   while (Clock::now() < until && scalar("SELECT count(*) FROM deliveries") < 300)
     std::this_thread::sleep_for(milliseconds(50));
   server().stop();
+  // A window on purpose: the outage must last while the worker keeps sending
+  // and tries to commit, to show no offset passes a row it could not write.
   std::this_thread::sleep_for(seconds(2));
   const auto during = committed("pacer", 1)[0];
   server().start();
