@@ -71,6 +71,8 @@ both_apply set-rate "kind=campaign id=promo change=set-rate state=active send_ra
 
 "$pacerctl" campaign pause promo >/dev/null
 both_apply pause "kind=campaign id=promo change=pause state=paused "
+# Windows on purpose: 0.3 s for what was already handed to the sink to land,
+# then 1.5 s in which a paused campaign must send nothing.
 sleep 0.3
 before1=$(sent 1) before2=$(sent 2)
 sleep 1.5

@@ -361,6 +361,8 @@ TEST(RedisQuota, AJudgedCutAndItsRestoreActInRedisAsInAdaptiveRate) {
   // A judge's first step back (keep 1) in the round changes nothing.
   r = one(*w, req(Nanos{0}, 1.0, 0));
   EXPECT_NEAR(r.effective_rate, 400 * 0.7 * 0.98, 0.05);
+  // The script's clock is Redis's TIME, which the test cannot move: the waits
+  // below are time passing on purpose, and the bounds checked allow for it.
   // Without a restore the rate only probes slowly (5.6 over 30 s) towards the new limit, 280.
   std::this_thread::sleep_for(milliseconds(500));
   r = one(*w, req(Nanos{-1}, 0, 0));
