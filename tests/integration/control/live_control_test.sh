@@ -7,12 +7,7 @@
 # they read) and, for the pause, from what they send: nothing more for the
 # paused campaign. Then the LISTEN connections are killed on the server: each
 # worker must say so, reconnect, keep sending, and apply the next change.
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
