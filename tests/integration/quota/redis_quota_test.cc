@@ -117,7 +117,7 @@ TEST(RedisQuota, ALimitTheScriptCannotHoldIsATypedRefusalNotAnError) {
 TEST(RedisQuota, HungRedisTimesOutWithinTheCommandTimeout) {
   RedisServer server;
   RedisQuotaOptions o = optionsFor(server);
-  o.command_timeout = milliseconds(50);
+  o.link.command_timeout = milliseconds(50);
   auto b = makeRedisQuotaBackend(o);
   b->connect();
   // The backoff runs on the caller's clock: this test's is the steady one.
@@ -211,7 +211,7 @@ TEST(RedisQuota, ConcurrentWorkersNeverOverGrant) {
 TEST(RedisQuota, RedisKilledAndRestartedMidRunDegradesAndRecovers) {
   RedisServer server;
   RedisQuotaOptions ro = optionsFor(server);
-  ro.backoff_max = milliseconds(50);
+  ro.link.backoff_max = milliseconds(50);
   auto backend = makeRedisQuotaBackend(ro);
   // Records the transitions, and passes them to the shipped log observer so
   // the test output shows the log lines an operator would see.
