@@ -30,6 +30,7 @@
 #include "support/kafka_mock_process.h"
 #include "support/postgres_server.h"
 #include "support/redis_server.h"
+#include "support/wait_until.h"
 
 extern char** environ;
 
@@ -44,14 +45,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kToken = "t0ken-for-the-admin-test";
 
-// Polls `done` every 50 ms for up to `limit`.
+// Checks `done` every 50 ms (each check is a round trip) for up to `limit`.
 bool eventually(const std::function<bool()>& done, seconds limit) {
-  const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return done();
+  return testing::waitUntil(done, limit, milliseconds(50));
 }
 
 struct HttpAnswer {
