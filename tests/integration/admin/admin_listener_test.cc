@@ -21,6 +21,7 @@
 
 #include "pacer/admin/admin_server.h"
 #include "pacer/time.h"
+#include "support/http_request.h"
 
 namespace pacer::admin {
 namespace {
@@ -29,40 +30,11 @@ using std::chrono::milliseconds;
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
-struct HttpAnswer {
-  long status = 0;  // 0: no answer
-  std::string body;
-  double seconds = 0;
-};
-
-std::size_t collect(char* data, std::size_t size, std::size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
+using testing::HttpAnswer;
 
 HttpAnswer http(const std::string& method, const std::string& url, const std::string& body = "",
                 const std::string& authorization = "", long timeout_ms = 3000, const std::string& host = "") {
-  HttpAnswer a;
-  CURL* c = curl_easy_init();
-  curl_slist* headers = nullptr;
-  if (!authorization.empty()) headers = curl_slist_append(headers, ("Authorization: " + authorization).c_str());
-  if (!host.empty()) headers = curl_slist_append(headers, ("Host: " + host).c_str());
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
-  if (method == "POST") {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-  }
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &a.body);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-  const auto t0 = Clock::now();
-  if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a.status);
-  a.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(c);
-  return a;
+  return testing::httpRequest(method, url, {body, authorization, timeout_ms, host});
 }
 
 // A raw TCP connection to the listener; -1 when refused.
