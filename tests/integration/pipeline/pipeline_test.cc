@@ -25,6 +25,7 @@
 #include "support/loopback.h"
 #include "support/postgres_server.h"
 #include "support/redis_server.h"
+#include "support/wait_until.h"
 #include "pacer/daemon/daemon.h"
 
 namespace pacer {
@@ -718,10 +719,9 @@ TEST_F(PipelineTest, BadRowsAreNamedOnceTheirMessagesLedgeredAndTheOthersKeepLea
   // "named once" checks below cover refreshes that must stay silent.
   const std::int64_t skips_before = rowsSkipped(log_so_far());
   EXPECT_GE(skips_before, 6) << "/metrics counts the bad rows";
-  const auto refreshed_by = Clock::now() + seconds(30);
-  while (rowsSkipped(log_so_far()) < skips_before + 5 * 6 && Clock::now() < refreshed_by)
-    std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_GE(rowsSkipped(log_so_far()), skips_before + 5 * 6) << "the directory is not refreshed";
+  EXPECT_TRUE(testing::waitUntil([&] { return rowsSkipped(log_so_far()) >= skips_before + 5 * 6; }, seconds(30),
+                                  milliseconds(50)))
+      << "the directory is not refreshed: " << rowsSkipped(log_so_far()) << " skips, from " << skips_before;
   {
     pqxx::connection c(conninfo_);
     pqxx::work tx(c);
@@ -730,10 +730,9 @@ TEST_F(PipelineTest, BadRowsAreNamedOnceTheirMessagesLedgeredAndTheOthersKeepLea
   }
   // The fix is taken by the next refresh (or a notice); the daemon names the
   // row accepted right after it applied it, so its next messages may go.
-  const auto fixed_by = Clock::now() + seconds(30);
-  while (!logged("event=row_accepted kind=campaign id=tiny") && Clock::now() < fixed_by)
-    std::this_thread::sleep_for(milliseconds(20));
-  EXPECT_TRUE(logged("event=row_accepted kind=campaign id=tiny")) << "the fixed row was never taken";
+  EXPECT_TRUE(testing::waitUntil([&] { return logged("event=row_accepted kind=campaign id=tiny"); }, seconds(30),
+                                  milliseconds(20)))
+      << "the fixed row was never taken";
   produce(kafka_->bootstraps(), "messages", records("tiny", 40, 2, 40));
   EXPECT_EQ(until("SELECT count(*) FROM deliveries WHERE status = 'sent'", 640), 640) << "fixed: its next ones go";
   EXPECT_EQ(d.stop(), 0);
