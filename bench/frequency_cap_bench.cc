@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
     const Args a = parse(argc, argv);
     pacer::RedisFrequencyCapOptions o;
     o.port = a.port;
-    o.command_timeout = milliseconds(2000);
+    o.link.command_timeout = milliseconds(2000);
     auto store = pacer::makeRedisFrequencyCapStore(o);
     std::string why;
     if (store->connect(why) != pacer::CapFault::kNone) throw std::runtime_error(why);

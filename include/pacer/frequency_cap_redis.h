@@ -51,11 +51,9 @@ struct RedisFrequencyCapOptions {
   // Non-empty: a Redis Cluster, and any of its nodes to learn the slot map
   // from (host and port are then unused).
   std::vector<RedisAddress> cluster_nodes;
-  std::chrono::milliseconds connect_timeout{100};
-  // Per read or write of a batch: 1,000 queries take Redis about 10 ms.
-  std::chrono::milliseconds command_timeout{200};
-  std::chrono::milliseconds backoff_min{20};    // first wait after a failure
-  std::chrono::milliseconds backoff_max{2000};  // doubling stops here
+  // Timeouts and backoff; a batch of 1,000 queries takes Redis about 10 ms.
+  RedisLinkOptions link{std::chrono::milliseconds(100), std::chrono::milliseconds(200), std::chrono::milliseconds(20),
+                        std::chrono::milliseconds(2000)};
   std::string key_prefix = "fc";                // short: it is in every key
 };
 

@@ -65,10 +65,8 @@ struct RedisQuotaOptions {
   // Standalone: the server. Cluster: any nodes to learn the slot map from.
   std::vector<RedisAddress> nodes{RedisAddress{}};
   bool cluster = false;
-  std::chrono::milliseconds connect_timeout{50};
-  std::chrono::milliseconds command_timeout{50};
-  std::chrono::milliseconds backoff_min{10};   // first wait after a failure
-  std::chrono::milliseconds backoff_max{500};  // doubling stops here
+  RedisLinkOptions link{std::chrono::milliseconds(50), std::chrono::milliseconds(50), std::chrono::milliseconds(10),
+                        std::chrono::milliseconds(500)};
   std::string key_prefix = "pacer";
   // Read once per batch, after the replies, to time the grants from their
   // arrival (LeaseReply::answered_at); null: the caller's `now` is used.

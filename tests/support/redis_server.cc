@@ -9,31 +9,15 @@
 #include <unistd.h>
 
 #include <array>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
 #include "support/loopback.h"
 
 namespace pacer::testing {
-namespace {}  // namespace
-
-bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit, std::chrono::milliseconds step) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  std::mutex m;
-  std::condition_variable never;
-  std::unique_lock<std::mutex> lock(m);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return done();
-    never.wait_for(lock, step);  // nobody notifies: a bounded wait between checks
-  }
-  return true;
-}
-
 RedisServer::RedisServer(std::vector<std::string> extra) : extra_(std::move(extra)) {
   char tmpl[] = "/tmp/pacer-redis-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");

@@ -10,14 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "support/loopback.h"  // runShell, freeLoopbackPort
+#include "support/loopback.h"    // runShell, freeLoopbackPort
+#include "support/wait_until.h"  // waitUntil
 
 namespace pacer::testing {
-
-// Checks `done` until it is true or `limit` has passed; between checks it
-// waits on a condition variable for `step` (no busy loop). Returns done().
-bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit,
-               std::chrono::milliseconds step = std::chrono::milliseconds(2));
 
 class RedisServer {
  public:

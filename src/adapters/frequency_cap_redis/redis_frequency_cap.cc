@@ -54,24 +54,9 @@ std::vector<RedisAddress> seedsOf(const RedisFrequencyCapOptions& o) {
 const RedisFrequencyCapOptions& checked(const RedisFrequencyCapOptions& o) {
   if (o.cluster_nodes.empty()) checkAddress(RedisAddress{o.host, o.port});
   for (const RedisAddress& a : o.cluster_nodes) checkAddress(a);
-  if (o.connect_timeout.count() <= 0 || o.command_timeout.count() <= 0)
-    throw InvalidError("redis frequency cap: timeouts must be > 0 ms");
-  if (o.backoff_min.count() <= 0 || o.backoff_max < o.backoff_min)
-    throw InvalidError("redis frequency cap: need 0 < backoff_min <= backoff_max");
   if (o.key_prefix.find_first_of("{}") != std::string::npos)
     throw InvalidError("redis frequency cap: key_prefix must not hold '{' or '}'");
   return o;
-}
-
-redis_cluster::NodeOptions nodeOptions(const RedisFrequencyCapOptions& o) {
-  redis_cluster::NodeOptions n;
-  n.connect_timeout = o.connect_timeout;
-  n.command_timeout = o.command_timeout;
-  n.backoff_min = o.backoff_min;
-  n.backoff_max = o.backoff_max;
-  n.script = rules::kFrequencyCapLua;
-  n.log_name = "frequency_cap";
-  return n;
 }
 
 redis_cluster::NodeCounters counters(RedisFrequencyCapStats& s) {
@@ -82,7 +67,8 @@ class RedisFrequencyCapStoreImpl final : public RedisFrequencyCapStore {
  public:
   explicit RedisFrequencyCapStoreImpl(RedisFrequencyCapOptions options)
       : options_(checked(options)),
-        node_options_(nodeOptions(options_)),
+        node_options_(redis_cluster::makeNodeOptions("redis frequency cap", options_.link, rules::kFrequencyCapLua,
+                                                     "frequency_cap", nullptr)),
         cluster_(!options_.cluster_nodes.empty()),
         nodes_(seedsOf(options_), cluster_, node_options_, counters(stats_), &stats_.slot_refreshes) {}
 

@@ -34,18 +34,6 @@ std::int64_t millis(MonoTime t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
-redis_cluster::NodeOptions nodeOptions(const RedisQuotaOptions& o) {
-  redis_cluster::NodeOptions n;
-  n.connect_timeout = o.connect_timeout;
-  n.command_timeout = o.command_timeout;
-  n.backoff_min = o.backoff_min;
-  n.backoff_max = o.backoff_max;
-  n.script = quota::kLeaseLua;
-  n.log_name = "quota";
-  n.log = o.log.get();
-  return n;
-}
-
 redis_cluster::NodeCounters counters(RedisQuotaStats& s) {
   return {&s.round_trips, &s.script_loads, &s.connects, &s.io_errors, &s.timeouts, &s.reply_errors};
 }
@@ -64,7 +52,8 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
  public:
   explicit RedisQuotaBackendImpl(RedisQuotaOptions options)
       : options_(checked(std::move(options))),
-        node_options_(nodeOptions(options_)),
+        node_options_(redis_cluster::makeNodeOptions("redis quota", options_.link, quota::kLeaseLua, "quota",
+                                                     options_.log.get())),
         nodes_(options_.nodes, options_.cluster, node_options_, counters(stats_), &stats_.slot_refreshes) {}
 
   void connect() override {
@@ -105,10 +94,6 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
 
   static RedisQuotaOptions checked(RedisQuotaOptions o) {
     if (o.nodes.empty()) throw InvalidError("redis quota: no nodes configured");
-    if (o.connect_timeout.count() <= 0 || o.command_timeout.count() <= 0)
-      throw InvalidError("redis quota: timeouts must be > 0 ms");
-    if (o.backoff_min.count() <= 0 || o.backoff_max < o.backoff_min)
-      throw InvalidError("redis quota: need 0 < backoff_min <= backoff_max");
     return o;
   }
 

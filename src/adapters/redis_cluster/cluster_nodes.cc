@@ -54,7 +54,7 @@ void ClusterNodes::moved(std::uint16_t slot, std::size_t node) {
 
 NodeFault ClusterNodes::prepare(std::int64_t now_ms) {
   if (!cluster_) return NodeFault::kNone;
-  const std::int64_t every = options_.backoff_max.count();
+  const std::int64_t every = options_.link.backoff_max.count();
   // A clock that went back by more than two periods allows a reread at once.
   if (suspect_ && (now_ms >= next_suspect_reread_ms_ || now_ms < next_suspect_reread_ms_ - 2 * every)) {
     need_slots_ = true;

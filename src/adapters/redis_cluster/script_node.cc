@@ -8,6 +8,8 @@
 #include <cstring>
 #include <memory>
 
+#include "pacer/error.h"
+
 namespace pacer::redis_cluster {
 namespace {
 
@@ -34,14 +36,23 @@ NodeFault classify(const redisContext* c) {
   return NodeFault::kIo;
 }
 
+NodeOptions makeNodeOptions(std::string_view who, const RedisLinkOptions& link, const char* script,
+                            std::string log_name, spdlog::logger* log) {
+  if (link.connect_timeout.count() <= 0 || link.command_timeout.count() <= 0)
+    throw InvalidError(std::string(who) + ": timeouts must be > 0 ms");
+  if (link.backoff_min.count() <= 0 || link.backoff_max < link.backoff_min)
+    throw InvalidError(std::string(who) + ": need 0 < backoff_min <= backoff_max");
+  return NodeOptions{link, script, std::move(log_name), log};
+}
+
 ScriptNode::ScriptNode(RedisAddress address, const NodeOptions& options, NodeCounters counters)
-    : address_(std::move(address)), options_(options), counters_(counters), backoff_(options.backoff_min) {}
+    : address_(std::move(address)), options_(options), counters_(counters), backoff_(options.link.backoff_min) {}
 
 ScriptNode::~ScriptNode() { close(); }
 
 NodeFault ScriptNode::ensure(std::int64_t now_ms) {
   if (ctx_ != nullptr) return NodeFault::kNone;
-  if (now_ms < next_try_ms_ && now_ms >= next_try_ms_ - options_.backoff_max.count() * 2) {
+  if (now_ms < next_try_ms_ && now_ms >= next_try_ms_ - options_.link.backoff_max.count() * 2) {
     error_ = where() + "backing off after: " + cause_;
     return fault_;
   }
@@ -54,9 +65,9 @@ spdlog::logger& ScriptNode::logger() const {
 
 NodeFault ScriptNode::open(std::int64_t now_ms) {
   if (ctx_ != nullptr) return NodeFault::kNone;
-  ctx_ = redisConnectWithTimeout(address_.host.c_str(), address_.port, toTimeval(options_.connect_timeout));
+  ctx_ = redisConnectWithTimeout(address_.host.c_str(), address_.port, toTimeval(options_.link.connect_timeout));
   if (ctx_ == nullptr || ctx_->err != 0) return fail(classify(ctx_), ctx_ ? ctx_->errstr : "out of memory", now_ms);
-  redisSetTimeout(ctx_, toTimeval(options_.command_timeout));
+  redisSetTimeout(ctx_, toTimeval(options_.link.command_timeout));
   redisEnableKeepAlive(ctx_);
   const NodeFault f = loadScript(now_ms);
   if (f != NodeFault::kNone) return f;
@@ -65,7 +76,7 @@ NodeFault ScriptNode::open(std::int64_t now_ms) {
     logger().info("event={}_redis_reconnected redis={}:{}", options_.log_name, address_.host, address_.port);
   lost_ = false;
   fault_ = NodeFault::kNone;
-  backoff_ = options_.backoff_min;
+  backoff_ = options_.link.backoff_min;
   return NodeFault::kNone;
 }
 
@@ -96,7 +107,7 @@ NodeFault ScriptNode::fail(NodeFault f, std::string_view why, std::int64_t now_m
   lost_ = true;
   close();
   next_try_ms_ = now_ms + backoff_.count();
-  backoff_ = std::min(backoff_ * 2, options_.backoff_max);
+  backoff_ = std::min(backoff_ * 2, options_.link.backoff_max);
   return f;
 }
 

@@ -35,14 +35,18 @@ inline NodeFault worse(NodeFault a, NodeFault b) { return static_cast<int>(a) >=
 NodeFault classify(const redisContext* c);
 
 struct NodeOptions {
-  std::chrono::milliseconds connect_timeout{50};
-  std::chrono::milliseconds command_timeout{50};
-  std::chrono::milliseconds backoff_min{10};   // first wait after a failure
-  std::chrono::milliseconds backoff_max{500};  // doubling stops here
-  const char* script = "";                     // Lua source, loaded on every connection
-  std::string log_name = "redis";              // event=<log_name>_redis_unavailable ... in the log
-  spdlog::logger* log = nullptr;               // where those lines go (null: spdlog's default logger)
+  RedisLinkOptions link{std::chrono::milliseconds(50), std::chrono::milliseconds(50), std::chrono::milliseconds(10),
+                        std::chrono::milliseconds(500)};
+  const char* script = "";         // Lua source, loaded on every connection
+  std::string log_name = "redis";  // event=<log_name>_redis_unavailable ... in the log
+  spdlog::logger* log = nullptr;   // where those lines go (null: spdlog's default logger)
 };
+
+// An adapter's node options: its `link` settings, checked (throws
+// InvalidError "<who>: ..." when a timeout is not > 0 or the backoff range is
+// empty), its script, its log name and its logger (null: spdlog's default).
+NodeOptions makeNodeOptions(std::string_view who, const RedisLinkOptions& link, const char* script,
+                            std::string log_name, spdlog::logger* log);
 
 // The adapter's counters the node adds to (every pointer non-null).
 struct NodeCounters {

@@ -32,8 +32,8 @@ QuotaBackendPtr makeQuota(const DaemonOptions& o, const TimeSource* clock, const
   ro.nodes.clear();
   for (const std::string& node : o.redis) ro.nodes.push_back(parseNode(node));
   ro.cluster = o.redis_cluster;
-  ro.connect_timeout = o.redis_timeout;
-  ro.command_timeout = o.redis_timeout;
+  ro.link.connect_timeout = o.redis_timeout;
+  ro.link.command_timeout = o.redis_timeout;
   ro.clock = clock;
   ro.log = log;
   auto backend = makeRedisQuotaBackend(ro);

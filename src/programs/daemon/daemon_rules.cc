@@ -60,7 +60,7 @@ RecipientRules makeRecipientRules(const DaemonOptions& o, const logging::LoggerP
         "full cap; give caps.redis (or redis.nodes) when several workers share recipients\"");
     return r;
   }
-  co.connect_timeout = std::max(o.redis_timeout, std::chrono::milliseconds(100));
+  co.link.connect_timeout = std::max(o.redis_timeout, std::chrono::milliseconds(100));
   auto store = makeRedisFrequencyCapStore(co);
   std::string why;
   if (store->connect(why) == CapFault::kNone)

@@ -27,9 +27,11 @@
 #include "pacer/ledger/pg_ledger.h"
 #include "pacer/ledger/pg_directory.h"
 #include "support/kafka_delivery_counter.h"
+#include "support/http_request.h"
 #include "support/kafka_mock_process.h"
 #include "support/postgres_server.h"
 #include "support/redis_server.h"
+#include "support/wait_until.h"
 
 extern char** environ;
 
@@ -44,42 +46,15 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kToken = "t0ken-for-the-admin-test";
 
-// Polls `done` every 50 ms for up to `limit`.
+// Checks `done` every 50 ms (each check is a round trip) for up to `limit`.
 bool eventually(const std::function<bool()>& done, seconds limit) {
-  const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return done();
+  return testing::waitUntil(done, limit, milliseconds(50));
 }
 
-struct HttpAnswer {
-  long status = 0;  // 0: no answer
-  std::string body;
-};
-
-std::size_t collect(char* data, std::size_t size, std::size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
+using testing::HttpAnswer;
 
 HttpAnswer http(const std::string& method, const std::string& url, const std::string& authorization = "") {
-  HttpAnswer a;
-  CURL* c = curl_easy_init();
-  curl_slist* headers = nullptr;
-  if (!authorization.empty()) headers = curl_slist_append(headers, ("Authorization: " + authorization).c_str());
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
-  if (method == "POST") curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &a.body);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-  if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a.status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(c);
-  return a;
+  return testing::httpRequest(method, url, {"", authorization, 5000, ""});
 }
 
 // The value of "<series> <value>" in Prometheus text, or NaN.

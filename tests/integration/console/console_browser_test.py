@@ -123,9 +123,13 @@ def main():
                    f"every campaign's progress moves (from {first})")
 
         # The hostile name: text, not markup; no alert, no img element.
-        row = [r for r in d.find_elements(By.CSS_SELECTOR, "#campaigns tbody tr") if r.get_attribute("data-campaign") == XSS]
-        check(len(row) == 1 and row[0].find_element(By.CSS_SELECTOR, "a.campaign-link").text == XSS,
-              "the campaign named <img src=x onerror=alert(1)> shows its name as text")
+        # Read within eventually(): a re-render between finding the rows and
+        # reading them leaves stale elements (a retry, not a failure).
+        def hostile_row_is_text():
+            row = [r for r in d.find_elements(By.CSS_SELECTOR, "#campaigns tbody tr")
+                   if r.get_attribute("data-campaign") == XSS]
+            return len(row) == 1 and row[0].find_element(By.CSS_SELECTOR, "a.campaign-link").text == XSS
+        eventually(hostile_row_is_text, 10, "the campaign named <img src=x onerror=alert(1)> shows its name as text")
         check(d.find_elements(By.TAG_NAME, "img") == [], "no img element anywhere on the page")
         d.save_screenshot(os.path.join(ARTIFACTS, "console-campaigns.png"))
         d.get(BASE + "/console/#/campaign/" + urllib.parse.quote(XSS, safe=""))

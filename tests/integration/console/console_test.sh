@@ -4,21 +4,13 @@
 # with three campaigns sending through one provider, one of them named and
 # keyed `<img src=x onerror=alert(1)>`; then console_browser_test.py drives
 # the browser. Screenshots go to $CONSOLE_ARTIFACTS.
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 artifacts=${CONSOLE_ARTIFACTS:?}
 here=$(cd "$(dirname "$0")" && pwd)
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
 pid=
 cleanup() {
   [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
-  pacer_stop_kafka_mock
-  pacer_stop_redis
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+  pacer_stop_services "$tmp"
 }
 trap cleanup EXIT
 # fail (scripts/services.sh) shows these logs.
@@ -51,14 +43,7 @@ pacer_start_kafka_mock "$kafka_mock" "$tmp/kafka" --topic messages:4 --die-with-
   --session-timeout-ms 6000 --admin-listen 127.0.0.1:0 --admin-token "$ADMIN_TOKEN" --admin-console-controls on \
   >/dev/null 2>"$tmp/pacerd.log" &
 pid=$!
-address=
-for _ in $(seq 1 300); do
-  address=$(grep -om1 'event=admin_listening address=[^ ]*' "$tmp/pacerd.log" | cut -d= -f3 || true)
-  [ -n "$address" ] && break
-  kill -0 "$pid" 2>/dev/null || fail "pacerd exited"
-  sleep 0.1
-done
-[ -n "$address" ] || fail "pacerd did not log its admin address"
+address=$(pacer_admin_address "$tmp/pacerd.log") || fail "pacerd did not log its admin address"
 grep -q "event=console url=http://$address/console/ controls=on" "$tmp/pacerd.log" || fail "no event=console line"
 
 CONSOLE_BASE="http://$address" CONSOLE_ARTIFACTS="$artifacts" CONSOLE_TMP="$tmp" "$python" "$here/console_browser_test.py" ||

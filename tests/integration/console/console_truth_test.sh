@@ -7,13 +7,8 @@
 # count of its rows in `parked`, though its total is known. Then a second
 # pacerd with the listener hardened: reads need the token, the scrape token
 # reads /metrics only, a foreign Host is refused.
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 fake_provider=${PACER_FAKE_PROVIDER:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
 pid=
 PACER_PROVIDER_PID=
 cleanup() { pacer_test_cleanup "$tmp" "$pid" "$PACER_PROVIDER_PID"; }
@@ -33,8 +28,7 @@ pacer_start_fake_provider "$fake_provider" "$tmp" --fail-rate 1 --fail-status 50
   --sink http --http-url "http://127.0.0.1:$PACER_PROVIDER_PORT/send/{campaign}" \
   --park-keep-s 1 --admin-listen 127.0.0.1:0 >/dev/null 2>"$tmp/pacerd.log" &
 pid=$!
-wait_for_line 30 "$tmp/pacerd.log" 'event=admin_listening address=' || fail "pacerd did not log its admin address"
-address=$(grep -om1 'event=admin_listening address=[^ ]*' "$tmp/pacerd.log" | cut -d= -f3)
+address=$(pacer_admin_address "$tmp/pacerd.log") || fail "pacerd did not log its admin address"
 
 # pacer_provider_circuit_open of provider $1 (default push) on /metrics.
 circuit_metric() {
@@ -103,8 +97,7 @@ PACER_ADMIN_SCRAPE_TOKEN=scrape-$$ "$pacerd" --brokers "$PACER_KAFKA" --topic me
   --admin-reads-need-token on --admin-allowed-hosts pacer.test >/dev/null 2>"$tmp/pacerd2.log" &
 pid=$!
 PACER_TEST_LOGS+=("$tmp/pacerd2.log")
-wait_for_line 30 "$tmp/pacerd2.log" 'event=admin_listening address=' || fail "the second pacerd did not listen"
-address=$(grep -om1 'event=admin_listening address=[^ ]*' "$tmp/pacerd2.log" | cut -d= -f3)
+address=$(pacer_admin_address "$tmp/pacerd2.log") || fail "the second pacerd did not listen"
 port=${address##*:}
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 # /metrics answers 503 until the loop's first snapshot.

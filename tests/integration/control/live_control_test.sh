@@ -7,12 +7,7 @@
 # they read) and, for the pause, from what they send: nothing more for the
 # paused campaign. Then the LISTEN connections are killed on the server: each
 # worker must say so, reconnect, keep sending, and apply the next change.
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
@@ -71,6 +66,8 @@ both_apply set-rate "kind=campaign id=promo change=set-rate state=active send_ra
 
 "$pacerctl" campaign pause promo >/dev/null
 both_apply pause "kind=campaign id=promo change=pause state=paused "
+# Windows on purpose: 0.3 s for what was already handed to the sink to land,
+# then 1.5 s in which a paused campaign must send nothing.
 sleep 0.3
 before1=$(sent 1) before2=$(sent 2)
 sleep 1.5

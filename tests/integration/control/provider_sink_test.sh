@@ -3,12 +3,7 @@
 # pacer-kafka-mock. The default sink is null and provider sms has the stdout
 # sink of its own, so exactly the messages of sms's campaign appear on stdout,
 # each once, while the other campaign's are delivered (counted, not printed).
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 trap 'pacer_test_cleanup "$tmp"' EXIT
 # fail (scripts/services.sh) shows these logs.
 PACER_TEST_LOGS=("$tmp/pacerd.log")

@@ -144,7 +144,9 @@ TEST_F(FakeProviderTest, AdminQuotaChangesTheQuotaWhileRunningFromAQueryOrAForm)
                     "rate=1000&burst=1000")
                 .status,
             200);
-  std::this_thread::sleep_for(milliseconds(50));  // about 50 tokens at the new rate
+  // Time passing on purpose: the fake's bucket refills on its own clock (about
+  // 50 tokens at the new rate), which the test cannot move.
+  std::this_thread::sleep_for(milliseconds(50));
   for (int i = 0; i < 5; ++i) EXPECT_EQ(send(port, "a", "f" + std::to_string(i)).status, 200);
   ASSERT_EQ(request(port, "POST", "/admin/quota", {"Content-Type: application/x-www-form-urlencoded"}, "rate=0").status,
             200);
@@ -156,6 +158,8 @@ TEST_F(FakeProviderTest, AddedLatencyDoesNotHoldUpOtherRequests) {
   const auto started = Clock::now();
   Answer slow;
   std::thread waiting([&] { slow = send(port, "slow", "s1", {"X-Fake-Latency-Ms: 1500"}); });
+  // Lets the slow request reach the fake first; the fake does not say when a
+  // request arrived (its report counts answered ones), so this is a window.
   std::this_thread::sleep_for(milliseconds(100));
   for (int i = 0; i < 20; ++i) EXPECT_EQ(send(port, "fast", std::to_string(i)).status, 200);
   const auto fast_done = Clock::now() - started;
@@ -253,6 +257,7 @@ TEST_F(FakeProviderTest, StopsWhileARequestWaitsOnItsLatency) {
   const int port = start();
   Answer waiting;
   std::thread client([&] { waiting = send(port, "a", "k", {"X-Fake-Latency-Ms: 5000"}); });
+  // Lets the request start its wait; as above, the fake cannot say when it did.
   std::this_thread::sleep_for(milliseconds(200));
   const auto started = Clock::now();
   provider_->stop();

@@ -15,13 +15,17 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "pacer/fakes/fake_provider.h"
 #include "pacer/ledger/pg_ledger.h"
 #include "pacer/ledger/pg_directory.h"
 #include "support/kafka_delivery_counter.h"
 #include "support/kafka_mock_process.h"
+#include "support/loopback.h"
 #include "support/postgres_server.h"
 #include "support/redis_server.h"
+#include "support/wait_until.h"
 #include "pacer/daemon/daemon.h"
 
 namespace pacer {
@@ -79,6 +83,22 @@ std::vector<Record> records(const std::string& campaign, int count, int partitio
   for (int i = first; i < first + count; ++i)
     out.push_back(Record{i % partitions, campaign, campaign + "-" + std::to_string(i), "payload " + std::to_string(i)});
   return out;
+}
+
+// pacer_directory_rows_skipped_total from the daemon's /metrics, found through
+// the address its log names (event=admin_listening); -1 when not answered.
+std::int64_t rowsSkipped(const std::string& daemon_log) {
+  const std::string tag = "event=admin_listening address=";
+  const std::size_t at = daemon_log.find(tag);
+  if (at == std::string::npos) return -1;
+  const std::size_t from = at + tag.size();
+  const std::string address = daemon_log.substr(from, daemon_log.find_first_of(" \n", from) - from);
+  std::string metrics;
+  if (testing::runShell("curl -sf http://" + address + "/metrics", metrics) != 0) return -1;
+  const std::string name = "\npacer_directory_rows_skipped_total ";
+  const std::size_t line = metrics.find(name);
+  if (line == std::string::npos) return -1;
+  return static_cast<std::int64_t>(std::stod(metrics.substr(line + name.size())));
 }
 
 // pacerd running on its own thread until stop() or until it runs out of work.
@@ -451,6 +471,8 @@ TEST_F(PipelineTest, SurvivesPostgresGoingAwayAndCommitsNothingUnwritten) {
   while (Clock::now() < until && scalar("SELECT count(*) FROM deliveries") < 300)
     std::this_thread::sleep_for(milliseconds(50));
   server().stop();
+  // A window on purpose: the outage must last while the worker keeps sending
+  // and tries to commit, to show no offset passes a row it could not write.
   std::this_thread::sleep_for(seconds(2));
   const auto during = committed("pacer", 1)[0];
   server().start();
@@ -660,6 +682,14 @@ TEST_F(PipelineTest, BadRowsAreNamedOnceTheirMessagesLedgeredAndTheOthersKeepLea
   ASSERT_NE(log, nullptr);
   o.log = log;
   Daemon d(o);
+  const auto log_so_far = [&] {  // the daemon flushes each line; pread leaves the stream's position alone
+    std::string so_far;
+    char chunk[4096];
+    for (ssize_t n; (n = ::pread(fileno(log), chunk, sizeof chunk, static_cast<off_t>(so_far.size()))) > 0;)
+      so_far.append(chunk, static_cast<std::size_t>(n));
+    return so_far;
+  };
+  const auto logged = [&](const std::string& needle) { return log_so_far().find(needle) != std::string::npos; };
   const auto until = [&](const std::string& sql, std::int64_t want) {
     const auto end = Clock::now() + seconds(60);
     while (scalar(sql) != want && Clock::now() < end) std::this_thread::sleep_for(milliseconds(100));
@@ -684,14 +714,25 @@ TEST_F(PipelineTest, BadRowsAreNamedOnceTheirMessagesLedgeredAndTheOthersKeepLea
               40)
         << id << ": " << reasons()[id + "-0"];
   }
-  std::this_thread::sleep_for(milliseconds(1000));  // five more refreshes see the bad rows
+  // Every refresh reads the six bad rows again and counts them in
+  // pacer_directory_rows_skipped_total: wait for five more refreshes, so the
+  // "named once" checks below cover refreshes that must stay silent.
+  const std::int64_t skips_before = rowsSkipped(log_so_far());
+  EXPECT_GE(skips_before, 6) << "/metrics counts the bad rows";
+  EXPECT_TRUE(testing::waitUntil([&] { return rowsSkipped(log_so_far()) >= skips_before + 5 * 6; }, seconds(30),
+                                  milliseconds(50)))
+      << "the directory is not refreshed: " << rowsSkipped(log_so_far()) << " skips, from " << skips_before;
   {
     pqxx::connection c(conninfo_);
     pqxx::work tx(c);
     tx.exec("UPDATE campaigns SET send_rate = 100 WHERE id = 'tiny'");
     tx.commit();
   }
-  std::this_thread::sleep_for(milliseconds(600));  // a refresh or the notice-less re-read takes the fix
+  // The fix is taken by the next refresh (or a notice); the daemon names the
+  // row accepted right after it applied it, so its next messages may go.
+  EXPECT_TRUE(testing::waitUntil([&] { return logged("event=row_accepted kind=campaign id=tiny"); }, seconds(30),
+                                  milliseconds(20)))
+      << "the fixed row was never taken";
   produce(kafka_->bootstraps(), "messages", records("tiny", 40, 2, 40));
   EXPECT_EQ(until("SELECT count(*) FROM deliveries WHERE status = 'sent'", 640), 640) << "fixed: its next ones go";
   EXPECT_EQ(d.stop(), 0);

@@ -9,13 +9,8 @@
 # - pacerd logged event=dead_token_guard provider=apple holding=true once, and
 #   its summary counts 84 held verdicts;
 # - nothing is lost: 100 rows, and the fake saw every message once (no retry).
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 apns=${PACER_FAKE_APNS:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
 apns_pid=
 trap 'pacer_test_cleanup "$tmp" "$apns_pid"' EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log" "$tmp/apns.err")

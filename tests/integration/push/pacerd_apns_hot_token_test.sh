@@ -10,13 +10,8 @@
 # - the hot token was throttled, yet got all 5, never two in one second;
 # - nothing is lost: 605 sent rows, and pacerd's summary counts the 429s as
 #   the token's (recipient_throttled), none as the provider's (throttled).
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 apns=${PACER_FAKE_APNS:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
 apns_pid=
 trap 'pacer_test_cleanup "$tmp" "$apns_pid"' EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log" "$tmp/apns.err")

@@ -9,13 +9,8 @@
 # - a recipient that is no device token and a payload that is no JSON object
 #   are failed rows with the reason, and never reached the provider;
 # - the key's bytes never appear in pacerd's output.
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 apns=${PACER_FAKE_APNS:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
 apns_pid=
 trap 'pacer_test_cleanup "$tmp" "$apns_pid"' EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log" "$tmp/apns.err")

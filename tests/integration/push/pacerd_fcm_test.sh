@@ -9,13 +9,8 @@
 #   issued (the run crossed refreshes);
 # - two dead tokens (UNREGISTERED) are invalid_token rows and counted once each;
 # - the service account's private key never appears in pacerd's output.
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 fcm=${PACER_FAKE_FCM:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
 fcm_pid=
 trap 'pacer_test_cleanup "$tmp" "$fcm_pid"' EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log" "$tmp/fcm.err")

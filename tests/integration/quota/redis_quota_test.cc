@@ -117,7 +117,7 @@ TEST(RedisQuota, ALimitTheScriptCannotHoldIsATypedRefusalNotAnError) {
 TEST(RedisQuota, HungRedisTimesOutWithinTheCommandTimeout) {
   RedisServer server;
   RedisQuotaOptions o = optionsFor(server);
-  o.command_timeout = milliseconds(50);
+  o.link.command_timeout = milliseconds(50);
   auto b = makeRedisQuotaBackend(o);
   b->connect();
   // The backoff runs on the caller's clock: this test's is the steady one.
@@ -211,7 +211,7 @@ TEST(RedisQuota, ConcurrentWorkersNeverOverGrant) {
 TEST(RedisQuota, RedisKilledAndRestartedMidRunDegradesAndRecovers) {
   RedisServer server;
   RedisQuotaOptions ro = optionsFor(server);
-  ro.backoff_max = milliseconds(50);
+  ro.link.backoff_max = milliseconds(50);
   auto backend = makeRedisQuotaBackend(ro);
   // Records the transitions, and passes them to the shipped log observer so
   // the test output shows the log lines an operator would see.
@@ -361,6 +361,8 @@ TEST(RedisQuota, AJudgedCutAndItsRestoreActInRedisAsInAdaptiveRate) {
   // A judge's first step back (keep 1) in the round changes nothing.
   r = one(*w, req(Nanos{0}, 1.0, 0));
   EXPECT_NEAR(r.effective_rate, 400 * 0.7 * 0.98, 0.05);
+  // The script's clock is Redis's TIME, which the test cannot move: the waits
+  // below are time passing on purpose, and the bounds checked allow for it.
   // Without a restore the rate only probes slowly (5.6 over 30 s) towards the new limit, 280.
   std::this_thread::sleep_for(milliseconds(500));
   r = one(*w, req(Nanos{-1}, 0, 0));

@@ -7,20 +7,14 @@
 # masters: 12 at the provider and 6 suppressed rows per campaign, judged by
 # the provider's record and the ledger; each recipient's key is in the
 # cluster with a TTL, and the keys are on more than one master.
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 fake_provider=${PACER_FAKE_PROVIDER:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
 daemon_pid=
 PACER_PROVIDER_PID=
-redis_pids=()
 cleanup() {
   local p
-  for p in $daemon_pid $PACER_PROVIDER_PID ${redis_pids[@]+"${redis_pids[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
-  pacer_stop_services "$tmp"
+  for p in $daemon_pid $PACER_PROVIDER_PID; do kill -9 "$p" 2>/dev/null || true; done
+  pacer_stop_services "$tmp"  # the cluster too
 }
 trap cleanup EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log")  # fail (scripts/services.sh) shows it
@@ -28,43 +22,9 @@ q() { pacer_psql -c "$1"; }
 rows() { q "SELECT count(*) FROM deliveries WHERE campaign = '$1' AND status = '$2'"; }
 at_provider() { awk -v c="$1" '$2 == c && $4 == 200' "$tmp/requests.txt" | wc -l; }
 
-# A free port for a cluster node: Redis Cluster wants it at most 55535, and
-# its bus port (10000 higher) free too.
-cluster_port() {
-  python3 - <<'PY'
-import random, socket
-for _ in range(1000):
-    p = random.randint(20000, 55000)
-    try:
-        for q in (p, p + 10000):
-            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
-    except OSError:
-        continue
-    print(p); break
-PY
-}
-
 # Three cluster-enabled redis-servers, joined by redis-cli --cluster create.
-ports=()
-for i in 0 1 2; do
-  port=$(cluster_port)
-  [ -n "$port" ] || fail "no free port for a cluster node"
-  mkdir -p "$tmp/redis$i"
-  redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no --dir "$tmp/redis$i" \
-    --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
-    --logfile "$tmp/redis$i/redis.log" >/dev/null 2>&1 &
-  redis_pids+=($!)
-  ports+=("$port")
-done
-for port in "${ports[@]}"; do
-  for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-done
-redis-cli --cluster create "127.0.0.1:${ports[0]}" "127.0.0.1:${ports[1]}" "127.0.0.1:${ports[2]}" \
-  --cluster-replicas 0 --cluster-yes >"$tmp/cluster-create.log" 2>&1 || fail "cluster create: $(cat "$tmp/cluster-create.log")"
-for port in "${ports[@]}"; do
-  for _ in $(seq 1 200); do redis-cli -p "$port" cluster info | grep -q cluster_state:ok && break; sleep 0.1; done
-  redis-cli -p "$port" cluster info | grep -q cluster_state:ok || fail "redis $port: the cluster is not ok"
-done
+pacer_start_redis_cluster "$tmp/cluster" 3 0 5000 || fail "the Redis Cluster did not start"
+ports=("${PACER_REDIS_CLUSTER[@]##*:}")
 
 start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:2 || fail "services did not start"
 export PACER_BROKERS=$PACER_KAFKA
@@ -109,7 +69,7 @@ done
 # Then until pacerd's own figures say nothing is left to go out: all 36 read, none
 # in the sink or awaiting the ledger, none held in memory. Each message then has
 # its one final row, so a later request at the provider could only be a resend.
-admin=$(sed -n 's/.*event=admin_listening address=\([^ ]*\).*/\1/p' "$tmp/pacerd.log")
+admin=$(pacer_admin_address "$tmp/pacerd.log") || fail "pacerd did not log its admin address"
 figures() { pacer_metric_values "$admin" pacer_records_read_total pacer_unrecorded_messages pacer_buffered_messages; }
 for _ in $(seq 1 200); do
   read -r n_read unrecorded buffered < <(figures)

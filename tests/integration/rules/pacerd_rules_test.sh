@@ -13,13 +13,8 @@
 #   c. a campaign whose priority_class is not configured (set in SQL) is
 #      skipped and named (event=row_skipped), its messages never sent and
 #      never given a ledger row.
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 fake_provider=${PACER_FAKE_PROVIDER:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
 daemon_pid=
 PACER_PROVIDER_PID=
 cleanup() {
@@ -96,7 +91,7 @@ done
 # ledger, parked, or held in pacerd's memory (pacer_buffered_messages); and after that, two more directory
 # refreshes that skipped mystery again (pacer_directory_rows_skipped_total up by 2): nothing is left to go
 # out but mystery's held messages, and a refresh that loaded the campaign is what would release them.
-admin=$(sed -n 's/.*event=admin_listening address=\([^ ]*\).*/\1/p' "$tmp/pacerd.log")
+admin=$(pacer_admin_address "$tmp/pacerd.log") || fail "pacerd did not log its admin address"
 figures() {
   pacer_metric_values "$admin" pacer_records_read_total pacer_unrecorded_messages pacer_buffered_messages \
     pacer_directory_rows_skipped_total

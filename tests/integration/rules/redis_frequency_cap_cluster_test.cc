@@ -26,7 +26,7 @@ const WallTime kT0 = WallTime(std::chrono::sys_days{std::chrono::year{2024} / 6 
 RedisFrequencyCapStorePtr clusterStore(RedisCluster& cluster) {
   RedisFrequencyCapOptions o;
   o.cluster_nodes = {RedisAddress{"127.0.0.1", cluster.nodes()[0]->port()}};
-  o.command_timeout = milliseconds(500);
+  o.link.command_timeout = milliseconds(500);
   auto s = makeRedisFrequencyCapStore(o);
   std::string why;
   if (s->connect(why) != CapFault::kNone) throw std::runtime_error("connect: " + why);

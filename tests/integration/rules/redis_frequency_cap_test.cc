@@ -25,7 +25,7 @@ using Args = std::vector<std::string>;
 RedisFrequencyCapStorePtr storeFor(const testing::RedisServer& server, milliseconds timeout = milliseconds(500)) {
   RedisFrequencyCapOptions o;
   o.port = server.port();
-  o.command_timeout = timeout;
+  o.link.command_timeout = timeout;
   o.key_prefix = "fc";
   return makeRedisFrequencyCapStore(o);
 }

@@ -31,7 +31,7 @@ struct Worker {
   explicit Worker(const testing::RedisServer& server) {
     RedisFrequencyCapOptions ro;
     ro.port = server.port();
-    ro.backoff_max = milliseconds(100);
+    ro.link.backoff_max = milliseconds(100);
     store = makeRedisFrequencyCapStore(ro);
     WorkerOptions o;
     o.caps = store.get();

@@ -12,13 +12,8 @@
 #   as the segments, not the messages, say;
 # - an invalid UTF-8 text is a rejected ledger row with the reason;
 # - every sent row holds the SMSC's message id and its receipt lands on it.
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 smsc=${PACER_FAKE_SMSC:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
 smsc_pid=
 trap 'pacer_test_cleanup "$tmp" "$smsc_pid"' EXIT
 # fail (scripts/services.sh) shows these logs.

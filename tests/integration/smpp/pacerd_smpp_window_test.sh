@@ -9,13 +9,8 @@
 #   100 ms (20/s): pacerd says so (event=smpp_window_limits), and the SMSC's
 #   record shows the pace the window set;
 # - with receipt_ids hex-decimal every receipt lands on its ledger row.
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 smsc=${PACER_FAKE_SMSC:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
 smsc_pid=
 daemon_pid=
 trap 'pacer_test_cleanup "$tmp" "$daemon_pid" "$smsc_pid"' EXIT
@@ -60,8 +55,7 @@ exit_when_idle_ms: 2000
 YAML
 SMSC_PASSWORD=s3cret timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" &
 daemon_pid=$!
-wait_for_line 20 "$tmp/pacerd.log" 'event=admin_listening' || fail "no admin listener"
-admin=$(sed -n 's/.*event=admin_listening address=\([^ ]*\).*/\1/p' "$tmp/pacerd.log")
+admin=$(pacer_admin_address "$tmp/pacerd.log" 20) || fail "no admin listener"
 l='{sink="providers.sms.sink"}'
 metric() { curl -sf "http://$admin/metrics" | awk -v n="$1$l" '$1 == n { print $2 }'; }
 
