@@ -326,8 +326,7 @@ namespace {
 // A campaign with a message counted, held or in flight here.
 bool touched(const CampaignStats& c) {
   return c.sent + c.failed + c.rejected + c.invalid_tokens + c.suppressed + c.expired + c.deferred + c.quiet_waiting +
-             c.retries +
-             c.queued + c.retrying + c.to_park + c.parked_waiting + c.in_flight >
+             c.retries + c.queued + c.retrying + c.to_park + c.parked_waiting + c.in_flight >
          0;
 }
 

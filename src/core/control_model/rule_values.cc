@@ -82,10 +82,14 @@ std::int64_t parseTtlText(std::string_view text, std::string_view flag) {
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
   const std::string_view unit = text.substr(digits);
   std::int64_t per = 0;
-  if (unit.empty() || unit == "s") per = 1000;
-  else if (unit == "m") per = 60'000;
-  else if (unit == "h") per = 3'600'000;
-  else if (unit == "d") per = 86'400'000;
+  if (unit.empty() || unit == "s")
+    per = 1000;
+  else if (unit == "m")
+    per = 60'000;
+  else if (unit == "h")
+    per = 3'600'000;
+  else if (unit == "d")
+    per = 86'400'000;
   if (digits == 0 || digits > 9 || per == 0)
     throw InvalidValueError(fmt::format(
         "{} '{}': give a lifetime in whole seconds (300) or with a unit (90s, 5m, 2h, 1d), or none", flag, text));

@@ -38,8 +38,8 @@ std::optional<std::int64_t> parseRfc3339(std::string_view s, std::string& why) {
   why = "not an RFC 3339 date-time (2026-11-26T15:30:00Z) nor epoch milliseconds";
   const int year = digits(s, 0, 4), month = digits(s, 5, 2), day = digits(s, 8, 2);
   const int hour = digits(s, 11, 2), minute = digits(s, 14, 2), second = digits(s, 17, 2);
-  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' ||
-      s[16] != ':' || year < 0 || month < 0 || day < 0 || hour < 0 || minute < 0 || second < 0)
+  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' || s[16] != ':' ||
+      year < 0 || month < 0 || day < 0 || hour < 0 || minute < 0 || second < 0)
     return std::nullopt;
   using namespace std::chrono;
   const year_month_day ymd{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},

@@ -113,7 +113,7 @@ Decoded decodeMessage(RawMessage raw, const DecodeOptions& options) {
       m.time_zone = std::move(*value);
     } else if (name == kExpiresAtHeader && value) {
       std::string why;
-      const std::int64_t at = parseDeadline(*value, why).value_or(0);  // checked by problem()
+      const std::int64_t at = parseDeadline(*value, why).value_or(0);          // checked by problem()
       if (m.expires_at_ms == 0 || at < m.expires_at_ms) m.expires_at_ms = at;  // the earliest of several
     }
   }

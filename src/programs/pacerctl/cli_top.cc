@@ -152,8 +152,8 @@ Json statusJson(const StatusReport& r, const std::string& shown) {
   for (const auto& [state, n] : r.campaigns_by_state) campaigns[state] = n, total += n;
   campaigns["total"] = total;
   Json ledger = ledgerJson(r.ledger);
-  ledger["total"] = r.ledger.sent + r.ledger.failed + r.ledger.rejected + r.ledger.invalid_token +
-                    r.ledger.suppressed + r.ledger.expired;
+  ledger["total"] = r.ledger.sent + r.ledger.failed + r.ledger.rejected + r.ledger.invalid_token + r.ledger.suppressed +
+                    r.ledger.expired;
   return Json{
       {"postgres", shown},      {"schema", {{"database", r.schema_version}, {"pacerctl", r.build_schema_version}}},
       {"campaigns", campaigns}, {"providers", r.providers},

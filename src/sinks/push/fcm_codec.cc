@@ -47,9 +47,9 @@ class FcmCodec final : public HttpCodec {
   }
 
   bool build(const Message& m, WallTime now, HttpRequest& out, SendResult& refused) override {
-    push::BuiltRequest built = push::buildFcmRequest(m, project_id_, cache_.accessToken(),
-                                                     std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                         now.time_since_epoch()).count());
+    push::BuiltRequest built =
+        push::buildFcmRequest(m, project_id_, cache_.accessToken(),
+                              std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
     if (!built.ok) {
       refused.outcome = SendOutcome::kPermanent;
       refused.reason = std::move(built.reason);

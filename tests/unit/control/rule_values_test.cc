@@ -152,8 +152,7 @@ TEST(ParseTtlText, TakesSecondsOrAUnitWithinTheBoundsAndNone) {
 }
 
 TEST(FormatTtl, ReadsBackAsParseTtlTextTakesIt) {
-  for (const char* text : {"90s", "5m", "2h", "30d", "none"})
-    EXPECT_EQ(formatTtl(parseTtlText(text, "--ttl")), text);
+  for (const char* text : {"90s", "5m", "2h", "30d", "none"}) EXPECT_EQ(formatTtl(parseTtlText(text, "--ttl")), text);
   EXPECT_EQ(formatTtl(1500), "1500ms");
 }
 

@@ -247,7 +247,8 @@ TEST(SmppValidity, TheDeadlineReachesTheSubmitSmBytes) {
   std::string bytes;
   ASSERT_EQ(encode(pdus[0], bytes), EncodeError::kNone);
   // schedule_delivery_time (empty: one NUL) then validity_period, NUL-terminated.
-  EXPECT_NE(bytes.find(std::string("\0" "261126153130000+" "\0", 18)), std::string::npos) << toHex(bytes);
+  const std::string nul(1, '\0');
+  EXPECT_NE(bytes.find(nul + "261126153130000+" + nul), std::string::npos) << toHex(bytes);
   Pdu back;
   ASSERT_EQ(decode(bytes, back), DecodeError::kNone);
   EXPECT_EQ(back.validity_period, "261126153130000+");
