@@ -21,8 +21,10 @@ struct DeliveryReceipt;  // pacer/sink.h
 // prune the tokens).
 // kSuppressed: a frequency cap refused the message under the suppress policy
 // (a finished outcome: nothing was sent, by rule, and the row says which cap).
-enum class DeliveryStatus { kSent, kFailed, kRejected, kInvalidToken, kSuppressed };
-// "sent", "failed", "rejected", "invalid_token", "suppressed".
+// kExpired: the message's deadline passed before it could be sent (nothing
+// was sent and no quota was spent; the reason names the deadline).
+enum class DeliveryStatus { kSent, kFailed, kRejected, kInvalidToken, kSuppressed, kExpired };
+// "sent", "failed", "rejected", "invalid_token", "suppressed", "expired".
 std::string_view deliveryStatusName(DeliveryStatus s) noexcept;
 
 struct DeliveryRecord {

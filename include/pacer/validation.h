@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,11 @@ inline constexpr double kMaxWeight = 1e6;
 // campaign id is the Kafka key). Campaign names: 0 (none) to kMaxNameBytes.
 inline constexpr std::size_t kMaxIdBytes = 256;
 inline constexpr std::size_t kMaxNameBytes = 256;
+// A campaign's default message lifetime (default_ttl_ms): one second to 30
+// days. Under a second no provider can act on it; APNs and FCM keep a
+// message for at most about four weeks anyway.
+inline constexpr std::int64_t kMinTtlMs = 1'000;
+inline constexpr std::int64_t kMaxTtlMs = 30LL * 24 * 3600 * 1000;
 
 // True when `s` is valid UTF-8 without control characters (C0, DEL, C1).
 bool printableUtf8(std::string_view s) noexcept;
@@ -39,6 +45,8 @@ std::optional<std::string> rateProblem(std::string_view field, double rate);
 std::optional<std::string> burstProblem(std::string_view field, double burst);
 // A finite weight in (0, kMaxWeight].
 std::optional<std::string> weightProblem(std::string_view field, double weight);
+// A lifetime in milliseconds in [kMinTtlMs, kMaxTtlMs].
+std::optional<std::string> ttlProblem(std::string_view field, std::int64_t ttl_ms);
 // An id: 1 to kMaxIdBytes bytes, printable UTF-8. `field` e.g. "campaign id".
 std::optional<std::string> idProblem(std::string_view field, std::string_view id);
 // A display name: at most kMaxNameBytes bytes, printable UTF-8 (empty: none).

@@ -57,6 +57,9 @@ struct CampaignInfo {
   std::string time_zone;       // IANA zone for messages without a `tz` header; empty: none
   std::optional<FrequencyCapRule> frequency_cap;  // per recipient, scope "campaign:<id>"; nullopt: none
   CapPolicy cap_policy = CapPolicy::kSuppress;    // when this campaign's own cap refuses (a class cap: caps.policy)
+  // A message's lifetime from when it is read, milliseconds; 0: none. A
+  // message's own deadline (pacer-expires-at) wins when it is earlier.
+  std::int64_t default_ttl_ms = 0;
 };
 
 // A provider as configured (the providers table).
@@ -204,6 +207,11 @@ struct WorkerOptions {
   std::size_t cap_min_batch = 16;
   std::size_t cap_batch = 2'000;
   Nanos cap_retry = std::chrono::milliseconds(200);  // wait after the store could not answer
+  // How often messages held with a deadline (queued, retrying, waiting) are
+  // looked over for any past it, so that a paused campaign's or provider's
+  // messages get their `expired` rows without waiting to be sent. The
+  // decisive check is at the moment of sending, whatever this is.
+  Nanos expiry_scan_interval = std::chrono::milliseconds(250);
 };
 
 // The rank of the class `name` (empty: the default class) in `options`,
@@ -244,6 +252,7 @@ struct CampaignStats {
   std::uint64_t rejected = 0;
   std::uint64_t invalid_tokens = 0;  // `invalid_token` rows: the recipient's push token is dead
   std::uint64_t suppressed = 0;      // `suppressed` rows: a frequency cap refused the message
+  std::uint64_t expired = 0;         // `expired` rows: the message's deadline passed before it could go
   std::uint64_t deferred = 0;        // messages a frequency cap made wait (policy defer, or the cap store down)
   std::size_t quiet_waiting = 0;     // gauge: messages waiting for the recipient's quiet hours to end
   std::string priority_class;        // its class as configured; empty: the default class
@@ -267,6 +276,7 @@ struct WorkerStats {
   std::uint64_t sent = 0, failed = 0, rejected = 0;
   std::uint64_t invalid_tokens = 0;  // `invalid_token` rows
   std::uint64_t suppressed = 0;      // `suppressed` rows
+  std::uint64_t expired = 0;         // `expired` rows
   std::uint64_t deferred = 0;        // times a frequency cap made a message wait
   std::uint64_t cap_round_trips = 0;  // decide() and release() calls on the cap store
   std::uint64_t cap_faults = 0;       // of them, answered with a fault (kUnavailable queries)

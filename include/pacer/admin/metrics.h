@@ -30,6 +30,7 @@ struct CampaignMetrics {
   std::uint64_t sent = 0, failed = 0, rejected = 0, retries = 0;
   std::uint64_t invalid_tokens = 0;  // ledger rows `invalid_token`
   std::uint64_t suppressed = 0;      // ledger rows `suppressed` (a frequency cap refused them)
+  std::uint64_t expired = 0;         // ledger rows `expired` (past their deadline, never sent)
   std::uint64_t deferred = 0;        // times a frequency cap made a message wait
   std::uint64_t quiet_waiting = 0;   // waiting in memory for the recipient's quiet hours to end
   std::optional<double> send_rate;  // configured; nullopt: unlimited (the series is left out)

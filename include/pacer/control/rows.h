@@ -20,6 +20,7 @@ struct LedgerCounts {
   std::int64_t invalid_token = 0;  // the recipient's push token was dead
   std::string last_recorded_at;    // empty: no row
   std::int64_t suppressed = 0;     // a frequency cap refused the message
+  std::int64_t expired = 0;        // past its deadline before it could be sent
 };
 
 // Delivery receipts of a campaign's sent messages (SMPP): matched to the
@@ -67,7 +68,10 @@ struct CampaignRules {
   std::optional<std::string> time_zone;
   std::optional<std::string> frequency_cap;
   std::optional<std::string> cap_policy;  // never "": suppress or defer
-  bool any() const noexcept { return priority_class || quiet_hours || time_zone || frequency_cap || cap_policy; }
+  std::optional<std::int64_t> default_ttl_ms;  // parseTtlText's milliseconds; 0: none (NULL)
+  bool any() const noexcept {
+    return priority_class || quiet_hours || time_zone || frequency_cap || cap_policy || default_ttl_ms;
+  }
 };
 
 struct NewCampaign {

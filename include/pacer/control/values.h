@@ -90,6 +90,7 @@ struct CampaignRow {
   std::string time_zone;                // IANA zone for messages without a `tz` header; empty: none
   std::string frequency_cap;            // "3/24h"; empty (NULL): none
   std::string cap_policy = "suppress";  // suppress or defer
+  std::int64_t default_ttl_ms = 0;      // a message's lifetime from its read (migration 10); 0 (NULL): none
 };
 
 // A provider as the providers table holds it.
@@ -147,6 +148,12 @@ std::string parseTimeZoneText(std::string_view text, std::string_view flag);
 std::string parseFrequencyCapText(std::string_view text, std::string_view flag);
 // "suppress" or "defer".
 std::string parseCapPolicyText(std::string_view text, std::string_view flag);
+// A message lifetime: whole seconds ("300") or a number with a unit
+// ("90s", "5m", "2h", "1d"), within validation::ttlProblem's bounds; "none"
+// (or "0") is 0. Returns milliseconds.
+std::int64_t parseTtlText(std::string_view text, std::string_view flag);
+// Milliseconds as parseTtlText reads them back: "5m", "90s", "1500ms"; 0: "none".
+std::string formatTtl(std::int64_t ms);
 
 // Campaign and provider ids: 1 to 256 bytes of UTF-8 without control
 // characters (a campaign id is the Kafka key, README "Message contract").

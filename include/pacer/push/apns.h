@@ -63,7 +63,10 @@ std::size_t apnsMaxPayload(std::string_view push_type) noexcept;
 // "authorization: bearer <jwt>"; the body is the payload unchanged. Not ok
 // (permanent) when the recipient is not a device token ("invalid device
 // token"), the payload is not a JSON object, or it is too large. `options`
-// must have passed validateApnsOptions.
+// must have passed validateApnsOptions. A message with a deadline
+// (Message::expires_at_ms) sets apns-expiration to it in whole seconds,
+// rounded down, or keeps options.expiration when that is earlier: APNs stops
+// trying the device once the message has expired.
 BuiltRequest buildApnsRequest(const Message& message, const ApnsOptions& options, std::string_view jwt);
 
 // Classifies an APNs answer: `status`, the body ({"reason", "timestamp"} on

@@ -22,7 +22,13 @@ std::string fcmPath(std::string_view project_id);
 // (permanent) when the payload is not a JSON object ("payload is not a JSON
 // object"), the recipient is empty, or the payload names its own target
 // ("topic" or "condition": FCM takes exactly one).
-BuiltRequest buildFcmRequest(const Message& message, std::string_view project_id, std::string_view access_token);
+// A message with a deadline (Message::expires_at_ms) carries its remaining
+// lifetime at `now_ms` (Unix milliseconds): android.ttl = "<whole seconds
+// left>s" (at least "0s": now or never) and, for iOS devices,
+// apns.headers.apns-expiration = the deadline in Unix seconds; a shorter
+// android.ttl or earlier apns-expiration already in the payload is kept.
+BuiltRequest buildFcmRequest(const Message& message, std::string_view project_id, std::string_view access_token,
+                             std::int64_t now_ms = 0);
 
 // Classifies an FCM answer from the status and the error JSON
 // ({"error": {"status", "message", "details": [{"errorCode"}, ...]}}):

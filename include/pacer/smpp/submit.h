@@ -72,6 +72,18 @@ AddressType sourceAddressType(std::string_view source_addr) noexcept;
 // all zero). An absolute time would expire every message at one instant.
 const char* validityPeriodError(std::string_view v) noexcept;
 
+// SMPP 3.4 section 7.1.1 absolute time of `epoch_ms`, in UTC:
+// "YYMMDDhhmmsst00+" (t = tenths of a second, 00 quarter hours from UTC).
+// Years 2000 to 2099 only; outside them, empty (the SMSC's default).
+std::string absoluteTime(std::int64_t epoch_ms);
+// Milliseconds of a relative time validityPeriodError() accepts (a year
+// counted as 365 days, a month as 30); 0 for empty.
+std::int64_t relativeMillis(std::string_view v) noexcept;
+// The validity_period of a message sent at `now_ms` whose deadline is
+// `expires_at_ms` (0: none): the deadline in absolute time when it ends
+// before `configured` (a relative time, or empty) would, else `configured`.
+std::string validityFor(std::string_view configured, std::int64_t expires_at_ms, std::int64_t now_ms);
+
 enum class BuildError {
   kNone,
   kNoRecipient,   // empty destination

@@ -75,6 +75,8 @@ void campaignMetrics(Families& f, const MetricsSnapshot& s) {
                "messages whose push token the provider called dead (ledger status invalid_token)", kCounter);
   auto& suppressed = f.family("pacer_campaign_suppressed_total",
                               "messages a frequency cap refused (ledger status suppressed)", kCounter);
+  auto& expired = f.family("pacer_campaign_expired_total",
+                           "messages past their deadline before they could be sent (ledger status expired)", kCounter);
   auto& deferred = f.family("pacer_campaign_deferred_total",
                             "times a frequency cap made a message wait (policy defer, or the cap store down)", kCounter);
   auto& quiet = f.family("pacer_campaign_quiet_waiting",
@@ -93,6 +95,7 @@ void campaignMetrics(Families& f, const MetricsSnapshot& s) {
     Families::add(rejected, l, d(c.rejected));
     Families::add(invalid_tokens, l, d(c.invalid_tokens));
     Families::add(suppressed, l, d(c.suppressed));
+    Families::add(expired, l, d(c.expired));
     Families::add(deferred, l, d(c.deferred));
     Families::add(quiet, l, d(c.quiet_waiting));
     Families::add(retries, l, d(c.retries));
@@ -322,8 +325,8 @@ namespace {
 
 // A campaign with a message counted, held or in flight here.
 bool touched(const CampaignStats& c) {
-  return c.sent + c.failed + c.rejected + c.invalid_tokens + c.suppressed + c.deferred + c.quiet_waiting + c.retries +
-             c.queued + c.retrying + c.to_park + c.parked_waiting + c.in_flight >
+  return c.sent + c.failed + c.rejected + c.invalid_tokens + c.suppressed + c.expired + c.deferred + c.quiet_waiting +
+             c.retries + c.queued + c.retrying + c.to_park + c.parked_waiting + c.in_flight >
          0;
 }
 
@@ -337,6 +340,7 @@ CampaignMetrics campaignMetricsOf(const CampaignStats& c) {
   m.rejected = c.rejected;
   m.invalid_tokens = c.invalid_tokens;
   m.suppressed = c.suppressed;
+  m.expired = c.expired;
   m.deferred = c.deferred;
   m.quiet_waiting = c.quiet_waiting;
   m.retries = c.retries;

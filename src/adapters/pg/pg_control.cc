@@ -58,6 +58,7 @@ CampaignRow rowOf(const NewCampaign& nc) {
   row.time_zone = nc.rules.time_zone.value_or("");
   row.frequency_cap = nc.rules.frequency_cap.value_or("");
   row.cap_policy = nc.rules.cap_policy.value_or("suppress");
+  row.default_ttl_ms = nc.rules.default_ttl_ms.value_or(0);
   return row;
 }
 
@@ -69,6 +70,7 @@ LedgerCounts ledgerFrom(const pqxx::row& r) {
   l.invalid_token = r[3].as<std::int64_t>();
   if (!r[4].is_null()) l.last_recorded_at = r[4].as<std::string>();
   l.suppressed = r[5].as<std::int64_t>();
+  l.expired = r[6].as<std::int64_t>();
   return l;
 }
 
@@ -76,7 +78,7 @@ constexpr const char* kLedgerCounts =
     "SELECT count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'), "
     "count(*) FILTER (WHERE status = 'rejected'), "
     "count(*) FILTER (WHERE status = 'invalid_token'), " PACER_UTC("max(recorded_at)") ", "
-    "count(*) FILTER (WHERE status = 'suppressed') FROM deliveries";
+    "count(*) FILTER (WHERE status = 'suppressed'), count(*) FILTER (WHERE status = 'expired') FROM deliveries";
 
 }  // namespace
 
@@ -127,13 +129,15 @@ CampaignRow PgControl::createCampaign(const NewCampaign& nc) {
       throw InvalidValueError(fmt::format("campaign '{}' would not be usable: {}", nc.id, problem));
     const pqxx::result r = tx.exec_params(
         "INSERT INTO campaigns (id, name, send_rate, burst, weight, provider, total, priority_class, quiet_hours, "
-        "time_zone, frequency_cap, cap_policy) "
+        "time_zone, frequency_cap, cap_policy, default_ttl_ms) "
         "VALUES ($1, $2, CASE WHEN $3 THEN $4::double precision END, $5, $6, NULLIF($7, ''), "
-        "CASE WHEN $8 THEN $9::bigint END, NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), NULLIF($13, ''), $14) "
+        "CASE WHEN $8 THEN $9::bigint END, NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), NULLIF($13, ''), $14, "
+        "NULLIF($15::bigint, 0)) "
         "ON CONFLICT (id) DO NOTHING RETURNING id",
         nc.id, nc.name, rate.limited, rate.value, nc.limit.burst, nc.weight, nc.provider, nc.total.has_value(),
         nc.total.value_or(0), rules.priority_class.value_or(""), rules.quiet_hours.value_or(""),
-        rules.time_zone.value_or(""), rules.frequency_cap.value_or(""), rules.cap_policy.value_or("suppress"));
+        rules.time_zone.value_or(""), rules.frequency_cap.value_or(""), rules.cap_policy.value_or("suppress"),
+        rules.default_ttl_ms.value_or(0));
     if (r.empty())
       throw RefusedError(fmt::format(
           "campaign '{}' already exists; `pacerctl campaign show {}` shows it and `pacerctl campaign set-rate` "
@@ -212,17 +216,19 @@ Change<CampaignRow> PgControl::setCampaignRules(const std::string& id, const Cam
     after.time_zone = rules.time_zone.value_or(before->time_zone);
     after.frequency_cap = rules.frequency_cap.value_or(before->frequency_cap);
     after.cap_policy = rules.cap_policy.value_or(before->cap_policy);
+    after.default_ttl_ms = rules.default_ttl_ms.value_or(before->default_ttl_ms);
     if (std::string problem; !campaignInfoOf(after, &problem))
       throw InvalidValueError(fmt::format("campaign '{}' would not be usable: {}", id, problem));
     if (after.priority_class == before->priority_class && after.quiet_hours == before->quiet_hours &&
         after.time_zone == before->time_zone && after.frequency_cap == before->frequency_cap &&
-        after.cap_policy == before->cap_policy)
+        after.cap_policy == before->cap_policy && after.default_ttl_ms == before->default_ttl_ms)
       return Change<CampaignRow>{*before, *before, false};
     tx.exec_params(
         "UPDATE campaigns SET priority_class = NULLIF($2, ''), quiet_hours = NULLIF($3, ''), "
-        "time_zone = NULLIF($4, ''), frequency_cap = NULLIF($5, ''), cap_policy = $6, updated_at = now() "
-        "WHERE id = $1",
-        id, after.priority_class, after.quiet_hours, after.time_zone, after.frequency_cap, after.cap_policy);
+        "time_zone = NULLIF($4, ''), frequency_cap = NULLIF($5, ''), cap_policy = $6, "
+        "default_ttl_ms = NULLIF($7::bigint, 0), updated_at = now() WHERE id = $1",
+        id, after.priority_class, after.quiet_hours, after.time_zone, after.frequency_cap, after.cap_policy,
+        after.default_ttl_ms);
     announce(tx, "campaign", id, actionName(CampaignAction::kSetRules));
     Change<CampaignRow> c{*before, *fetchCampaign(tx, id, false), true};
     tx.commit();

@@ -19,7 +19,7 @@ class PgParking final : public ParkingInterface {
     if (messages.empty()) return 0;
     std::vector<std::string_view> ids, campaigns, topics, recipients, payloads, zones;
     std::vector<std::int32_t> partitions;
-    std::vector<std::int64_t> offsets, not_before_ms;
+    std::vector<std::int64_t> offsets, not_before_ms, expires_at_ms;
     for (std::size_t i = 0; i < messages.size(); ++i) {
       const Message& m = messages[i];
       ids.push_back(m.id);
@@ -30,6 +30,7 @@ class PgParking final : public ParkingInterface {
       recipients.push_back(m.recipient);
       payloads.push_back(m.payload);
       zones.push_back(m.time_zone);
+      expires_at_ms.push_back(m.expires_at_ms);  // 0: none, stored as NULL
       // 0 (the epoch): no wait, stored as NULL.
       not_before_ms.push_back(not_before.empty() ? 0 : not_before[i].time_since_epoch().count());
     }
@@ -38,13 +39,14 @@ class PgParking final : public ParkingInterface {
       // A message already finished (replayed after a crash) is not parked again.
       const pqxx::result res = tx.exec_params(
           "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, recipient, payload, "
-          "time_zone, not_before) "
+          "time_zone, not_before, expires_at) "
           // One row per id: ON CONFLICT DO UPDATE may not touch a row twice
           // in one statement (two copies of a message a producer retried).
           "SELECT DISTINCT ON (u.id) u.id, u.campaign, u.topic, u.p, u.o, u.recipient, u.payload, u.tz, "
-          "to_timestamp(NULLIF(u.nb, 0) / 1000.0) "
+          "to_timestamp(NULLIF(u.nb, 0) / 1000.0), to_timestamp(NULLIF(u.ex, 0) / 1000.0) "
           "FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], "
-          "$7::bytea[], $8::text[], $9::bigint[]) AS u(id, campaign, topic, p, o, recipient, payload, tz, nb) "
+          "$7::bytea[], $8::text[], $9::bigint[], $11::bigint[]) "
+          "AS u(id, campaign, topic, p, o, recipient, payload, tz, nb, ex) "
           "WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = u.id) ORDER BY u.id, u.o "
           // The very row this worker claimed and must wait again (quiet hours
           // began): handed back with its new time. Another Kafka copy of the
@@ -53,7 +55,8 @@ class PgParking final : public ParkingInterface {
           "lease_until = NULL WHERE parked.owner = $10 AND parked.topic = EXCLUDED.topic "
           "AND parked.kafka_partition = EXCLUDED.kafka_partition AND parked.kafka_offset = EXCLUDED.kafka_offset",
           textArray(ids), textArray(campaigns), textArray(topics), numberArray(partitions), numberArray(offsets),
-          textArray(recipients), byteaArray(payloads), textArray(zones), numberArray(not_before_ms), options_.owner);
+          textArray(recipients), byteaArray(payloads), textArray(zones), numberArray(not_before_ms), options_.owner,
+          numberArray(expires_at_ms));
       tx.commit();
       return static_cast<std::size_t>(res.affected_rows());
     });
@@ -70,7 +73,8 @@ class PgParking final : public ParkingInterface {
           "WHERE seq IN (SELECT seq FROM parked WHERE campaign = $2 AND (owner IS NULL OR lease_until < now()) "
           "AND (not_before IS NULL OR not_before <= to_timestamp($5::bigint / 1000.0)) "
           "ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED) "
-          "RETURNING seq, message_id, campaign, topic, kafka_partition, kafka_offset, recipient, payload, time_zone",
+          "RETURNING seq, message_id, campaign, topic, kafka_partition, kafka_offset, recipient, payload, time_zone, "
+          "coalesce(round(extract(epoch FROM expires_at) * 1000)::bigint, 0)",
           options_.owner, campaign, static_cast<long long>(max), static_cast<double>(options_.lease.count()),
           static_cast<long long>(now.time_since_epoch().count()));
       tx.commit();
@@ -87,6 +91,7 @@ class PgParking final : public ParkingInterface {
         const pqxx::binarystring payload(row[7]);
         m.payload = payload.str();
         m.time_zone = row[8].as<std::string>();
+        m.expires_at_ms = row[9].as<std::int64_t>();
         rows.emplace_back(row[0].as<std::int64_t>(), std::move(m));
       }
       std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

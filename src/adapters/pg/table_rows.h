@@ -17,7 +17,7 @@ namespace pacer::ledger {
 inline constexpr const char* kCampaignColumns =
     "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at") ", total, "
     "coalesce(priority_class, ''), coalesce(quiet_hours, ''), coalesce(time_zone, ''), coalesce(frequency_cap, ''), "
-    "cap_policy";
+    "cap_policy, coalesce(default_ttl_ms, 0)";
 // From "providers p": the count of its campaigns is a subquery on p.id.
 inline constexpr const char* kProviderColumns =
     "id, rate, burst, (SELECT count(*) FROM campaigns c WHERE c.provider = p.id), " PACER_UTC("updated_at");
@@ -45,6 +45,7 @@ inline control::CampaignRow campaignRowFrom(const pqxx::row& r) {
   c.time_zone = r[11].as<std::string>();
   c.frequency_cap = r[12].as<std::string>();
   c.cap_policy = r[13].as<std::string>();
+  c.default_ttl_ms = r[14].as<std::int64_t>();
   return c;
 }
 

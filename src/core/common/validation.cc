@@ -115,4 +115,12 @@ std::optional<std::string> nameProblem(std::string_view field, std::string_view 
   return std::nullopt;
 }
 
+std::optional<std::string> ttlProblem(std::string_view field, std::int64_t ttl_ms) {
+  if (ttl_ms < kMinTtlMs)
+    return fmt::format("{} {} ms is below the shortest lifetime, {} ms (1 second)", field, ttl_ms, kMinTtlMs);
+  if (ttl_ms > kMaxTtlMs)
+    return fmt::format("{} {} ms is above the longest lifetime, {} ms (30 days)", field, ttl_ms, kMaxTtlMs);
+  return std::nullopt;
+}
+
 }  // namespace pacer::validation

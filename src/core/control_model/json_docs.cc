@@ -41,6 +41,7 @@ Json campaignJson(const CampaignRow& c) {
               {"time_zone", textOrNull(c.time_zone)},
               {"frequency_cap", textOrNull(c.frequency_cap)},
               {"cap_policy", c.cap_policy},
+              {"default_ttl_ms", c.default_ttl_ms > 0 ? Json(c.default_ttl_ms) : Json(nullptr)},
               {"invalid", problemJson(usable, problem)}};
 }
 
@@ -61,6 +62,7 @@ Json ledgerJson(const LedgerCounts& l) {
               {"rejected", l.rejected},
               {"invalid_token", l.invalid_token},
               {"suppressed", l.suppressed},
+              {"expired", l.expired},
               {"last_recorded_at", textOrNull(l.last_recorded_at)}};
 }
 

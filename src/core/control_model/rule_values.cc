@@ -8,6 +8,7 @@
 #include "pacer/campaign_rules.h"
 #include "pacer/control/values.h"
 #include "pacer/quiet_hours.h"
+#include "pacer/validation.h"
 
 namespace pacer::control {
 namespace {
@@ -73,6 +74,37 @@ std::string parseCapPolicyText(std::string_view text, std::string_view flag) {
         "allows it)",
         flag, text));
   return std::string(capPolicyName(*p));
+}
+
+std::int64_t parseTtlText(std::string_view text, std::string_view flag) {
+  if (text == "none" || text == "0") return 0;
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string_view unit = text.substr(digits);
+  std::int64_t per = 0;
+  if (unit.empty() || unit == "s")
+    per = 1000;
+  else if (unit == "m")
+    per = 60'000;
+  else if (unit == "h")
+    per = 3'600'000;
+  else if (unit == "d")
+    per = 86'400'000;
+  if (digits == 0 || digits > 9 || per == 0)
+    throw InvalidValueError(fmt::format(
+        "{} '{}': give a lifetime in whole seconds (300) or with a unit (90s, 5m, 2h, 1d), or none", flag, text));
+  const std::int64_t ms = std::stoll(std::string(text.substr(0, digits))) * per;
+  if (auto why = validation::ttlProblem(flag, ms)) throw InvalidValueError(*why);
+  return ms;
+}
+
+std::string formatTtl(std::int64_t ms) {
+  if (ms <= 0) return "none";
+  static constexpr std::pair<std::int64_t, const char*> kUnits[] = {
+      {86'400'000, "d"}, {3'600'000, "h"}, {60'000, "m"}, {1000, "s"}};
+  for (const auto& [per, unit] : kUnits)
+    if (ms % per == 0) return fmt::format("{}{}", ms / per, unit);
+  return fmt::format("{}ms", ms);
 }
 
 }  // namespace pacer::control

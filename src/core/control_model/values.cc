@@ -234,6 +234,7 @@ std::optional<CampaignInfo> campaignInfoOf(const CampaignRow& row, std::string* 
   ci.weight = row.weight;
   ci.provider = row.provider;
   ci.state = *state;
+  ci.default_ttl_ms = row.default_ttl_ms;
   if (auto why = rulesOf(row, ci)) {
     if (problem) *problem = *why;
     return std::nullopt;

@@ -53,6 +53,25 @@ class CampaignQueue {
     prepaid_ -= item.cost;
     return item;
   }
+  // The next message leaves without spending what is prepaid (it expired):
+  // the grant stays for the messages behind it, up to what they cost; the
+  // rest of it is given up (under the rate, never over).
+  Item dropFront() {
+    Item item = std::move(items_.front());
+    items_.pop_front();
+    const std::uint64_t unpaid_before = units_ - prepaid_;
+    units_ -= item.cost;
+    prepaid_ = std::min(prepaid_, units_);
+    scheduler_->dropBacklog(id_, unpaid_before - (units_ - prepaid_));
+    return item;
+  }
+  const Item& front() const { return items_.front(); }
+  // True when `pred(item)` holds for any queued message. Reads only.
+  template <typename Pred>
+  bool any(Pred pred) const {
+    return std::any_of(items_.begin(), items_.end(), [&](const Item& item) { return pred(item); });
+  }
+
   // A message taken and not sent after all (the sink refused it): first in
   // line again, still paid.
   void putBack(Item item) {

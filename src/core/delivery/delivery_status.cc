@@ -9,6 +9,7 @@ std::string_view deliveryStatusName(DeliveryStatus s) noexcept {
     case DeliveryStatus::kRejected: return "rejected";
     case DeliveryStatus::kInvalidToken: return "invalid_token";
     case DeliveryStatus::kSuppressed: return "suppressed";
+    case DeliveryStatus::kExpired: return "expired";
   }
   return "unknown";
 }

@@ -76,6 +76,15 @@ std::string problem(const RawMessage& raw, const DecodeOptions& options) {
     } else if (name == "tz" && value && (value->size() > kMaxZoneBytes || !usableText(*value))) {
       return "undecodable tz header: it must be an IANA time zone name, UTF-8 text without control characters, "
              "at most 64 bytes";
+    } else if (name == kExpiresAtHeader) {
+      std::string why;
+      if (!value)
+        why = "it has no value";
+      else if (value->size() > 64)
+        why = "longer than 64 bytes";
+      else if (parseDeadline(*value, why))
+        why.clear();
+      if (!why.empty()) return fmt::format("undecodable {} header: {}", kExpiresAtHeader, why);
     }
   }
   return {};
@@ -102,6 +111,10 @@ Decoded decodeMessage(RawMessage raw, const DecodeOptions& options) {
       m.recipient = std::move(*value);
     } else if (name == "tz" && value) {
       m.time_zone = std::move(*value);
+    } else if (name == kExpiresAtHeader && value) {
+      std::string why;
+      const std::int64_t at = parseDeadline(*value, why).value_or(0);          // checked by problem()
+      if (m.expires_at_ms == 0 || at < m.expires_at_ms) m.expires_at_ms = at;  // the earliest of several
     }
   }
   if (!have_id) m.id = positionId(m.position);

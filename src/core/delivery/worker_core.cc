@@ -24,6 +24,8 @@ std::optional<std::string> limitProblem(const char* rate_name, const std::option
 std::optional<std::string> rowProblem(const CampaignInfo& c) {
   if (auto p = limitProblem("send_rate", c.limit)) return p;
   if (auto why = validation::weightProblem("weight", c.weight)) return why;
+  if (c.default_ttl_ms != 0)
+    if (auto why = validation::ttlProblem("default_ttl_ms", c.default_ttl_ms)) return why;
   if (!c.quiet_hours.empty()) {
     QuietWindowParse q = parseQuietWindow(c.quiet_hours);
     if (!q.window) return std::move(q.error);
@@ -352,6 +354,7 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
   Item item;
   item.msg = std::move(msg);
   item.cost = cost.units;
+  m.applyTtl(c, item, now);
   m.hold(item.msg);
   m.admit(c, std::move(item), now);
 }
@@ -378,6 +381,7 @@ void WorkerCore::step(MonoTime now) {
     if (m.ledgerDue(now, false)) m.writeRows(now);
     return;
   }
+  m.expireHeld(now);  // before releasing retries and the tick: an expired message is granted nothing
   m.releaseRetries(now);
   m.providerPauses(now);
   m.releaseWaiting(now);
@@ -458,6 +462,7 @@ MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
   const Impl& m = *impl_;
   MonoTime wake = now + max;
   if (!m.retries.empty()) wake = std::min(wake, m.retries.begin()->first);
+  if (m.with_deadlines && m.bufferedMessages() > 0) wake = std::min(wake, m.next_expiry_scan);
   for (const Impl::Campaign* c : m.with_waiting)
     if (!c->waiting.empty()) wake = std::min(wake, m.monoAt(c->waiting.begin()->first));
   // Receipts too: the provider waits for their acknowledgement, which comes

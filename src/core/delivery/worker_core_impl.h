@@ -61,6 +61,9 @@ inline const char* closedReason(CampaignState state) noexcept {
   return nullptr;
 }
 
+// The reason of an `expired` row: the deadline (UTC) and how late it is.
+std::string expiredReason(std::int64_t expires_at_ms, std::int64_t now_ms);
+
 struct WorkerCore::Impl {
   using Item = delivery_detail::Item;
 
@@ -326,6 +329,21 @@ struct WorkerCore::Impl {
   std::string heldTokenReason(const Provider* p, const SendResult& r, MonoTime now) const;
 
   void releaseRetries(MonoTime now);
+
+  // --- deadlines (worker_core_expiry.cc) --------------------------------
+  bool with_deadlines = false;  // a message with a deadline was seen: scan for expired ones
+  MonoTime next_expiry_scan{};
+  // Tightens a new message's deadline with the campaign's default lifetime.
+  void applyTtl(const Campaign* c, Item& item, MonoTime now);
+  bool pastDeadline(const Item& item, MonoTime now) const;
+  void expiredRow(Campaign* c, const Item& item, MonoTime now);
+  // True (and its `expired` row made) when the item's deadline has passed.
+  bool expireIfDue(Campaign* c, Item& item, MonoTime now);
+  // The same for the head of c's queue, keeping its grant for the next one.
+  bool expireFront(Campaign* c, MonoTime now);
+  // Every held message past its deadline gets its row (at most once per
+  // expiry_scan_interval).
+  void expireHeld(MonoTime now);
 
   void dispatch(MonoTime now, bool& blocked);
   bool sendPaid(Campaign* c, MonoTime now);

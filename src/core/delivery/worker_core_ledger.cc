@@ -91,6 +91,10 @@ void WorkerCore::Impl::count(Campaign* c, DeliveryStatus status) {
       ++totals.suppressed;
       if (c) ++c->stats.suppressed;
       break;
+    case DeliveryStatus::kExpired:
+      ++totals.expired;
+      if (c) ++c->stats.expired;
+      break;
   }
 }
 

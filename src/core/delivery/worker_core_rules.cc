@@ -64,6 +64,7 @@ void WorkerCore::Impl::setRules(Campaign* c) {
 }
 
 void WorkerCore::Impl::admit(Campaign* c, Item item, MonoTime now) {
+  if (expireIfDue(c, item, now)) return;
   if (holdForQuiet(c, item, now)) return;
   route(c, std::move(item), now);
 }

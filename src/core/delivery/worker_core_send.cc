@@ -268,6 +268,7 @@ void WorkerCore::Impl::releaseRetries(MonoTime now) {
       addRow(c, node.mapped().second, DeliveryStatus::kFailed, node.mapped().second.attempts, why);
       continue;
     }
+    if (expireIfDue(c, node.mapped().second, now)) continue;
     enqueue(c, std::move(node.mapped().second), true);
   }
 }
@@ -323,6 +324,7 @@ void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
 // refused one (it goes back, first in line and still paid).
 bool WorkerCore::Impl::sendPaid(Campaign* c, MonoTime now) {
   while (c->queue.affordable()) {
+    if (expireFront(c, now)) continue;  // the last check, on the sending step's wall time
     Item item = take(c);
     // Quiet again since it was queued (a retry, or a long wait in the
     // queue): it waits again; its token is spent (under the rate, never over).

@@ -47,6 +47,7 @@ struct Request {
   std::string campaign;
   std::string key;
   int status;
+  std::string expires_at;  // the Pacer-Expires-At header; empty: none
 };
 
 std::uint64_t maxInWindow(std::vector<std::int64_t> times, std::int64_t window_ns) {
@@ -200,6 +201,7 @@ struct FakeProvider::Impl {
     const int forced = forced_header != nullptr ? std::atoi(forced_header) : 0;
     const char* campaign = header(c, "Pacer-Campaign");
     const char* key = header(c, "Idempotency-Key");
+    const char* expires_at = header(c, "Pacer-Expires-At");
     int status = 200;
     bool close = header(c, "X-Fake-Close") != nullptr;
     const MonoTime now = clock->now();
@@ -222,7 +224,8 @@ struct FakeProvider::Impl {
           window.push_back(now);
       }
       requests.push_back(Request{(now - started).count(), campaign != nullptr ? campaign : "",
-                                 key != nullptr ? key : "", close ? 0 : status});
+                                 key != nullptr ? key : "", close ? 0 : status,
+                                 expires_at != nullptr ? expires_at : ""});
     }
     if (close) {
       // Headers promise a body that never comes whole: the client sees the
@@ -438,8 +441,9 @@ void FakeProvider::writeRecord(const std::string& path) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   std::ofstream out(path);
   for (const Request& r : impl_->requests) {
-    out << fmt::format("{:.3f} {} {} {}\n", static_cast<double>(r.at_ns) / 1e6, r.campaign.empty() ? "-" : r.campaign,
-                       r.key.empty() ? "-" : r.key, r.status);
+    out << fmt::format("{:.3f} {} {} {} {}\n", static_cast<double>(r.at_ns) / 1e6,
+                       r.campaign.empty() ? "-" : r.campaign, r.key.empty() ? "-" : r.key, r.status,
+                       r.expires_at.empty() ? "-" : r.expires_at);
   }
 }
 

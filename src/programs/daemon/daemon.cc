@@ -362,10 +362,11 @@ class Daemon {
   void logStats() {
     const WorkerStats s = core_->stats();
     log_->info(
-        "event=stats read={} sent={} failed={} rejected={} invalid_token={} suppressed={} deferred={} waiting={} "
+        "event=stats read={} sent={} failed={} rejected={} invalid_token={} suppressed={} expired={} deferred={} "
+        "waiting={} "
         "skipped={} parked={} unparked={} ledger_rows={} ledger_errors={} buffered={} unrecorded={} quota_batches={} "
         "quota_degraded_providers={} cap_round_trips={} cap_faults={}",
-        s.read, s.sent, s.failed, s.rejected, s.invalid_tokens, s.suppressed, s.deferred, s.waiting,
+        s.read, s.sent, s.failed, s.rejected, s.invalid_tokens, s.suppressed, s.expired, s.deferred, s.waiting,
         s.skipped_finished, s.parked, s.unparked, s.ledger_rows, s.ledger_errors, s.buffered_messages, s.unrecorded,
         s.quota.batches, s.quota.degraded_providers, s.cap_round_trips, s.cap_faults);
   }

@@ -21,6 +21,7 @@ json totals(const WorkerStats& s, bool with_quota) {
   j["rejected"] = s.rejected;
   j["invalid_token"] = s.invalid_tokens;
   j["suppressed"] = s.suppressed;
+  j["expired"] = s.expired;
   j["deferred"] = s.deferred;
   j["cap_round_trips"] = s.cap_round_trips;  // decide() and release() batches: Redis round trips
   j["cap_faults"] = s.cap_faults;
@@ -70,6 +71,7 @@ json campaign(const CampaignStats& c, const std::map<std::string, const Campaign
   e["rejected"] = c.rejected;
   e["invalid_token"] = c.invalid_tokens;
   e["suppressed"] = c.suppressed;
+  e["expired"] = c.expired;
   e["deferred"] = c.deferred;
   e["retries"] = c.retries;
   e["parked"] = c.parked;

@@ -41,6 +41,10 @@ void rulesArgs(CLI::App* cmd, Values& v) {
   optionalText(cmd, "--cap-policy", v.cap_policy,
                "what a capped message becomes: suppress (a suppressed ledger row) or defer (it waits) "
                "(default: suppress)");
+  optionalText(cmd, "--ttl", v.ttl,
+               "default message lifetime from when pacerd reads it: seconds (300) or 90s, 5m, 2h, 1d, 1 s to 30 d; "
+               "past it a message is expired, not sent; a pacer-expires-at header that is earlier wins; or none "
+               "(default: none)");
 }
 
 CampaignRules rulesOf(const Values& v) {
@@ -50,6 +54,7 @@ CampaignRules rulesOf(const Values& v) {
   if (v.time_zone) r.time_zone = parseTimeZoneText(*v.time_zone, "--time-zone");
   if (v.cap) r.frequency_cap = parseFrequencyCapText(*v.cap, "--cap");
   if (v.cap_policy) r.cap_policy = parseCapPolicyText(*v.cap_policy, "--cap-policy");
+  if (v.ttl) r.default_ttl_ms = parseTtlText(*v.ttl, "--ttl");
   return r;
 }
 
@@ -57,11 +62,11 @@ std::string orDash(const std::string& text) { return text.empty() ? "-" : text; 
 std::string classText(const std::string& c) { return c.empty() ? "default" : c; }
 std::string orNone(const std::string& text) { return text.empty() ? "none" : text; }
 
-// "class bulk, quiet hours 21:00-08:00 (Europe/London), cap 3/24h (suppress)"
+// "class bulk, quiet hours 21:00-08:00 (Europe/London), cap 3/24h (suppress), ttl 5m"
 std::string rulesText(const CampaignRow& c) {
-  return fmt::format("class {}, quiet hours {}{}, cap {} ({})", classText(c.priority_class), orNone(c.quiet_hours),
+  return fmt::format("class {}, quiet hours {}{}, cap {} ({}){}", classText(c.priority_class), orNone(c.quiet_hours),
                      c.time_zone.empty() ? "" : fmt::format(" ({})", c.time_zone), orNone(c.frequency_cap),
-                     c.cap_policy);
+                     c.cap_policy, c.default_ttl_ms > 0 ? ", ttl " + formatTtl(c.default_ttl_ms) : std::string());
 }
 
 void campaignCreate(Session& s, const Values& v) {
@@ -128,6 +133,7 @@ void campaignShow(Session& s, const Values& v) {
   t.add({"time_zone", orNone(c.time_zone)});
   t.add({"frequency_cap", orNone(c.frequency_cap)});
   t.add({"cap_policy", c.cap_policy});
+  t.add({"default_ttl", formatTtl(c.default_ttl_ms)});
   std::string problem;
   if (!campaignInfoOf(c, &problem)) t.add({"invalid", problem + " (pacerd skips it)"});
   t.add({"sent", std::to_string(d.ledger.sent)});
@@ -135,6 +141,7 @@ void campaignShow(Session& s, const Values& v) {
   t.add({"rejected", std::to_string(d.ledger.rejected)});
   t.add({"invalid_token", std::to_string(d.ledger.invalid_token)});
   t.add({"suppressed", std::to_string(d.ledger.suppressed)});
+  t.add({"expired", std::to_string(d.ledger.expired)});
   t.add({"last_recorded_at", d.ledger.last_recorded_at.empty() ? "-" : d.ledger.last_recorded_at});
   t.add({"parked", std::to_string(d.parked)});
   const ReceiptCounts& r = d.receipts;

@@ -54,6 +54,7 @@ struct Values {
   std::optional<std::string> time_zone;
   std::optional<std::string> cap;
   std::optional<std::string> cap_policy;
+  std::optional<std::string> ttl;
 };
 
 // The command to run, by the (sub)command CLI11 parsed.

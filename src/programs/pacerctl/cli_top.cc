@@ -152,7 +152,8 @@ Json statusJson(const StatusReport& r, const std::string& shown) {
   for (const auto& [state, n] : r.campaigns_by_state) campaigns[state] = n, total += n;
   campaigns["total"] = total;
   Json ledger = ledgerJson(r.ledger);
-  ledger["total"] = r.ledger.sent + r.ledger.failed + r.ledger.rejected + r.ledger.invalid_token + r.ledger.suppressed;
+  ledger["total"] = r.ledger.sent + r.ledger.failed + r.ledger.rejected + r.ledger.invalid_token + r.ledger.suppressed +
+                    r.ledger.expired;
   return Json{
       {"postgres", shown},      {"schema", {{"database", r.schema_version}, {"pacerctl", r.build_schema_version}}},
       {"campaigns", campaigns}, {"providers", r.providers},
@@ -173,6 +174,7 @@ void status(Session& s) {
   t.add({"ledger rejected", std::to_string(r.ledger.rejected)});
   t.add({"ledger invalid_token", std::to_string(r.ledger.invalid_token)});
   t.add({"ledger suppressed", std::to_string(r.ledger.suppressed)});
+  t.add({"ledger expired", std::to_string(r.ledger.expired)});
   t.add({"parked", std::to_string(r.parked)});
   t.add({"parked, claimed by a worker", std::to_string(r.parked_claimed)});
   s.out << fmt::format("postgres: {}\nschema version: {} (this pacerctl: {})\nlast ledger row: {}\n", shown,

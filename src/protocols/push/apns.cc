@@ -152,7 +152,12 @@ BuiltRequest buildApnsRequest(const Message& message, const ApnsOptions& options
                {"apns-topic", apnsTopicFor(options.topic, options.push_type)},
                {"apns-push-type", options.push_type},
                {"apns-priority", std::to_string(options.priority)}};
-  if (options.expiration) r.headers.emplace_back("apns-expiration", std::to_string(*options.expiration));
+  std::optional<std::int64_t> expiration = options.expiration;
+  if (message.expires_at_ms > 0) {
+    const std::int64_t deadline_s = message.expires_at_ms / 1000;
+    expiration = expiration ? std::min(*expiration, deadline_s) : deadline_s;
+  }
+  if (expiration) r.headers.emplace_back("apns-expiration", std::to_string(*expiration));
   if (!options.collapse_id.empty()) r.headers.emplace_back("apns-collapse-id", options.collapse_id);
   r.body = message.payload;
   built.ok = true;

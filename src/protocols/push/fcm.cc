@@ -59,7 +59,50 @@ std::string fcmPath(std::string_view project_id) {
   return "/v1/projects/" + std::string(project_id) + "/messages:send";
 }
 
-BuiltRequest buildFcmRequest(const Message& message, std::string_view project_id, std::string_view access_token) {
+namespace {
+
+// Seconds of an FCM duration ("3.5s", "60s"); nullopt when it is not one.
+std::optional<std::int64_t> durationSeconds(const nlohmann::json& v) {
+  if (!v.is_string()) return std::nullopt;
+  const std::string s = v.get<std::string>();
+  if (s.size() < 2 || s.back() != 's' || s.front() < '0' || s.front() > '9') return std::nullopt;
+  std::int64_t secs = 0;
+  for (std::size_t i = 0; i + 1 < s.size() && s[i] != '.'; ++i) {
+    if (s[i] < '0' || s[i] > '9' || secs > 1'000'000'000'000) return std::nullopt;
+    secs = secs * 10 + (s[i] - '0');
+  }
+  return secs;
+}
+
+std::optional<std::int64_t> integerText(const nlohmann::json& v) {
+  if (!v.is_string()) return std::nullopt;
+  const std::string s = v.get<std::string>();
+  if (s.empty() || s.size() > 15 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoll(s);
+}
+
+// The remaining lifetime in FCM's terms: android.ttl and, for the iOS
+// override, apns.headers.apns-expiration; each kept when the payload's own
+// is already shorter.
+void carryDeadline(nlohmann::json& fields, std::int64_t expires_at_ms, std::int64_t now_ms) {
+  const std::int64_t left_s = std::max<std::int64_t>(0, (expires_at_ms - now_ms) / 1000);
+  nlohmann::json& android = fields["android"];
+  if (!android.is_object()) android = nlohmann::json::object();
+  const auto own_ttl = android.contains("ttl") ? durationSeconds(android["ttl"]) : std::nullopt;
+  if (!own_ttl || *own_ttl > left_s) android["ttl"] = std::to_string(left_s) + "s";
+  nlohmann::json& apns = fields["apns"];
+  if (!apns.is_object()) apns = nlohmann::json::object();
+  nlohmann::json& headers = apns["headers"];
+  if (!headers.is_object()) headers = nlohmann::json::object();
+  const std::int64_t deadline_s = expires_at_ms / 1000;
+  const auto own_exp = headers.contains("apns-expiration") ? integerText(headers["apns-expiration"]) : std::nullopt;
+  if (!own_exp || *own_exp > deadline_s) headers["apns-expiration"] = std::to_string(deadline_s);
+}
+
+}  // namespace
+
+BuiltRequest buildFcmRequest(const Message& message, std::string_view project_id, std::string_view access_token,
+                             std::int64_t now_ms) {
   BuiltRequest built;
   nlohmann::json fields = nlohmann::json::parse(message.payload, nullptr, false);
   if (!fields.is_object()) {
@@ -75,6 +118,7 @@ BuiltRequest buildFcmRequest(const Message& message, std::string_view project_id
     return built;
   }
   fields["token"] = message.recipient;
+  if (message.expires_at_ms > 0) carryDeadline(fields, message.expires_at_ms, now_ms);
   built.request.path = fcmPath(project_id);
   built.request.headers = {{"authorization", "Bearer " + std::string(access_token)}};
   built.request.body = nlohmann::json{{"message", std::move(fields)}}.dump();

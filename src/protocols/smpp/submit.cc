@@ -1,6 +1,8 @@
 #include "pacer/smpp/submit.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 
 namespace pacer::smpp {
 namespace {
@@ -77,6 +79,38 @@ const char* validityPeriodError(std::string_view v) noexcept {
     return "months 00-11, days 00-30, hours 00-23, minutes and seconds 00-59";
   if (v.substr(0, 12) == "000000000000") return "zero would expire every message at once";
   return nullptr;
+}
+
+std::string absoluteTime(std::int64_t epoch_ms) {
+  using namespace std::chrono;
+  const sys_time<milliseconds> at{milliseconds{epoch_ms}};
+  const auto day = floor<days>(at);
+  const year_month_day ymd{day};
+  const int year = static_cast<int>(ymd.year());
+  if (year < 2000 || year > 2099) return {};
+  const hh_mm_ss<milliseconds> hms{at - day};
+  char buf[32];  // 16 and the NUL; room the compiler cannot rule out for ints
+  std::snprintf(buf, sizeof buf, "%02d%02u%02u%02d%02d%02d%01d00+", year % 100, static_cast<unsigned>(ymd.month()),
+                static_cast<unsigned>(ymd.day()), static_cast<int>(hms.hours().count()),
+                static_cast<int>(hms.minutes().count()), static_cast<int>(hms.seconds().count()),
+                static_cast<int>(hms.subseconds().count() / 100));
+  return buf;
+}
+
+std::int64_t relativeMillis(std::string_view v) noexcept {
+  if (v.empty() || validityPeriodError(v) != nullptr) return 0;
+  constexpr std::int64_t kDay = 86'400;
+  const std::int64_t secs = twoDigits(v, 0) * 365 * kDay + twoDigits(v, 2) * 30 * kDay + twoDigits(v, 4) * kDay +
+                            twoDigits(v, 6) * 3600 + twoDigits(v, 8) * 60 + twoDigits(v, 10);
+  return secs * 1000;
+}
+
+std::string validityFor(std::string_view configured, std::int64_t expires_at_ms, std::int64_t now_ms) {
+  if (expires_at_ms <= 0) return std::string(configured);
+  const std::int64_t by_config = relativeMillis(configured);
+  if (by_config > 0 && now_ms + by_config <= expires_at_ms) return std::string(configured);
+  std::string absolute = absoluteTime(expires_at_ms);
+  return absolute.empty() ? std::string(configured) : absolute;
 }
 
 const char* buildErrorName(BuildError e) noexcept {

@@ -27,6 +27,7 @@ struct Transfer {
   std::string url;              // only when the URL template has placeholders
   std::string key_header;       // "Idempotency-Key: <id>"
   std::string campaign_header;  // "Pacer-Campaign: <campaign>"
+  std::string expires_header;   // "Pacer-Expires-At: <deadline>"; "Pacer-Expires-At:" (not sent) without one
   // The request's header list, built here rather than with curl_slist_append
   // (one malloc per header per request). libcurl only reads the list.
   std::vector<curl_slist> headers;
@@ -128,8 +129,11 @@ class HttpSink final : public SinkInterface {
     t->response.clear();
     setHeaderLine(t->key_header, "Idempotency-Key", m.id);
     setHeaderLine(t->campaign_header, "Pacer-Campaign", m.campaign);
+    // A header with nothing after its colon is not sent (libcurl).
+    setHeaderLine(t->expires_header, "Pacer-Expires-At", m.expires_at_ms > 0 ? formatDeadline(m.expires_at_ms) : "");
     // Their buffers may have moved: point the list at them again.
     const std::size_t n = t->headers.size();
+    t->headers[n - 3].data = t->expires_header.data();
     t->headers[n - 2].data = t->key_header.data();
     t->headers[n - 1].data = t->campaign_header.data();
     CURL* e = t->easy;
@@ -318,7 +322,7 @@ class HttpSink final : public SinkInterface {
   // Everything that is the same for every request, set once per handle:
   // options stay set on an easy handle from one transfer to the next.
   void configure(Transfer& t) {
-    t.headers.resize(static_headers_.size() + 2);
+    t.headers.resize(static_headers_.size() + 3);
     for (std::size_t i = 0; i < t.headers.size(); ++i) {
       t.headers[i].data = i < static_headers_.size() ? static_headers_[i].data() : nullptr;
       t.headers[i].next = i + 1 < t.headers.size() ? &t.headers[i + 1] : nullptr;

@@ -46,8 +46,10 @@ class FcmCodec final : public HttpCodec {
     if (log_) log_(fmt::format("fcm: access token fetch failed: {}", last_failure_));
   }
 
-  bool build(const Message& m, WallTime, HttpRequest& out, SendResult& refused) override {
-    push::BuiltRequest built = push::buildFcmRequest(m, project_id_, cache_.accessToken());
+  bool build(const Message& m, WallTime now, HttpRequest& out, SendResult& refused) override {
+    push::BuiltRequest built =
+        push::buildFcmRequest(m, project_id_, cache_.accessToken(),
+                              std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
     if (!built.ok) {
       refused.outcome = SendOutcome::kPermanent;
       refused.reason = std::move(built.reason);

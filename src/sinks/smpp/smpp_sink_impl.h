@@ -160,6 +160,12 @@ class SmppSink final : public SmppSinkInterface {
       finish(i, std::move(r));
       return true;
     }
+    if (m.expires_at_ms > 0) {
+      // The message's deadline (docs/smpp.md, "Validity period"): the SMSC
+      // stops trying once it passes.
+      const std::string validity = smpp::validityFor(options_.submit.validity_period, m.expires_at_ms, wallMs());
+      for (std::size_t k = 0; k < s.count; ++k) s.pdus[k].validity_period = validity;
+    }
     s.tally.begin(s.count);
     if (partial != partials_.end() && partial->second.accepted_ids.size() == s.count)
       s.tally.restore(partial->second.accepted_ids);

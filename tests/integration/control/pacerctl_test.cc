@@ -173,8 +173,9 @@ TEST_F(PacerctlTest, CampaignShowCountsTheLedgerAndParkedForThatCampaignOnly) {
   const Json j = Json::parse(r.out);
   EXPECT_EQ(j.at("id"), "c1");
   EXPECT_EQ(j.at("send_rate"), 10.0);
-  EXPECT_EQ(j.at("ledger"), Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,"suppressed":0,)"
-                                        R"("last_recorded_at":"2026-11-23T08:00:07Z"})"));
+  EXPECT_EQ(j.at("ledger"),
+            Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,"suppressed":0,"expired":0,)"
+                        R"("last_recorded_at":"2026-11-23T08:00:07Z"})"));
   EXPECT_EQ(j.at("parked"), 2);
 
   r = ctl({"campaign", "show", "c1"});
@@ -413,8 +414,9 @@ TEST_F(PacerctlTest, StatusCountsCampaignsByStateLedgerAndParked) {
   EXPECT_EQ(j.at("schema").at("pacerctl"), ledger::latestSchemaVersion());
   EXPECT_EQ(j.at("campaigns"), Json::parse(R"({"active":2,"paused":1,"cancelled":1,"completed":0,"total":4})"));
   EXPECT_EQ(j.at("providers"), 1);
-  EXPECT_EQ(j.at("ledger"), Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,"suppressed":0,)"
-                                        R"("last_recorded_at":"2026-11-23T08:30:00Z","total":5})"));
+  EXPECT_EQ(j.at("ledger"),
+            Json::parse(R"({"sent":2,"failed":1,"rejected":1,"invalid_token":1,"suppressed":0,"expired":0,)"
+                        R"("last_recorded_at":"2026-11-23T08:30:00Z","total":5})"));
   EXPECT_EQ(j.at("parked"), Json::parse(R"({"total":3,"claimed":1})"));
 
   r = ctl({"status"});

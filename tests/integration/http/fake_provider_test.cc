@@ -223,9 +223,9 @@ TEST_F(FakeProviderTest, CloseRateDropsConnectionsMidResponse) {
   EXPECT_EQ(send(port, "b", "x", {"X-Fake-Close: 1"}).code, CURLE_PARTIAL_FILE);
 }
 
-TEST_F(FakeProviderTest, RecordHasOneLinePerRequestWithTimeCampaignKeyAndStatus) {
+TEST_F(FakeProviderTest, RecordHasOneLinePerRequestWithTimeCampaignKeyStatusAndDeadline) {
   const int port = start();
-  EXPECT_EQ(send(port, "promo", "key-1").status, 200);
+  EXPECT_EQ(send(port, "promo", "key-1", {"Pacer-Expires-At: 2026-11-26T15:30:00.250Z"}).status, 200);
   EXPECT_EQ(send(port, "", "", {"X-Fake-Status: 503"}).status, 503);
   EXPECT_EQ(send(port, "promo", "key-2", {"X-Fake-Close: 1"}).code, CURLE_PARTIAL_FILE);
   const auto path = std::filesystem::temp_directory_path() / ("fake_provider_record_" + std::to_string(::getpid()));
@@ -235,9 +235,9 @@ TEST_F(FakeProviderTest, RecordHasOneLinePerRequestWithTimeCampaignKeyAndStatus)
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   std::filesystem::remove(path);
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_THAT(lines[0], ::testing::MatchesRegex(R"([0-9]+\.[0-9]{3} promo key-1 200)"));
-  EXPECT_THAT(lines[1], ::testing::MatchesRegex(R"([0-9]+\.[0-9]{3} - - 503)"));
-  EXPECT_THAT(lines[2], ::testing::MatchesRegex(R"([0-9]+\.[0-9]{3} promo key-2 0)"));  // 0: dropped
+  EXPECT_THAT(lines[0], ::testing::MatchesRegex(R"([0-9]+\.[0-9]{3} promo key-1 200 2026-11-26T15:30:00\.250Z)"));
+  EXPECT_THAT(lines[1], ::testing::MatchesRegex(R"([0-9]+\.[0-9]{3} - - 503 -)"));
+  EXPECT_THAT(lines[2], ::testing::MatchesRegex(R"([0-9]+\.[0-9]{3} promo key-2 0 -)"));  // 0: dropped
 }
 
 TEST_F(FakeProviderTest, ListensWithABacklogOf1024) {

@@ -3,8 +3,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "pacer/fakes/fake_provider.h"
@@ -82,6 +85,28 @@ TEST_F(HttpSinkTest, TwoHundredIsDeliveredWithTheContractHeaders) {
   EXPECT_EQ(report["(all)"]["duplicates"], 10);
   EXPECT_EQ(report["a"]["requests"], 25);  // Pacer-Campaign arrived
   EXPECT_EQ(s->inFlight(), 0u);
+}
+
+TEST_F(HttpSinkTest, AMessageDeadlineArrivesAsPacerExpiresAtAndNoneWithout) {
+  startProvider();
+  auto s = sink();
+  Message with = msg("m-deadline");
+  with.expires_at_ms = 1'795'707'000'250;
+  ASSERT_TRUE(s->submit(with, 1));
+  ASSERT_TRUE(s->submit(msg("m-none"), 2));
+  ASSERT_EQ(collect(*s, 2).size(), 2u);
+  ASSERT_TRUE(s->submit(msg("m-after"), 3));  // the handle reused: the header does not stick
+  ASSERT_EQ(collect(*s, 1).size(), 1u);
+  const auto path = std::filesystem::temp_directory_path() / ("http_sink_record_" + std::to_string(::getpid()));
+  provider_->writeRecord(path.string());
+  std::ifstream in(path);
+  std::map<std::string, std::string> deadline_of;  // idempotency key -> the recorded header
+  for (std::string at, campaign, key, status, expires; in >> at >> campaign >> key >> status >> expires;)
+    deadline_of[key] = expires;
+  std::filesystem::remove(path);
+  EXPECT_EQ(deadline_of["m-deadline"], "2026-11-26T15:30:00.250Z");
+  EXPECT_EQ(deadline_of["m-none"], "-");
+  EXPECT_EQ(deadline_of["m-after"], "-");
 }
 
 TEST_F(HttpSinkTest, TooManyRequestsIsAThrottleWithRetryAfterInSeconds) {

@@ -386,6 +386,28 @@ TEST_F(PgLedgerTest, FinishedOffsetsIncludeParkedMessages) {
   EXPECT_EQ(ledger->finishedOffsets("messages", 4, 0, 100), (std::vector<std::int64_t>{}));
 }
 
+// A parked message keeps its deadline (migration 10), to the millisecond, and
+// one without a deadline comes back without one.
+TEST_F(PgLedgerTest, ParkedMessagesKeepTheirDeadline) {
+  migrate(options_);
+  auto parking = makePgParking(PgParkingOptions{options_, "test-worker"});
+  std::vector<Message> ms(2);
+  for (int i = 0; i < 2; ++i) {
+    ms[i].id = "dl" + std::to_string(i);
+    ms[i].campaign = "camp-dl";
+    ms[i].position = Position{"messages", 6, i};
+    ms[i].payload = "x";
+  }
+  ms[0].expires_at_ms = 1'795'707'000'250;
+  ASSERT_EQ(parking->park(ms, {}), 2u);
+  const std::vector<Message> got =
+      parking->claim("camp-dl", 10, WallTime{std::chrono::milliseconds(1'795'700'000'000)});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].id, "dl0");
+  EXPECT_EQ(got[0].expires_at_ms, 1'795'707'000'250);
+  EXPECT_EQ(got[1].expires_at_ms, 0);
+}
+
 // Quiet hours and deferred caps park a message until a time: no claim hands
 // it out before then (on the caller's wall clock), and its zone comes back.
 TEST_F(PgLedgerTest, ParkedMessagesWaitForTheirNotBeforeAndKeepTheirZone) {

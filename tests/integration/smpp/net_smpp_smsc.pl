@@ -40,7 +40,7 @@ while (my $pdu = $c->read_pdu) {
         my $id = sprintf 'perl-%04d', ++$n;
         print $log "submit_sm dest=$pdu->{destination_addr} ton=$pdu->{dest_addr_ton} npi=$pdu->{dest_addr_npi}",
             " source=$pdu->{source_addr} dc=$pdu->{data_coding} regdel=$pdu->{registered_delivery}",
-            " text=$pdu->{short_message}\n";
+            " text=$pdu->{short_message} validity=$pdu->{validity_period}\n";
         $c->submit_sm_resp(message_id => $id, seq => $pdu->{seq});
         my $text = "id:$id sub:001 dlvrd:001 submit date:2611241530 done date:2611241531 ";
         if ($n == 1) {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "pacer/sinks/smpp_sink.h"
+#include "pacer/smpp/submit.h"
 
 namespace pacer::sink {
 namespace {
@@ -98,10 +99,16 @@ TEST(NetSmppSmsc, SinkDeliversAndReadsTheirReceipts) {
   o.submit.source_addr_ton = 5;
   o.submit.source_addr_npi = 0;
   o.seed = 3;
+  std::string validity;  // m2's deadline as SMPP's absolute time
   {
     auto sink = makeSmppSink(o);
     ASSERT_TRUE(sink->submit(msg("m1", "+4915112345678", "Hello {Net::SMPP}"), 1));
-    ASSERT_TRUE(sink->submit(msg("m2", "4915112345679", "second"), 2));
+    Message second = msg("m2", "4915112345679", "second");
+    second.expires_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch() + std::chrono::hours(1))
+                               .count();
+    validity = smpp::absoluteTime(second.expires_at_ms);
+    ASSERT_TRUE(sink->submit(second, 2));
     std::vector<SendResult> results;
     std::vector<DeliveryReceipt> receipts;
     const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -144,6 +151,10 @@ TEST(NetSmppSmsc, SinkDeliversAndReadsTheirReceipts) {
             std::string::npos)
       << log;
   EXPECT_NE(log.find("submit_sm dest=4915112345679"), std::string::npos) << log;
+  // m2's deadline, as Net::SMPP read validity_period; m1 had none (the SMSC's default).
+  ASSERT_EQ(validity.size(), 16u);
+  EXPECT_NE(log.find("text=second validity=" + validity + "\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("validity=\n"), std::string::npos) << log;
   // Both receipts answered with deliver_sm_resp, status 0.
   std::size_t answered = 0;
   for (std::size_t at = 0; (at = log.find("deliver_sm_resp seq=", at)) != std::string::npos; ++at)

@@ -138,5 +138,35 @@ TEST(CampaignInfoOf, AZoneOrClassIsCarriedUncheckedForPacerdToJudge) {
   EXPECT_EQ(ci->priority_class, "no-such-class");
 }
 
+TEST(ParseTtlText, TakesSecondsOrAUnitWithinTheBoundsAndNone) {
+  EXPECT_EQ(parseTtlText("300", "--ttl"), 300'000);
+  EXPECT_EQ(parseTtlText("90s", "--ttl"), 90'000);
+  EXPECT_EQ(parseTtlText("5m", "--ttl"), 300'000);
+  EXPECT_EQ(parseTtlText("2h", "--ttl"), 7'200'000);
+  EXPECT_EQ(parseTtlText("30d", "--ttl"), 2'592'000'000);
+  EXPECT_EQ(parseTtlText("none", "--ttl"), 0);
+  EXPECT_EQ(parseTtlText("0", "--ttl"), 0);
+  EXPECT_THAT(refusal([] { parseTtlText("31d", "--ttl"); }), HasSubstr("--ttl 2678400000 ms is above the longest"));
+  for (const char* bad : {"", "5x", "m", "-5", "1.5m", "99999999999", "5 m"})
+    EXPECT_THAT(refusal([&] { parseTtlText(bad, "--ttl"); }), HasSubstr("give a lifetime")) << bad;
+}
+
+TEST(FormatTtl, ReadsBackAsParseTtlTextTakesIt) {
+  for (const char* text : {"90s", "5m", "2h", "30d", "none"}) EXPECT_EQ(formatTtl(parseTtlText(text, "--ttl")), text);
+  EXPECT_EQ(formatTtl(1500), "1500ms");
+}
+
+TEST(CampaignInfoOf, CarriesTheDefaultLifetimeAndSkipsOneOutOfBounds) {
+  CampaignRow r = row();
+  r.default_ttl_ms = 120'000;
+  std::string problem;
+  auto ci = campaignInfoOf(r, &problem);
+  ASSERT_TRUE(ci) << problem;
+  EXPECT_EQ(ci->default_ttl_ms, 120'000);
+  r.default_ttl_ms = 10;
+  EXPECT_FALSE(campaignInfoOf(r, &problem));
+  EXPECT_THAT(problem, HasSubstr("default_ttl_ms 10 ms is below the shortest lifetime"));
+}
+
 }  // namespace
 }  // namespace pacer::control

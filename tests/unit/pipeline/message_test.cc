@@ -105,5 +105,44 @@ TEST(DecodeMessage, AcceptsMultiByteUtf8) {
   EXPECT_EQ(d.message->campaign, "распродажа-春");
 }
 
+TEST(DecodeMessage, TheExpiresAtHeaderTakesRfc3339OrEpochMilliseconds) {
+  const auto deadline = [](std::string v) {
+    RawMessage r = raw("c");
+    r.headers = {{"message-id", "m-1"}, {"pacer-expires-at", std::move(v)}};
+    const Decoded d = decodeMessage(r, {});
+    EXPECT_TRUE(d.message) << d.reason;
+    return d.message ? d.message->expires_at_ms : -1;
+  };
+  EXPECT_EQ(deadline("2026-11-26T15:30:00Z"), 1'795'707'000'000);
+  EXPECT_EQ(deadline("2026-11-26t15:30:00.25z"), 1'795'707'000'250);
+  EXPECT_EQ(deadline("2026-11-26T15:30:00.123456Z"), 1'795'707'000'123) << "below a millisecond: cut";
+  EXPECT_EQ(deadline("2026-11-26T16:30:00+01:00"), 1'795'707'000'000);
+  EXPECT_EQ(deadline("2026-11-26T10:00:00-05:30"), 1'795'707'000'000);
+  EXPECT_EQ(deadline("1795707000000"), 1'795'707'000'000);
+  EXPECT_EQ(decodeMessage(raw("c"), {}).message->expires_at_ms, 0) << "no header: no deadline";
+}
+
+TEST(DecodeMessage, AnUnusableExpiresAtHeaderIsRejectedNamingTheHeader) {
+  for (const char* bad : {"soon", "", "2026-11-26 15:30:00Z", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z",
+                          "2026-11-26T15:30:00", "2026-11-26T25:00:00Z", "2026-11-26T15:30:00+1:00", "0", "-5",
+                          "1795707000000.5", "1234567890123456", "1969-12-31T23:59:59Z"}) {
+    RawMessage r = raw("c");
+    r.headers = {{"message-id", "m-1"}, {"pacer-expires-at", bad}};
+    const Decoded d = decodeMessage(r, {});
+    EXPECT_FALSE(d.message) << bad;
+    EXPECT_THAT(d.reason, HasSubstr("undecodable pacer-expires-at header: ")) << bad;
+    EXPECT_EQ(d.id, "m-1") << "recorded under its id";
+  }
+  RawMessage r = raw("c");
+  r.headers = {{"pacer-expires-at", std::nullopt}};
+  EXPECT_THAT(decodeMessage(r, {}).reason, HasSubstr("it has no value"));
+}
+
+TEST(FormatDeadline, IsRfc3339InUtcWithMilliseconds) {
+  EXPECT_EQ(formatDeadline(1'795'707'000'250), "2026-11-26T15:30:00.250Z");
+  std::string why;
+  EXPECT_EQ(parseDeadline(formatDeadline(1'795'707'000'250), why), 1'795'707'000'250) << why;
+}
+
 }  // namespace
 }  // namespace pacer

@@ -234,5 +234,17 @@ TEST(ApnsAnswer, AnUnreadableBodyIsShownBoundedAndPrintable) {
   EXPECT_EQ(v.result.reason.size(), std::string("APNs 400 ").size() + 200);
 }
 
+TEST(ApnsRequest, AMessageDeadlineBecomesApnsExpirationUnlessTheCampaignsIsEarlier) {
+  Message m = message();
+  m.expires_at_ms = 1'795'707'000'999;
+  const BuiltRequest alone = buildApnsRequest(m, opts("com.example.app"), "JWT");
+  ASSERT_TRUE(alone.ok) << alone.reason;
+  EXPECT_EQ(header(alone.request, "apns-expiration"), "1795707000") << "whole seconds, never after the deadline";
+  const BuiltRequest later = buildApnsRequest(m, opts("com.example.app", "alert", 10, 1'795'800'000), "JWT");
+  EXPECT_EQ(header(later.request, "apns-expiration"), "1795707000");
+  const BuiltRequest earlier = buildApnsRequest(m, opts("com.example.app", "alert", 10, 1'795'600'000), "JWT");
+  EXPECT_EQ(header(earlier.request, "apns-expiration"), "1795600000");
+}
+
 }  // namespace
 }  // namespace pacer::push

@@ -175,5 +175,40 @@ TEST(FcmAnswer, DeliveredCarriesTheMessageName) {
   EXPECT_EQ(classifyFcmAnswer(200, "not json", {}).result.provider_message_id, "");
 }
 
+TEST(FcmRequest, AMessageDeadlineCarriesTheRemainingLifetimeForAndroidAndIos) {
+  Message m = message(R"({"notification":{"title":"Hi"}})");
+  m.expires_at_ms = 1'795'707'000'000;
+  const BuiltRequest b = buildFcmRequest(m, "p", "t", 1'795'707'000'000 - 90'500);
+  ASSERT_TRUE(b.ok) << b.reason;
+  const nlohmann::json doc = nlohmann::json::parse(b.request.body);
+  EXPECT_EQ(doc["message"]["android"]["ttl"], "90s") << "whole seconds left, rounded down";
+  EXPECT_EQ(doc["message"]["apns"]["headers"]["apns-expiration"], "1795707000");
+  EXPECT_EQ(doc["message"]["notification"]["title"], "Hi");
+  const BuiltRequest late = buildFcmRequest(m, "p", "t", 1'795'707'000'400);
+  EXPECT_EQ(nlohmann::json::parse(late.request.body)["message"]["android"]["ttl"], "0s") << "now or never";
+}
+
+TEST(FcmRequest, APayloadsOwnShorterLifetimeIsKeptAndALongerOneIsCut) {
+  Message m = message(
+      R"({"android":{"ttl":"30s","priority":"high"},"apns":{"headers":{"apns-expiration":"1795706000","apns-priority":"10"}}})");
+  m.expires_at_ms = 1'795'707'000'000;
+  nlohmann::json doc = nlohmann::json::parse(buildFcmRequest(m, "p", "t", 1'795'706'000'000).request.body);
+  EXPECT_EQ(doc["message"]["android"]["ttl"], "30s");
+  EXPECT_EQ(doc["message"]["android"]["priority"], "high");
+  EXPECT_EQ(doc["message"]["apns"]["headers"]["apns-expiration"], "1795706000");
+  EXPECT_EQ(doc["message"]["apns"]["headers"]["apns-priority"], "10");
+  m.payload = R"({"android":{"ttl":"86400s"},"apns":{"headers":{"apns-expiration":"1795800000"}}})";
+  doc = nlohmann::json::parse(buildFcmRequest(m, "p", "t", 1'795'706'000'000).request.body);
+  EXPECT_EQ(doc["message"]["android"]["ttl"], "1000s");
+  EXPECT_EQ(doc["message"]["apns"]["headers"]["apns-expiration"], "1795707000");
+}
+
+TEST(FcmRequest, WithoutADeadlineNoLifetimeIsAdded) {
+  const BuiltRequest b = buildFcmRequest(message(R"({"data":{"k":"v"}})"), "p", "t", 1'795'706'000'000);
+  const nlohmann::json doc = nlohmann::json::parse(b.request.body);
+  EXPECT_FALSE(doc["message"].contains("android"));
+  EXPECT_FALSE(doc["message"].contains("apns"));
+}
+
 }  // namespace
 }  // namespace pacer::push

@@ -217,5 +217,42 @@ TEST(SmppSegmentTally, AcceptedSummary) {
   EXPECT_EQ(acceptedSummary({"a", "", "c"}), "segments 1,3 of 3 accepted, ids a,c");
 }
 
+TEST(SmppValidity, AbsoluteTimeIsSmpp34InUtcWithTenths) {
+  // 2026-11-26T15:30:00.250Z: YYMMDDhhmmss, tenths 2, 00 quarter hours, '+'.
+  EXPECT_EQ(absoluteTime(1'795'707'000'250), "261126153000200+");
+  EXPECT_EQ(absoluteTime(1'795'707'000'999), "261126153000900+") << "tenths rounded down";
+  EXPECT_EQ(absoluteTime(946'684'800'000), "000101000000000+") << "2000-01-01";
+  EXPECT_EQ(absoluteTime(946'684'799'999), "") << "1999: no two-digit year for it";
+}
+
+TEST(SmppValidity, TheDeadlineWinsOnlyWhenItEndsBeforeTheConfiguredRelativePeriod) {
+  constexpr std::int64_t kNow = 1'795'707'000'000;  // 2026-11-26T15:30:00Z
+  EXPECT_EQ(relativeMillis("000001000000000R"), 86'400'000);
+  EXPECT_EQ(relativeMillis("000000001030000R"), 630'000);
+  EXPECT_EQ(validityFor("", 0, kNow), "") << "no deadline: the SMSC's default";
+  EXPECT_EQ(validityFor("000000010000000R", 0, kNow), "000000010000000R");
+  EXPECT_EQ(validityFor("", kNow + 90'000, kNow), "261126153130000+");
+  EXPECT_EQ(validityFor("000000010000000R", kNow + 90'000, kNow), "261126153130000+") << "90 s before 1 h";
+  EXPECT_EQ(validityFor("000000000100000R", kNow + 90'000, kNow), "000000000100000R") << "1 min before 90 s";
+}
+
+TEST(SmppValidity, TheDeadlineReachesTheSubmitSmBytes) {
+  SubmitOptions o;
+  EncodedText scratch;
+  std::vector<Pdu> pdus;
+  std::size_t n = 0;
+  std::string reason;
+  ASSERT_EQ(buildSubmits(o, "4915112345678", "Hi", 1, scratch, pdus, n, reason), BuildError::kNone);
+  pdus[0].validity_period = validityFor(o.validity_period, 1'795'707'090'000, 1'795'707'000'000);
+  std::string bytes;
+  ASSERT_EQ(encode(pdus[0], bytes), EncodeError::kNone);
+  // schedule_delivery_time (empty: one NUL) then validity_period, NUL-terminated.
+  const std::string nul(1, '\0');
+  EXPECT_NE(bytes.find(nul + "261126153130000+" + nul), std::string::npos) << toHex(bytes);
+  Pdu back;
+  ASSERT_EQ(decode(bytes, back), DecodeError::kNone);
+  EXPECT_EQ(back.validity_period, "261126153130000+");
+}
+
 }  // namespace
 }  // namespace pacer::smpp
