@@ -48,6 +48,8 @@ std::string PushServer::reportJson() const {
                       {"streams_refused", c.streams_refused},
                       {"streams_refused_before_ack", c.streams_refused_before_ack},
                       {"connections", c.connections},
+                      {"resets_on_completed_streams", c.resets_on_completed_streams},
+                      {"resets_on_open_streams", c.resets_on_open_streams},
                       {"max_concurrent_streams", config_.max_concurrent_streams},
                       {"max_concurrent_streams_seen", c.max_concurrent_streams_seen},
                       {"busiest_1s_window", handler_->busiest()}};

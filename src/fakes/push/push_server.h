@@ -34,6 +34,7 @@ struct PushCounters {
                 tokens_issued = 0, streams_refused = 0, streams_refused_before_ack = 0, connections = 0,
                 max_concurrent_streams_seen = 0;
   std::uint64_t token_throttled = 0;  // of `throttled`, the hot token's per-token 429s
+  std::uint64_t resets_on_completed_streams = 0, resets_on_open_streams = 0;  // RST_STREAM received
 };
 
 // Appends one JSON line per accepted request through a large stdio buffer.
@@ -74,6 +75,12 @@ class PushServer {
     if (!settings_acked) ++counters_.streams_refused_before_ack;
   }
   void onStreamOpened(std::uint32_t open) noexcept;
+  // An RST_STREAM from the client: for a stream already complete on both
+  // sides (answered and closed), which a well-behaved client never sends and
+  // servers guarding against rapid resets count, or for one still open.
+  void onResetReceived(bool completed) noexcept {
+    ++(completed ? counters_.resets_on_completed_streams : counters_.resets_on_open_streams);
+  }
   // A complete request: classify, count, record, answer now or after --latency-ms.
   void onRequest(Connection& c, Stream& s);
 
