@@ -25,6 +25,7 @@ struct ServerConfig {
   int latency_ms = 0;
   int retry_after_s = 1;
   std::string record_path;
+  std::uint32_t goaway_after = 0;
 };
 
 // The report's numbers. Requests are those handed to the handler (not
@@ -35,6 +36,7 @@ struct PushCounters {
                 max_concurrent_streams_seen = 0;
   std::uint64_t token_throttled = 0;  // of `throttled`, the hot token's per-token 429s
   std::uint64_t resets_on_completed_streams = 0, resets_on_open_streams = 0;  // RST_STREAM received
+  std::uint64_t goaways_sent = 0, refused_after_goaway = 0;                 // --goaway-after
 };
 
 // Appends one JSON line per accepted request through a large stdio buffer.
