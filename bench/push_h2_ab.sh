@@ -46,7 +46,14 @@ one_run() {
   line=$("build/$preset/bench/push_sink_bench" "https://127.0.0.1:$port" "$dir/key.p8" BENCHKEY01 BENCHTEAM1 \
     "$dir/ca.pem" "$n" "$in_flight" 1 1000 "$transport" 2>"$dir/bench.err" || true)
   local report
-  report=$(curl -sS --cacert "$dir/ca.pem" --http2 "https://127.0.0.1:$port/_report")
+  if ! report=$(curl -sS --cacert "$dir/ca.pem" --http2 "https://127.0.0.1:$port/_report"); then
+    local status=0
+    wait "$fake_pid" || status=$?
+    fake_pid=
+    echo "$transport latency=${latency}ms: the fake is gone (exit $status): $(tail -3 "$dir/fake.err")"
+    grep -h "event=push_h2_stats\|not delivered" "$dir/bench.err" | head -3 | sed 's/^/    /' || true
+    return 0
+  fi
   kill -TERM "$fake_pid"
   wait "$fake_pid" || true
   fake_pid=
@@ -61,7 +68,7 @@ n = max(b.get("messages", 1), 1)
 conns = r["connections"] - 1
 print(f"{transport:5} latency={latency:>3}ms  {b.get('notifications_per_s', 0):>7.0f}/s  "
       f"cpu={b.get('cpu_ms_per_1000', 0):6.2f} ms/1000  delivered={b.get('delivered', 0)}/{n}  "
-      f"connections={conns} ({conns * 100000 / n:.0f} per 100k)  "
+      f"connections={conns}  "
       f"rst_on_completed={r['resets_on_completed_streams']} ({r['resets_on_completed_streams'] * 100000 / n:.0f} per 100k)  "
       f"duplicates={len(ids) - len(set(ids))}  streams_seen={r['max_concurrent_streams_seen']}")
 PY
