@@ -100,11 +100,14 @@ class H2PushSink final : public SinkInterface {
     done_.clear();
     const MonoTime now = monoNow();
     if (!own_in_flight_) startOwnRequest();
-    expire(now, out);
+    expire(now);
     for (auto& [key, links] : links_) {
-      for (auto& link : links) {
-        link->io(now);
-        collect(*link, now, out);
+      // By index: collecting may move requests to a new link of this origin,
+      // appended to `links` (each link stays put: the vector holds pointers).
+      for (std::size_t i = 0; i < links.size(); ++i) {
+        H2Link& link = *links[i];
+        link.io(now);
+        collect(link, now, out);
       }
     }
     prune();
@@ -267,7 +270,7 @@ class H2PushSink final : public SinkInterface {
     pending_.erase(it);
   }
 
-  void expire(MonoTime now, std::vector<SendResult>& out) {
+  void expire(MonoTime now) {
     if (now < next_expiry_check_) return;
     next_expiry_check_ = now + std::chrono::milliseconds(50);
     expired_.clear();
@@ -278,7 +281,6 @@ class H2PushSink final : public SinkInterface {
       const std::string why = fmt::format("timeout after {} ms", options_.timeout.count());
       if (p.link == nullptr || !p.link->session().cancel(tag, why)) fail(tag, SendOutcome::kFault, why);
     }
-    (void)out;
   }
 
   // Drops connections that closed once their failures were collected.
