@@ -280,8 +280,15 @@ void H2ClientSession::send(std::string& out, MonoTime now) {
 void H2ClientSession::connectionLost(std::string_view why) {
   Impl& s = *impl_;
   s.kill(why);
-  for (auto& [id, o] : s.open)
-    s.fail(o.request.tag, id, H2FailureKind::kLost, 0, std::string("connection lost: ").append(why));
+  for (auto& [id, o] : s.open) {
+    // nghttp2 makes a stream when it writes the request's HEADERS: one it
+    // never made was submitted (a slot freed) but never reached the wire.
+    if (nghttp2_session_find_stream(s.session, id) == nullptr) {
+      s.fail(o.request.tag, id, H2FailureKind::kNotProcessed, 0, std::string("not sent: ").append(why));
+    } else {
+      s.fail(o.request.tag, id, H2FailureKind::kLost, 0, std::string("connection lost: ").append(why));
+    }
+  }
   s.open.clear();
   for (H2Request& r : s.queue) s.fail(r.tag, 0, H2FailureKind::kNotProcessed, 0, "not sent: the connection ended");
   s.queue.clear();

@@ -232,20 +232,25 @@ TEST(H2ClientSession, GoawayFailsQueuedRequestsAsNeverSent) {
   p.pump();
   std::vector<std::int32_t> ready = p.server.takeReady();
   ASSERT_EQ(ready.size(), 5u);
-  p.server.goaway(*std::max_element(ready.begin(), ready.end()));
-  p.pump();
+  // The answers and the GOAWAY arrive in one read: the answers free stream
+  // slots (queued requests start) before the GOAWAY is seen, so those are
+  // submitted to nghttp2 but never sent.
   for (std::int32_t id : ready) p.server.answer(id, 200);
-  p.pump();
+  std::string down;
+  p.server.send(down);
+  p.server.goaway(*std::max_element(ready.begin(), ready.end()));
+  p.server.send(down);
+  p.client.receive(down, p.now);
+  // The server closes at once (its streams are done), before the client
+  // writes again: what nghttp2 holds unsent was still never sent.
+  p.client.connectionLost("the server closed the connection");
   std::vector<H2Answer> answers;
   std::vector<H2Failure> failures;
   p.client.takeAnswers(answers);
   p.client.takeFailures(failures);
   EXPECT_EQ(answers.size(), 5u);
   ASSERT_EQ(failures.size(), 7u);
-  for (const H2Failure& f : failures) {
-    EXPECT_EQ(f.kind, H2FailureKind::kNotProcessed);
-    EXPECT_EQ(f.stream_id, 0);
-  }
+  for (const H2Failure& f : failures) EXPECT_EQ(f.kind, H2FailureKind::kNotProcessed) << f.reason;
 }
 
 TEST(H2ClientSession, PingsAfterSilenceAndDiesWithoutAnAck) {
