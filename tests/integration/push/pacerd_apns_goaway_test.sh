@@ -2,12 +2,11 @@
 # pacerd (sink apns, transport h2) against pacer-fake-apns --goaway-after 50:
 # every connection ends with a graceful GOAWAY after 50 requests, and requests
 # on streams above its last stream id are never processed. Checked against the
-# fake's record: each of 3,000 notifications (200 in flight, 100 streams
-# allowed, so answers and GOAWAY often share a read) accepted exactly once
-# (nothing the
-# server processed is sent again, nothing it refused is lost), all in one
-# attempt (a request moved to a new connection is no failed attempt), and no
-# RST_STREAM on a completed stream.
+# fake's record: each of 3,000 notifications, sent as fast as pacerd can
+# (200 in flight, 100 streams allowed, so answers and a GOAWAY often share a
+# read), accepted exactly once (nothing the server processed is sent again,
+# nothing it refused is lost), all in one attempt (a request moved to a new
+# connection is no failed attempt), and no RST_STREAM on a completed stream.
 set -euo pipefail
 pacerd=${PACERD:?}
 pacerctl=${PACERCTL:?}
