@@ -290,7 +290,7 @@ void H2ClientSession::connectionLost(std::string_view why) {
     }
   }
   s.open.clear();
-  for (H2Request& r : s.queue) s.fail(r.tag, 0, H2FailureKind::kNotProcessed, 0, "not sent: the connection ended");
+  for (H2Request& r : s.queue) s.fail(r.tag, 0, H2FailureKind::kNotProcessed, 0, std::string("not sent: ").append(why));
   s.queue.clear();
 }
 

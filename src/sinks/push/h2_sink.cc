@@ -25,6 +25,7 @@ namespace {
 // frequent GOAWAYs (every 50 requests in integration.pacerd_apns_goaway) one
 // request may be moved many times; 5 was too few there.
 constexpr int kMaxMoves = 20;
+constexpr std::uint32_t kRefusedStream = 0x7;  // HTTP/2 REFUSED_STREAM (RFC 9113 §7)
 
 struct Origin {
   std::string scheme, host, port;
@@ -219,7 +220,11 @@ class H2PushSink final : public SinkInterface {
     link.session().takeAnswers(answers_);
     link.session().takeFailures(failures_);
     for (push::H2Answer& a : answers_) answered(a, now, out);
-    for (push::H2Failure& f : failures_) failed(f, out);
+    // Moved only on the server's word (its GOAWAY, or REFUSED_STREAM): a
+    // connection that failed or ended without one may fail the same way
+    // again at once, so its requests are faults and back off in the worker.
+    const bool goaway = link.session().goawayReceived();
+    for (push::H2Failure& f : failures_) failed(f, goaway || f.error_code == kRefusedStream, out);
   }
 
   void answered(push::H2Answer& a, MonoTime now, std::vector<SendResult>& out) {
@@ -243,10 +248,10 @@ class H2PushSink final : public SinkInterface {
     pending_.erase(it);
   }
 
-  void failed(push::H2Failure& f, std::vector<SendResult>& out) {
+  void failed(push::H2Failure& f, bool server_said, std::vector<SendResult>& out) {
     auto it = pending_.find(f.tag);
     if (it == pending_.end()) return;
-    if (f.kind == push::H2FailureKind::kNotProcessed && it->second.moves < kMaxMoves) {
+    if (f.kind == push::H2FailureKind::kNotProcessed && server_said && it->second.moves < kMaxMoves) {
       ++it->second.moves;
       ++stats_.moved_not_processed;
       dispatch(f.tag);  // safe: the server says it never acted on it
