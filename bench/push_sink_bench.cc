@@ -1,7 +1,8 @@
 // The APNs sink's throughput: N notifications as fast as the sink keeps
 // them in flight, over HTTP/2 with TLS and a real ES256 provider token,
 // against pacer-fake-apns in another process (bench/push_sink_bench.sh).
-//   push_sink_bench URL KEY_FILE KEY_ID TEAM_ID CA_FILE [messages] [in_flight] [connections] [streams]
+//   push_sink_bench URL KEY_FILE KEY_ID TEAM_ID CA_FILE [messages] [in_flight] [connections] [streams] [transport]
+// transport: h2 (default) or curl (sink.push.transport).
 // Prints one JSON line: messages, seconds, notifications/s, CPU of this
 // process per 1,000 notifications, outcomes.
 #include <fmt/format.h>
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
   if (argc < 6) {
     std::fprintf(stderr,
                  "usage: push_sink_bench URL KEY_FILE KEY_ID TEAM_ID CA_FILE [messages] [in_flight] [connections] "
-                 "[streams]\n");
+                 "[streams] [h2|curl]\n");
     return 2;
   }
   pacer::sink::PushSinkOptions o;
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
   const std::size_t in_flight = argc > 7 ? std::stoul(argv[7]) : 200;
   o.connections = argc > 8 ? std::stoul(argv[8]) : 1;
   o.max_streams = argc > 9 ? std::stoul(argv[9]) : 1000;
+  const std::string transport = argc > 10 ? argv[10] : "h2";
+  o.transport = transport == "curl" ? pacer::sink::PushTransport::kCurl : pacer::sink::PushTransport::kH2;
   auto sink = pacer::sink::makeApnsSink(o, in_flight, [](std::string_view line) {
     std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
   });
@@ -76,10 +79,10 @@ int main(int argc, char** argv) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double cpu = cpuSeconds() - cpu0;
   fmt::print(
-      "{{\"messages\": {}, \"in_flight\": {}, \"connections\": {}, \"max_streams\": {}, \"seconds\": {:.3f}, "
+      "{{\"transport\": \"{}\", \"messages\": {}, \"in_flight\": {}, \"connections\": {}, \"max_streams\": {}, \"seconds\": {:.3f}, "
       "\"notifications_per_s\": {:.0f}, \"cpu_s\": {:.3f}, \"cpu_ms_per_1000\": {:.2f}, \"delivered\": {}, "
       "\"not_delivered\": {}}}\n",
-      total, in_flight, o.connections, o.max_streams, secs, static_cast<double>(delivered + other) / secs, cpu,
+      transport, total, in_flight, o.connections, o.max_streams, secs, static_cast<double>(delivered + other) / secs, cpu,
       cpu * 1e6 / static_cast<double>(delivered + other), delivered, other);
   return other == 0 && delivered == total ? 0 : 1;
 }

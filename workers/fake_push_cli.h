@@ -38,6 +38,9 @@ inline void addCommonPushFlags(CLI::App& app, FakePushOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--latency-ms", o.latency_ms, "delay every answer this long")->check(CLI::Range(0, 600000));
+  app.add_option("--goaway-after", o.goaway_after,
+                 "end each connection gracefully (GOAWAY naming that stream) after this many requests; 0: never")
+      ->capture_default_str();
   app.add_option("--record", o.record_path, "append one JSON line per accepted request (flushed on exit, SIGUSR1)");
   app.add_option("--seed", o.seed, "random seed (faults, ids)")->capture_default_str();
 }

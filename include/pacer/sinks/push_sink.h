@@ -1,7 +1,7 @@
 // The push sinks: APNs (HTTP/2, ES256 provider token) and FCM HTTP v1
-// (OAuth 2.0 access token from a service account). Both are the HTTP sink
-// (libcurl multi, few connections, many HTTP/2 streams) with a protocol codec
-// over pacer::push; docs/push.md has the answer tables and the credential
+// (OAuth 2.0 access token from a service account). Both are an HTTP/2
+// transport (nghttp2's client session by default, or the HTTP sink's libcurl
+// multi; few connections, many streams) with a protocol codec over pacer::push; docs/push.md has the answer tables and the credential
 // rules. Not thread-safe: one owner thread, as every sink.
 #pragma once
 
@@ -16,6 +16,11 @@
 #include "pacer/sink.h"
 
 namespace pacer::sink {
+
+// How the push sinks speak HTTP/2: nghttp2's client session over OpenSSL
+// (h2: completed streams end without RST_STREAM), or libcurl's multi handle
+// (curl: Debian 12's libcurl resets nearly every completed stream).
+enum class PushTransport { kH2, kCurl };
 
 struct PushSinkOptions {
   // APNs
@@ -35,6 +40,7 @@ struct PushSinkOptions {
   std::string fcm_project_id;                          // empty: the account's project_id
 
   // Transport
+  PushTransport transport = PushTransport::kH2;
   std::size_t connections = 1;    // HTTP/2 connections per worker
   std::size_t max_streams = 1000;  // streams per connection at most (the server's limit applies too)
   std::string ca_file;            // empty: the system's CAs

@@ -57,6 +57,18 @@ std::vector<Key> pushKeys() {
       {"sink.fcm.project_id", Shape::kScalar, "--fcm-project-id", FlagForm::kValue, false, false,
        "sink fcm: the Firebase project (default: the service account's project_id)",
        [](const Raw& r, Ctx& c) { c.o.push.fcm_project_id = asString(r); }},
+      {"sink.push.transport", Shape::kScalar, "--push-transport", FlagForm::kValue, false, false,
+       "sink apns/fcm: HTTP/2 client, h2 (nghttp2) or curl (libcurl) (default h2)",
+       [](const Raw& r, Ctx& c) {
+         const std::string v = asString(r);
+         if (v == "h2") {
+           c.o.push.transport = sink::PushTransport::kH2;
+         } else if (v == "curl") {
+           c.o.push.transport = sink::PushTransport::kCurl;
+         } else {
+           fail(r, "h2 or curl");
+         }
+       }},
       {"sink.push.connections", Shape::kScalar, "--push-connections", FlagForm::kValue, false, false,
        "sink apns/fcm: HTTP/2 connections per worker (default 1)",
        [](const Raw& r, Ctx& c) { c.o.push.connections = static_cast<std::size_t>(asInt(r, 1, 64)); }},

@@ -38,8 +38,8 @@ PolicyOptions policyOf(const FakePushOptions& o) {
 }
 
 ServerConfig serverOf(const FakePushOptions& o) {
-  return ServerConfig{o.listen,     o.cert_path,     o.key_path,   o.max_concurrent_streams,
-                      o.latency_ms, o.retry_after_s, o.record_path};
+  return ServerConfig{o.listen,     o.cert_path,     o.key_path,    o.max_concurrent_streams,
+                      o.latency_ms, o.retry_after_s, o.record_path, o.goaway_after};
 }
 
 PublicKey keyFile(const std::string& flag, const std::string& path) {

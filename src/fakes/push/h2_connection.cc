@@ -74,6 +74,13 @@ int onFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     conn(user).settings_acked = true;
     return 0;
   }
+  if (frame->hd.type == NGHTTP2_RST_STREAM) {
+    // A stream no longer in the table was answered in full and closed by
+    // both sides (refused streams are reset by us, never by the client).
+    Connection& c = conn(user);
+    c.server.onResetReceived(findStream(c, frame->hd.stream_id) == nullptr);
+    return 0;
+  }
   const bool request_end = (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
                            (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (!request_end) return 0;

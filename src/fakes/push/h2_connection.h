@@ -54,6 +54,8 @@ struct Connection {
   std::uint32_t events = 0;  // what epoll watches for now
   std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams;
   std::uint32_t open_streams = 0;                         // not refused, not closed
+  std::uint32_t requests = 0;      // handed to the provider's rules on this connection
+  std::int32_t goaway_last = 0;    // --goaway-after: the last stream id our GOAWAY named; 0: none sent
   std::deque<std::pair<MonoTime, std::int32_t>> delayed;  // answers held back by --latency-ms
 };
 

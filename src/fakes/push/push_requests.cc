@@ -48,6 +48,10 @@ std::string PushServer::reportJson() const {
                       {"streams_refused", c.streams_refused},
                       {"streams_refused_before_ack", c.streams_refused_before_ack},
                       {"connections", c.connections},
+                      {"resets_on_completed_streams", c.resets_on_completed_streams},
+                      {"resets_on_open_streams", c.resets_on_open_streams},
+                      {"goaways_sent", c.goaways_sent},
+                      {"refused_after_goaway", c.refused_after_goaway},
                       {"max_concurrent_streams", config_.max_concurrent_streams},
                       {"max_concurrent_streams_seen", c.max_concurrent_streams_seen},
                       {"busiest_1s_window", handler_->busiest()}};
@@ -61,7 +65,18 @@ void PushServer::onRequest(Connection& c, Stream& s) {
     submitResponse(c, s);
     return;
   }
+  if (c.goaway_last != 0 && s.id > c.goaway_last) {
+    // Above the last stream id our GOAWAY named: not processed, as promised.
+    ++counters_.refused_after_goaway;
+    nghttp2_submit_rst_stream(c.session, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_REFUSED_STREAM);
+    return;
+  }
   ++counters_.requests;
+  if (config_.goaway_after != 0 && ++c.requests == config_.goaway_after) {
+    c.goaway_last = s.id;
+    ++counters_.goaways_sent;
+    nghttp2_submit_goaway(c.session, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_NO_ERROR, nullptr, 0);
+  }
   Decision d;
   if (s.too_large) {
     d.outcome = Outcome::kBadRequest;

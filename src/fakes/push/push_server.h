@@ -25,6 +25,7 @@ struct ServerConfig {
   int latency_ms = 0;
   int retry_after_s = 1;
   std::string record_path;
+  std::uint32_t goaway_after = 0;
 };
 
 // The report's numbers. Requests are those handed to the handler (not
@@ -34,6 +35,8 @@ struct PushCounters {
                 tokens_issued = 0, streams_refused = 0, streams_refused_before_ack = 0, connections = 0,
                 max_concurrent_streams_seen = 0;
   std::uint64_t token_throttled = 0;  // of `throttled`, the hot token's per-token 429s
+  std::uint64_t resets_on_completed_streams = 0, resets_on_open_streams = 0;  // RST_STREAM received
+  std::uint64_t goaways_sent = 0, refused_after_goaway = 0;                 // --goaway-after
 };
 
 // Appends one JSON line per accepted request through a large stdio buffer.
@@ -74,6 +77,12 @@ class PushServer {
     if (!settings_acked) ++counters_.streams_refused_before_ack;
   }
   void onStreamOpened(std::uint32_t open) noexcept;
+  // An RST_STREAM from the client: for a stream already complete on both
+  // sides (answered and closed), which a well-behaved client never sends and
+  // servers guarding against rapid resets count, or for one still open.
+  void onResetReceived(bool completed) noexcept {
+    ++(completed ? counters_.resets_on_completed_streams : counters_.resets_on_open_streams);
+  }
   // A complete request: classify, count, record, answer now or after --latency-ms.
   void onRequest(Connection& c, Stream& s);
 

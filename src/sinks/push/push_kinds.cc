@@ -12,8 +12,17 @@ namespace {
 using MakePush = SinkInterfacePtr (*)(const PushSinkOptions&, std::size_t, std::function<void(std::string_view)>);
 
 SinkInterfacePtr makePush(const SinkBuild& b, MakePush make) {
+  // A line that is an event of its own (the h2 transport's push_h2_stats)
+  // gets the sink named; any other says why messages wait.
   auto note = [warn = b.warn, where = b.where, kind = b.settings.sink](std::string_view line) {
-    if (warn) warn(fmt::format("event=push_waiting sink={} kind={} {}", where, kind, line));
+    if (!warn) return;
+    if (line.rfind("event=", 0) == 0) {
+      const std::size_t space = line.find(' ');
+      warn(fmt::format("{} sink={} kind={}{}", line.substr(0, space), where, kind,
+                       space == std::string_view::npos ? std::string_view() : line.substr(space)));
+    } else {
+      warn(fmt::format("event=push_waiting sink={} kind={} {}", where, kind, line));
+    }
   };
   try {
     return make(b.settings.push, b.settings.sink_in_flight, note);

@@ -1,5 +1,6 @@
 // The push sinks' factories: read the credential files, resolve each
-// campaign's APNs headers, and put a codec on the HTTP sink's transport.
+// campaign's APNs headers, and put a codec on the chosen transport (h2:
+// nghttp2 over OpenSSL; curl: the HTTP sink's libcurl multi).
 #include "pacer/sinks/push_sink.h"
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "codecs.h"
+#include "h2_sink.h"
 #include "pacer/error.h"
 #include "pacer/push/jwt.h"
 #include "pacer/sinks/http_sink.h"
@@ -38,10 +40,24 @@ std::int64_t headerInt(const std::string& value, const std::string& campaign, co
   return n;
 }
 
-HttpSinkOptions transport(const PushSinkOptions& o, const std::string& url, std::size_t max_in_flight,
-                          std::shared_ptr<HttpCodec> codec, std::function<void(std::string_view)> log) {
+SinkInterfacePtr transport(const PushSinkOptions& o, const std::string& url, std::size_t max_in_flight,
+                           std::shared_ptr<HttpCodec> codec, std::function<void(std::string_view)> log) {
   if (o.connections == 0 || o.connections > 64) throw InvalidError("sink.push.connections: expected 1 to 64");
   if (o.max_streams == 0) throw InvalidError("sink.push.max_streams: expected at least 1");
+  if (url.rfind("https://", 0) != 0 && o.transport == PushTransport::kH2)
+    throw InvalidError(fmt::format("the push url must start with https:// (HTTP/2 over TLS), got '{}'", url));
+  if (o.transport == PushTransport::kH2) {
+    H2SinkOptions h;
+    h.max_in_flight = max_in_flight;
+    h.connections = o.connections;
+    h.max_streams = o.max_streams;
+    h.ca_file = o.ca_file;
+    h.verify_tls = o.verify_tls;
+    h.timeout = o.timeout;
+    h.codec = std::move(codec);
+    h.log = std::move(log);
+    return makeH2PushSink(std::move(h));
+  }
   HttpSinkOptions h;
   h.url = url;
   h.max_in_flight = max_in_flight;
@@ -53,7 +69,7 @@ HttpSinkOptions transport(const PushSinkOptions& o, const std::string& url, std:
   h.http2 = true;
   h.codec = std::move(codec);
   h.log = std::move(log);
-  return h;
+  return makeHttpSink(std::move(h));
 }
 
 }  // namespace
@@ -104,7 +120,7 @@ SinkInterfacePtr makeApnsSink(const PushSinkOptions& o, std::size_t max_in_fligh
   PushSinkOptions checked = o;
   checked.apns = defaults;
   std::shared_ptr<HttpCodec> codec = makeApnsCodec(checked, std::move(key), std::move(per_campaign), log);
-  return makeHttpSink(transport(o, o.apns_url, max_in_flight, std::move(codec), std::move(log)));
+  return transport(o, o.apns_url, max_in_flight, std::move(codec), std::move(log));
 }
 
 SinkInterfacePtr makeFcmSink(const PushSinkOptions& o, std::size_t max_in_flight,
@@ -118,7 +134,7 @@ SinkInterfacePtr makeFcmSink(const PushSinkOptions& o, std::size_t max_in_flight
   std::string project = o.fcm_project_id.empty() ? account.project_id : o.fcm_project_id;
   if (project.empty()) throw InvalidError("sink.fcm.project_id: required (the account names no project_id)");
   std::shared_ptr<HttpCodec> codec = makeFcmCodec(o, account, std::move(project), log);
-  return makeHttpSink(transport(o, o.fcm_url, max_in_flight, std::move(codec), std::move(log)));
+  return transport(o, o.fcm_url, max_in_flight, std::move(codec), std::move(log));
 }
 
 }  // namespace pacer::sink

@@ -96,6 +96,9 @@ stop_fake b
 start_fake c "$PACER_FAKE_APNS" "${apns[@]}" --max-concurrent-streams 2 --latency-ms 150
 h2load -n 20 -c 1 -m 6 -H "apns-topic: com.example.app" -H "authorization: bearer $good" -d "$work/body.json" \
   "https://127.0.0.1:$port_c/3/device/aabbcc05" >"$work/h2load.out" 2>&1 || fail "h2load: $(cat "$work/h2load.out")"
+# nghttp2's client ends completed streams cleanly: the fake must count no
+# reset (the first report on this port, before any curl request of ours).
+[ "$(report "$port_c" resets_on_completed_streams)" = 0 ] || fail "RST_STREAM counted for h2load's streams"
 accepted=$(report "$port_c" accepted)
 refused=$(report "$port_c" streams_refused)
 [ "$((accepted + refused))" = 20 ] && [ "$accepted" -ge 16 ] || fail "h2load: $accepted accepted, $refused refused"

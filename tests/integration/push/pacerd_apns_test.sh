@@ -71,6 +71,10 @@ field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]
 [ "$(field accepted)" = 50 ] || fail "the fake accepted $(field accepted), expected 50: $report"
 [ "$(field invalid)" = 6 ] || fail "the fake answered $(field invalid) unregistered, expected 6 (3 tokens x 2)"
 [ "$(field auth_failures)" = 0 ] || fail "provider tokens refused: $report"
+# The h2 transport (the default) ends every completed stream without
+# RST_STREAM and keeps to one connection: pacerd's, then this report's.
+[ "$(field resets_on_completed_streams)" = 0 ] || fail "RST_STREAM on completed streams: $report"
+[ "$(field connections)" = 2 ] || fail "$(field connections) connections, expected pacerd's one and the report's: $report"
 [ "$(field requests)" = 56 ] || fail "$(field requests) requests: the bad messages must not be sent ($report)"
 [ "$(field max_concurrent_streams_seen)" -le 8 ] || fail "more streams than the server allows: $report"
 kill -TERM "$apns_pid"

@@ -68,6 +68,10 @@ field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]
 [ "$(field accepted)" = 500 ] || fail "the fake accepted $(field accepted), expected 500: $report"
 [ "$(field invalid)" = 2 ] || fail "the fake answered $(field invalid) unregistered, expected 2"
 [ "$(field auth_failures)" = 0 ] || fail "a request went with an expired or unknown token: $report"
+# The h2 transport (the default) ends every completed stream without
+# RST_STREAM and keeps to one connection: pacerd's, then this report's.
+[ "$(field resets_on_completed_streams)" = 0 ] || fail "RST_STREAM on completed streams: $report"
+[ "$(field connections)" = 2 ] || fail "$(field connections) connections, expected pacerd's one and the report's: $report"
 [ "$(field tokens_issued)" -ge 3 ] || fail "only $(field tokens_issued) tokens issued: the run crossed no refresh"
 kill -TERM "$fcm_pid"
 wait "$fcm_pid" || true
