@@ -52,7 +52,9 @@ class OutcomeDrainer {
   OutcomeDrainer(const OutcomeDrainer&) = delete;
   OutcomeDrainer& operator=(const OutcomeDrainer&) = delete;
 
-  // Runs the drain loop on a thread of its own until stop().
+  // Runs the drain loop on a thread of its own until stop(). Throws
+  // InvalidError when the database has no outbox (schema before 11); an
+  // unreachable PostgreSQL is logged and retried by the loop.
   void start();
   // Stops the loop after last rounds that publish what is waiting (while
   // batches come full, at most 10 s); rows left stay in the outbox.

@@ -125,6 +125,11 @@ void OutcomeDrainer::start() {
     refreshDepth(true);
     log_->info("event=outcome_events_started topic={} worker={} batch={} left_from_before={}", options_.topic,
                options_.pg.outbox_worker, options_.batch, depth_.load());
+  } catch (const LedgerRejectedError& e) {
+    // No outbox table: every ledger write would fail the same way.
+    throw InvalidError(fmt::format("outcome events: the outbox cannot be read ({}); the schema needs migration 11: "
+                                   "run pacerd migrate",
+                                   e.what()));
   } catch (const Error& e) {
     log_->warn("event=outcome_events_store_failed reason=\"{}\"", e.what());
   }

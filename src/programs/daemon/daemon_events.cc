@@ -23,14 +23,13 @@ std::unique_ptr<events::OutcomeDrainer> makeEvents(const DaemonOptions& o, const
   eo.batch = o.events_batch;
   eo.poll = o.events_poll;
   eo.kafka = o.events_kafka;
-  std::unique_ptr<events::OutcomeDrainer> drainer;
   try {
-    drainer = std::make_unique<events::OutcomeDrainer>(std::move(eo), log);
+    auto drainer = std::make_unique<events::OutcomeDrainer>(std::move(eo), log);
+    drainer->start();
+    return drainer;
   } catch (const InvalidError& e) {
     throw DaemonConfigError(e.what());
   }
-  drainer->start();
-  return drainer;
 }
 
 }  // namespace pacer::worker
