@@ -45,7 +45,10 @@ OutcomeDrainer::OutcomeDrainer(OutcomeDrainerOptions options, logging::LoggerPtr
   std::map<std::string, std::string> props{{"bootstrap.servers", options_.brokers},
                                            {"enable.idempotence", "true"},
                                            {"acks", "all"},
-                                           {"linger.ms", "5"},
+                                           // A batch waits for its reports before the next: small
+                                           // batching delays cut the lag (bench/RESULTS.md).
+                                           {"linger.ms", "1"},
+                                           {"socket.nagle.disable", "true"},
                                            {"message.timeout.ms", std::to_string(options_.ack_timeout.count())}};
   for (const auto& [k, v] : options_.kafka) props[k] = v;
   for (const auto& [k, v] : props)
