@@ -119,6 +119,12 @@ struct MetricsSnapshot {
   std::vector<PartitionMetrics> partitions;
   std::vector<SmppSinkMetrics> smpp;  // one per SMPP sink
 
+  // Outcome events (events.topic set): the outbox and its drainer
+  bool has_events = false;
+  std::uint64_t events_published = 0, events_failed = 0, events_store_errors = 0;
+  std::int64_t events_outbox_depth = 0;  // this worker's outbox rows not yet published
+  double events_lag_seconds = 0;         // age of the oldest of them (0: none)
+
   // The global quota (quota_mode "redis")
   bool has_quota = false;
   QuotaMetrics quota;

@@ -79,6 +79,16 @@ struct DaemonOptions {
   bool parking = true;
   std::chrono::seconds parking_lease{60};
 
+  // Outcome events (docs/configuration.md "Outcome events"): every ledger
+  // change also goes to an outbox table in the same statement and is
+  // published on events_topic. Empty topic: off, and no outbox rows.
+  std::string events_topic;
+  std::string events_brokers;      // empty: `brokers`
+  std::string events_worker_id;    // whose outbox rows these are; empty: the host name
+  std::size_t events_batch = 1000;                 // rows per read, produce and delete
+  std::chrono::milliseconds events_poll{20};       // an empty outbox is read again after this
+  std::map<std::string, std::string> events_kafka;  // any other producer property
+
   std::chrono::milliseconds tick{5};                 // a scheduler tick at least this often
   std::chrono::milliseconds commit_interval{1000};   // offsets committed at least this often
   std::chrono::milliseconds refresh_interval{1000};  // campaigns and providers re-read

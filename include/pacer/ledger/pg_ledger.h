@@ -14,6 +14,11 @@ namespace pacer::ledger {
 struct PgLedgerOptions {
   std::string conninfo;     // libpq connection string, e.g. "host=127.0.0.1 port=5432 dbname=pacer"
   int connect_timeout_s = 5;
+  // Non-empty: outcome events are on, and every ledger change (a new
+  // deliveries row, a receipt that changed its row) also writes an outbox
+  // row owned by this worker id, in the same statement (schema 011). Empty:
+  // no outbox rows, and the statements are the ones without it.
+  std::string outbox_worker{};
 };
 
 LedgerInterfacePtr makePgLedger(const PgLedgerOptions& options);

@@ -293,10 +293,23 @@ void smppMetrics(Families& f, const MetricsSnapshot& s) {
 
 }  // namespace
 
+void eventMetrics(Families& f, const MetricsSnapshot& s) {
+  if (!s.has_events) return;
+  f.single("pacer_events_published_total", "outcome events the broker acknowledged (deleted from the outbox)",
+           kCounter, d(s.events_published));
+  f.single("pacer_events_failed_total", "outcome events not acknowledged (they stay in the outbox and go again)",
+           kCounter, d(s.events_failed));
+  f.single("pacer_events_store_errors_total", "outbox reads or deletes that failed (PostgreSQL)", kCounter,
+           d(s.events_store_errors));
+  f.single("pacer_events_outbox_depth", "this worker's outbox rows not yet published", kGauge,
+           static_cast<double>(s.events_outbox_depth));
+  f.single("pacer_events_lag_seconds", "age of the oldest of them (0: none)", kGauge, s.events_lag_seconds);
+}
+
 std::string renderMetrics(const MetricsSnapshot& s) {
   Families f;
   for (auto section : {processMetrics, campaignMetrics, providerMetrics, intakeMetrics, ledgerMetrics, quotaMetrics,
-                       redisMetrics, smppMetrics})
+                       redisMetrics, smppMetrics, eventMetrics})
     section(f, s);
   return prometheus::TextSerializer().Serialize(f.take());
 }

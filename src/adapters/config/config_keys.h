@@ -103,6 +103,8 @@ void checkPriority(const DaemonOptions& o);
 std::vector<Key> smppCarrierKeys();
 // The frequency caps' section (config_keys_caps.cc).
 std::vector<Key> capsKeys();
+// The outcome events' section (config_keys_events.cc).
+std::vector<Key> eventsKeys();
 // The key at `path` ("sink.http.url"); nullptr if there is none.
 const Key* findKey(std::string_view path);
 

@@ -34,14 +34,38 @@ constexpr const char* kTokenUpsert =
     "last_seen = EXCLUDED.last_seen, reason = EXCLUDED.reason, "
     "provider_timestamp = greatest(invalid_tokens.provider_timestamp, EXCLUDED.provider_timestamp)";
 
+// With the outbox on, the receipts upsert is the CTE `up`, and each receipt
+// that changed its row gets an outbox row (parameter $8: the worker), with
+// the message and campaign of the delivery row it matches, if one does yet.
+constexpr const char* kReceiptOutbox =
+    " RETURNING provider, provider_message_id, status, error_code, text, done_at, received_at) "
+    "INSERT INTO outbox (worker, kind, message_id, campaign, status, reason, provider, provider_message_id, "
+    "recorded_at, done_at) SELECT $8::text, 'receipt', coalesce(d.message_id, ''), coalesce(d.campaign, ''), "
+    "up.status, concat_ws(' ', nullif(up.error_code, ''), nullif(up.text, '')), up.provider, "
+    "up.provider_message_id, up.received_at, up.done_at FROM up LEFT JOIN LATERAL (SELECT message_id, campaign "
+    "FROM deliveries d WHERE d.provider_message_id = up.provider_message_id AND (d.provider = up.provider OR "
+    "up.provider = '') LIMIT 1) d ON true";
+
+// The outbox rows of the deliveries rows `rows` (a CTE's name) returned,
+// owned by the worker id in parameter `worker`.
+std::string outboxInsert(std::string_view worker, std::string_view rows) {
+  return fmt::format(
+      "INSERT INTO outbox (worker, kind, message_id, campaign, status, reason, provider, provider_message_id, "
+      "attempts, recorded_at) SELECT {}::text, 'outcome', message_id, campaign, status, reason, provider, "
+      "coalesce(provider_message_id, ''), attempts, recorded_at FROM {}",
+      worker, rows);
+}
+
 // The batch statement of record(): inserts what is new, and counts the dead
 // tokens of the rows that are new (the first row per id in the batch, as
 // the INSERT keeps) in invalid_tokens; returns the rows that met an id
 // already held by another message (another fingerprint, another Kafka
 // record). The outer SELECT sees the tables as before the INSERTs, so it
 // compares against rows that were there already.
-const std::string& recordSql() {
-  static const std::string sql = fmt::format(
+// With the outbox on, the new rows (the INSERT's RETURNING) also go to the
+// outbox in the same statement: one round trip, one snapshot.
+std::string recordSqlText(bool outbox) {
+  return fmt::format(
       "WITH incoming AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], "
       "$6::text[], $7::int[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::bigint[]) "
       "WITH ORDINALITY AS t(message_id, campaign, topic, kafka_partition, kafka_offset, status, attempts, reason, "
@@ -50,7 +74,8 @@ const std::string& recordSql() {
       "attempts, reason, fingerprint, provider, provider_message_id) SELECT message_id, campaign, topic, "
       "kafka_partition, kafka_offset, status, attempts, reason, fingerprint, provider, "
       "NULLIF(provider_message_id, '') FROM incoming ORDER BY n ON CONFLICT (message_id) DO NOTHING "
-      "RETURNING message_id), "
+      "RETURNING message_id, campaign, status, reason, provider, provider_message_id, attempts, recorded_at), "
+      "{}"
       "tokens AS (SELECT i.provider, i.token, (array_agg(i.reason ORDER BY i.n DESC))[1] AS reason, "
       "max(CASE WHEN i.invalid_since > 0 THEN to_timestamp(i.invalid_since / 1000.0) END) AS since, "
       "(array_agg(i.campaign ORDER BY i.n))[1] AS campaign, count(*)::int AS hits "
@@ -63,8 +88,12 @@ const std::string& recordSql() {
       "WHERE d.fingerprint <> 0 AND i.fingerprint <> 0 AND d.fingerprint <> i.fingerprint "
       "AND (d.topic, d.kafka_partition, d.kafka_offset) <> (i.topic, i.kafka_partition, i.kafka_offset) "
       "UNION ALL SELECT (SELECT count(*) FROM ins), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL",
-      kTokenUpsert);
-  return sql;
+      outbox ? fmt::format("outboxed AS ({}), ", outboxInsert("$14", "ins")) : "", kTokenUpsert);
+}
+
+const std::string& recordSql(bool outbox) {
+  static const std::string with = recordSqlText(true), without = recordSqlText(false);
+  return outbox ? with : without;
 }
 
 class PgLedger final : public LedgerInterface {
@@ -96,11 +125,15 @@ class PgLedger final : public LedgerInterface {
     return guarded(conn_, options_, [&](pqxx::connection& c) {
       pqxx::work tx(c);
       // recordSql(): the rows, the dead tokens, and the clashes to record apart.
-      const pqxx::result clash =
-          tx.exec_params(recordSql(), textArray(ids), textArray(campaigns), textArray(topics), numberArray(partitions),
-                         numberArray(offsets), textArray(statuses), numberArray(attempts), textArray(reasons),
-                         numberArray(fingerprints), textArray(providers), textArray(provider_ids), textArray(tokens),
-                         numberArray(invalid_since));
+      const bool outbox = !options_.outbox_worker.empty();
+      const auto run = [&](auto&&... extra) {
+        return tx.exec_params(recordSql(outbox), textArray(ids), textArray(campaigns), textArray(topics),
+                              numberArray(partitions), numberArray(offsets), textArray(statuses),
+                              numberArray(attempts), textArray(reasons), numberArray(fingerprints),
+                              textArray(providers), textArray(provider_ids), textArray(tokens),
+                              numberArray(invalid_since), extra...);
+      };
+      const pqxx::result clash = outbox ? run(options_.outbox_worker) : run();
       std::size_t added = clash.empty() ? 0 : clash[0][0].as<std::size_t>();
       for (const auto& row : clash) {
         if (row[1].is_null()) continue;
@@ -110,24 +143,11 @@ class PgLedger final : public LedgerInterface {
                  r.partition == row[3].as<std::int32_t>() && r.offset == row[4].as<std::int64_t>();
         });
         if (same == rows.end()) continue;
-        const std::string reason =
-            fmt::format("message id '{}' already names another message (at {}/{}/{}); this one was {} under it{}", id,
-                        row[6].as<std::string>(), row[7].as<std::int32_t>(), row[8].as<std::int64_t>(),
-                        row[5].as<std::string>(), same->reason.empty() ? "" : ": " + same->reason);
-        const pqxx::result r = tx.exec_params(
-            "INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, attempts, "
-            "reason, fingerprint) VALUES ($1, $2, $3, $4, $5, 'rejected', $6, $7, $8) ON CONFLICT (message_id) DO "
-            "NOTHING",
-            reusedIdKey(*same), same->campaign, same->topic, same->partition, same->offset, same->attempts, reason,
-            static_cast<std::int64_t>(same->fingerprint));
-        added += static_cast<std::size_t>(r.affected_rows());
-        // The token is dead whatever id its message came under.
-        if (r.affected_rows() == 1 && same->status == DeliveryStatus::kInvalidToken && !same->token.empty())
-          tx.exec_params(fmt::format("WITH tokens AS (SELECT $1::text AS provider, $2::text AS token, $3::text AS "
-                                     "reason, CASE WHEN $4::bigint > 0 THEN to_timestamp($4::bigint / 1000.0) END "
-                                     "AS since, $5::text AS campaign, 1 AS hits) {}",
-                                     kTokenUpsert),
-                         same->provider, same->token, same->reason, same->invalid_since_ms, same->campaign);
+        added += recordClash(tx, *same, fmt::format("message id '{}' already names another message (at {}/{}/{}); "
+                                                    "this one was {} under it{}",
+                                                    id, row[6].as<std::string>(), row[7].as<std::int32_t>(),
+                                                    row[8].as<std::int64_t>(), row[5].as<std::string>(),
+                                                    same->reason.empty() ? "" : ": " + same->reason));
       }
       std::vector<std::string_view> unparked;
       for (const DeliveryRecord& r : rows)
@@ -162,7 +182,8 @@ class PgLedger final : public LedgerInterface {
     }
     guarded(conn_, options_, [&](pqxx::connection& c) {
       pqxx::work tx(c);
-      tx.exec_params(
+      const bool outbox = !options_.outbox_worker.empty();
+      const std::string upsert = std::string(outbox ? "WITH up AS (" : "") +
           "INSERT INTO receipts (provider, provider_message_id, status, error_code, text, done_at, received_at) "
           "SELECT p, i, s, e, txt, CASE WHEN d > 0 THEN to_timestamp(d / 1000.0) END, "
           "CASE WHEN r > 0 THEN to_timestamp(r / 1000.0) ELSE now() END "
@@ -174,12 +195,47 @@ class PgLedger final : public LedgerInterface {
           // The same receipt again (an SMSC sends what was not answered again
           // after a reconnect) changes nothing, not even when it arrived.
           "WHERE (receipts.status, receipts.error_code, receipts.text, receipts.done_at) IS DISTINCT FROM "
-          "(EXCLUDED.status, EXCLUDED.error_code, EXCLUDED.text, EXCLUDED.done_at)",
-          textArray(providers), textArray(ids), textArray(statuses), textArray(codes), textArray(texts),
-          numberArray(done), numberArray(received));
+          "(EXCLUDED.status, EXCLUDED.error_code, EXCLUDED.text, EXCLUDED.done_at)" +
+          (outbox ? std::string(kReceiptOutbox) : std::string());
+      const auto run = [&](auto&&... extra) {
+        tx.exec_params(upsert, textArray(providers), textArray(ids), textArray(statuses), textArray(codes),
+                       textArray(texts), numberArray(done), numberArray(received), extra...);
+      };
+      if (outbox)
+        run(options_.outbox_worker);
+      else
+        run();
       tx.commit();
       return 0;
     });
+  }
+
+  // The row of its own, under reusedIdKey(), of a message whose id another
+  // message holds: `rejected` with `reason`, with its outbox row when events
+  // are on, and its dead token counted. Returns 1 if it was new.
+  std::size_t recordClash(pqxx::work& tx, const DeliveryRecord& same, const std::string& reason) {
+    const bool outbox = !options_.outbox_worker.empty();
+    const std::string sql = fmt::format(
+        "WITH ins AS (INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, "
+        "attempts, reason, fingerprint) VALUES ($1, $2, $3, $4, $5, 'rejected', $6, $7, $8) ON CONFLICT "
+        "(message_id) DO NOTHING RETURNING message_id, campaign, status, reason, provider, provider_message_id, "
+        "attempts, recorded_at){} SELECT count(*) FROM ins",
+        outbox ? fmt::format(", outboxed AS ({})", outboxInsert("$9", "ins")) : "");
+    const auto insert = [&](auto&&... extra) -> std::int64_t {
+      const pqxx::row row = tx.exec_params1(sql, reusedIdKey(same), same.campaign, same.topic, same.partition,
+                                            same.offset, same.attempts, reason,
+                                            static_cast<std::int64_t>(same.fingerprint), extra...);
+      return row[0].as<std::int64_t>();
+    };
+    const std::int64_t inserted = outbox ? insert(options_.outbox_worker) : insert();
+    // The token is dead whatever id its message came under.
+    if (inserted == 1 && same.status == DeliveryStatus::kInvalidToken && !same.token.empty())
+      tx.exec_params(fmt::format("WITH tokens AS (SELECT $1::text AS provider, $2::text AS token, $3::text AS "
+                                 "reason, CASE WHEN $4::bigint > 0 THEN to_timestamp($4::bigint / 1000.0) END "
+                                 "AS since, $5::text AS campaign, 1 AS hits) {}",
+                                 kTokenUpsert),
+                     same.provider, same.token, same.reason, same.invalid_since_ms, same.campaign);
+    return static_cast<std::size_t>(inserted);
   }
 
   std::vector<std::int64_t> finishedOffsets(const std::string& topic, std::int32_t partition, std::int64_t from,
@@ -208,7 +264,13 @@ class PgLedger final : public LedgerInterface {
 
 LedgerInterfacePtr makePgLedger(const PgLedgerOptions& options) { return std::make_unique<PgLedger>(options); }
 
-int latestSchemaVersion() noexcept { return static_cast<int>(std::size(kMigrations)); }
+// The highest version, not the count: numbers may have gaps while branches
+// that each add a migration are merged.
+int latestSchemaVersion() noexcept {
+  int latest = 0;
+  for (const Migration& m : kMigrations) latest = std::max(latest, m.version);
+  return latest;
+}
 
 int migrate(const PgLedgerOptions& options) {
   std::unique_ptr<pqxx::connection> conn;
@@ -224,9 +286,13 @@ int migrate(const PgLedgerOptions& options) {
           fmt::format("the database is at schema version {}, newer than this build knows ({}): upgrade pacer", current,
                       latestSchemaVersion()));
     }
+    // Every version not recorded, not only those above the highest: one
+    // merged later with a lower number than one applied still applies.
+    std::vector<int> done;
+    for (const auto& row : tx.exec("SELECT version FROM pacer_schema_migrations")) done.push_back(row[0].as<int>());
     int applied = 0;
     for (const Migration& m : kMigrations) {
-      if (m.version <= current) continue;
+      if (std::find(done.begin(), done.end(), m.version) != done.end()) continue;
       tx.exec(m.sql);
       tx.exec_params("INSERT INTO pacer_schema_migrations (version, name) VALUES ($1, $2)", m.version,
                      std::string(m.name));

@@ -65,7 +65,8 @@ class Daemon {
   int run() {
     checkRequired(o_);
     const std::optional<admin::ListenAddress> admin_at = adminAddress(o_);
-    const ledger::PgLedgerOptions pg{o_.postgres};
+    ledger::PgLedgerOptions pg{o_.postgres};
+    if (!o_.events_topic.empty()) pg.outbox_worker = eventsWorkerId(o_);
     std::vector<SmppSinkRef> smpp;
     sink_ = makeSink(
         o_, [this](std::string_view campaign) { return providerOf(campaign); }, log_, &smpp);
@@ -81,6 +82,7 @@ class Daemon {
     }
     ledger_ = ledger::makePgLedger(pg);
     parking_ = makeParking(o_, pg);
+    events_ = makeEvents(o_, pg, log_);
     const MonoTime start = clock_->now();
     core_ = std::make_unique<WorkerCore>(workerOptions(), *ledger_, *sink_, parking_.get(), start);
     tellWallClock(start);
@@ -95,6 +97,7 @@ class Daemon {
     const int rc = loop();
     if (admin_) admin_->stopping();
     shutdown();
+    if (events_) events_->stop();  // after the last ledger write: a last round publishes it
     writeSummary(o_.summary_file, start, clock_->now(), *core_, quota_ != nullptr, feed_->campaigns(), log_);
     return rc;
   }
@@ -219,6 +222,7 @@ class Daemon {
     f.rows_invalid = feed_->invalidRows();
     f.rows_skipped = feed_->rowsSkipped();
     f.smpp = smpp_->metrics();
+    if (events_) f.events = events_->stats();
     return f;
   }
 
@@ -369,6 +373,10 @@ class Daemon {
         s.read, s.sent, s.failed, s.rejected, s.invalid_tokens, s.suppressed, s.expired, s.deferred, s.waiting,
         s.skipped_finished, s.parked, s.unparked, s.ledger_rows, s.ledger_errors, s.buffered_messages, s.unrecorded,
         s.quota.batches, s.quota.degraded_providers, s.cap_round_trips, s.cap_faults);
+    if (!events_) return;
+    const events::OutcomeDrainerStats e = events_->stats();
+    log_->info("event=outcome_events_stats published={} failed={} store_errors={} outbox_depth={} lag_s={:.3f}",
+               e.published, e.failed, e.errors, e.depth, e.lag_seconds);
   }
 
   DaemonOptions o_;  // a copy: a reload changes its live keys
@@ -385,6 +393,7 @@ class Daemon {
   RecipientRules rules_;  // before core_: the core uses its store
   LedgerInterfacePtr ledger_;
   ParkingInterfacePtr parking_;
+  std::unique_ptr<events::OutcomeDrainer> events_;  // null: outcome events off
   std::unique_ptr<WorkerCore> core_;
   std::unique_ptr<control::ControlFeed> feed_;
   std::unique_ptr<AdminWiring> admin_;

@@ -89,6 +89,14 @@ bool AdminWiring::turn(MonoTime now, const std::function<AdminFigures()>& figure
     snapshot.directory_rows_invalid = f.rows_invalid;
     snapshot.directory_rows_skipped_total = f.rows_skipped;
     snapshot.smpp = f.smpp;
+    if (f.events) {
+      snapshot.has_events = true;
+      snapshot.events_published = f.events->published;
+      snapshot.events_failed = f.events->failed;
+      snapshot.events_store_errors = f.events->errors;
+      snapshot.events_outbox_depth = f.events->depth;
+      snapshot.events_lag_seconds = f.events->lag_seconds;
+    }
     state_.publish(std::make_shared<const admin::MetricsSnapshot>(std::move(snapshot)));
   }
   if (!state_.drainRequested()) return false;

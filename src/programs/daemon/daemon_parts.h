@@ -15,6 +15,7 @@
 #include "pacer/console/console_service.h"
 #include "pacer/frequency_cap_redis.h"
 #include "pacer/daemon/daemon.h"
+#include "pacer/events/outcome_drainer.h"
 #include "pacer/ingest/kafka_ingest.h"
 #include "pacer/logging/logging.h"
 #include "pacer/quota.h"
@@ -87,6 +88,13 @@ class QuotaLog final : public QuotaObserver {
   logging::LoggerPtr log_;
 };
 
+// The outcome events' drainer when events_topic is set (started), else
+// null; `pg` must carry the outbox's worker id (eventsWorkerId).
+std::unique_ptr<events::OutcomeDrainer> makeEvents(const DaemonOptions& o, const ledger::PgLedgerOptions& pg,
+                                                   const logging::LoggerPtr& log);
+// events_worker_id, or the host name when it is empty.
+std::string eventsWorkerId(const DaemonOptions& o);
+
 // The per-campaign JSON summary pacerd writes at exit (--summary).
 // Nothing when `file` is empty; a failed write is logged.
 void writeSummary(const std::string& file, MonoTime start, MonoTime end, const WorkerCore& core, bool with_quota,
@@ -102,6 +110,7 @@ struct AdminFigures {
   std::size_t rows_invalid = 0;
   std::uint64_t rows_skipped = 0;
   std::vector<admin::SmppSinkMetrics> smpp;
+  std::optional<events::OutcomeDrainerStats> events;  // nullopt: outcome events off
 };
 
 // pacerd's admin listener (/metrics, /healthz, /readyz, POST /admin/drain and

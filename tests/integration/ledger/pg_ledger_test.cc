@@ -58,10 +58,11 @@ class PgLedgerTest : public ::testing::Test {
 std::unique_ptr<PostgresServer> PgLedgerTest::server_;
 
 TEST_F(PgLedgerTest, MigrateAppliesEveryVersionOnceAndIsIdempotent) {
-  EXPECT_EQ(migrate(options_), latestSchemaVersion());
+  const int applied = migrate(options_);
   EXPECT_EQ(migrate(options_), 0);
   pqxx::connection c(options_.conninfo);
   pqxx::read_transaction tx(c);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM pacer_schema_migrations")[0].as<int>(), applied);
   EXPECT_EQ(tx.exec1("SELECT max(version) FROM pacer_schema_migrations")[0].as<int>(), latestSchemaVersion());
   EXPECT_EQ(tx.exec1("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
                      "('campaigns', 'providers', 'deliveries')")[0]
@@ -73,7 +74,7 @@ TEST_F(PgLedgerTest, TakesAPostgresqlUrlAsWellAsKeywords) {
   // The connect timeout is added in the URL's own syntax (PACER_POSTGRES may be either).
   const std::string db = "t_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
   const PgLedgerOptions url{fmt::format("postgresql://postgres@127.0.0.1:{}/{}", server_->port(), db), 2};
-  EXPECT_EQ(migrate(url), latestSchemaVersion());
+  EXPECT_GT(migrate(url), 0);
   auto ledger = makePgLedger(url);
   EXPECT_EQ(ledger->record(std::vector<DeliveryRecord>{row("m-1", 1)}), 1u);
   EXPECT_EQ(count(), 1);

@@ -1,0 +1,93 @@
+// The outcome events' drainer: publishes the outbox rows this worker wrote
+// (pacer/ledger/pg_outbox.h) to a Kafka topic with librdkafka's idempotent
+// producer, key = campaign, value = encodeOutcomeEvent(), and deletes each
+// row only after its delivery report says the broker has it. A crash loses
+// nothing (the rows stay) and duplicates only what was produced and not yet
+// deleted; the same worker id publishes what is left when it starts again.
+//
+// Thread-safety: start()/stop() and stats() may be called from any thread;
+// publish(), acknowledge() and drainOnce() belong to one thread at a time
+// (the drainer's own once started).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pacer/ledger/pg_ledger.h"
+#include "pacer/logging/logging.h"
+
+namespace pacer::events {
+
+struct OutcomeDrainerOptions {
+  std::string brokers;                      // bootstrap.servers
+  std::string topic;                        // the events topic (not empty)
+  ledger::PgLedgerOptions pg;               // with outbox_worker: whose rows to publish
+  std::size_t batch = 1000;                 // rows per read, produce and delete
+  std::chrono::milliseconds poll{20};       // how long an empty outbox waits before it is read again
+  std::chrono::milliseconds ack_timeout{30000};  // a batch waits this long for its reports (message.timeout.ms)
+  std::map<std::string, std::string> kafka;      // any other producer property
+};
+
+struct OutcomeDrainerStats {
+  std::uint64_t published = 0;      // events the broker acknowledged (and deleted from the outbox)
+  std::uint64_t failed = 0;         // produce or delivery failures (the rows stay and go again)
+  std::uint64_t errors = 0;         // outbox reads/deletes that failed (PostgreSQL)
+  std::int64_t depth = 0;           // this worker's outbox rows now (read at most once a second)
+  double lag_seconds = 0;           // age of the oldest of them (0: none)
+};
+
+class OutcomeDrainer {
+ public:
+  // Throws InvalidError for a bad topic or producer property.
+  OutcomeDrainer(OutcomeDrainerOptions options, logging::LoggerPtr log);
+  ~OutcomeDrainer();  // stop()s
+  OutcomeDrainer(const OutcomeDrainer&) = delete;
+  OutcomeDrainer& operator=(const OutcomeDrainer&) = delete;
+
+  // Runs the drain loop on a thread of its own until stop(). Throws
+  // InvalidError when the database has no outbox (schema before 11); an
+  // unreachable PostgreSQL is logged and retried by the loop.
+  void start();
+  // Stops the loop after last rounds that publish what is waiting (while
+  // batches come full, at most 10 s); rows left stay in the outbox.
+  void stop();
+
+  // One round by hand: produces the next batch (at most `batch` rows, in id
+  // order) and waits for their reports (at most ack_timeout). Returns the ids
+  // the broker acknowledged, ascending. Throws Ledger*Error when the outbox
+  // cannot be read.
+  std::vector<std::int64_t> publish();
+  // Deletes those rows from the outbox. Throws Ledger*Error.
+  void acknowledge(const std::vector<std::int64_t>& ids);
+  // publish() then acknowledge(): how many rows were published.
+  std::size_t drainOnce();
+
+  OutcomeDrainerStats stats() const;
+
+ private:
+  void loop();
+  void refreshDepth(bool force);
+
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  OutcomeDrainerOptions options_;
+  logging::LoggerPtr log_;
+  std::atomic<bool> stop_{false};
+  std::mutex wake_mu_;
+  std::condition_variable wake_;
+  std::thread thread_;
+  std::atomic<std::uint64_t> published_{0}, failed_{0}, errors_{0};
+  std::atomic<std::int64_t> depth_{0};
+  std::atomic<double> lag_seconds_{0};
+  std::chrono::steady_clock::time_point next_depth_{};
+};
+
+}  // namespace pacer::events

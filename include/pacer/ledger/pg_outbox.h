@@ -1,0 +1,45 @@
+// The outcome events' outbox (migration 011) as its drainer sees it: the
+// rows one worker id wrote, oldest first, and their removal once published.
+// One connection, opened lazily and again after it breaks. Not thread-safe:
+// one owner thread (the drainer's). Errors are LedgerUnavailableError /
+// LedgerRejectedError, as the ledger's.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pacer/ledger/pg_ledger.h"
+#include "pacer/outcome_event.h"
+
+namespace pacer::ledger {
+
+struct OutboxDepth {
+  std::int64_t rows = 0;           // this worker's rows not yet published
+  double oldest_age_seconds = 0;   // how long the oldest of them has waited (0: none)
+};
+
+class PgOutbox {
+ public:
+  // `options.outbox_worker` names the rows this reader owns (not empty).
+  explicit PgOutbox(PgLedgerOptions options);
+  ~PgOutbox();
+  PgOutbox(const PgOutbox&) = delete;
+  PgOutbox& operator=(const PgOutbox&) = delete;
+
+  // At most `limit` of this worker's rows, in id order: those left from
+  // before a crash come first.
+  std::vector<OutcomeEvent> next(std::size_t limit);
+  // Deletes the rows `ids` (the broker has them). Returns how many went.
+  std::size_t remove(std::span<const std::int64_t> ids);
+  // One count(*) over this worker's rows, with the age of the oldest.
+  OutboxDepth depth();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pacer::ledger

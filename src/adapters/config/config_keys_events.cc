@@ -1,0 +1,36 @@
+// The outcome events' keys: events.* (docs/configuration.md "Outcome events").
+#include "config_keys.h"
+
+namespace pacer::config::detail {
+
+std::vector<Key> eventsKeys() {
+  return {
+      {"events.topic", Shape::kScalar, "--events-topic", FlagForm::kValue, false, false,
+       "publish every ledger change to this Kafka topic (an outbox in the ledger's transaction); empty: off",
+       [](const Raw& r, Ctx& c) { c.o.events_topic = asString(r); }},
+      {"events.brokers", Shape::kList, "--events-brokers", FlagForm::kValue, false, false,
+       "the events topic's bootstrap servers (HOST:PORT,...); empty: --brokers",
+       [](const Raw& r, Ctx& c) {
+         std::string joined;
+         for (const std::string& b : asList(r)) joined += (joined.empty() ? "" : ",") + b;
+         c.o.events_brokers = joined;
+       }},
+      {"events.worker_id", Shape::kScalar, "--events-worker-id", FlagForm::kValue, false, false,
+       "this worker's name on its outbox rows, the same across restarts and unique per worker; empty: the host name",
+       [](const Raw& r, Ctx& c) { c.o.events_worker_id = asString(r); }},
+      {"events.batch", Shape::kScalar, "--events-batch", FlagForm::kValue, false, false,
+       "outbox rows per read, produce and delete (default 1000)",
+       [](const Raw& r, Ctx& c) { c.o.events_batch = static_cast<std::size_t>(asInt(r, 1, 100000)); }},
+      {"events.poll_ms", Shape::kScalar, "--events-poll-ms", FlagForm::kValue, false, false,
+       "an empty outbox is read again after this (default 20)",
+       [](const Raw& r, Ctx& c) { c.o.events_poll = ms(asInt(r, 1, 60000)); }},
+      // Secret: it may hold sasl.password or ssl.key.password.
+      {"events.properties", Shape::kMap, "--events-kafka", FlagForm::kRepeat, true, false,
+       "any other producer property of the events topic, KEY=VALUE (repeatable)",
+       [](const Raw& r, Ctx& c) {
+         for (const auto& [k, v] : asMap(r)) c.o.events_kafka[k] = v;
+       }},
+  };
+}
+
+}  // namespace pacer::config::detail

@@ -1,0 +1,73 @@
+#include "pacer/ledger/pg_outbox.h"
+
+#include <pqxx/pqxx>
+
+#include "pg_common.h"
+
+namespace pacer::ledger {
+
+struct PgOutbox::Impl {
+  PgLedgerOptions options;
+  std::unique_ptr<pqxx::connection> conn;
+};
+
+PgOutbox::PgOutbox(PgLedgerOptions options) : impl_(std::make_unique<Impl>()) {
+  if (options.outbox_worker.empty()) throw LedgerRejectedError("outbox: the worker id is empty");
+  impl_->options = std::move(options);
+}
+
+PgOutbox::~PgOutbox() = default;
+
+std::vector<OutcomeEvent> PgOutbox::next(std::size_t limit) {
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::read_transaction tx(c);
+    const pqxx::result res = tx.exec_params(
+        "SELECT id, kind, message_id, campaign, status, reason, provider, provider_message_id, attempts, "
+        "(extract(epoch FROM recorded_at) * 1000)::bigint, coalesce((extract(epoch FROM done_at) * 1000)::bigint, 0) "
+        "FROM outbox WHERE worker = $1 ORDER BY id LIMIT $2",
+        impl_->options.outbox_worker, static_cast<std::int64_t>(limit));
+    std::vector<OutcomeEvent> out;
+    out.reserve(res.size());
+    for (const auto& row : res) {
+      OutcomeEvent& e = out.emplace_back();
+      e.id = row[0].as<std::int64_t>();
+      e.kind = row[1].as<std::string>();
+      e.message_id = row[2].as<std::string>();
+      e.campaign = row[3].as<std::string>();
+      e.status = row[4].as<std::string>();
+      e.reason = row[5].as<std::string>();
+      e.provider = row[6].as<std::string>();
+      e.provider_message_id = row[7].as<std::string>();
+      e.attempts = row[8].as<std::int32_t>();
+      e.recorded_at_ms = row[9].as<std::int64_t>();
+      e.done_at_ms = row[10].as<std::int64_t>();
+    }
+    return out;
+  });
+}
+
+std::size_t PgOutbox::remove(std::span<const std::int64_t> ids) {
+  if (ids.empty()) return 0;
+  const std::vector<std::int64_t> list(ids.begin(), ids.end());
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::work tx(c);
+    const pqxx::result r =
+        tx.exec_params("DELETE FROM outbox WHERE worker = $1 AND id = ANY($2::bigint[])",
+                       impl_->options.outbox_worker, numberArray(list));
+    tx.commit();
+    return static_cast<std::size_t>(r.affected_rows());
+  });
+}
+
+OutboxDepth PgOutbox::depth() {
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::read_transaction tx(c);
+    const pqxx::row row = tx.exec_params1(
+        "SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(recorded_at)), 0)::float8 "
+        "FROM outbox WHERE worker = $1",
+        impl_->options.outbox_worker);
+    return OutboxDepth{row[0].as<std::int64_t>(), std::max(0.0, row[1].as<double>())};
+  });
+}
+
+}  // namespace pacer::ledger
