@@ -86,7 +86,8 @@ struct ThrottleVerdict {
   double keep = 1;
   double share = 0;  // the throttle share of the judged period
   double noise = 0;  // the noise level after the verdict
-  Nanos pause{0};    // kCapacity: the longest Retry-After the period's throttles named (0: none)
+  Nanos pause{0};    // kCapacity: the longest Retry-After the period's throttles named (0: none, or
+                     // a cut of at most 1 - soft_keep whose Retry-After is at most a period)
 };
 
 class ThrottleJudge {

@@ -83,7 +83,13 @@ ThrottleVerdict ThrottleJudge::close(MonoTime now, ThrottleVerdict::Kind kind) n
     const bool confirmed = measured >= options_.soft_keep || soft_pending_;
     v.keep = confirmed ? measured : 1.0;
     soft_pending_ = !confirmed;
-    v.pause = longest_retry_after_;
+    // A small excess (the probe touching the limit: a throttle or two in a
+    // hundred) asking to wait no longer than a period is the window's own
+    // refill: the small cut is enough, and each throttled message waits its
+    // Retry-After. A deeper excess, or a longer Retry-After (a provider's
+    // penalty), pauses the provider.
+    const bool small = measured >= options_.soft_keep && longest_retry_after_ <= options_.period;
+    v.pause = small ? Nanos{0} : longest_retry_after_;
     testing_ = true;
     settling_ = true;
     cut_share_ = v.share;

@@ -185,6 +185,22 @@ TEST(ThrottleJudge, TheRefillAfterAPauseIsNotJudged) {
   EXPECT_EQ(v.size(), 1u);
 }
 
+// The probe touching the limit (one throttle in a hundred, Retry-After a
+// second) is a small cut without a pause; a longer Retry-After is a
+// provider's penalty and pauses whatever the excess.
+TEST(ThrottleJudge, ASmallExcessPausesOnlyForARetryAfterLongerThanAPeriod) {
+  auto one_in_100 = [](int ms) { return ms == 500; };
+  ThrottleJudge judge({}, at(Nanos{0}));
+  std::vector<ThrottleVerdict> v = feed(judge, 0, 1010, one_in_100, seconds(1));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NEAR(v[0].keep, 0.99, 0.001);
+  EXPECT_EQ(v[0].pause, Nanos{0});
+  ThrottleJudge penalty({}, at(Nanos{0}));
+  v = feed(penalty, 0, 1010, one_in_100, seconds(5));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].pause, seconds(5));
+}
+
 TEST(ThrottleJudge, OneCutKeepsAtLeastMinKeep) {
   ThrottleJudge judge({}, at(Nanos{0}));
   const std::vector<ThrottleVerdict> v = feed(judge, 0, 3050, [](int) { return true; });
