@@ -25,9 +25,8 @@
 //     and the measured cut is made when the next judged period is excessive
 //     too (or, if the test after the step back was quiet, the one after it:
 //     the step back's pause may be all that quieted the test).
-//   - The test: the period after a measured cut (after one more period of
-//     settling, while the provider's window still holds what came before;
-//     a step back is not tested for noise, its rate was not meant to fall). A ceiling C
+//   - The test: the period after a cut (after one more period of settling,
+//     while the provider's window still holds what came before). A ceiling C
 //     (what the cut period accepted) refuses only what is sent above C, so
 //     at the lower rate the share falls to max(noise, 1 - C / rate); noise
 //     refuses the same share at any rate. If the rate did fall (answers per

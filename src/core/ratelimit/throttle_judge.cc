@@ -130,10 +130,7 @@ ThrottleVerdict ThrottleJudge::judgeTest(MonoTime now) noexcept {
   const double ceiling_share = std::max(noise_, 1 - (1 - cut_share_) * cut_rate_ / rate);
   const bool share_stayed = throttles_ >= 2 && cut_share_ > ceiling_share &&
                             share > ceiling_share + options_.verify_fall * (cut_share_ - ceiling_share);
-  // After a step back (keep 1) the rate was not meant to fall: a worker's
-  // share of a shared rate wanders by more than verify_rate_fall, and a
-  // share that stayed then says nothing of noise.
-  if (rate_fell && share_stayed && !soft_pending_) {
+  if (rate_fell && share_stayed) {
     noise_ = std::min(share, options_.max_noise);
     soft_pending_ = false;
     ++noise_verdicts_;
