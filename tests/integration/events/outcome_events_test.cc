@@ -22,6 +22,7 @@
 #include "pacer/sink.h"
 #include "support/kafka_mock_process.h"
 #include "support/postgres_server.h"
+#include "support/wait_until.h"
 
 namespace pacer::events {
 namespace {
@@ -273,9 +274,8 @@ TEST_F(OutcomeEventsTest, TheRunningDrainerPublishesRowsAsTheyAreWrittenAndOnlyI
   drainer.start();
   auto ledger = ledger::makePgLedger(pg_);
   writeRows(*ledger, 0, 1000);
-  const auto limit = Clock::now() + std::chrono::seconds(30);
-  while (drainer.stats().published < 1000 && Clock::now() < limit)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  pacer::testing::waitUntil([&] { return drainer.stats().published >= 1000; }, std::chrono::seconds(30),
+                     std::chrono::milliseconds(20));
   drainer.stop();
   EXPECT_EQ(drainer.stats().published, 1000u);
   // worker-b's row waits for worker-b.

@@ -405,7 +405,8 @@ TEST(RedisQuota, ARoundOfJudgedCutsPausesOnceUnlessAskedForLonger) {
   LeaseReply r = one(*w, req(milliseconds(600), 1.0));  // a first step back, Retry-After 0.6 s
   ASSERT_EQ(r.status, QuotaStatus::kOk);
   EXPECT_GT(r.paused, milliseconds(500));
-  std::this_thread::sleep_for(milliseconds(300));  // on Redis's clock: nothing here to wait on
+  const std::int64_t t0 = redisMicros(server);
+  ASSERT_TRUE(waitUntil([&] { return redisMicros(server) - t0 >= 300'000; }, milliseconds(2000), milliseconds(10)));
   r = one(*w, req(milliseconds(600), 0.8));
   EXPECT_LE(r.paused, milliseconds(320)) << "the round's second word paused again";
   EXPECT_NEAR(r.effective_rate, 400 * 0.8 * 0.98, 0.01);
