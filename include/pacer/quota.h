@@ -67,6 +67,10 @@ struct AdaptiveLevel {
   // limit goes back to the rate at the cut times this
   // (AdaptiveRate::restoreLimit). 0: nothing to restore.
   double restore = 0;
+  // In [0, 1]: the throttle noise level this worker's judge learned
+  // (ThrottleJudge::noise), kept by the backend for every worker when this
+  // worker is the scope's judge (LeaseReply::judge). < 0: nothing to report.
+  double noise = -1;
 };
 
 // Strict priority between classes sharing one level (a provider's bucket),
@@ -181,6 +185,15 @@ struct LeaseReply {
   // Workers (LeaseRequest::worker) that asked for this scope in the last
   // two seconds, this one included; 0 when not counted.
   std::uint32_t active_workers = 0;
+  // With `adaptive` and a worker id: whether this worker judges the scope's
+  // throttles for every worker (ThrottleJudge): one does, the one that
+  // judged last, until it has reported no answers (AdaptiveLevel::ok,
+  // faults) for two seconds, then the next to report some; the others only
+  // follow the shared rate and pause. True without an adaptive level or a
+  // worker id (each worker judges alone). `noise` is the judge's learned
+  // noise level as the backend holds it (0: none learned).
+  bool judge = true;
+  double noise = 0;
   // When the reply arrived, on the caller's monotonic clock (at least the
   // `now` given to acquire()): the grant's schedule starts here.
   MonoTime answered_at{};

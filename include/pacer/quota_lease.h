@@ -293,6 +293,10 @@ class QuotaLeaser {
   // part): the shared limit goes back to the rate at the cut times keep
   // (AdaptiveRate::restoreLimit). Leases are kept.
   void reportNoise(std::uint32_t provider, double keep) noexcept;
+  // The noise level this worker's judge learned for the provider
+  // (ThrottleJudge::noise): kept for every worker while this one judges.
+  // Sent with the next refresh.
+  void reportNoiseLevel(std::uint32_t provider, double noise) noexcept;
   // One answer from the provider, for its shared circuit breaker: `fault`
   // for kFault answers, false for the others. Sent with the next request for
   // the provider, or on its own after report_interval.
@@ -307,6 +311,13 @@ class QuotaLeaser {
   // paused for everyone as far as this worker knows.
   std::optional<double> effectiveRate(std::uint32_t provider) const;
   MonoTime pausedUntil(std::uint32_t provider) const;
+  // Whether this worker judges the provider's throttles for every worker
+  // sharing it (LeaseReply::judge, as last heard; false until heard), and
+  // the judge's noise level as the backend holds it. A provider whose rate
+  // does not adapt, or while the quota is degraded (no shared state), is
+  // judged by each worker alone: true.
+  bool judges(std::uint32_t provider) const;
+  double sharedNoise(std::uint32_t provider) const;
 
   // Workers sharing each global rate from now on (>= 1; throws SchedulerError
   // otherwise): sizes the next leases and any local share entered later.

@@ -103,6 +103,11 @@ class ThrottleJudge {
   // answers before `until + period` are not judged.
   void pausedUntil(MonoTime until) noexcept;
 
+  // Judges again from `now` after answers it did not see (another worker
+  // judged them): the period starts afresh, no cut is pending or tested,
+  // and `noise` (what the other judge learned) is the noise level.
+  void resume(MonoTime now, double noise) noexcept;
+
   double noise() const noexcept { return noise_; }
   std::uint64_t capacityVerdicts() const noexcept { return capacity_verdicts_; }
   std::uint64_t noiseVerdicts() const noexcept { return noise_verdicts_; }

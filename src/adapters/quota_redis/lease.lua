@@ -9,7 +9,9 @@
 --              the scope's state (a hash): the adaptive rate (r, lim, ts, dec,
 --              pu, sp, we, cf and cr: the limit and the rate before the
 --              last round of judged cuts, ct: when that round began, cs and
---              cn: the sum and count of its measured keeps, cp: its pause, us) and the circuit breaker (bws, bok, bf, bpok, bpf, bou, bn)
+--              cn: the sum and count of its measured keeps, cp: its pause, us), the circuit breaker (bws, bok, bf, bpok, bpf,
+--              bou, bn) and the throttle judge (jw: the worker that judges, jt: when it last reported answers,
+--              us; nz: the noise level it learned)
 -- then, only with priority (ARGV[8] > 0): the scope's classes (a hash: rank ->
 --              when it last asked for tokens, us) and, when ARGV[8] is 2, this
 --              class's own bucket (its share of the shared level while lower
@@ -39,7 +41,9 @@
 --   down to keep times itself, AdaptiveRate::onCapacity; 0: the fixed
 --   decrease) and a restore in millionths (> 0: the last judged cut was
 --   noise, in whole or in part: the limit goes back to the rate at the cut
---   times it, AdaptiveRate::restoreLimit; 0: none).
+--   times it, AdaptiveRate::restoreLimit; 0: none), and the throttle noise
+--   level the asking worker's judge learned, in millionths (-1: none; kept
+--   only from the worker that judges).
 -- then, with priority, 6 more: the shared level (1-based), this class's rank
 --   (0 highest), the floor, the lower lookahead (us), the top lookahead (us),
 --   the window in which a class counts as asking (us) and how long a class
@@ -54,7 +58,11 @@
 --    (-1: none), paused_us, start (micro-tokens) and schedule rate (micro-
 --    tokens per second): token k of the grant is due (k - start) / rate from
 --    now (start is negative when the buckets owe tokens to earlier grants),
---    active workers, breaker open (0/1)}
+--    active workers, breaker open (0/1), judge (1: this worker judges the
+--    scope's throttles for all: the one that judged last, until it has
+--    reported no answers for two seconds, then the next to report some;
+--    always 1 without an adaptive level or a worker id),
+--    the judge's noise level in millionths}
 -- integers only, because replies turn Lua fractions into truncated integers.
 -- A level the quota cannot hold gets the typed refusal {-1, code, level
 -- (0-based)} instead, before anything is taken: code 1, a rate or burst that
@@ -106,7 +114,7 @@ if nlev < 1 or want == nil or want < 0 or ahead == nil or ahead < 0 or min_grant
   return redis.error_reply('ERR pacer lease: bad arguments')
 end
 local nadaptive = 0
-if alevel > 0 then nadaptive = 16 end
+if alevel > 0 then nadaptive = 17 end
 local npri = 0
 if npk > 0 then npri = 7 end
 if #ARGV ~= 8 + 2 * nlev + nadaptive + npri then return redis.error_reply('ERR pacer lease: bad arguments') end
@@ -135,12 +143,13 @@ end
 
 -- The adaptive rate and breaker: read, brought to now, reports applied, written.
 local eff_milli, paused_us, open = -1, 0, 0
+local judge, noise_micro = 1, 0
 local eff_rate, eff_burst = nil, nil
 if alevel > 0 then
   local base = 8 + 2 * nlev
   local a = {}
   local names = {'floor', 'dec', 'holdf', 'fast', 'probe', 'hold', 'throttle', 'ok', 'faults',
-                 'bthr', 'bmin', 'bwin', 'bcool', 'bmax', 'keep', 'restore'}
+                 'bthr', 'bmin', 'bwin', 'bcool', 'bmax', 'keep', 'restore', 'noise'}
   for i, name in ipairs(names) do
     a[name] = num(base + i)
     if a[name] == nil then return redis.error_reply('ERR pacer lease: bad adaptive argument ' .. name) end
@@ -152,12 +161,29 @@ if alevel > 0 then
   if ceiling ~= nil and ceiling > 0 and cburst ~= nil then
     local skey = KEYS[skey_index]
     local h = redis.call('HMGET', skey, 'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf',
-      'bou', 'bn', 'cf', 'cr', 'ct', 'cs', 'cn', 'cp')
+      'bou', 'bn', 'cf', 'cr', 'ct', 'cs', 'cn', 'cp', 'jt', 'nz', 'jw')
     local st = {}
     for i, name in ipairs({'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf', 'bou', 'bn',
-                           'cf', 'cr', 'ct', 'cs', 'cn', 'cp'}) do
+                           'cf', 'cr', 'ct', 'cs', 'cn', 'cp', 'jt', 'nz'}) do
       st[name] = tonumber(h[i])
     end
+    st.jw = h[23]
+    if st.jt == nil or not st.jw then st.jt, st.jw = 0, '' end
+    if st.nz == nil then st.nz = 0 end
+    -- One worker judges the scope's throttles for all (ThrottleJudge): the
+    -- one that judged last, until it has reported no answers for two
+    -- seconds; then the next to report answers.
+    if counted then
+      local answered = a.ok + a.faults > 0
+      if st.jw == ARGV[5] then
+        if answered then st.jt = now end
+      elseif answered and (st.jw == '' or now - st.jt > 2 * U) then
+        st.jw, st.jt = ARGV[5], now
+      end
+      if st.jw ~= ARGV[5] then judge = 0 end
+      if judge == 1 and a.noise >= 0 then st.nz = math.min(a.noise, U) / U end
+    end
+    noise_micro = math.floor(st.nz * U)
     if st.cf == nil or st.cr == nil or st.ct == nil then st.cf, st.cr, st.ct = 0, 0, 0 end
     if st.cs == nil or st.cn == nil then st.cs, st.cn = 0, 0 end
     if st.cp == nil then st.cp = 0 end
@@ -298,7 +324,8 @@ if alevel > 0 then
       'bpok', string.format('%.17g', st.bpok), 'bpf', string.format('%.17g', st.bpf),
       'bou', string.format('%.0f', st.bou), 'bn', string.format('%.0f', st.bn), 'cf', string.format('%.17g', st.cf),
       'cr', string.format('%.17g', st.cr), 'ct', string.format('%.0f', st.ct),
-      'cs', string.format('%.17g', st.cs), 'cn', string.format('%.0f', st.cn), 'cp', string.format('%.0f', st.cp))
+      'cs', string.format('%.17g', st.cs), 'cn', string.format('%.0f', st.cn), 'cp', string.format('%.0f', st.cp),
+      'jw', st.jw, 'jt', string.format('%.0f', st.jt), 'nz', string.format('%.17g', st.nz))
     -- Forgotten after an hour idle: it comes back at the ceiling.
     pexpire(skey, 3600000 + math.max(st.pu - now, 0) / 1000)
     eff_milli = math.floor(st.r * 1000)
@@ -309,7 +336,7 @@ if alevel > 0 then
     if now < st.bou then open = 1 end
     if st.pu > now then
       paused_us = st.pu - now
-      return {0, paused_us, paused_us, alevel - 1, eff_milli, paused_us, 0, active, open, 0}
+      return {0, paused_us, paused_us, alevel - 1, eff_milli, paused_us, 0, active, open, 0, judge, noise_micro}
     end
   end
 end
@@ -467,4 +494,5 @@ end
 -- The class's own bucket is not one of the request's levels: it stands for
 -- the shared level it is a share of.
 if bind > nlev then bind = plevel end
-return {grant, wait, full_in, bind - 1, eff_milli, paused_us, start, active, open, math.floor(srate * U)}
+return {grant, wait, full_in, bind - 1, eff_milli, paused_us, start, active, open, math.floor(srate * U), judge,
+        noise_micro}

@@ -6,7 +6,7 @@
 namespace pacer {
 namespace {
 
-constexpr std::size_t kFields = 10;
+constexpr std::size_t kFields = 12;
 // The longest wait the script can mean (a day), in microseconds: anything
 // larger is a bad reply, not a wait.
 constexpr long long kMaxMicros = 86'400'000'000LL;
@@ -47,7 +47,8 @@ bool parseLeaseReply(const redisReply& r, const LeaseRequest& req, LeaseReply& o
   }
   if (v[0] < 0 || static_cast<unsigned long long>(v[0]) > req.want) return false;
   if (v[3] < 0 || static_cast<unsigned long long>(v[3]) >= req.levels.size()) return false;
-  if (v[5] < 0 || v[5] > kMaxMicros || v[7] < 0 || v[7] > UINT32_MAX || (v[8] != 0 && v[8] != 1) || v[9] < 0)
+  if (v[5] < 0 || v[5] > kMaxMicros || v[7] < 0 || v[7] > UINT32_MAX || (v[8] != 0 && v[8] != 1) || v[9] < 0 ||
+      (v[10] != 0 && v[10] != 1) || v[11] < 0 || v[11] > 1'000'000)
     return false;
   LeaseReply reply;
   reply.status = QuotaStatus::kOk;
@@ -61,6 +62,8 @@ bool parseLeaseReply(const redisReply& r, const LeaseRequest& req, LeaseReply& o
   reply.active_workers = static_cast<std::uint32_t>(v[7]);
   reply.circuit_open = v[8] == 1;
   reply.schedule_rate = static_cast<double>(v[9]) / 1e6;
+  reply.judge = v[10] == 1;
+  reply.noise = static_cast<double>(v[11]) / 1e6;
   out = reply;
   return true;
 }

@@ -159,6 +159,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       };
       out.push_back(fmt::format("{}", millionths(r.adaptive->keep)));
       out.push_back(fmt::format("{}", millionths(r.adaptive->restore)));
+      out.push_back(fmt::format("{}", r.adaptive->noise < 0 ? -1 : millionths(r.adaptive->noise)));
     }
     if (priority) {
       const LeasePriority& p = *r.priority;

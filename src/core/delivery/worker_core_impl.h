@@ -112,6 +112,8 @@ struct WorkerCore::Impl {
     std::optional<AdaptiveRate> adaptive;   // without a global quota (with one it is shared there)
     std::optional<CircuitBreaker> breaker;  // likewise
     std::optional<ThrottleJudge> judge;     // this worker's, whether or not the quota is global
+    bool judging = true;                    // it judges (with a global quota, one worker does for all)
+    double noise_sent = 0;                  // its noise level as last told to the global quota
     ThrottleVerdict last_verdict;
     double applied_rate = 0;
     std::uint64_t throttled = 0;

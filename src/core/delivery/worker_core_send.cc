@@ -1,9 +1,19 @@
 // WorkerCore's queues, providers, dispatch to the sink and its answers (worker_core_impl.h).
 #include "worker_core_impl.h"
 
+#include <cmath>
+
 namespace pacer {
 
 using delivery_detail::Item;
+
+namespace {
+
+// A change of the judged noise level smaller than this is not sent to the
+// global quota (it moves a little with every quiet period).
+constexpr double kNoiseReportStep = 0.002;
+
+}  // namespace
 
 void WorkerCore::Impl::enqueue(Campaign* c, Item item, bool at_front) {
   buffered_bytes += item.bytes();
@@ -233,8 +243,24 @@ void WorkerCore::Impl::judge(Provider* p, const SendResult& r, MonoTime now) {
   // A throttle of one recipient (APNs TooManyRequests) says nothing of the provider.
   if (r.outcome == SendOutcome::kThrottled && r.scope == AnswerScope::kRecipient) return;
   const bool shared = leaser && p->qid != UINT32_MAX;
+  // Shared, one worker judges for all (its view is a fair sample of the
+  // provider's answers): four judges each learning the noise alone would
+  // each cut and pause everyone on their way.
+  if (shared && !leaser->judges(p->qid)) {
+    p->judging = false;
+    return;
+  }
+  if (!p->judging) {  // it takes over: from now, with the noise level the last judge learned
+    p->judging = true;
+    p->judge->resume(now, leaser->sharedNoise(p->qid));
+    p->noise_sent = p->judge->noise();
+  }
   p->judge->pausedUntil(shared ? std::max(p->paused_until, leaser->pausedUntil(p->qid)) : p->paused_until);
   const ThrottleVerdict v = p->judge->answer(now, r.outcome == SendOutcome::kThrottled, r.retry_after);
+  if (shared && std::abs(p->judge->noise() - p->noise_sent) >= kNoiseReportStep) {
+    p->noise_sent = p->judge->noise();
+    leaser->reportNoiseLevel(p->qid, p->noise_sent);
+  }
   if (v.kind == ThrottleVerdict::Kind::kNone) return;
   p->last_verdict = v;
   if (v.kind == ThrottleVerdict::Kind::kNoise) {

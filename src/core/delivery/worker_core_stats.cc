@@ -40,6 +40,7 @@ std::vector<ProviderStats> WorkerCore::providerStats(MonoTime now) const {
       s.degraded = impl_->leaser->degraded(p->qid);
       s.circuit_open = impl_->leaser->circuitOpen(p->qid);
       s.workers = impl_->leaser->workersFor(p->qid);
+      if (!p->judging) s.throttle_noise = impl_->leaser->sharedNoise(p->qid);
     }
     s.server_errors = p->server_errors;
     s.recipient_throttled = p->recipient_throttled;

@@ -15,6 +15,7 @@ namespace pacer {
 namespace {
 
 constexpr Nanos kActiveWindow = std::chrono::seconds(2);
+constexpr Nanos kJudgeSilence = std::chrono::seconds(2);  // lease.lua: a judge with no answers this long is replaced
 
 double seconds(Nanos d) { return std::chrono::duration<double>(d).count(); }
 Nanos nanos(double s) {
@@ -52,6 +53,9 @@ class LocalQuotaBackend final : public QuotaBackend {
     std::optional<CircuitBreaker> breaker;
     std::unordered_map<std::uint64_t, MonoTime> workers;
     std::unordered_map<std::uint32_t, MonoTime> classes;  // priority rank -> last ask with want > 0
+    std::uint64_t judge = 0;  // the worker that judges the throttles (lease.lua's jw), and when it last asked
+    MonoTime judge_seen{};
+    double noise = 0;
   };
   // How priority changes a request (LeasePriority in quota.h).
   struct PriorityView {
@@ -117,6 +121,18 @@ class LocalQuotaBackend final : public QuotaBackend {
         st.rate->onThrottled(now, r.adaptive->throttled);
     }
     if (r.adaptive->restore > 0) st.rate->restoreLimit(now, r.adaptive->restore);
+    if (r.worker != 0) {  // one worker judges for all, as in lease.lua
+      const bool answered = r.adaptive->ok + r.adaptive->faults > 0;
+      if (st.judge == r.worker) {
+        if (answered) st.judge_seen = now;
+      } else if (answered && (st.judge == 0 || now - st.judge_seen > kJudgeSilence)) {
+        st.judge = r.worker;
+        st.judge_seen = now;
+      }
+      reply.judge = st.judge == r.worker;
+      if (reply.judge && r.adaptive->noise >= 0) st.noise = std::min(r.adaptive->noise, 1.0);
+    }
+    reply.noise = st.noise;
     if ((r.adaptive->ok > 0 || r.adaptive->faults > 0) && st.breaker->report(r.adaptive->ok, r.adaptive->faults, now))
       st.rate->onFaults(now, st.breaker->openUntil() - now);
     reply.effective_rate = st.rate->rate(now);

@@ -114,13 +114,15 @@ std::size_t QuotaLeaser::addReports(MonoTime now) {
     Provider& p = providers_[pid];
     const bool throttle = p.report >= Nanos{0};
     const bool health = (p.ok > 0 || p.faults > 0) && now - p.reported_at >= options_.report_interval;
-    if (!throttle && !health && !(p.restore > 0)) continue;
+    if (!throttle && !health && !(p.restore > 0) && !(p.noise_report >= 0)) continue;
     const Nanos pause = p.report;
     const double keep = p.keep;
     const double restore = p.restore;
+    const double noise = p.noise_report;
     p.report = Nanos{-1};
     p.keep = 0;
     p.restore = 0;
+    p.noise_report = -1;
     if (!p.adaptive || !p.limit || !(p.limit->rate_per_s > 0)) {
       p.ok = p.faults = 0;
       continue;
@@ -133,7 +135,7 @@ std::size_t QuotaLeaser::addReports(MonoTime now) {
       r.want = 0;
       r.fill_new = !p.degraded;
       r.worker = options_.seed;
-      r.adaptive = AdaptiveLevel{0, *p.adaptive, p.breaker, pause, 0, 0, keep, restore};
+      r.adaptive = AdaptiveLevel{0, *p.adaptive, p.breaker, pause, 0, 0, keep, restore, noise};
       attachHealth(r, pid);
       p.reported_at = now;
       if (throttle) ++metrics_.throttle_reports;
@@ -331,6 +333,8 @@ void QuotaLeaser::heardAdaptive(std::uint32_t provider, const LeaseReply& reply,
   Provider& p = providers_[provider];
   p.effective = reply.effective_rate;
   p.circuit_open = reply.circuit_open;
+  p.judge = reply.judge;
+  p.shared_noise = reply.noise;
   if (reply.paused <= Nanos{0}) return;
   const MonoTime until = now + reply.paused;
   // A pause this worker did not know of (another worker's 429, an open
@@ -361,6 +365,10 @@ void QuotaLeaser::reportCapacity(std::uint32_t provider, Nanos pause, double kee
 
 void QuotaLeaser::reportNoise(std::uint32_t provider, double keep) noexcept {
   if (provider < providers_.size()) providers_[provider].restore = std::clamp(keep, 0.01, 1.0);
+}
+
+void QuotaLeaser::reportNoiseLevel(std::uint32_t provider, double noise) noexcept {
+  if (provider < providers_.size()) providers_[provider].noise_report = std::clamp(noise, 0.0, 1.0);
 }
 
 void QuotaLeaser::reportSlow(std::uint32_t provider) noexcept {
@@ -403,6 +411,18 @@ std::optional<double> QuotaLeaser::effectiveRate(std::uint32_t provider) const {
 MonoTime QuotaLeaser::pausedUntil(std::uint32_t provider) const {
   if (provider >= providers_.size()) throw SchedulerError(fmt::format("unknown quota provider {}", provider));
   return providers_[provider].paused_until;
+}
+
+bool QuotaLeaser::judges(std::uint32_t provider) const {
+  if (provider >= providers_.size()) throw SchedulerError(fmt::format("unknown quota provider {}", provider));
+  const Provider& p = providers_[provider];
+  const bool adapts = p.adaptive && p.limit && p.limit->rate_per_s > 0;
+  return !adapts || p.degraded || p.judge;
+}
+
+double QuotaLeaser::sharedNoise(std::uint32_t provider) const {
+  if (provider >= providers_.size()) throw SchedulerError(fmt::format("unknown quota provider {}", provider));
+  return providers_[provider].shared_noise;
 }
 
 double QuotaLeaser::unitRandom() noexcept {  // splitmix64, in [0, 1)

@@ -60,6 +60,9 @@ struct QuotaLeaser::Provider {
   MonoTime paused_until{};           // the shared pause, as last heard
   bool circuit_open = false;         // as last heard
   std::uint32_t workers = 0;         // workers asking for it, as last heard
+  bool judge = false;                // this worker judges its throttles for all, as last heard
+  double shared_noise = 0;           // the judge's noise level, as last heard
+  double noise_report = -1;          // this worker's judge's noise level to send (< 0: none)
 };
 
 struct QuotaLeaser::Campaign {

@@ -110,6 +110,14 @@ void ThrottleJudge::pausedUntil(MonoTime until) noexcept {
   if (until > MonoTime{}) refilled_ = std::max(refilled_, until + options_.period);
 }
 
+void ThrottleJudge::resume(MonoTime now, double noise) noexcept {
+  now = std::max(now, last_);
+  last_ = now;
+  noise_ = std::isfinite(noise) ? std::clamp(noise, 0.0, options_.max_noise) : 0.0;
+  testing_ = settling_ = soft_pending_ = false;
+  restart(now);
+}
+
 void ThrottleJudge::restart(MonoTime now) noexcept {
   start_ = now;
   answers_ = 0;
@@ -130,7 +138,10 @@ ThrottleVerdict ThrottleJudge::judgeTest(MonoTime now) noexcept {
   const double ceiling_share = std::max(noise_, 1 - (1 - cut_share_) * cut_rate_ / rate);
   const bool share_stayed = throttles_ >= 2 && cut_share_ > ceiling_share &&
                             share > ceiling_share + options_.verify_fall * (cut_share_ - ceiling_share);
-  if (rate_fell && share_stayed) {
+  // A step back (keep 1) did not lower the rate: a rate that fell after it
+  // fell by chance (the sender's share of the traffic moved), and says
+  // nothing of noise. Only a measured cut is tested.
+  if (rate_fell && share_stayed && !soft_pending_) {
     noise_ = std::min(share, options_.max_noise);
     soft_pending_ = false;
     ++noise_verdicts_;

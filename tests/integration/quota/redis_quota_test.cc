@@ -414,6 +414,36 @@ TEST(RedisQuota, ARoundOfJudgedCutsPausesOnceUnlessAskedForLonger) {
   EXPECT_GT(r.paused, milliseconds(1800)) << "a longer Retry-After pauses again";
 }
 
+// As the in-process backend: one worker judges the provider's throttles for
+// all, the first to report answers, until it has reported none for two
+// seconds (Redis's clock); only its noise level is kept, heard by all.
+TEST(RedisQuota, OneWorkerJudgesForAllUntilItFallsSilent) {
+  RedisServer server;
+  auto w = makeRedisQuotaBackend(optionsFor(server));
+  w->connect();
+  auto ask = [&](std::uint64_t worker, std::uint64_t answers, double noise) {
+    LeaseRequest r = request("sms", {{"c:a", {1e6, 1e6}}, {"p", {400, 40}}}, 1);
+    r.worker = worker;
+    r.adaptive = AdaptiveLevel{1, AdaptiveRateOptions{}, BreakerOptions{}, Nanos{-1}, answers, 0, 0, 0, noise};
+    LeaseReply reply = one(*w, r);
+    EXPECT_EQ(reply.status, QuotaStatus::kOk);
+    return reply;
+  };
+  EXPECT_FALSE(ask(1, 0, -1).judge) << "no answers yet: nobody judges";
+  EXPECT_TRUE(ask(2, 5, -1).judge) << "the first to report answers";
+  EXPECT_FALSE(ask(1, 5, -1).judge);
+  EXPECT_EQ(ask(1, 5, 0.3).noise, 0) << "a worker that does not judge sets no noise";
+  EXPECT_DOUBLE_EQ(ask(2, 5, 0.125).noise, 0.125);
+  const std::int64_t last = redisMicros(server);
+  EXPECT_DOUBLE_EQ(ask(1, 5, -1).noise, 0.125) << "heard by every worker";
+  EXPECT_TRUE(ask(2, 0, -1).judge) << "asking without answers keeps it for two seconds";
+  ASSERT_TRUE(waitUntil([&] { return redisMicros(server) - last > 2'100'000; }, milliseconds(4000), milliseconds(20)));
+  EXPECT_TRUE(ask(1, 5, -1).judge) << "worker 2 reported no answers for two seconds";
+  EXPECT_FALSE(ask(2, 5, -1).judge);
+  EXPECT_DOUBLE_EQ(ask(2, 5, -1).noise, 0.125) << "the noise outlives its judge";
+  EXPECT_TRUE(ask(0, 5, -1).judge) << "without a worker id each judges alone";
+}
+
 // The script grants ahead of time up to the lookahead and says where each
 // grant's tokens start, as the in-process backend does.
 TEST(RedisQuota, GrantsAheadOfTimeAndSaysWhereTheyStart) {

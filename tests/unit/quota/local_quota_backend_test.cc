@@ -241,6 +241,37 @@ TEST(LocalQuotaBackend, AJudgedCutAndItsRestoreActAsInAdaptiveRate) {
   EXPECT_NEAR(r.effective_rate, 0.9 * at_cut * 0.98, 1.0) << "back to just under 0.9 of the rate at the cut";
 }
 
+// One worker judges the scope's throttles for all: the first to report
+// answers, until it reports none for two seconds; only its noise level is
+// kept, and every worker hears it.
+TEST(LocalQuotaBackend, OneWorkerJudgesForAllUntilItFallsSilent) {
+  auto b = makeLocalQuotaBackend();
+  const MonoTime t0 = MonoTime{} + std::chrono::seconds(10);
+  auto ask = [&](std::uint64_t worker, std::uint64_t answers, double noise, MonoTime now) {
+    LeaseRequest r = adaptiveReq(1, Nanos{-1}, answers);
+    r.worker = worker;
+    r.adaptive->noise = noise;
+    return one(*b, r, now);
+  };
+  EXPECT_FALSE(ask(1, 0, -1, t0).judge) << "no answers yet: nobody judges";
+  EXPECT_TRUE(ask(2, 5, -1, t0).judge) << "the first to report answers";
+  EXPECT_FALSE(ask(1, 5, -1, t0).judge);
+  EXPECT_TRUE(ask(2, 0, -1, t0 + milliseconds(10)).judge) << "kept while asking";
+  EXPECT_EQ(ask(1, 5, 0.3, t0 + milliseconds(20)).noise, 0) << "a worker that does not judge sets no noise";
+  EXPECT_DOUBLE_EQ(ask(2, 5, 0.1, t0 + milliseconds(30)).noise, 0.1);
+  EXPECT_DOUBLE_EQ(ask(1, 5, -1, t0 + milliseconds(40)).noise, 0.1) << "heard by every worker";
+  // Worker 2 reports no answers for two seconds (it asks, it sends nothing):
+  // the next worker to report answers judges.
+  EXPECT_TRUE(ask(2, 0, -1, t0 + milliseconds(2000)).judge);
+  EXPECT_FALSE(ask(1, 5, -1, t0 + milliseconds(2020)).judge) << "within two seconds of its last answers";
+  EXPECT_TRUE(ask(1, 5, -1, t0 + milliseconds(2040)).judge);
+  EXPECT_FALSE(ask(2, 5, -1, t0 + milliseconds(2050)).judge);
+  EXPECT_DOUBLE_EQ(ask(2, 5, -1, t0 + milliseconds(2060)).noise, 0.1) << "the noise outlives its judge";
+  // Without a worker id (or an adaptive level) each judges alone.
+  EXPECT_TRUE(ask(0, 5, -1, t0 + milliseconds(2070)).judge);
+  EXPECT_TRUE(one(*b, req(1, {1e6, 1e6}, RateLimit{400, 40}), t0).judge);
+}
+
 TEST(LocalQuotaBackend, AThrottleReportSlowsAndPausesTheScopeForEveryRequest) {
   auto b = makeLocalQuotaBackend();
   const MonoTime t0 = MonoTime{} + std::chrono::seconds(10);

@@ -239,6 +239,26 @@ TEST(ThrottleJudge, NoiseThatGoesAwayIsForgotten) {
   EXPECT_LE(loop.rate, 200.0) << "cuts " << loop.cuts << " restores " << loop.restores << " noise " << judge.noise();
 }
 
+// A worker taking over the judging (another judged until now) starts a
+// fresh period with the noise the other learned: 10% throttles are noise at
+// once, where a judge knowing none would cut at the first period.
+TEST(ThrottleJudge, ResumingWithAnotherJudgesNoiseJudgesThatNoiseAsNoise) {
+  auto tenth = [](int ms) { return ms % 100 == 0; };
+  ThrottleJudge fresh({}, at(Nanos{0}));
+  ASSERT_FALSE(feed(fresh, 0, 3000, tenth).empty()) << "knowing no noise, 10% is excess";
+  ThrottleJudge judge({}, at(Nanos{0}));
+  feed(judge, 0, 900, [](int) { return true; });  // a period it will not judge: another worker took over
+  judge.resume(at(milliseconds(900)), 0.1);
+  EXPECT_DOUBLE_EQ(judge.noise(), 0.1);
+  const auto verdicts = feed(judge, 1000, 10000, tenth);
+  EXPECT_TRUE(verdicts.empty()) << "first: share " << verdicts.front().share;
+  EXPECT_NEAR(judge.noise(), 0.1, 0.01);
+  // A cut pending or under test before is forgotten; the noise is capped.
+  ThrottleJudge capped({}, at(Nanos{0}));
+  capped.resume(at(Nanos{0}), 0.9);
+  EXPECT_DOUBLE_EQ(capped.noise(), ThrottleJudgeOptions{}.max_noise);
+}
+
 TEST(ThrottleJudge, TimeGoingBackwardsCountsAsTheLastTime) {
   ThrottleJudge judge({}, at(seconds(10)));
   for (int i = 0; i < 100; ++i) judge.answer(at(seconds(5)), false);
