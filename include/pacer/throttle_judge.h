@@ -103,6 +103,13 @@ class ThrottleJudge {
   // answers before `until + period` are not judged.
   void pausedUntil(MonoTime until) noexcept;
 
+  // The rate the sender is held to now (its effective rate; 0: not known).
+  // When known, the test after a cut reads this rather than the answers'
+  // own rate (did it fall; what would a ceiling refuse at it): a sender that
+  // is one of several sees its share of the provider's traffic move by more
+  // than a small cut.
+  void heldTo(double rate) noexcept { held_ = rate > 0 && rate < 1e12 ? rate : 0; }
+
   // Judges again from `now` after answers it did not see (another worker
   // judged them): the period starts afresh, no cut is pending or tested,
   // and `noise` (what the other judge learned) is the noise level.
@@ -134,6 +141,8 @@ class ThrottleJudge {
   bool soft_pending_ = false;  // the last cut was only a step back: another excess makes the measured cut
   double cut_share_ = 0;
   double cut_rate_ = 0;
+  double held_ = 0;      // heldTo(), as last told
+  double cut_held_ = 0;  // ... when the cut period ended
   std::uint64_t cut_answers_ = 1;
   std::uint64_t capacity_verdicts_ = 0;
   std::uint64_t noise_verdicts_ = 0;

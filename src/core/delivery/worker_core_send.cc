@@ -256,6 +256,10 @@ void WorkerCore::Impl::judge(Provider* p, const SendResult& r, MonoTime now) {
     p->noise_sent = p->judge->noise();
   }
   p->judge->pausedUntil(shared ? std::max(p->paused_until, leaser->pausedUntil(p->qid)) : p->paused_until);
+  const std::optional<double> held = shared ? leaser->effectiveRate(p->qid)
+                                     : p->adaptive ? std::optional<double>(p->adaptive->rate(now))
+                                                   : std::nullopt;
+  p->judge->heldTo(held.value_or(0));
   const ThrottleVerdict v = p->judge->answer(now, r.outcome == SendOutcome::kThrottled, r.retry_after);
   if (shared && std::abs(p->judge->noise() - p->noise_sent) >= kNoiseReportStep) {
     p->noise_sent = p->judge->noise();

@@ -94,6 +94,7 @@ ThrottleVerdict ThrottleJudge::close(MonoTime now, ThrottleVerdict::Kind kind) n
     settling_ = true;
     cut_share_ = v.share;
     cut_rate_ = static_cast<double>(answers_) / seconds(now - start_);
+    cut_held_ = held_;
     cut_answers_ = answers_;
     ++capacity_verdicts_;
   } else if (answers_ >= options_.min_answers) {
@@ -130,12 +131,16 @@ void ThrottleJudge::restart(MonoTime now) noexcept {
 ThrottleVerdict ThrottleJudge::judgeTest(MonoTime now) noexcept {
   testing_ = false;
   const double share = static_cast<double>(throttles_) / static_cast<double>(answers_);
-  const double rate = static_cast<double>(answers_) / seconds(now - start_);
-  const bool rate_fell = rate <= options_.verify_rate_fall * cut_rate_;
+  // The rates compared: what the sender was held to when known (heldTo),
+  // else the answers' own rate.
+  const bool held = cut_held_ > 0 && held_ > 0;
+  const double rate = held ? held_ : static_cast<double>(answers_) / seconds(now - start_);
+  const double cut_rate = held ? cut_held_ : cut_rate_;
+  const bool rate_fell = rate <= options_.verify_rate_fall * cut_rate;
   // What each reading predicts for this period: a ceiling C (the cut period
   // accepted C = (1 - cut_share) x cut_rate) refuses what is above C; noise
   // refuses the same share as before. Noise if the share is nearer to that.
-  const double ceiling_share = std::max(noise_, 1 - (1 - cut_share_) * cut_rate_ / rate);
+  const double ceiling_share = std::max(noise_, 1 - (1 - cut_share_) * cut_rate / rate);
   const bool share_stayed = throttles_ >= 2 && cut_share_ > ceiling_share &&
                             share > ceiling_share + options_.verify_fall * (cut_share_ - ceiling_share);
   // A step back (keep 1) did not lower the rate: a rate that fell after it

@@ -259,6 +259,39 @@ TEST(ThrottleJudge, ResumingWithAnotherJudgesNoiseJudgesThatNoiseAsNoise) {
   EXPECT_DOUBLE_EQ(capped.noise(), ThrottleJudgeOptions{}.max_noise);
 }
 
+// One worker of several: its own answers per second rose after the cut (its
+// share of the provider's traffic moved) while the rate it is held to fell.
+// Told that rate (heldTo), the test reads it and finds the 10% noise; from
+// its answers alone it could not.
+TEST(ThrottleJudge, TheTestReadsTheRateTheSenderIsHeldToWhenTold) {
+  for (const bool told : {true, false}) {
+    ThrottleJudge judge({}, at(Nanos{0}));
+    double held = 400;
+    int gap_us = 10'000;  // 100 answers a second
+    std::vector<ThrottleVerdict> verdicts;
+    int i = 0;
+    for (Nanos t{0}; t < seconds(8) && verdicts.size() < 3; t += std::chrono::microseconds(gap_us), ++i) {
+      if (told) judge.heldTo(held);
+      const ThrottleVerdict v = judge.answer(at(t), i % 10 == 0);
+      if (v.kind == Kind::kNone) continue;
+      verdicts.push_back(v);
+      if (v.kind == Kind::kCapacity && v.keep < 1) {
+        held *= v.keep;   // the shared rate comes down...
+        gap_us = 7'000;   // ...while this worker's own share of it rises
+      }
+    }
+    ASSERT_GE(verdicts.size(), 3u) << told;
+    EXPECT_EQ(verdicts[0].kind, Kind::kCapacity) << "a step back";
+    EXPECT_EQ(verdicts[0].keep, 1.0);
+    EXPECT_EQ(verdicts[1].kind, Kind::kCapacity) << "the measured cut";
+    EXPECT_NEAR(verdicts[1].keep, 0.9, 0.01);
+    if (told)
+      EXPECT_EQ(verdicts[2].kind, Kind::kNoise) << "the held rate fell and the share did not";
+    else
+      EXPECT_EQ(verdicts[2].kind, Kind::kCapacity) << "its answers' rate rose: no proof of noise";
+  }
+}
+
 TEST(ThrottleJudge, TimeGoingBackwardsCountsAsTheLastTime) {
   ThrottleJudge judge({}, at(seconds(10)));
   for (int i = 0; i < 100; ++i) judge.answer(at(seconds(5)), false);
