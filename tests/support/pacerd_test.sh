@@ -20,3 +20,45 @@ pacer_admin_address() {
   wait_for_line "${2:-30}" "$1" 'event=admin_listening address=' || return 1
   sed -n 's/.*event=admin_listening address=\([^ ]*\).*/\1/p' "$1" | head -n 1
 }
+
+# pacer_check_push_lifetimes RECORD TOKEN DEADLINE_MS: checks the lifetime
+# each request in a fake push provider's record (docs/fake-push.md) carried.
+# Requests to device TOKEN had the deadline DEADLINE_MS (epoch ms): APNs's
+# apns-expiration and FCM's apns.headers.apns-expiration must be it in Unix
+# seconds, and the remaining lifetime on arrival (that value, or FCM's
+# android.ttl, minus the record's t_us) must be the deadline minus the
+# arrival time, give or take a second. Requests to other tokens must carry
+# none. Prints how many requests carried the deadline; fails on the first
+# line that is wrong.
+pacer_check_push_lifetimes() {
+  python3 - "$@" <<'PY' || fail "lifetimes in $1 (device $2, deadline $3 ms) are wrong"
+import json, sys
+record, token, deadline_ms = sys.argv[1], sys.argv[2], int(sys.argv[3])
+deadline_s = deadline_ms / 1000
+carried = 0
+for n, line in enumerate(open(record), 1):
+    r = json.loads(line)
+    fcm = "project" in r
+    names = ["apns_expiration", "android_ttl"] if fcm else ["apns_expiration"]
+    if r["token"] != token:
+        if any(k in r for k in names):
+            sys.exit(f"line {n}: a request without a deadline carried a lifetime: {line}")
+        continue
+    if not all(k in r for k in names):
+        sys.exit(f"line {n}: expected {names}: {line}")
+    arrived_s = r["t_us"] / 1e6
+    if int(r["apns_expiration"]) != deadline_ms // 1000:
+        sys.exit(f"line {n}: apns_expiration {r['apns_expiration']}, expected {deadline_ms // 1000}")
+    left = [int(r["apns_expiration"]) - arrived_s]
+    if fcm:
+        ttl = r["android_ttl"]
+        if not (ttl.endswith("s") and ttl[:-1].isdigit()):
+            sys.exit(f"line {n}: android_ttl {ttl!r} is not whole seconds")
+        left.append(int(ttl[:-1]))
+    for x in left:
+        if abs(x - (deadline_s - arrived_s)) > 1:
+            sys.exit(f"line {n}: {x:.3f} s left on arrival, expected {deadline_s - arrived_s:.3f} +- 1: {line}")
+    carried += 1
+print(carried)
+PY
+}
