@@ -332,7 +332,8 @@ void readRoutes(const YAML::Node& node, const std::string& f, const Scenario& s,
       fail(f, at, fmt::format("provider '{}' named twice", ids[i]));
     const auto p = std::find_if(s.providers.begin(), s.providers.end(), [&](const auto& x) { return x.id == ids[i]; });
     if (ids.size() > 1 && p->modelled())
-      fail(f, at, fmt::format("failover to or from a modelled provider ('{}': capacity, noise) is not simulated", ids[i]));
+      fail(f, at,
+           fmt::format("failover to or from a modelled provider ('{}': capacity, noise) is not simulated", ids[i]));
   }
   c.provider = ids.front();
   c.fallbacks.assign(ids.begin() + 1, ids.end());
@@ -350,10 +351,11 @@ void readLifetimes(const YAML::Node& node, const std::string& f, const Scenario&
   if (!c.messages && !c.arrival_per_s)
     fail(f, node, "a lifetime needs messages or arrival_per_s (an endless backlog would all expire at once)");
   if (!c.provider) return;
-  const auto p = std::find_if(s.providers.begin(), s.providers.end(), [&](const auto& x) { return x.id == *c.provider; });
+  const auto p =
+      std::find_if(s.providers.begin(), s.providers.end(), [&](const auto& x) { return x.id == *c.provider; });
   if (p->modelled())
-    fail(f, node, fmt::format("expiry with a modelled provider ('{}': capacity, noise; its retries) is not simulated",
-                              p->id));
+    fail(f, node,
+         fmt::format("expiry with a modelled provider ('{}': capacity, noise; its retries) is not simulated", p->id));
 }
 
 // campaigns[i]: {id, provider, rate, burst, weight, messages, start_s}.

@@ -347,7 +347,7 @@ class Run {
   std::size_t next_start_ = 0;
   std::vector<std::size_t> by_id_;  // CampaignId -> scenario index
   std::vector<ProviderId> provider_of_;
-  std::vector<CampaignId> ids_;  // scenario index -> the CampaignId of the route in use (once joined)
+  std::vector<CampaignId> ids_;                  // scenario index -> the CampaignId of the route in use (once joined)
   std::vector<std::vector<CampaignId>> routes_;  // scenario index -> one scheduler campaign per provider, in order
   std::vector<ProviderId> route_pid_;            // CampaignId -> its route's provider
   bool any_outage_ = false;

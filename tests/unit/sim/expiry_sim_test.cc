@@ -231,9 +231,9 @@ TEST(ExpirySim, ScenarioRefusesWhatItCannotSimulate) {
             std::string::npos);
   EXPECT_NE(error("duration_s: 1\ncampaigns: [{id: c, messages: 1, ttl_s: 0}]").find("campaigns[0].ttl_s"),
             std::string::npos);
-  EXPECT_NE(error("duration_s: 1\ncampaigns: [{id: c, messages: 1, message_ttl_s: lots}]")
-                .find("campaigns[0].message_ttl_s"),
-            std::string::npos);
+  EXPECT_NE(
+      error("duration_s: 1\ncampaigns: [{id: c, messages: 1, message_ttl_s: lots}]").find("campaigns[0].message_ttl_s"),
+      std::string::npos);
   EXPECT_NE(error("duration_s: 1\nproviders: [{id: a}]\ncampaigns: [{id: c, provider: [a, a]}]").find("named twice"),
             std::string::npos);
   EXPECT_NE(error("duration_s: 1\nproviders: [{id: a}]\ncampaigns: [{id: c, provider: [a, z]}]")
