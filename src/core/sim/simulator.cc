@@ -270,6 +270,10 @@ class Run {
     }
   }
 
+  bool hasOutages(ProviderId pid) const {
+    return pid != kNoProvider && !s_.providers[provider_index_[pid]].outages.empty();
+  }
+
   bool outAt(ProviderId pid, double t_s) const {
     if (pid == kNoProvider) return false;
     for (const Stall& o : s_.providers[provider_index_[pid]].outages)
@@ -285,6 +289,9 @@ class Run {
     for (std::size_t n = 0; n < next_start_; ++n) {
       const std::size_t i = starts_[n].second;
       const std::vector<CampaignId>& rs = routes_[i];
+      // Only campaigns whose providers can be out: a modelled provider (never
+      // out, never in a list) pauses its campaigns itself (control()).
+      if (std::none_of(rs.begin(), rs.end(), [&](CampaignId id) { return hasOutages(route_pid_[id]); })) continue;
       CampaignId to = ids_[i];
       for (const CampaignId id : rs) {
         if (outAt(route_pid_[id], t_s)) continue;

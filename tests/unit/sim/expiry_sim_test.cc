@@ -177,6 +177,31 @@ campaigns: [{id: c, provider: [a, b], messages: 600}]
   EXPECT_EQ(named(r.providers, "b").sent, 0u);  // out whenever a was
 }
 
+TEST(ExpirySim, AnotherProvidersOutageLeavesAModelledProviderToItsController) {
+  // per_throttle pauses its campaign on every throttle; an outage elsewhere
+  // must not resume it early: the run is the same with or without it.
+  const std::string base = R"(
+duration_s: 20
+tick_ms: 5
+providers:
+  - {id: noisy, rate: 400, throttle_noise: 0.1, controller: per_throttle}
+  - {id: other, rate: 100%s}
+campaigns: [{id: otp, provider: noisy}, {id: bulk, provider: other}]
+)";
+  auto with = [&](const std::string& outages) {
+    std::string yaml = base;
+    yaml.replace(yaml.find("%s"), 2, outages);
+    return simulate(parseScenario(yaml), true);
+  };
+  const SimResult quiet = with("");
+  const SimResult out = with(", outages: [{from_s: 2, to_s: 15}]");
+  const SeriesResult& a = named(quiet.campaigns, "otp");
+  const SeriesResult& b = named(out.campaigns, "otp");
+  EXPECT_GT(named(quiet.providers, "noisy").answers->throttled, 0u);
+  EXPECT_EQ(a.bins, b.bins);
+  EXPECT_LT(named(out.campaigns, "bulk").sent, named(quiet.campaigns, "bulk").sent);
+}
+
 TEST(ExpirySim, MessagesHeldByQuietHoursExpireInsteadOfGoingAtDawn) {
   // Midnight to 08:00 is quiet; the run covers 10 s of it and the messages
   // live 5 s: each was held, none sent, all expired by the end.
