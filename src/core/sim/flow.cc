@@ -115,12 +115,19 @@ bool Flow::expiredAt(std::uint64_t k, std::uint64_t seq) const {
 
 std::uint64_t Flow::take(std::uint64_t k, std::uint64_t n) {
   std::uint64_t sent = 0;
-  if (!per_message_) {  // no rules: whole batches, in arrival order
+  taken_.clear();
+  if (!per_message_) {                               // no rules: retries first, then whole batches in arrival order
+    for (; n > 0 && !ready_.empty(); --n, ++sent) {  // only retries: their waits are recorded
+      taken_.push_back(ready_.front().seq);
+      ready_.pop_front();
+    }
     while (n > 0 && !fresh_.empty()) {
       auto& [tick, count] = fresh_.front();
       const std::uint64_t m = std::min(n, count);
       if (c_.arrival_per_s)
         for (std::uint64_t seq = next_seq_; seq < next_seq_ + m; ++seq) recordWait(k, seq);
+      if (lifetime_ns_)
+        for (std::uint64_t seq = next_seq_; seq < next_seq_ + m; ++seq) taken_.push_back(seq);
       count -= m;
       n -= m;
       next_seq_ += m;
@@ -141,10 +148,23 @@ std::uint64_t Flow::take(std::uint64_t k, std::uint64_t n) {
     } else {
       break;
     }
-    if (dispatch(k, m)) ++sent;
+    if (!dispatch(k, m)) continue;
+    ++sent;
+    if (lifetime_ns_) taken_.push_back(m.seq);
   }
   sent_ += sent;
   return sent;
+}
+
+void Flow::retry(std::uint64_t due_tick, const std::vector<std::uint64_t>& seqs) {
+  for (const std::uint64_t seq : seqs) {
+    if (parked_.size() >= kMaxParked) {
+      throw ScenarioError(fmt::format("campaigns ({}): more than {} refused messages waiting for their retry at once",
+                                      c_.id, kMaxParked));
+    }
+    parked_.push(Parked{due_tick, Msg{seq, false, true}});
+  }
+  sent_ -= seqs.size();
 }
 
 bool Flow::dispatch(std::uint64_t k, Msg& m) {
@@ -161,7 +181,7 @@ bool Flow::dispatch(std::uint64_t k, Msg& m) {
   }
   if (c_.cap && !capAllows(k, now, m)) return false;
   if (c_.quiet_hours) recordQuietSend(zone, now);
-  if (c_.arrival_per_s) recordWait(k, m.seq);
+  if (c_.arrival_per_s && !m.retried) recordWait(k, m.seq);
   return true;
 }
 

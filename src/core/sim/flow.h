@@ -36,6 +36,12 @@ class Flow {
   // The scheduler granted n messages at tick k: applies the rules; returns
   // how many were sent.
   std::uint64_t take(std::uint64_t k, std::uint64_t n);
+  // With a lifetime: the seqs of the messages the last take() sent, in order
+  // (for the provider model to say which it refused).
+  const std::vector<std::uint64_t>& taken() const { return taken_; }
+  // The provider refused these of the last take(): they wait until due_tick,
+  // then are backlog again (ahead of fresh ones), keeping their deadlines.
+  void retry(std::uint64_t due_tick, const std::vector<std::uint64_t>& seqs);
   // Messages in the backlog (not held) whose deadline is at or before tick
   // k: they leave it as expired; returns how many (the caller drops them from
   // the scheduler's backlog before the tick, so none is granted a token).
@@ -50,6 +56,7 @@ class Flow {
   struct Msg {
     std::uint64_t seq = 0;
     bool held_quiet = false;
+    bool retried = false;  // refused by the provider once: its wait was recorded at its first send
   };
   struct Parked {
     std::uint64_t due_tick;
@@ -82,11 +89,12 @@ class Flow {
   std::uint64_t next_seq_ = 0;
   std::uint64_t sent_ = 0;
   std::deque<std::pair<std::uint64_t, std::uint64_t>> fresh_;  // (tick offered, messages) not yet granted
-  std::deque<Msg> ready_;                                      // back from a hold, in the backlog again
+  std::deque<Msg> ready_;                                      // back from a hold or a retry, in the backlog again
   std::priority_queue<Parked, std::vector<Parked>, std::greater<>> parked_;
   std::map<std::uint64_t, std::uint64_t> waits_;  // arrival-to-send wait in 0.1 ms -> messages
   RuleResult out_;
-  std::vector<Parked> kept_;  // scratch of finish()
+  std::vector<Parked> kept_;          // scratch of finish()
+  std::vector<std::uint64_t> taken_;  // seqs the last take() sent (with a lifetime)
   std::optional<CapOracle> cap_oracle_;
   // Sends by zone index, for the oracle; checked and cleared as they pile up.
   std::vector<std::vector<SendRun>> quiet_sends_;

@@ -340,7 +340,7 @@ void readRoutes(const YAML::Node& node, const std::string& f, const Scenario& s,
 }
 
 // ttl_s, message_ttl_s: lifetimes from each message's arrival, 1 ms to 30 days.
-void readLifetimes(const YAML::Node& node, const std::string& f, const Scenario& s, CampaignScenario& c) {
+void readLifetimes(const YAML::Node& node, const std::string& f, CampaignScenario& c) {
   for (const char* key : {"ttl_s", "message_ttl_s"}) {
     if (!node[key]) continue;
     const double v = positive(node[key], f + "." + key);
@@ -350,12 +350,6 @@ void readLifetimes(const YAML::Node& node, const std::string& f, const Scenario&
   if (!c.lifetimeS()) return;
   if (!c.messages && !c.arrival_per_s)
     fail(f, node, "a lifetime needs messages or arrival_per_s (an endless backlog would all expire at once)");
-  if (!c.provider) return;
-  const auto p =
-      std::find_if(s.providers.begin(), s.providers.end(), [&](const auto& x) { return x.id == *c.provider; });
-  if (p->modelled())
-    fail(f, node,
-         fmt::format("expiry with a modelled provider ('{}': capacity, noise; its retries) is not simulated", p->id));
 }
 
 // campaigns[i]: {id, provider, rate, burst, weight, messages, start_s}.
@@ -388,7 +382,7 @@ CampaignScenario readCampaign(const YAML::Node& node, const std::string& f, Scen
   }
   readClass(node, f, s, c);
   readCap(node, f, c);
-  readLifetimes(node, f, s, c);
+  readLifetimes(node, f, c);
   readQuiet(node, f, s, c);
   return c;
 }

@@ -96,11 +96,9 @@ class Run {
       for (std::size_t n = 0; n < next_start_; ++n) {
         const std::size_t i = starts_[n].second;
         if (const std::uint64_t more = flows_[i].due(k)) scheduler_.addBacklog(ids_[i], more);
-        if (const std::uint64_t gone = flows_[i].expire(k)) {
-          scheduler_.dropBacklog(ids_[i], gone);
-          SeriesResult& r = out_.campaigns[i];
-          if (!r.finished_s && flows_[i].done()) r.finished_s = t_s;
-        }
+        if (const std::uint64_t gone = flows_[i].expire(k)) scheduler_.dropBacklog(ids_[i], gone);
+        // Its last message may have expired (in the backlog or waiting for a retry).
+        if (!out_.campaigns[i].finished_s && finished(i)) out_.campaigns[i].finished_s = t_s;
       }
       for (const Grant& g : scheduler_.tick(now, capacityAt(k, t_s))) record(g, k, second, t_s, now);
     }
@@ -222,7 +220,7 @@ class Run {
           .second += sent;
     r.per_s[second] += sent;
     if (keep_bins_) r.bins[k] += sent;
-    if (!r.finished_s && flows_[i].done() && retry_pending_[i] == 0 && retry_ready_[i] == 0) r.finished_s = t_s;
+    if (!r.finished_s && finished(i)) r.finished_s = t_s;
     if (pid == kNoProvider) return;
     SeriesResult& p = out_.providers[pj];
     p.sent += sent;
@@ -235,6 +233,10 @@ class Run {
   std::uint64_t answer(ProviderModel& m, SeriesResult::Answers& a, std::size_t i, std::uint64_t n, std::uint64_t k,
                        std::size_t second, MonoTime now) {
     std::uint64_t accepted = 0, refused = 0;
+    // With a lifetime the flow keeps which messages were refused, so each
+    // retries with its own deadline; otherwise they are counted here.
+    const bool by_message = s_.campaigns[i].lifetimeS().has_value();
+    refused_.clear();
     for (std::uint64_t x = 0; x < n; ++x) {
       const ProviderModel::Answer ans = m.send(now);
       if (ans == ProviderModel::Answer::kAccepted) {
@@ -242,6 +244,7 @@ class Run {
         continue;
       }
       ++refused;
+      if (by_message) refused_.push_back(flows_[i].taken()[x]);
       if (ans == ProviderModel::Answer::kThrottled) {
         ++a.throttled;
         ++a.throttled_per_s[second];
@@ -253,8 +256,13 @@ class Run {
     if (refused > 0) {
       const double retry_s = s_.providers[provider_index_[provider_of_[i]]].retry_s;
       const auto wait = static_cast<std::uint64_t>(std::ceil(retry_s * 1e9 / static_cast<double>(tick_ns_) - 1e-9));
-      retries_.emplace(k + std::max<std::uint64_t>(1, wait), std::make_pair(i, refused));
-      retry_pending_[i] += refused;
+      const std::uint64_t due = k + std::max<std::uint64_t>(1, wait);
+      if (by_message) {
+        flows_[i].retry(due, refused_);
+      } else {
+        retries_.emplace(due, std::make_pair(i, refused));
+        retry_pending_[i] += refused;
+      }
     }
     return accepted;
   }
@@ -269,6 +277,9 @@ class Run {
       scheduler_.addBacklog(ids_[i], n);
     }
   }
+
+  // Every message of campaign i sent, suppressed or expired, none waiting for a retry.
+  bool finished(std::size_t i) const { return flows_[i].done() && retry_pending_[i] == 0 && retry_ready_[i] == 0; }
 
   bool hasOutages(ProviderId pid) const {
     return pid != kNoProvider && !s_.providers[provider_index_[pid]].outages.empty();
@@ -368,6 +379,7 @@ class Run {
   std::multimap<std::uint64_t, std::pair<std::size_t, std::uint64_t>> retries_;  // due tick -> campaign, messages
   std::vector<std::uint64_t> retry_ready_;    // per campaign: backlog again, not yet granted
   std::vector<std::uint64_t> retry_pending_;  // per campaign: waiting for their retry
+  std::vector<std::uint64_t> refused_;        // scratch of answer(): seqs refused
 };
 
 }  // namespace

@@ -202,6 +202,38 @@ campaigns: [{id: otp, provider: noisy}, {id: bulk, provider: other}]
   EXPECT_LT(named(out.campaigns, "bulk").sent, named(quiet.campaigns, "bulk").sent);
 }
 
+TEST(ExpirySim, ARefusedMessageRetriesWithItsOwnDeadlineAndExpiresWhenItPasses) {
+  // A provider that throttles 20% at random, retries 1.5 s later, and OTPs
+  // that live 2 s arriving faster than it accepts: a refused message may be
+  // refused again and expire while it waits. Each OTP is accepted once or
+  // expires, and the provider's attempts are its accepts and refusals only.
+  const SimResult r = simulate(parseScenario(R"(
+duration_s: 30
+providers: [{id: n, rate: 100, throttle_noise: 0.2, controller: fixed, retry_s: 1.5, seed: 7}]
+campaigns: [{id: otp, provider: n, arrival_per_s: 100, messages: 2000, ttl_s: 2}]
+)"),
+                               false);
+  const SeriesResult& otp = named(r.campaigns, "otp");
+  const SeriesResult& n = named(r.providers, "n");
+  ASSERT_TRUE(n.answers);
+  EXPECT_GT(n.answers->throttled, 300u);
+  EXPECT_GT(otp.rules.expired, 0u);
+  EXPECT_EQ(otp.sent, n.sent);
+  EXPECT_EQ(otp.sent + otp.rules.expired, 2000u);
+  EXPECT_EQ(n.answers->attempts, n.sent + n.answers->throttled + n.answers->faults);
+  // About 80/s accepted for 20 s of arrivals at 100/s, plus what the
+  // queue still holds in time: well over 1500, well under 2000.
+  EXPECT_GE(otp.sent, 1500u);
+  EXPECT_LT(otp.sent, 1900u);
+  ASSERT_TRUE(otp.rules.waits);
+  // Each OTP's wait is counted once, at its first send: every accepted one,
+  // and those refused that then expired.
+  EXPECT_GE(otp.rules.waits->count, otp.sent);
+  EXPECT_LE(otp.rules.waits->count, 2000u);
+  EXPECT_LT(otp.rules.waits->max_ms, 2000.0);
+  ASSERT_TRUE(otp.finished_s);
+}
+
 TEST(ExpirySim, MessagesHeldByQuietHoursExpireInsteadOfGoingAtDawn) {
   // Midnight to 08:00 is quiet; the run covers 10 s of it and the messages
   // live 5 s: each was held, none sent, all expired by the end.
@@ -271,7 +303,10 @@ TEST(ExpirySim, ScenarioRefusesWhatItCannotSimulate) {
             std::string::npos);
   const std::string noisy = "duration_s: 1\nproviders: [{id: n, rate: 10, throttle_noise: 0.1}, {id: a}]\n";
   EXPECT_NE(error(noisy + "campaigns: [{id: c, provider: [n, a]}]").find("not simulated"), std::string::npos);
-  EXPECT_NE(error(noisy + "campaigns: [{id: c, provider: n, messages: 5, ttl_s: 1}]").find("not simulated"),
+  EXPECT_NE(error(noisy + "campaigns: [{id: c, provider: [a, n]}]").find("not simulated"), std::string::npos);
+  EXPECT_NE(error("duration_s: 1\nproviders: [{id: n, rate: 10, capacity: 5, outages: [{from_s: 0, to_s: 1}]}]\n"
+                  "campaigns: [{id: c}]")
+                .find("providers[0].outages"),
             std::string::npos);
 }
 
