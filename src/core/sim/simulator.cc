@@ -38,8 +38,6 @@ class SharedLimiter final : public RateLimitingInterface {
   RateLimitingInterface* of_;
 };
 
-constexpr std::size_t kNone = SIZE_MAX;
-
 // One simulation: the scheduler, the results, and who joins when.
 class Run {
  public:
