@@ -231,9 +231,10 @@ void SmscState::record(Clock::time_point now, const std::string& account, const 
   segmentOf(pdu, n, m, reference);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
   const std::string ref = reference >= 0 ? std::to_string(reference) : "-";
-  std::fprintf(record_, "%lld\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", static_cast<long long>(ms), account.c_str(),
+  const char* validity = pdu.validity_period.empty() ? "-" : pdu.validity_period.c_str();
+  std::fprintf(record_, "%lld\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", static_cast<long long>(ms), account.c_str(),
                id.empty() ? "-" : id.c_str(), pdu.destination_addr.c_str(), n, m,
-               smpp::commandStatusName(status).c_str(), ref.c_str());
+               smpp::commandStatusName(status).c_str(), ref.c_str(), validity);
 }
 
 smpp::Pdu SmscState::receiptPdu(const PendingReceipt& r) const {
