@@ -24,14 +24,16 @@ namespace pacer {
 
 class OutboxWindow {
  public:
-  // `limit`: the most events produced and not yet reported (0 counts as 1).
+  // `limit`: the most events produced and not yet deleted, that is, what a
+  // crash may publish twice (0 counts as 1).
   explicit OutboxWindow(std::size_t limit);
 
   // The next read takes rows with an id above this (0: from the oldest row).
   std::int64_t after() const noexcept { return after_; }
-  // A read of up to `n` more rows keeps in flight within the limit, and no
-  // failure waits for a rewind. A read of more than the limit is allowed
-  // when nothing is in flight (the first batch always goes).
+  // A read of up to `n` more rows keeps what is in flight or acknowledged
+  // and not yet taken within the limit, and no failure waits for a rewind.
+  // A read of more than the limit is allowed when nothing is held (the
+  // first batch always goes).
   bool mayRead(std::size_t n) const noexcept;
   // Rows just read (ids ascending, each above after()) and about to be handed
   // to the producer: each now waits for its report; the cursor moves past them.

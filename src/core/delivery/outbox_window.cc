@@ -8,7 +8,8 @@ OutboxWindow::OutboxWindow(std::size_t limit) : limit_(std::max<std::size_t>(lim
 
 bool OutboxWindow::mayRead(std::size_t n) const noexcept {
   if (failed_) return false;
-  return in_flight_.empty() || in_flight_.size() + n <= limit_;
+  const std::size_t held = in_flight_.size() + acked_.size();
+  return held == 0 || held + n <= limit_;
 }
 
 void OutboxWindow::produced(std::span<const std::int64_t> ids) {

@@ -31,6 +31,8 @@ TEST(OutboxWindowTest, ReadsGoOnWhileEarlierBatchesWaitUpToTheLimit) {
   EXPECT_EQ(w.inFlight(), 3000u);
   EXPECT_FALSE(w.mayRead(1));  // the window is full
   w.report(17, true);
+  EXPECT_FALSE(w.mayRead(1));  // acknowledged, not yet deleted: a crash would publish it again
+  EXPECT_EQ(w.takeAcknowledged(), (std::vector<std::int64_t>{17}));
   EXPECT_TRUE(w.mayRead(1));
   EXPECT_FALSE(w.mayRead(2));
 }
