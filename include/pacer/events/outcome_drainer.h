@@ -111,6 +111,7 @@ class OutcomeDrainer {
   bool caught_up_ = false;                              // the last read came short
   std::chrono::steady_clock::time_point next_read_{};  // no read before (poll after a short one)
   std::chrono::steady_clock::time_point retry_at_{};   // after a failure, no rewind before
+  std::chrono::steady_clock::time_point store_retry_at_{};  // after a PostgreSQL error, no statement before
 };
 
 }  // namespace pacer::events

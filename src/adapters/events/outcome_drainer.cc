@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <librdkafka/rdkafkacpp.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "pacer/error.h"
@@ -170,6 +171,7 @@ void OutcomeDrainer::stop() {
 bool OutcomeDrainer::pump(Clock::time_point now) {
   OutboxWindow& w = impl_->window;
   impl_->producer->poll(0);  // the reports that arrived
+  if (now < store_retry_at_) return false;  // PostgreSQL failed a moment ago
   if (w.settled() && w.failed()) {
     if (now < retry_at_) return false;
     w.rewind();  // the failed rows are the oldest left: read them again
@@ -240,7 +242,7 @@ void OutcomeDrainer::loop() {
       limited.write(spdlog::level::warn, "outcome_events_store_failed",
                     fmt::format("event=outcome_events_store_failed reason=\"{}\"", e.what()),
                     std::chrono::time_point_cast<Nanos>(now));
-      next_read_ = now + std::chrono::seconds(1);
+      store_retry_at_ = now + std::chrono::seconds(1);
     }
     if (!impl_->last_error.empty()) {
       limited.write(spdlog::level::warn, "outcome_events_failed",
@@ -263,9 +265,10 @@ void OutcomeDrainer::loop() {
     if (impl_->window.inFlight() > 0) {
       impl_->producer->poll(5);  // a report wakes it at once
     } else {
-      const auto until = std::max(next_read_, impl_->window.failed() ? retry_at_ : next_read_);
+      const auto until =
+          std::max({next_read_, store_retry_at_, impl_->window.failed() ? retry_at_ : next_read_});
       std::unique_lock<std::mutex> lock(wake_mu_);
-      if (until > now) wake_.wait_until(lock, until, [this] { return stop_.load(); });
+      if (until > now) wake_.wait_until(lock, until, [&] { return stop_.load() && !stop_by; });
     }
   }
   finish();
