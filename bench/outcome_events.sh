@@ -63,9 +63,9 @@ run() {
   # shellcheck disable=SC2206 # EVENTS_ARGS: more pacerd flags for the events, split on spaces
   [ "$mode" = on ] && events=(--events-topic "$topic" --events-worker-id bench ${EVENTS_ARGS:-})
   # The outbox is written; its drainer reads once at the start and then not
-  # before the stop (where it publishes for at most 10 s).
+  # for a minute, longer than a run (at the stop it publishes for at most 10 s).
   [ "$mode" = outbox ] && events=(--events-topic "$topic" --events-worker-id bench ${EVENTS_ARGS:-} \
-    --events-poll-ms 600000)
+    --events-poll-ms 60000)
   "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --group "bench$n" --postgres "$conninfo" --no-migrate \
     --sink null --in-flight 10000 --exit-when-idle-ms 1000 --summary "$PACER_RUN_DIR/summary$n.json" \
     --session-timeout-ms 6000 --admin-listen off "${events[@]}" 2>"$PACER_RUN_DIR/pacerd$n.log"
