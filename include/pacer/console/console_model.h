@@ -33,6 +33,10 @@ struct CampaignView {
     double achieved_rate = 0;  // over the last 10 s
   };
   std::optional<Worker> worker;
+  // Cluster-wide, from the counts every worker adds to Redis (ClusterCounts):
+  // retries of its messages by every worker since the counts began, restarts
+  // included. nullopt: no Redis, or Redis did not answer.
+  std::optional<std::uint64_t> cluster_retries;
 };
 
 // What the console shows of one provider.
@@ -54,12 +58,40 @@ struct ProviderView {
     bool circuit_open = false;
   };
   std::optional<Worker> worker;
+  // Cluster-wide 429/503 and 5xx answers, every worker's since the counts
+  // began (restarts included), from Redis; nullopt: no Redis or no answer.
+  struct Cluster {
+    std::uint64_t throttled = 0, server_errors = 0;
+  };
+  std::optional<Cluster> cluster;
+};
+
+// The counters each worker adds to the cluster's totals in Redis (one hash,
+// field -> count): "provider_throttled:ID", "provider_server_errors:ID",
+// "campaign_retries:ID". A field name is its kind, a colon, then the id
+// as is (ids may hold colons: the kind ends at the first one).
+using CountFields = std::map<std::string, std::uint64_t>;
+std::string countField(std::string_view kind, std::string_view id);
+
+// What one worker still owes the cluster's totals. Its own counters only grow
+// while it runs (they start at 0 with the process), so what grew since the
+// last acknowledged write is what to add. Not thread-safe.
+class CountDeltas {
+ public:
+  // The growth of `now` over the last acknowledged counters (fields that did
+  // not grow are left out; a counter that went down is taken as new from 0).
+  CountFields pending(const CountFields& now) const;
+  // The deltas of pending(now) reached Redis: `now` becomes the base.
+  void acknowledge(const CountFields& now);
+
+ private:
+  CountFields base_;
 };
 
 // Why a campaign goes no faster. `code` is stable (docs/api.md), `text` is
 // for people.
 using LimitedBy = control::LimitedBy;
-// paused, done, provider_paused, provider_rate, campaign_rate, no_input,
+// paused, done, provider_paused, provider_breaker, provider_rate, campaign_rate, no_input,
 // below_limits (sending below every configured limit: the sink, the workers
 // or the input), unknown (no achieved rate yet). `provider_achieved` is the
 // sum of the achieved rates of every campaign of the campaign's provider.

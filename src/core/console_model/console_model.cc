@@ -33,6 +33,8 @@ std::optional<double> providerRateNow(const ProviderView& p) {
 
 bool providerPaused(const ProviderView& p) { return p.shared_paused_s > 0 || (p.worker && p.worker->paused); }
 
+bool circuitOpen(const ProviderView& p) { return p.worker && p.worker->circuit_open; }
+
 bool validText(std::string_view s) {
   for (unsigned char c : s)
     if (c < 0x20 || c == 0x7f) return false;
@@ -61,9 +63,31 @@ LimitedBy limitedBy(const CampaignView& c, const ProviderView* p, double provide
     f.provider_rate = providerRateNow(*p);
     f.provider_configured = p->row.limit.rate;
     f.provider_paused = providerPaused(*p);
+    f.provider_circuit_open = circuitOpen(*p);
     f.provider_achieved = provider_achieved;
   }
   return control::limitedByOf(f);
+}
+
+std::string countField(std::string_view kind, std::string_view id) {
+  std::string out(kind);
+  out += ':';
+  out += id;
+  return out;
+}
+
+CountFields CountDeltas::pending(const CountFields& now) const {
+  CountFields out;
+  for (const auto& [field, value] : now) {
+    const auto it = base_.find(field);
+    const std::uint64_t before = it == base_.end() || it->second > value ? 0 : it->second;
+    if (value > before) out[field] = value - before;
+  }
+  return out;
+}
+
+void CountDeltas::acknowledge(const CountFields& now) {
+  for (const auto& [field, value] : now) base_[field] = value;
 }
 
 // --- histories ------------------------------------------------------------------
@@ -158,6 +182,12 @@ Json campaignStateJson(const CampaignView& c, const LimitedBy& why) {
          {"progress", orNull(f.progress)},
          {"eta_s", orNull(f.eta_s)},
          {"limited_by", Json{{"code", why.code}, {"text", why.text}}}};
+  j["failed_pct"] = orNull(control::failedPercentOf(c.top));
+  j["receipts"] = c.top.has_receipts ? Json{{"delivered", c.top.delivered},
+                                            {"undelivered", c.top.undelivered},
+                                            {"pending", c.top.receipts_pending}}
+                                     : Json(nullptr);
+  j["retries_total"] = orNull(c.cluster_retries);
   j["worker"] = c.worker ? Json{{"backlog", c.worker->backlog},
                                 {"in_flight", c.worker->in_flight},
                                 {"retries_total", c.worker->retries},
@@ -190,7 +220,11 @@ Json providerStateJson(const ProviderView& p, double achieved) {
          {"paused_from", textOrNull(paused_from)},
          // The breaker lives in the worker (or in Redis, heard through the
          // worker's leases): only its snapshot knows the state.
-         {"circuit", p.worker ? Json(p.worker->circuit_open ? "open" : "closed") : Json(nullptr)}};
+         {"circuit", p.worker ? Json(p.worker->circuit_open ? "open" : "closed") : Json(nullptr)},
+         // Every worker's answers since the counts began, restarts included.
+         {"cluster",
+          p.cluster ? Json{{"throttled_total", p.cluster->throttled}, {"server_errors_total", p.cluster->server_errors}}
+                    : Json(nullptr)}};
   j["worker"] = p.worker ? Json{{"effective_rate", orNull(p.worker->effective)},
                                 {"paused", p.worker->paused},
                                 {"degraded", p.worker->degraded},

@@ -67,6 +67,74 @@ TEST(LimitedByTest, DoneNoInputUnknownAndARateOfZero) {
   EXPECT_EQ(limitedBy(campaign("c", 100, 10), &paused_here, 10).code, "provider_paused");
 }
 
+// The facts integration.console_truth makes true against a real pacerd: a
+// provider answering only 500s opens its breaker while campaigns still have
+// messages and send at a fraction of their rate.
+TEST(LimitedByTest, AnOpenBreakerIsNamedBeforeTheRates) {
+  ProviderView failing = provider(200);
+  failing.worker = ProviderView::Worker{};
+  failing.worker->circuit_open = true;
+  failing.worker->server_errors = 4200;
+  CampaignView blast = campaign("blast", 200, 3.5, 3000, 0);
+  blast.top.failed = 40;
+  const LimitedBy why = limitedBy(blast, &failing, 3.5);
+  EXPECT_EQ(why.code, "provider_breaker");
+  EXPECT_THAT(why.text, HasSubstr("sms"));
+  EXPECT_THAT(why.text, HasSubstr("circuit breaker is open"));
+  failing.worker->paused = true;  // the breaker pauses its provider: the breaker is named, not a 429/503
+  EXPECT_EQ(limitedBy(blast, &failing, 0).code, "provider_breaker");
+  blast.row.state = "paused";
+  EXPECT_EQ(limitedBy(blast, &failing, 0).code, "paused");
+  failing.worker->paused = false;
+  failing.worker->circuit_open = false;
+  blast.row.state = "active";
+  EXPECT_EQ(limitedBy(blast, &failing, 3.5).code, "below_limits") << "closed again: back to the rates";
+}
+
+TEST(CountDeltasTest, AddsOnlyWhatGrewSinceTheLastAcknowledgedWrite) {
+  CountDeltas d;
+  const std::string f5xx = countField("provider_server_errors", "push:eu");
+  EXPECT_EQ(f5xx, "provider_server_errors:push:eu") << "the kind ends at the first colon; the id is kept as is";
+  CountFields now{{f5xx, 7}, {countField("campaign_retries", "c"), 0}};
+  EXPECT_EQ(d.pending(now), (CountFields{{f5xx, 7}})) << "a counter at 0 adds nothing";
+  d.acknowledge(now);
+  EXPECT_TRUE(d.pending(now).empty());
+  now[f5xx] = 10;
+  EXPECT_EQ(d.pending(now), (CountFields{{f5xx, 3}}));
+  // Not acknowledged (Redis did not answer): the next write sends the whole growth.
+  now[f5xx] = 12;
+  EXPECT_EQ(d.pending(now), (CountFields{{f5xx, 5}}));
+  d.acknowledge(now);
+  now[f5xx] = 2;  // not one process's counter any more: counted from 0
+  EXPECT_EQ(d.pending(now), (CountFields{{f5xx, 2}}));
+}
+
+TEST(StateJsonTest, ClusterCountsFailedShareAndReceipts) {
+  CampaignView c = campaign("c", 100, 50, 1000, 270);
+  c.top.failed = 20;
+  c.top.rejected = 5;
+  c.top.invalid_token = 5;
+  c.top.has_receipts = true;
+  c.top.delivered = 200;
+  c.top.undelivered = 10;
+  c.top.receipts_pending = 60;
+  c.cluster_retries = 720;
+  ProviderView p = provider(400);
+  p.cluster = ProviderView::Cluster{12, 345};
+  const Json doc = stateJson("t", 1, 5, {c, campaign("fresh", 100, std::nullopt, 1000, 0)}, {p, provider(1)}, {});
+  const Json& j = doc["campaigns"][0];
+  EXPECT_EQ(j["failed_pct"], 10.0) << "30 failed of 300 finished";
+  EXPECT_EQ(j["retries_total"], 720);
+  EXPECT_EQ(j["receipts"]["delivered"], 200);
+  EXPECT_EQ(j["receipts"]["pending"], 60);
+  EXPECT_TRUE(doc["campaigns"][1]["failed_pct"].is_null()) << "nothing finished yet";
+  EXPECT_TRUE(doc["campaigns"][1]["receipts"].is_null());
+  EXPECT_TRUE(doc["campaigns"][1]["retries_total"].is_null()) << "no cluster counts: unknown, not 0";
+  EXPECT_EQ(doc["providers"][0]["cluster"]["throttled_total"], 12);
+  EXPECT_EQ(doc["providers"][0]["cluster"]["server_errors_total"], 345);
+  EXPECT_TRUE(doc["providers"][1]["cluster"].is_null());
+}
+
 TEST(SeriesTest, KeepsFifteenMinutesInOrderWithGaps) {
   Series s;
   for (int t = 0; t <= 2000; t += 10) s.add(1000 + t, t);
