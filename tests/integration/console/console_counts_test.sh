@@ -7,6 +7,7 @@
 # answers is compared with B's state document: the provider's cluster
 # throttled and 5xx counts are the record's 429s and 500s (A's included), and
 # the campaign's retries are every 429 and 500 that did not end a message.
+# Then "limited by" reaches done, no_input and paused on real campaigns.
 source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 fake_provider=${PACER_FAKE_PROVIDER:?}
 pid=
@@ -22,7 +23,7 @@ pacer_start_redis "$tmp/redis"
 pacer_start_fake_provider "$fake_provider" "$tmp" --quota 20 --retry-after 1 --fail-rate 0.25 --fail-status 500 \
   --record "$tmp/record.txt"
 "$pacerctl" provider create push --rate 40 >/dev/null
-"$pacerctl" campaign create c --rate 40 --provider push --total "$total" >/dev/null
+"$pacerctl" campaign create c --rate 40 --provider push --total 0 >/dev/null  # produce adds its count
 "$pacerctl" produce --brokers "$PACER_KAFKA" --topic messages --campaign c --count "$total" >/dev/null
 
 start_worker() {
@@ -87,7 +88,33 @@ echo "state document: provider cluster $got_provider, campaign retries $got_retr
 [ "$got_retries" = "$want_retries" ] ||
   fail "campaign c: cluster retries $got_retries, expected $want_retries (429s + 500s - failed rows)"
 [ "$worker_5xx" -lt "$n500" ] || fail "worker B alone saw all $n500 500s: A's counts were not tested"
+# pacerctl top --admin shows the same cluster counts.
+"$pacerctl" --json top --once --admin "$address" >"$tmp/top.json" || fail "top --once --admin failed"
+"$python" -c '
+import json, sys
+p = [x for x in json.load(open(sys.argv[1]))["providers"] if x["id"] == "push"][0]
+assert (p["throttled_total"], p["server_errors_total"], p["counts_from"]) == (int(sys.argv[2]), int(sys.argv[3]), "cluster"), p' \
+  "$tmp/top.json" "$n429" "$n500" || fail "top --admin: not the cluster counts: $(cat "$tmp/top.json")"
 failed_pct=$(state_field campaigns c failed_pct)
 want_pct=$("$python" -c "import json; print(json.dumps(round(1000 * $failed / $total) / 10))")
 [ "$failed_pct" = "$want_pct" ] || fail "failed_pct $failed_pct, expected $want_pct ($failed of $total)"
+
+# "Limited by" made true end to end: every message finished (done); an
+# operator's pause (paused); a campaign without a total and nothing parked
+# (no_input).
+"$pacerctl" campaign create idle --rate 5 --provider push >/dev/null
+limited() { state_field campaigns "$1" limited_by | "$python" -c 'import json, sys; print(json.load(sys.stdin)["code"])'; }
+expect_limited() {
+  local got=
+  for _ in $(seq 1 50); do
+    got=$(limited "$1" 2>/dev/null || true)
+    [ "$got" = "$2" ] && return 0
+    sleep 0.2
+  done
+  fail "campaign $1: limited_by $got, expected $2"
+}
+expect_limited c done
+expect_limited idle no_input
+"$pacerctl" campaign pause idle >/dev/null
+expect_limited idle paused
 echo "console counts: every worker's 429s, 500s and retries as the provider answered them, across a restart"
