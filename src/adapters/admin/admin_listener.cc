@@ -326,6 +326,7 @@ struct AdminServerCallbacks {
     MHD_add_response_header(r, "Cache-Control", "no-store");
     MHD_add_response_header(r, "Content-Security-Policy", kContentSecurityPolicy);
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
     MHD_queue_response(c, 200, r);
     MHD_destroy_response(r);  // freed (streamFree) when the connection is done with it
     return MHD_YES;
