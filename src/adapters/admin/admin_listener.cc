@@ -120,6 +120,10 @@ void respond(MHD_Connection* c, const AdminResponse& a) {
   if (!a.location.empty()) MHD_add_response_header(r, "Location", a.location.c_str());
   if (a.www_authenticate) MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"pacerd\"");
   if (a.retry_after_s > 0) MHD_add_response_header(r, "Retry-After", std::to_string(a.retry_after_s).c_str());
+  if (!a.content_encoding.empty()) {
+    MHD_add_response_header(r, "Content-Encoding", a.content_encoding.c_str());
+    MHD_add_response_header(r, "Vary", "Accept-Encoding");
+  }
   MHD_queue_response(c, static_cast<unsigned>(a.status), r);
   MHD_destroy_response(r);
 }
@@ -322,6 +326,7 @@ struct AdminServerCallbacks {
     MHD_add_response_header(r, "Cache-Control", "no-store");
     MHD_add_response_header(r, "Content-Security-Policy", kContentSecurityPolicy);
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
     MHD_queue_response(c, 200, r);
     MHD_destroy_response(r);  // freed (streamFree) when the connection is done with it
     return MHD_YES;
@@ -354,6 +359,8 @@ struct AdminServerCallbacks {
     req.path = url;
     req.body = ex->body;
     if (const char* auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")) req.authorization = auth;
+    if (const char* enc = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept-Encoding"))
+      req.accepts_gzip = acceptsGzip(enc);
     if (auto refusal = refuseAccess(s, c, req)) {
       logRequest(s, req, *refusal, c);
       respond(c, *refusal);

@@ -97,6 +97,7 @@ class Daemon {
     const int rc = loop();
     if (admin_) admin_->stopping();
     shutdown();
+    if (admin_) admin_->finish(clock_->now(), adminFigures());
     if (events_) events_->stop();  // after the last ledger write: a last round publishes it
     writeSummary(o_.summary_file, start, clock_->now(), *core_, quota_ != nullptr, feed_->campaigns(), log_);
     return rc;

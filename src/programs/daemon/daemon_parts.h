@@ -12,10 +12,11 @@
 
 #include "pacer/admin/admin_server.h"
 #include "pacer/admin/metrics.h"
+#include "pacer/console/cluster_counts.h"
 #include "pacer/console/console_service.h"
-#include "pacer/frequency_cap_redis.h"
 #include "pacer/daemon/daemon.h"
 #include "pacer/events/outcome_drainer.h"
+#include "pacer/frequency_cap_redis.h"
 #include "pacer/ingest/kafka_ingest.h"
 #include "pacer/logging/logging.h"
 #include "pacer/quota.h"
@@ -128,11 +129,16 @@ class AdminWiring {
   bool turn(MonoTime now, const std::function<AdminFigures()>& figures);
   bool takeReloadRequest() noexcept;
   void stopping() noexcept;
+  // After the shutdown: a last snapshot, and this worker's last counts to
+  // the cluster's (with --redis).
+  void finish(MonoTime now, const AdminFigures& figures);
 
  private:
+  void publish(MonoTime now, const AdminFigures& figures);
   admin::AdminState state_;
   std::optional<admin::SnapshotBuilder> snapshots_;
   std::unique_ptr<console::Console> console_;
+  std::unique_ptr<console::ClusterCountsPublisher> counts_;  // with --redis
   std::unique_ptr<admin::AdminServer> server_;  // last: stopped before the rest goes
   logging::LoggerPtr log_;
   MonoTime next_snapshot_{};

@@ -371,6 +371,16 @@ TEST_F(AdminListenerTest, EveryAnswerCarriesAContentSecurityPolicy) {
   const std::string got = readUntil(fd, "ok\n", milliseconds(2000));
   EXPECT_THAT(got, HasSubstr("Content-Security-Policy: default-src 'none'; script-src 'self'"));
   EXPECT_THAT(got, HasSubstr("X-Content-Type-Options: nosniff"));
+  EXPECT_THAT(got, HasSubstr("Referrer-Policy: no-referrer"));
+  // The event stream's answer too (its headers are written by another path).
+  const int stream = connectTo(port_);
+  fds_.push_back(stream);
+  sendAll(stream, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  const std::string head = readUntil(stream, "\r\n\r\n", milliseconds(2000));
+  EXPECT_THAT(head, HasSubstr("text/event-stream"));
+  EXPECT_THAT(head, HasSubstr("Content-Security-Policy: default-src 'none'; script-src 'self'"));
+  EXPECT_THAT(head, HasSubstr("X-Content-Type-Options: nosniff"));
+  EXPECT_THAT(head, HasSubstr("Referrer-Policy: no-referrer"));
 }
 
 TEST_F(AdminListenerTest, AHostThatDoesNotNameTheListenerIsRefused) {
