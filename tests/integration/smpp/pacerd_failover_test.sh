@@ -14,7 +14,8 @@
 #   exactly the ledger's sms-b rows; sms-a accepted beyond its rows only
 #   submits answered into the dropped connection at the outage's start
 #   (accepted, the answer lost, retried through sms-b), at most a window's worth;
-# - pacerd logged the route change with its reason.
+# - pacerd logged the route change with its reason, and while failed over
+#   its state document and `pacerctl top --admin` showed the route and why.
 # One worker: a second one joining the consumer group mid-run makes the Kafka
 # mock replay what was in flight (a rebalance's duplicates, not failover's);
 # bench/failover.sh runs two and counts them.
@@ -85,6 +86,16 @@ YAML
 start=$(date +%s.%N)
 SMSC_PASSWORD=s3cret timeout 150 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/w1.out" 2>"$tmp/w1.log" &
 w1=$!
+# While failed over, the worker's state document and pacerctl top say where
+# the traffic goes and why.
+admin=$(pacer_admin_address "$tmp/w1.log") || fail "no admin_listening line"
+wait_for_line 60 "$tmp/w1.log" 'event=route_changed campaign=otp provider=sms-b' || fail "no failover to sms-b"
+route=$(curl -sf "http://$admin/api/v1/state" | python3 -c 'import json,sys
+c = [c for c in json.load(sys.stdin)["campaigns"] if c["id"] == "otp"][0]
+print(c["worker"]["route"], c["limited_by"]["code"])')
+[ "$route" = "sms-b failover" ] || fail "state document while failed over: route, limited_by = $route"
+top=$("$pacerctl" top --once --width 200 --admin "$admin")
+grep -Eq "^otp .*via sms-b: sms-a: " <<<"$top" || fail "pacerctl top does not show the route: $top"
 wait "$w1" || fail "pacerd exited $?"
 w1=
 kill "$smsc_a" "$smsc_b"
