@@ -140,5 +140,4 @@ echo "busiest second: sms-a $(report a '.accounts.pacer.max_segments_1s'), sms-b
   "(quota $quota)"
 echo "from sms-a's failure: sms-b's first message after ${b_first} s, full rate (90% of $quota in 1 s) after ${b_full} s"
 echo "from the end of the outage: sms-a's first message again after ${a_back:-never} s"
-[ -n "${PACER_KEEP:-}" ] && echo "kept $PACER_RUN_DIR"
 exit 0

@@ -4,8 +4,8 @@
 // pacer::pg.
 #pragma once
 
-#include <pqxx/pqxx>
 #include <algorithm>
+#include <pqxx/pqxx>
 #include <string>
 
 #include "pacer/control/values.h"

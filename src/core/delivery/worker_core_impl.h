@@ -71,9 +71,9 @@ struct WorkerCore::Impl {
   struct Campaign {
     CampaignInfo info;
     CampaignId sid = 0;
-    Provider* provider = nullptr;  // the one taking its traffic now (routes[0] unless it fails over)
-    std::vector<Provider*> routes;  // its provider, then its failover list; empty: no provider
-    std::string route_reason;       // why it is not on routes[0]; empty when it is
+    Provider* provider = nullptr;                // the one taking its traffic now (routes[0] unless it fails over)
+    std::vector<Provider*> routes;               // its provider, then its failover list; empty: no provider
+    std::string route_reason;                    // why it is not on routes[0]; empty when it is
     delivery_detail::CampaignQueue<Item> queue;  // and the scheduler's backlog of it
     std::size_t to_park = 0;                     // items of this campaign waiting in to_park
     std::size_t parked_waiting = 0;              // parked, not yet claimed back (an estimate)

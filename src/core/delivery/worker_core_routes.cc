@@ -21,7 +21,8 @@ void WorkerCore::Impl::setRoutes(Campaign* c, const CampaignInfo& info, MonoTime
 
 std::optional<std::string> WorkerCore::Impl::unusable(const Provider* p, MonoTime now) const {
   if (p->down) return *p->down;
-  const bool open = leaser && p->qid != UINT32_MAX ? leaser->circuitOpen(p->qid) : p->breaker && p->breaker->isOpen(now);
+  const bool open =
+      leaser && p->qid != UINT32_MAX ? leaser->circuitOpen(p->qid) : p->breaker && p->breaker->isOpen(now);
   if (open) return std::string("circuit breaker open");
   return std::nullopt;
 }

@@ -87,9 +87,9 @@ void SmppWatch::health(MonoTime now, WorkerCore& core) {
       h.failures_up = failures;
       h.bind_failures_up = st.bind_failures;
     } else if (failures > h.failures_up) {
-      down = st.bind_failures > h.bind_failures_up ? fmt::format("binds failing ({} refused or unanswered)",
-                                                                 st.bind_failures - h.bind_failures_up)
-                                                   : std::string("no bound session");
+      down = st.bind_failures > h.bind_failures_up
+                 ? fmt::format("binds failing ({} refused or unanswered)", st.bind_failures - h.bind_failures_up)
+                 : std::string("no bound session");
     }
     if (down == h.down) continue;
     if (down.empty())

@@ -69,10 +69,9 @@ std::string orNone(const std::string& text) { return text.empty() ? "none" : tex
 
 // "class bulk, quiet hours 21:00-08:00 (Europe/London), cap 3/24h (suppress), ttl 5m"
 std::string rulesText(const CampaignRow& c) {
-  return fmt::format("class {}, quiet hours {}{}, cap {} ({}){}{}", classText(c.priority_class),
-                     orNone(c.quiet_hours), c.time_zone.empty() ? "" : fmt::format(" ({})", c.time_zone),
-                     orNone(c.frequency_cap), c.cap_policy,
-                     c.default_ttl_ms > 0 ? ", ttl " + formatTtl(c.default_ttl_ms) : std::string(),
+  return fmt::format("class {}, quiet hours {}{}, cap {} ({}){}{}", classText(c.priority_class), orNone(c.quiet_hours),
+                     c.time_zone.empty() ? "" : fmt::format(" ({})", c.time_zone), orNone(c.frequency_cap),
+                     c.cap_policy, c.default_ttl_ms > 0 ? ", ttl " + formatTtl(c.default_ttl_ms) : std::string(),
                      c.failover.empty() ? std::string() : ", failover " + formatFailover(c.failover));
 }
 

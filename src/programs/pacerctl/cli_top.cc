@@ -58,7 +58,8 @@ std::string mergeLive(TopFrame& f, const std::string& address, const std::string
         if (!w || !w->contains("route_reason") || !w->at("route_reason").is_string()) continue;
         for (TopRow& r : f.rows)
           if (r.id == c.at("id").get<std::string>()) {
-            const LimitedBy l = failoverLimit(w->at("route").get<std::string>(), w->at("route_reason").get<std::string>());
+            const LimitedBy l =
+                failoverLimit(w->at("route").get<std::string>(), w->at("route_reason").get<std::string>());
             r.limited_code = l.code;
             r.limited_text = l.text;
           }
