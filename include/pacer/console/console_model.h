@@ -31,6 +31,8 @@ struct CampaignView {
   struct Worker {
     std::uint64_t backlog = 0, in_flight = 0, retries = 0;
     double achieved_rate = 0;  // over the last 10 s
+    std::string route;         // the provider taking its traffic now (failover, docs/routes.md)
+    std::string route_reason;  // why it is not the campaign's own; empty: it is
   };
   std::optional<Worker> worker;
   // Cluster-wide, from the counts every worker adds to Redis (ClusterCounts):

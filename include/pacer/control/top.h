@@ -140,6 +140,9 @@ struct TopFrame {
 // Works out each campaign's "limited by" from the frame's own figures (the
 // providers' effective rate and pause where known).
 void fillLimitedBy(TopFrame& frame);
+// A campaign failed over (docs/routes.md): code "failover", text "via sms-b:
+// sms-a: binds failing".
+LimitedBy failoverLimit(const std::string& route, const std::string& reason);
 
 // One priority class's campaigns in a frame, by class name (empty: the
 // default class), for the per-class line of top and its JSON.

@@ -28,8 +28,8 @@ void addWorkerFigures(const admin::MetricsSnapshot* snap, std::vector<CampaignVi
   for (CampaignView& c : cs) {
     const auto it = cm.find(c.row.id);
     if (it == cm.end()) continue;
-    c.worker = CampaignView::Worker{it->second->backlog, it->second->in_flight, it->second->retries,
-                                    it->second->achieved_rate};
+    c.worker = CampaignView::Worker{it->second->backlog,       it->second->in_flight, it->second->retries,
+                                    it->second->achieved_rate, it->second->route,     it->second->route_reason};
   }
   std::map<std::string, const admin::ProviderMetrics*> pm;
   for (const admin::ProviderMetrics& p : snap->providers) pm[p.id] = &p;

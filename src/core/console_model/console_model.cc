@@ -51,6 +51,9 @@ int hexValue(char c) {
 }  // namespace
 
 LimitedBy limitedBy(const CampaignView& c, const ProviderView* p, double provider_achieved) {
+  // Failed over (docs/routes.md): where its traffic goes, and why, says more than any rate.
+  if (c.worker && !c.worker->route_reason.empty())
+    return control::failoverLimit(c.worker->route, c.worker->route_reason);
   const control::TopFigures fig = control::figuresOf(c.top);
   control::LimitFacts f;
   f.paused = c.row.state == campaignStateName(CampaignState::kPaused);
@@ -228,7 +231,9 @@ Json campaignStateJson(const CampaignView& c, const LimitedBy& why) {
   j["worker"] = c.worker ? Json{{"backlog", c.worker->backlog},
                                 {"in_flight", c.worker->in_flight},
                                 {"retries_total", c.worker->retries},
-                                {"achieved_rate", c.worker->achieved_rate}}
+                                {"achieved_rate", c.worker->achieved_rate},
+                                {"route", textOrNull(c.worker->route)},
+                                {"route_reason", textOrNull(c.worker->route_reason)}}
                          : Json(nullptr);
   return j;
 }

@@ -152,6 +152,10 @@ LimitedBy limitedByOf(const LimitFacts& f) {
   return {"below_limits", "below every configured limit: the sink, the workers or the input"};
 }
 
+LimitedBy failoverLimit(const std::string& route, const std::string& reason) {
+  return {"failover", fmt::format("via {}: {}", route, reason)};
+}
+
 void fillLimitedBy(TopFrame& frame) {
   for (TopRow& r : frame.rows) {
     const TopFigures fig = figuresOf(r);
@@ -264,7 +268,7 @@ std::string campaignTable(const TopFrame& frame, std::size_t width) {
                                       boundText(f.backlog.messages, f.backlog.lower_bound),
                                       progressBar(f.progress, 10),
                                       eta,
-                                      limitedWord(r.limited_code)};
+                                      r.limited_code == "failover" ? r.limited_text : limitedWord(r.limited_code)};
     if (receipts) {
       cells.push_back(countOrDash(r.has_receipts, r.delivered));
       cells.push_back(countOrDash(r.has_receipts, r.undelivered));

@@ -282,7 +282,7 @@ nlohmann::json SmscState::report() const {
                                {"receipts_pending", pending},
                                {"concatenated", concatReport(static_cast<std::size_t>(&a - accounts_.data()))}};
   }
-  nlohmann::json r = {{"accounts", out}};
+  nlohmann::json r = {{"accounts", out}, {"started_unix_ms", start_unix_ms_}};
   if (outage_started_)
     r["outage_started_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(*outage_started_ - start_).count();
   return r;

@@ -51,12 +51,23 @@ class SmppWatch {
   std::vector<admin::SmppSinkMetrics> metrics() const;
   // At most once a second does anything; `providers` as the core reports them.
   void check(MonoTime now, const std::vector<ProviderStats>& providers);
+  // Failover (docs/routes.md): a provider's own SMPP sink that lost its binds
+  // and has failed to bind again since is down for `core`
+  // (WorkerCore::setProviderDown), up again at its next bind; each change is
+  // logged (event=provider_down / provider_up).
+  void health(MonoTime now, WorkerCore& core);
 
  private:
+  struct Health {
+    std::uint64_t failures_up = 0;  // bind failures + disconnects when last seen bound
+    std::uint64_t bind_failures_up = 0;
+    std::string down;  // the reason given to the core; empty: up
+  };
   std::vector<SmppSinkRef> sinks_;
   logging::LoggerPtr log_;
   std::vector<MonoTime> warned_at_;  // per sink; {} while not limited
   MonoTime next_check_{};
+  std::vector<Health> health_;  // per sink, after sinks_
 };
 
 // What a message costs in quota units: its SMS segments where the sink that

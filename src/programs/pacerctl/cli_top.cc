@@ -60,6 +60,19 @@ std::string mergeLive(TopFrame& f, const std::string& address, const std::string
         f.worker_class_queued[c.at("class").is_null() ? "" : c.at("class").get<std::string>()] =
             c.at("worker").at("queued").get<std::uint64_t>();
     fillLimitedBy(f);
+    // Campaigns failed over on that worker (docs/routes.md): the route says what holds them.
+    if (const auto it = doc.find("campaigns"); it != doc.end() && it->is_array())
+      for (const Json& c : *it) {
+        const Json* w = c.contains("worker") && c.at("worker").is_object() ? &c.at("worker") : nullptr;
+        if (!w || !w->contains("route_reason") || !w->at("route_reason").is_string()) continue;
+        for (TopRow& r : f.rows)
+          if (r.id == c.at("id").get<std::string>()) {
+            const LimitedBy l =
+                failoverLimit(w->at("route").get<std::string>(), w->at("route_reason").get<std::string>());
+            r.limited_code = l.code;
+            r.limited_text = l.text;
+          }
+      }
     return "";
   } catch (const UnreachableError& e) {
     return std::string("live provider figures: ") + e.what();

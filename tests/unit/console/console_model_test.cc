@@ -215,7 +215,7 @@ TEST(HistoriesTest, BoundedWhateverTheNumberOfCampaigns) {
 TEST(StateJsonTest, ClusterFiguresAtTheTopThisWorkersUnderWorker) {
   CampaignView c = campaign("<img src=x onerror=alert(1)>", 100, 40);
   c.row.name = "<b>\"quoted\"</b>";
-  c.worker = CampaignView::Worker{7, 2, 3, 12.5};
+  c.worker = CampaignView::Worker{7, 2, 3, 12.5, "", ""};
   ProviderView p = provider(400);
   p.shared_effective = 300;
   p.shared_paused_s = 1.5;
@@ -254,6 +254,25 @@ TEST(StateJsonTest, ClusterFiguresAtTheTopThisWorkersUnderWorker) {
 
 // The priority class is the row's; a campaign's suppressed messages are
 // cluster figures, and done like failed ones (the backlog shrinks).
+// Failed over (docs/routes.md): the route and its reason are what holds the
+// campaign, whatever its provider's rate says; on its own provider, as before.
+TEST(StateJsonTest, AFailedOverCampaignSaysWhichRouteTakesItsTrafficAndWhy) {
+  CampaignView c = campaign("otp", 100, 40);
+  c.worker = CampaignView::Worker{7, 2, 3, 12.5, "sms-b", "sms-a: binds failing (2 refused or unanswered)"};
+  ProviderView p = provider(400);
+  p.shared_paused_s = 1.5;
+  const Json j = stateJson("2026-11-24T10:00:00Z", 1795.5, 5, {c}, {p}, Sources{});
+  const Json& jc = j["campaigns"][0];
+  EXPECT_EQ(jc["limited_by"]["code"], "failover");
+  EXPECT_EQ(jc["limited_by"]["text"], "via sms-b: sms-a: binds failing (2 refused or unanswered)");
+  EXPECT_EQ(jc["worker"]["route"], "sms-b");
+  c.worker->route = "sms-a";
+  c.worker->route_reason.clear();
+  const Json back = stateJson("2026-11-24T10:00:01Z", 1796.5, 5, {c}, {p}, Sources{});
+  EXPECT_EQ(back["campaigns"][0]["limited_by"]["code"], "provider_paused");
+  EXPECT_EQ(back["campaigns"][0]["worker"]["route_reason"], nullptr);
+}
+
 TEST(StateJsonTest, PriorityClassAndSuppressedComeFromTheCluster) {
   CampaignView c = campaign("night", 100, 40);
   c.row.priority_class = "bulk";
