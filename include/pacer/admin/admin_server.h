@@ -248,6 +248,13 @@ struct AdminServerOptions {
   bool reads_need_token = false;
   std::string scrape_token;      // empty: /metrics takes only `token`
   std::size_t max_body = 16384;  // request bodies above this get 413
+  // Wrong tokens (401 to a request that sent Authorization) per client
+  // address (IPv4, or an IPv6 /64; a table of at most 1024 addresses):
+  // `wrong_token_burst` are answered 401, then one more each
+  // `wrong_token_refill`, and meanwhile 429 with Retry-After. A right token
+  // is never held back. 0: no limit.
+  std::size_t wrong_token_burst = 10;
+  Nanos wrong_token_refill = std::chrono::seconds(6);
   // Connections at most. Slow-client guard: when more than `idle_reserve`
   // connections are waiting for a request (connected and silent, slow to send
   // their headers, or idle between keep-alive requests), the oldest of them

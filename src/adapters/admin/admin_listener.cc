@@ -3,11 +3,9 @@
 // Server-Sent Events (EventHub, event_hub.cc, suspended between frames). Nothing here
 // blocks the thread: a suspended connection costs no wake-ups until another
 // thread resumes it.
-#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <microhttpd.h>
 #include <netdb.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,32 +19,12 @@
 #include "pacer/admin/admin_server.h"
 #include "event_hub_impl.h"
 #include "pacer/log_limiter.h"
+#include "socket_address.h"
+#include "token_guard.h"
 
 namespace pacer::admin {
 
 namespace {
-
-bool isLoopback(const sockaddr* sa) {
-  if (sa->sa_family == AF_INET) return (ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr) >> 24) == 127;
-  if (sa->sa_family == AF_INET6) {
-    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
-    if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
-    if (IN6_IS_ADDR_V4MAPPED(&a)) return a.s6_addr[12] == 127;
-  }
-  return false;
-}
-
-std::string formatAddress(const sockaddr* sa) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  if (sa->sa_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
-    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    return fmt::format("{}:{}", host, ntohs(in->sin_port));
-  }
-  const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
-  ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-  return fmt::format("[{}]:{}", host, ntohs(in6->sin6_port));
-}
 
 // An answer PendingReply::complete() delivers: the connection waits
 // suspended until then.
@@ -146,6 +124,7 @@ struct AdminServer::Guts {
   std::list<Slot*> waiting;                           // oldest first
   LogLimiter refused_lines{std::chrono::seconds(1)};  // one line a second per status
   std::map<int, std::uint64_t> refused_total;         // refused requests per status, since start
+  std::unique_ptr<TokenGuard> guessers;               // wrong tokens per client address
   // Replies suspended until completed; the destructor completes them.
   std::mutex pending_mutex;
   std::set<std::shared_ptr<Pending>> pending;
@@ -234,8 +213,9 @@ struct AdminServerCallbacks {
 
   static void logRequest(AdminServer& s, const AdminRequest& req, const AdminResponse& a, MHD_Connection* c) {
     const AdminServerOptions& o = s.options_;
-    // State changes, and every refused token or Host whatever the method.
-    const bool refused = a.status == 401 || a.status == 403;
+    // State changes, and every refused token or Host whatever the method
+    // (429: a wrong token from an address that sent too many, slowToken).
+    const bool refused = a.status == 401 || a.status == 403 || a.status == 429;
     if (refused) ++s.guts_->refused_total[a.status];
     if (!o.log || (req.method != "POST" && !refused)) return;
     std::string suppressed;
@@ -275,6 +255,17 @@ struct AdminServerCallbacks {
     AdminResponse a = plain(401, "unauthorized: reading needs Authorization: Bearer TOKEN (admin.reads_need_token)\n");
     a.www_authenticate = true;
     return a;
+  }
+
+  // A wrong token: 401 while its address has some left, else 429 with
+  // Retry-After (TokenGuard). Only answers the listener gives are 429 here.
+  static void slowToken(AdminServer& s, MHD_Connection* c, const AdminRequest& req, AdminResponse& a) {
+    if (a.status != 401 || !req.authorization || !s.guts_->guessers) return;
+    const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const std::uint32_t wait = s.guts_->guessers->fail(addressKey(info ? info->client_addr : nullptr), s.clock_.now());
+    if (wait == 0) return;
+    a = plain(429, fmt::format("too many wrong tokens from this address: try again in {} s\n", wait));
+    a.retry_after_s = static_cast<int>(wait);
   }
 
   static MHD_Result later(AdminServer& s, MHD_Connection* c, const std::shared_ptr<Pending>& p) {
@@ -362,6 +353,7 @@ struct AdminServerCallbacks {
     if (const char* enc = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept-Encoding"))
       req.accepts_gzip = acceptsGzip(enc);
     if (auto refusal = refuseAccess(s, c, req)) {
+      slowToken(s, c, req, *refusal);
       logRequest(s, req, *refusal, c);
       respond(c, *refusal);
       return MHD_YES;
@@ -395,6 +387,7 @@ struct AdminServerCallbacks {
       }
     }
     if (!a) a = s.handler_.handle(req);
+    slowToken(s, c, req, *a);
     logRequest(s, req, *a, c);
     respond(c, *a);
     return MHD_YES;
@@ -424,6 +417,7 @@ AdminServer::AdminServer(AdminServerOptions options, AdminState& state, const Ti
       clock_(clock),
       guts_(std::make_unique<Guts>()) {
   guts_->events = options_.events;
+  guts_->guessers = std::make_unique<TokenGuard>(options_.wrong_token_burst, options_.wrong_token_refill);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;
