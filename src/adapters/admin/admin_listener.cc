@@ -258,7 +258,8 @@ struct AdminServerCallbacks {
   }
 
   // A wrong token: 401 while its address has some left, else 429 with
-  // Retry-After (TokenGuard). Only answers the listener gives are 429 here.
+  // Retry-After (TokenGuard). No route answers 429 itself: logRequest counts
+  // every 429 as a refusal.
   static void slowToken(AdminServer& s, MHD_Connection* c, const AdminRequest& req, AdminResponse& a) {
     if (a.status != 401 || !req.authorization || !s.guts_->guessers) return;
     const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
