@@ -9,9 +9,15 @@
 #     drawn), in headless Chromium, RENDERS loads, median;
 #  3. pacerd's CPU (utime + stime from /proc) and msg/s over WINDOW_S-second
 #     windows with 50 Server-Sent-Event clients (curl -N) against none,
-#     alternating A/B RUNS times in one run; medians; plus /healthz latency.
+#     alternating A/B RUNS times in one run; medians; plus /healthz latency;
+#  4. with CROWD=N (issue 25): the same A/B with N stream clients opened by
+#     one script (each asks for /api/v1/events as a script does, keeps its
+#     stream while it has one, and asks again 5 s after a 503, as Retry-After
+#     says), plus pacerd's RSS, and in each B window a console opened in
+#     headless Chromium after the crowd: seconds until its header says "live".
 # Everything is on loopback, bounded in time, and stopped at the end.
 #   bench/console_bench.sh [RUNS] [WINDOW_S] [CLIENTS]
+#   CROWD=500 ONLY_CROWD=1 bench/console_bench.sh [RUNS] [WINDOW_S]   (part 4 only)
 #   PACER_BENCH_PRESET=default bench/console_bench.sh ...   (default preset: release)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
@@ -37,7 +43,15 @@ stop_clients() {
   for c in "${curls[@]}"; do wait "$c" 2>/dev/null || true; done
   curls=()
 }
+crowd_pid=
+stop_crowd() {
+  [ -n "$crowd_pid" ] || return 0
+  kill "$crowd_pid" 2>/dev/null || true
+  wait "$crowd_pid" 2>/dev/null || true
+  crowd_pid=
+}
 cleanup() {
+  stop_crowd
   stop_clients
   [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
   pacer_stop_kafka_mock
@@ -100,10 +114,106 @@ window() {
   echo "$1 $cpu $rate $h"
 }
 
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status"; }
+
+# 4. A crowd of CROWD stream clients from one script against none; a console
+# opened after the crowd, timed until it is live.
+crowd_part() {
+  local crowd=$CROWD a=() b=() ar=() br=() live=() r side cpu rate h rss held
+  cat >"$PACER_RUN_DIR/crowd.py" <<'PY'
+import asyncio, sys
+host, port, n, status = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+held = 0
+async def client():
+    global held
+    while True:
+        try:
+            r, w = await asyncio.open_connection(host, port)
+            w.write(f"GET /api/v1/events HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+            line = await r.readline()
+            if b" 200 " in line:
+                held += 1
+                try:
+                    while await r.read(65536):
+                        pass
+                finally:
+                    held -= 1
+            w.close()
+        except OSError:
+            pass
+        await asyncio.sleep(5)  # Retry-After: 5
+async def report():
+    while True:
+        with open(status, "w") as f:
+            f.write(str(held))
+        await asyncio.sleep(1)
+async def main():
+    await asyncio.gather(report(), *(client() for _ in range(n)))
+asyncio.run(main())
+PY
+  cat >"$PACER_RUN_DIR/live.py" <<'PY'
+import os, sys, tempfile, time
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+opts = webdriver.ChromeOptions()
+opts.binary_location = "/usr/bin/chromium"
+for a in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+          "--disable-background-networking", "--disable-component-update", "--disable-sync",
+          "--disable-dev-shm-usage", "--window-size=1366,768", f"--user-data-dir={tempfile.mkdtemp()}"]:
+    opts.add_argument(a)
+d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+try:
+    d.get("about:blank")
+    t0 = time.time()
+    d.get(sys.argv[1] + "/console/")
+    while time.time() - t0 < 60:
+        if d.find_element(By.ID, "status").text.startswith("live"):
+            break
+        time.sleep(0.05)
+    print(f"{time.time() - t0:.2f}" if d.find_element(By.ID, "status").text.startswith("live") else "never")
+finally:
+    d.quit()
+PY
+  for r in $(seq 1 "$runs"); do
+    for side in A B; do
+      [ $((r % 2)) = 0 ] && side=$([ "$side" = A ] && echo B || echo A)
+      if [ "$side" = B ]; then
+        /usr/bin/python3 "$PACER_RUN_DIR/crowd.py" "${address%:*}" "${address##*:}" "$crowd" "$PACER_RUN_DIR/held" &
+        crowd_pid=$!
+        sleep 5
+        live+=("$(/usr/bin/python3 "$PACER_RUN_DIR/live.py" "$base")")
+      else
+        sleep 5
+      fi
+      read -r _ cpu rate h < <(window "$side")
+      rss=$(rss_kb)
+      held=$(cat "$PACER_RUN_DIR/held" 2>/dev/null || echo 0)
+      if [ "$side" = B ]; then
+        echo "crowd run $r B: ${cpu}% CPU, RSS ${rss} KB, ${rate} msg/s, /healthz ${h} s; $crowd clients, $held holding a stream; console live after ${live[-1]} s" >&2
+        b+=("$cpu") br+=("$rss")
+        stop_crowd
+      else
+        echo "crowd run $r A: ${cpu}% CPU, RSS ${rss} KB, ${rate} msg/s, /healthz ${h} s" >&2
+        a+=("$cpu") ar+=("$rss")
+      fi
+    done
+  done
+  echo "preset $preset; crowd of $crowd stream clients from one script; $runs A/B runs of ${window_s} s; $(nproc) cores"
+  echo "A (no stream clients): CPU % ${a[*]} -> median $(printf '%s\n' "${a[@]}" | median)%; RSS KB ${ar[*]} -> median $(printf '%s\n' "${ar[@]}" | median)"
+  echo "B ($crowd stream clients): CPU % ${b[*]} -> median $(printf '%s\n' "${b[@]}" | median)%; RSS KB ${br[*]} -> median $(printf '%s\n' "${br[@]}" | median)"
+  echo "a console opened after the crowd went live after (s): ${live[*]}"
+}
+
 # Before anything asks for the console: its refresher has not started.
 sleep 12  # join the group (about 3 s on the mock) and reach the campaigns' rates
 read -r _ cpu0 rate0 h0 < <(window never-opened)
 echo "console never opened: pacerd CPU ${cpu0}% of a core, ${rate0} msg/s, /healthz ${h0} s" >&2
+
+if [ -n "${CROWD:-}" ]; then
+  crowd_part
+fi
+[ -n "${ONLY_CROWD:-}" ] && exit 0
 
 # 1. Page weight.
 assets=0

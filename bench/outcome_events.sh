@@ -11,6 +11,8 @@
 #   bench/outcome_events.sh [MESSAGES] [RUNS] ["PACED ..."]   (defaults 100000, 3, "20000 5000")
 #   PACER_BENCH_PRESET=default bench/outcome_events.sh ...   (default preset: release)
 #   EVENTS_ARGS="--events-batch 5000" bench/outcome_events.sh ...   (more flags for the events-on runs)
+#   EVENTS_SPLIT=1 bench/outcome_events.sh ...   (unlimited rounds add a third run between off and on:
+#     the outbox written but its drainer idle until the stop, so the ledger's share of the cost shows)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/../scripts/services.sh"
@@ -38,7 +40,7 @@ pacer_start_postgres "$PACER_RUN_DIR/pg"
 # One events topic per run, made here: an auto-created topic has 4
 # partitions, and the mock keeps at most 5 MiB of each.
 event_topics=()
-for i in $(seq 1 $((2 * runs + 2 * $(wc -w <<<"$paced")))); do event_topics+=(--topic "outcomes$i:16"); done
+for i in $(seq 1 $((3 * runs + 2 * $(wc -w <<<"$paced")))); do event_topics+=(--topic "outcomes$i:16"); done
 pacer_start_kafka_mock "$bin/pacer-kafka-mock" "$PACER_RUN_DIR/kafka" --topic "messages:$partitions" \
   "${event_topics[@]}"
 awk -v n="$messages" 'BEGIN { for (i = 0; i < n; i++) printf "c%d:{\"to\":\"+1555%07d\",\"text\":\"hello\"}\n", i % 20 + 1, i }' |
@@ -60,6 +62,10 @@ run() {
     ${rate:-1} FROM generate_series(1, 20) g"
   # shellcheck disable=SC2206 # EVENTS_ARGS: more pacerd flags for the events, split on spaces
   [ "$mode" = on ] && events=(--events-topic "$topic" --events-worker-id bench ${EVENTS_ARGS:-})
+  # The outbox is written; its drainer reads once at the start and then not
+  # for a minute, longer than a run (at the stop it publishes for at most 10 s).
+  [ "$mode" = outbox ] && events=(--events-topic "$topic" --events-worker-id bench ${EVENTS_ARGS:-} \
+    --events-poll-ms 60000)
   "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --group "bench$n" --postgres "$conninfo" --no-migrate \
     --sink null --in-flight 10000 --exit-when-idle-ms 1000 --summary "$PACER_RUN_DIR/summary$n.json" \
     --session-timeout-ms 6000 --admin-listen off "${events[@]}" 2>"$PACER_RUN_DIR/pacerd$n.log"
@@ -98,9 +104,14 @@ run() {
 
 off=()
 on=()
+outbox=()
 for r in $(seq 1 "$runs"); do
   run off ""
   off+=("$rate_out")
+  if [ -n "${EVENTS_SPLIT:-}" ]; then
+    run outbox ""
+    outbox+=("$rate_out")
+  fi
   run on ""
   on+=("$rate_out")
 done
@@ -109,6 +120,11 @@ moff=$(median "${off[@]}")
 mon=$(median "${on[@]}")
 echo "unlimited, median of $runs: events off $moff msg/s, events on $mon msg/s:" \
   "cost $(awk -v a="$moff" -v b="$mon" 'BEGIN { printf "%.1f", (a - b) * 100 / a }')% (goal <= 10%)"
+if [ -n "${EVENTS_SPLIT:-}" ]; then
+  mbox=$(median "${outbox[@]}")
+  echo "outbox written, drainer idle, median of $runs: $mbox msg/s:" \
+    "cost $(awk -v a="$moff" -v b="$mbox" 'BEGIN { printf "%.1f", (a - b) * 100 / a }')%"
+fi
 for rate in $paced; do
   echo "paced at $rate msg/s ($((rate / 20))/s per campaign x 20):"
   run off "$((rate / 20))"

@@ -119,7 +119,7 @@ for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 pids=()
 pacer_stop_provider
 
-# smsc.tsv: ms, account, message id, destination, n/m, status (one line per submit_sm).
+# smsc.tsv: ms, account, message id, destination, n/m, status, reference, validity (one line per submit_sm).
 read -r submits accepted throttled dup_segments messages_whole peak_sub peak_acc first_ok last_ok after_acc < <(awk -F'\t' '
   { t[NR] = $1; n = NR
     if ($6 == "ESME_ROK") { acc++; a[acc] = $1; k = $4 " " $5; if (seen[k]++) dup++

@@ -50,6 +50,10 @@ struct Message {
   // What the message says (campaign, recipient, payload), hashed: the same
   // id with another fingerprint is another message reusing the id.
   std::uint64_t fingerprint = 0;
+  // The provider the worker hands this attempt to: its campaign's provider,
+  // or the one it fails over to (docs/routes.md). Set at each submit; a
+  // routing sink sends by it. Empty: the campaign's (or none).
+  std::string provider;
 };
 
 // FNV-1a over campaign, recipient and payload, with separators. Pure.

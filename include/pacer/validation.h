@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pacer::validation {
 
@@ -33,6 +34,8 @@ inline constexpr std::size_t kMaxNameBytes = 256;
 // message for at most about four weeks anyway.
 inline constexpr std::int64_t kMinTtlMs = 1'000;
 inline constexpr std::int64_t kMaxTtlMs = 30LL * 24 * 3600 * 1000;
+// A campaign's failover list: at most this many providers after its own.
+inline constexpr std::size_t kMaxFailoverProviders = 4;
 
 // True when `s` is valid UTF-8 without control characters (C0, DEL, C1).
 bool printableUtf8(std::string_view s) noexcept;
@@ -47,6 +50,11 @@ std::optional<std::string> burstProblem(std::string_view field, double burst);
 std::optional<std::string> weightProblem(std::string_view field, double weight);
 // A lifetime in milliseconds in [kMinTtlMs, kMaxTtlMs].
 std::optional<std::string> ttlProblem(std::string_view field, std::int64_t ttl_ms);
+// A failover list after `provider`: at most kMaxFailoverProviders usable
+// ids (no ','), none twice, none equal to `provider`, and a `provider` to
+// fail over from when the list is not empty.
+std::optional<std::string> failoverProblem(std::string_view field, std::string_view provider,
+                                           const std::vector<std::string>& failover);
 // An id: 1 to kMaxIdBytes bytes, printable UTF-8. `field` e.g. "campaign id".
 std::optional<std::string> idProblem(std::string_view field, std::string_view id);
 // A display name: at most kMaxNameBytes bytes, printable UTF-8 (empty: none).

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -50,6 +51,12 @@ struct CampaignInfo {
   std::optional<RateLimit> limit;  // send_rate and burst; nullopt = unlimited
   double weight = 1.0;
   std::string provider;  // empty: none
+  // Failover (docs/routes.md): the providers after `provider`, in order, that
+  // take the campaign's traffic while the ones before them are unusable
+  // (circuit breaker open, or reported down: WorkerCore::setProviderDown).
+  // Each must have the protocol family of `provider` (WorkerOptions::family_of);
+  // at most kMaxFailoverProviders, no duplicates, none equal to `provider`.
+  std::vector<std::string> failover;
   CampaignState state = CampaignState::kActive;
   // Priority and recipient rules (campaign_rules.h, docs/recipient-rules.md).
   std::string priority_class;  // a configured class; empty: the default class
@@ -212,6 +219,10 @@ struct WorkerOptions {
   // messages get their `expired` rows without waiting to be sent. The
   // decisive check is at the moment of sending, whatever this is.
   Nanos expiry_scan_interval = std::chrono::milliseconds(250);
+  // The protocol family of a provider ("smpp", "http", ...: its sink's kind),
+  // for failover: a campaign may fail over only to providers of its
+  // provider's family. Null: every provider is of one family.
+  std::function<std::string(const std::string& provider)> family_of;
 };
 
 // The rank of the class `name` (empty: the default class) in `options`,
@@ -268,6 +279,12 @@ struct CampaignStats {
   std::size_t retrying = 0;        // waiting for a retry (backoff or a provider's pause)
   std::size_t to_park = 0;         // waiting to be written to parking
   std::size_t parked_waiting = 0;  // parked by this worker or found unclaimed, not yet claimed back (an estimate)
+  // Failover (docs/routes.md): the provider taking its traffic now (its
+  // `provider` unless it fails over), why when it is not the first, and how
+  // often the route changed.
+  std::string route;
+  std::string route_reason;  // "sms-a: binds failing"; empty on the first provider
+  std::uint64_t route_changes = 0;
 };
 
 struct WorkerStats {
@@ -325,6 +342,11 @@ class WorkerCore {
   // (queued, or parked beyond a few), never dead-lettered.
   void holdCampaign(const std::string& id, const std::string& reason, MonoTime now);
   void holdProvider(const std::string& id, const std::string& reason, MonoTime now);
+  // Failover: `id` cannot take messages now (its SMPP binds fail, it has no
+  // bound session, an operator disabled it), for `reason`; nullopt: it can
+  // again. Campaigns naming it move to their next usable provider at the
+  // next step, and back when it is usable again. Unknown ids are remembered.
+  void setProviderDown(const std::string& id, std::optional<std::string> reason, MonoTime now);
   bool knowsCampaign(std::string_view id) const;
   // New retry and adaptive settings (a configuration reload): from the next
   // step on; each provider's adaptive rate keeps its state.

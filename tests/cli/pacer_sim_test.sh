@@ -30,6 +30,18 @@ grep -q 'recipients over cap: 0$' "$tmp/caps.txt" || fail "caps: $(cat "$tmp/cap
 grep -q 'sent inside quiet window: 0$' "$tmp/quiet.txt" || fail "quiet hours: $(cat "$tmp/quiet.txt")"
 "$sim" "$src/config/scenarios/priority.yaml" --out "$tmp/prio.json"
 grep -q '"waits": {"count": 3000' "$tmp/prio.json" || fail "priority: no waits in the JSON"
+# Expiry and failover: how many OTPs an outage expires, with and without a backup.
+"$sim" "$src/config/scenarios/otp_outage.yaml" --summary > "$tmp/otp.txt"
+grep -Eq '^campaign +otp-alone +lifetime 10 s: expired [0-9]+ of 3000' "$tmp/otp.txt" || fail "otp: $(cat "$tmp/otp.txt")"
+grep -Eq '^campaign +otp-failover +carried by \(in failover order\): smsc-a2 [0-9]+, smsc-b [1-9]' "$tmp/otp.txt" ||
+  fail "otp failover: $(cat "$tmp/otp.txt")"
+"$sim" "$src/config/scenarios/otp_outage.yaml" --out "$tmp/otp.json"
+python3 - "$tmp/otp.json" <<'PY' || fail "otp_outage: fewer OTPs must expire with the backup"
+import json, sys
+c = json.load(open(sys.argv[1]))["campaigns"]
+alone, fo = c["otp-alone"]["expired"], c["otp-failover"]["expired"]
+sys.exit(0 if 0 < fo < alone else f"expired alone {alone}, with failover {fo}")
+PY
 
 # Bad input: a clear message naming the field, and exit code 2.
 printf 'duration_s: 5\ncampaigns:\n  - {id: a, rate: lots}\n' > "$tmp/bad.yaml"

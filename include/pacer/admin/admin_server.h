@@ -91,12 +91,17 @@ bool hostAllowed(std::optional<std::string_view> host, const std::vector<std::st
 // /healthz, /readyz and the console's pages and assets stay open.
 bool isGuardedRead(std::string_view method, std::string_view path) noexcept;
 
+// Whether an Accept-Encoding header's value accepts gzip: a "gzip" (or "*")
+// coding, any case, whose q is not 0 ("br, gzip;q=0.8": yes; "gzip;q=0": no).
+bool acceptsGzip(std::string_view accept_encoding);
+
 struct AdminRequest {
   std::string_view method;
   std::string_view path;  // without the query string; percent-escapes as sent (not decoded)
   std::optional<std::string_view> authorization;
   std::string_view body{};    // at most AdminServerOptions::max_body bytes
   std::string_view remote{};  // the client's HOST:PORT, for logs; may be empty
+  bool accepts_gzip = false;  // its Accept-Encoding names gzip
 };
 
 struct AdminResponse {
@@ -108,6 +113,9 @@ struct AdminResponse {
   std::string location{};         // for 30x: where to
   std::string cache_control = "no-store";
   int retry_after_s = 0;  // > 0: a Retry-After header (503: try again then)
+  // Set when `body` is encoded ("gzip"): sent as Content-Encoding, with
+  // Vary: Accept-Encoding.
+  std::string content_encoding{};
 };
 
 // The Content-Security-Policy every answer of the listener carries: scripts,
@@ -240,6 +248,13 @@ struct AdminServerOptions {
   bool reads_need_token = false;
   std::string scrape_token;      // empty: /metrics takes only `token`
   std::size_t max_body = 16384;  // request bodies above this get 413
+  // Wrong tokens (401 to a request that sent Authorization) per client
+  // address (IPv4, or an IPv6 /64; a table of at most 1024 addresses):
+  // `wrong_token_burst` are answered 401, then one more each
+  // `wrong_token_refill`, and meanwhile 429 with Retry-After. A right token
+  // is never held back. 0: no limit.
+  std::size_t wrong_token_burst = 10;
+  Nanos wrong_token_refill = std::chrono::seconds(6);
   // Connections at most. Slow-client guard: when more than `idle_reserve`
   // connections are waiting for a request (connected and silent, slow to send
   // their headers, or idle between keep-alive requests), the oldest of them

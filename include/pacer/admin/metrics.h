@@ -37,6 +37,10 @@ struct CampaignMetrics {
   double achieved_rate = 0;         // sent per second over the last AchievedRateWindow::kSpan
   std::uint64_t backlog = 0;        // queued + waiting to retry + waiting to park + parked by/for this worker
   std::uint64_t in_flight = 0;      // in the sink
+  // Failover (docs/routes.md): the provider taking its traffic now, and why
+  // when it is not the campaign's own (empty then: on its own provider).
+  std::string route;
+  std::string route_reason;
 };
 
 struct ProviderMetrics {

@@ -31,8 +31,14 @@ struct CampaignView {
   struct Worker {
     std::uint64_t backlog = 0, in_flight = 0, retries = 0;
     double achieved_rate = 0;  // over the last 10 s
+    std::string route;         // the provider taking its traffic now (failover, docs/routes.md)
+    std::string route_reason;  // why it is not the campaign's own; empty: it is
   };
   std::optional<Worker> worker;
+  // Cluster-wide, from the counts every worker adds to Redis (ClusterCounts):
+  // retries of its messages by every worker since the counts began, restarts
+  // included. nullopt: no Redis, or Redis did not answer.
+  std::optional<std::uint64_t> cluster_retries;
 };
 
 // What the console shows of one provider.
@@ -54,42 +60,93 @@ struct ProviderView {
     bool circuit_open = false;
   };
   std::optional<Worker> worker;
+  // Cluster-wide 429/503 and 5xx answers, every worker's since the counts
+  // began (restarts included), from Redis; nullopt: no Redis or no answer.
+  struct Cluster {
+    std::uint64_t throttled = 0, server_errors = 0;
+  };
+  std::optional<Cluster> cluster;
+};
+
+// The counters each worker adds to the cluster's totals in Redis (one hash,
+// field -> count): "provider_throttled:ID", "provider_server_errors:ID",
+// "campaign_retries:ID". A field name is its kind, a colon, then the id
+// as is (ids may hold colons: the kind ends at the first one).
+using CountFields = std::map<std::string, std::uint64_t>;
+std::string countField(std::string_view kind, std::string_view id);
+
+// What one worker still owes the cluster's totals. Its own counters only grow
+// while it runs (they start at 0 with the process), so what grew since the
+// last acknowledged write is what to add. Not thread-safe.
+class CountDeltas {
+ public:
+  // The growth of `now` over the last acknowledged counters (fields that did
+  // not grow are left out; a counter that went down is taken as new from 0).
+  CountFields pending(const CountFields& now) const;
+  // The deltas of pending(now) reached Redis: `now` becomes the base.
+  void acknowledge(const CountFields& now);
+
+ private:
+  CountFields base_;
 };
 
 // Why a campaign goes no faster. `code` is stable (docs/api.md), `text` is
 // for people.
 using LimitedBy = control::LimitedBy;
-// paused, done, provider_paused, provider_rate, campaign_rate, no_input,
+// paused, done, provider_paused, provider_breaker, provider_rate, campaign_rate, no_input,
 // below_limits (sending below every configured limit: the sink, the workers
 // or the input), unknown (no achieved rate yet). `provider_achieved` is the
 // sum of the achieved rates of every campaign of the campaign's provider.
 LimitedBy limitedBy(const CampaignView& c, const ProviderView* provider, double provider_achieved);
 
-// One value series over the last kSpanS seconds: (epoch seconds, value);
-// null values (unknown) are kept as gaps.
+// One value series over the last kSpanS seconds, downsampled as it is kept:
+// one point per kStepS-second bucket (the mean of the values added in it), so
+// a series holds at most kSpanS / kStepS + 1 points whatever the refresh rate.
+// Unknown values are gaps.
 class Series {
  public:
   static constexpr double kSpanS = 900;
-  // Appends at `t` (not earlier than the last point; earlier ones are
-  // dropped) and forgets points older than t - kSpanS.
+  static constexpr double kStepS = 5;
+  static constexpr std::size_t kMaxPoints = static_cast<std::size_t>(kSpanS / kStepS) + 1;
+  // Adds `v` at `t` (epoch seconds; earlier than the last addition: dropped)
+  // and forgets buckets older than t - kSpanS. NaN or infinite: a gap.
   void add(double t, std::optional<double> v);
-  Json json() const;  // {"t": [...], "v": [...]} with null for gaps
-  bool empty() const { return points_.empty(); }
+  // {"t0": the first bucket's start (epoch s), "step": seconds per point,
+  // "v": [mean or null...]}: point i covers [t0 + i*step, t0 + (i+1)*step).
+  // `merge` > 1 joins that many buckets per point (aligned on multiples of
+  // merge * kStepS, so successive documents agree), for long spans of many
+  // series. Values are rounded to 2 decimals.
+  Json json(std::size_t merge = 1) const;
+  bool empty() const { return buckets_.empty(); }
+  std::size_t points() const;  // what json(1) would give
 
  private:
-  std::deque<std::pair<double, std::optional<double>>> points_;
+  struct Bucket {
+    std::int64_t index = 0;  // floor(t / kStepS)
+    double sum = 0;
+    int n = 0;  // values in it; 0: a gap
+  };
+  std::deque<Bucket> buckets_;
+  double last_t_ = 0;
 };
 
 // The histories the console plots, one refresh's figures at a time.
 class Histories {
  public:
+  // The history document's bound: at most this many values in all (points
+  // times series), and series of at most kMaxCampaigns campaigns (the most
+  // recently seen). Over the first, buckets are merged for every series alike.
+  static constexpr std::size_t kMaxValues = 60000;
+  static constexpr std::size_t kMaxCampaigns = 1000;
   // Records every campaign's configured and achieved rate and every
   // provider's configured and effective rate, pause, and this worker's
   // 429/503 and 5xx answers since the previous call, at `t` (epoch seconds).
   // Campaigns and providers not seen for kSpanS are forgotten.
   void add(double t, const std::vector<CampaignView>& campaigns, const std::vector<ProviderView>& providers);
-  // {"span_s", "campaigns": {id: {"send_rate", "achieved_rate"}}, "providers":
-  // {id: {"rate", "effective_rate", "paused", "throttled", "server_errors"}}}.
+  // {"span_s", "step_s" (seconds per point in this document), "campaigns":
+  // {id: {"send_rate", "achieved_rate"}}, "providers": {id: {"rate",
+  // "effective_rate", "paused", "throttled_per_s", "server_errors_per_s"}},
+  // "campaigns_left_out": n} with each series as Series::json gives it.
   Json json() const;
 
  private:

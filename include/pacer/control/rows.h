@@ -69,8 +69,9 @@ struct CampaignRules {
   std::optional<std::string> frequency_cap;
   std::optional<std::string> cap_policy;  // never "": suppress or defer
   std::optional<std::int64_t> default_ttl_ms;  // parseTtlText's milliseconds; 0: none (NULL)
+  std::optional<std::vector<std::string>> failover;  // parseFailoverText's list; empty: none
   bool any() const noexcept {
-    return priority_class || quiet_hours || time_zone || frequency_cap || cap_policy || default_ttl_ms;
+    return priority_class || quiet_hours || time_zone || frequency_cap || cap_policy || default_ttl_ms || failover;
   }
 };
 

@@ -85,11 +85,16 @@ struct TopProviderRow {
   double achieved = 0;              // its campaigns' achieved rates together
   std::optional<double> effective;  // the rate its campaigns share now (from a worker's API); nullopt: not known
   std::optional<bool> paused;       // a 429/503 pause in force; nullopt: not known
-  std::optional<std::uint64_t> throttled;  // 429/503 answers the worker asked has seen; nullopt: not known
+  std::optional<std::uint64_t> throttled;      // 429/503 answers; nullopt: not known
+  std::optional<std::uint64_t> server_errors;  // 5xx answers; nullopt: not known
+  // true: those counts are every worker's since the cluster's counts began
+  // (a worker with --redis); false: only the asked worker's since it started.
+  bool cluster_counts = false;
+  std::optional<bool> circuit_open;  // its circuit breaker, as the asked worker holds it; nullopt: not known
 };
 
 // What limits a campaign now: a code (paused, done, provider_paused,
-// campaign_rate, provider_rate, no_input, below_limits, unknown) and a
+// provider_breaker, campaign_rate, provider_rate, no_input, below_limits, unknown) and a
 // sentence. Shared by top and the console.
 struct LimitedBy {
   std::string code;
@@ -105,9 +110,14 @@ struct LimitFacts {
   std::optional<double> provider_rate;         // what its campaigns share now; nullopt: unlimited or unknown
   std::optional<double> provider_configured;   // its configured rate
   bool provider_paused = false;
+  bool provider_circuit_open = false;          // its circuit breaker is open (sustained faults)
   double provider_achieved = 0;                // its campaigns together
 };
 LimitedBy limitedByOf(const LimitFacts& f);
+
+// The share of its finished messages that failed (failed, rejected, dead
+// token) in percent, rounded to a tenth; nullopt before any finished.
+std::optional<double> failedPercentOf(const TopRow& row) noexcept;
 
 // ...and what top works out from it.
 struct TopFigures {
@@ -130,6 +140,9 @@ struct TopFrame {
 // Works out each campaign's "limited by" from the frame's own figures (the
 // providers' effective rate and pause where known).
 void fillLimitedBy(TopFrame& frame);
+// A campaign failed over (docs/routes.md): code "failover", text "via sms-b:
+// sms-a: binds failing".
+LimitedBy failoverLimit(const std::string& route, const std::string& reason);
 
 // One priority class's campaigns in a frame, by class name (empty: the
 // default class), for the per-class line of top and its JSON.
@@ -150,8 +163,9 @@ std::vector<TopClass> classesOf(const TopFrame& frame);
 // STATE CLASS PROVIDER RATE ACHIEVED SENT FAILED SUPPR BACKLOG PROGRESS ETA
 // LIMITED-BY, and DLVRD UNDLV PEND when a campaign has delivery receipts;
 // CLASS only when a campaign names one, SUPPR only when one has suppressed
-// rows), then the providers (QUOTA EFFECTIVE ACHIEVED PAUSED 429s CAMPAIGNS). LIMITED BY in words: own rate, provider,
-// prov paused, paused, done, no input, nothing (below every limit), - (not
+// rows; FAIL% only when one has failed rows), then the providers (QUOTA
+// EFFECTIVE ACHIEVED PAUSED 429s 5XX CAMPAIGNS). LIMITED BY in words: own rate, provider,
+// prov paused, breaker, paused, done, no input, nothing (below every limit), - (not
 // known yet). Columns that do not fit are dropped, the least useful first
 // (FAILED, PROVIDER, STATE, ETA at 80 columns). A backlog or ETA that is a lower bound is shown with ">=".
 std::string renderTopText(const TopFrame& frame, int width = 80);
@@ -164,7 +178,9 @@ std::string renderTopText(const TopFrame& frame, int width = 80);
 // "backlog_lower_bound", "progress", "eta_s", "limited_by": {"code", "text"},
 // "receipts": {"delivered", "undelivered", "pending"}}], "providers": [{"id",
 // "rate", "campaigns", "achieved_rate", "effective_rate", "paused",
-// "throttled_total"}]}; unknown values are null.
+// "throttled_total", "server_errors_total", "counts_from" ("cluster",
+// "worker"), "circuit" ("open", "closed")}]}; campaigns also carry
+// "failed_pct"; unknown values are null.
 std::string renderTopJson(const TopFrame& frame);
 
 // `frame` redrawn over the previous one on an ANSI terminal: cursor home

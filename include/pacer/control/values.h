@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pacer/conninfo.h"  // redactConninfo, used with these
 #include "pacer/error.h"
@@ -91,6 +92,7 @@ struct CampaignRow {
   std::string frequency_cap;            // "3/24h"; empty (NULL): none
   std::string cap_policy = "suppress";  // suppress or defer
   std::int64_t default_ttl_ms = 0;      // a message's lifetime from its read (migration 10); 0 (NULL): none
+  std::vector<std::string> failover;    // providers after `provider`, in order (migration 12, docs/routes.md)
 };
 
 // A provider as the providers table holds it.
@@ -154,6 +156,12 @@ std::string parseCapPolicyText(std::string_view text, std::string_view flag);
 std::int64_t parseTtlText(std::string_view text, std::string_view flag);
 // Milliseconds as parseTtlText reads them back: "5m", "90s", "1500ms"; 0: "none".
 std::string formatTtl(std::int64_t ms);
+// A failover list: provider ids separated by ',' ("sms-b,sms-c"), checked by
+// validation::failoverProblem except against the provider; "none" or "" is
+// an empty list.
+std::vector<std::string> parseFailoverText(std::string_view text, std::string_view flag);
+// The list as parseFailoverText reads it; empty: "none".
+std::string formatFailover(const std::vector<std::string>& failover);
 
 // Campaign and provider ids: 1 to 256 bytes of UTF-8 without control
 // characters (a campaign id is the Kafka key, README "Message contract").

@@ -86,6 +86,7 @@ struct DaemonOptions {
   std::string events_brokers;      // empty: `brokers`
   std::string events_worker_id;    // whose outbox rows these are; empty: the host name
   std::size_t events_batch = 1000;                 // rows per read, produce and delete
+  std::size_t events_in_flight = 4;                // batches produced and not yet acknowledged, at most
   std::chrono::milliseconds events_poll{20};       // an empty outbox is read again after this
   std::map<std::string, std::string> events_kafka;  // any other producer property
 

@@ -5,6 +5,12 @@
 // nothing (the rows stay) and duplicates only what was produced and not yet
 // deleted; the same worker id publishes what is left when it starts again.
 //
+// The running drainer (start()) is pipelined (pacer/outbox_window.h): it
+// reads and produces the next batches while up to `in_flight` batches wait
+// for their reports, and deletes the acknowledged rows by id in the same
+// statement as its next read. It has its own PostgreSQL connection and
+// thread: it never shares the ledger writer's.
+//
 // Thread-safety: start()/stop() and stats() may be called from any thread;
 // publish(), acknowledge() and drainOnce() belong to one thread at a time
 // (the drainer's own once started).
@@ -24,6 +30,10 @@
 #include "pacer/ledger/pg_ledger.h"
 #include "pacer/logging/logging.h"
 
+namespace pacer {
+struct OutcomeEvent;
+}
+
 namespace pacer::events {
 
 struct OutcomeDrainerOptions {
@@ -31,6 +41,7 @@ struct OutcomeDrainerOptions {
   std::string topic;                        // the events topic (not empty)
   ledger::PgLedgerOptions pg;               // with outbox_worker: whose rows to publish
   std::size_t batch = 1000;                 // rows per read, produce and delete
+  std::size_t in_flight = 4;                // batches produced and not yet acknowledged, at most (not 0)
   std::chrono::milliseconds poll{20};       // how long an empty outbox waits before it is read again
   std::chrono::milliseconds ack_timeout{30000};  // a batch waits this long for its reports (message.timeout.ms)
   std::map<std::string, std::string> kafka;      // any other producer property
@@ -46,7 +57,7 @@ struct OutcomeDrainerStats {
 
 class OutcomeDrainer {
  public:
-  // Throws InvalidError for a bad topic or producer property.
+  // Throws InvalidError for a bad topic, batch, in_flight or producer property.
   OutcomeDrainer(OutcomeDrainerOptions options, logging::LoggerPtr log);
   ~OutcomeDrainer();  // stop()s
   OutcomeDrainer(const OutcomeDrainer&) = delete;
@@ -56,8 +67,9 @@ class OutcomeDrainer {
   // InvalidError when the database has no outbox (schema before 11); an
   // unreachable PostgreSQL is logged and retried by the loop.
   void start();
-  // Stops the loop after last rounds that publish what is waiting (while
-  // batches come full, at most 10 s); rows left stay in the outbox.
+  // Stops the loop after it has published and deleted what is waiting (at
+  // most 10 s, then the reports of what is in flight); rows left stay in the
+  // outbox.
   void stop();
 
   // One round by hand: produces the next batch (at most `batch` rows, in id
@@ -74,6 +86,13 @@ class OutcomeDrainer {
 
  private:
   void loop();
+  // One step of the running drainer: takes the reports that arrived, deletes
+  // what they acknowledged and reads and produces the next batch when the
+  // window has room. Returns whether it did anything. Throws Ledger*Error.
+  bool pump(std::chrono::steady_clock::time_point now);
+  // At the loop's end: waits for the reports in flight, deletes the acked.
+  void finish();
+  void produceEvents(const std::vector<OutcomeEvent>& events);
   void refreshDepth(bool force);
 
   struct Impl;
@@ -88,6 +107,11 @@ class OutcomeDrainer {
   std::atomic<std::int64_t> depth_{0};
   std::atomic<double> lag_seconds_{0};
   std::chrono::steady_clock::time_point next_depth_{};
+  // The running drainer's state (its thread only).
+  bool caught_up_ = false;                              // the last read came short
+  std::chrono::steady_clock::time_point next_read_{};  // no read before (poll after a short one)
+  std::chrono::steady_clock::time_point retry_at_{};   // after a failure, no rewind before
+  std::chrono::steady_clock::time_point store_retry_at_{};  // after a PostgreSQL error, no statement before
 };
 
 }  // namespace pacer::events

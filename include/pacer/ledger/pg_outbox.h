@@ -32,6 +32,10 @@ class PgOutbox {
   // At most `limit` of this worker's rows, in id order: those left from
   // before a crash come first.
   std::vector<OutcomeEvent> next(std::size_t limit);
+  // One round trip of the pipelined drainer: deletes the rows `remove` (the
+  // broker has them; each at most `after`) and reads at most `limit` of this
+  // worker's rows with an id above `after`, in id order, in one transaction.
+  std::vector<OutcomeEvent> next(std::int64_t after, std::size_t limit, std::span<const std::int64_t> remove);
   // Deletes the rows `ids` (the broker has them). Returns how many went.
   std::size_t remove(std::span<const std::int64_t> ids);
   // One count(*) over this worker's rows, with the age of the oldest.

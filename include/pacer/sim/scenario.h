@@ -4,6 +4,7 @@
 
 #include "pacer/error.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -47,6 +48,9 @@ struct ProviderScenario {
   double retry_s = 1;              // a refused message waits this long for its retry
   std::uint64_t seed = 1;          // of its random answers
   std::uint32_t workers = 1;       // judges sharing the one rate (pacerd workers through Redis), answers in turn
+  // Windows [from_s, to_s) in which it is out (binds refused, breaker open):
+  // it takes nothing, and campaigns that name a next provider move to it.
+  std::vector<Stall> outages;
 
   bool modelled() const { return capacity.has_value() || throttle_noise > 0 || fault_noise > 0; }
 };
@@ -54,6 +58,9 @@ struct ProviderScenario {
 struct CampaignScenario {
   std::string id;
   std::optional<std::string> provider;
+  // The ordered failover list after `provider` (`provider: [a, b]`): while a
+  // provider is out, traffic goes to the first of the list that is not.
+  std::vector<std::string> fallbacks;
   std::optional<double> rate;
   double burst = 1;
   double weight = 1;
@@ -70,6 +77,16 @@ struct CampaignScenario {
   CapPolicy cap_policy = CapPolicy::kSuppress;
   std::optional<QuietWindow> quiet_hours;
   std::vector<std::string> time_zones;  // message n is in zone n % size; ["UTC"] with quiet hours and none given
+  // Expiry (docs/expiry.md): the campaign's default lifetime (default_ttl_ms)
+  // and the lifetime each message's own deadline gives it (pacer-expires-at),
+  // both counted from the message's arrival; the earlier deadline wins.
+  std::optional<double> ttl_s;
+  std::optional<double> message_ttl_s;
+
+  std::optional<double> lifetimeS() const {
+    if (ttl_s && message_ttl_s) return std::min(*ttl_s, *message_ttl_s);
+    return ttl_s ? ttl_s : message_ttl_s;
+  }
 };
 
 struct Scenario {

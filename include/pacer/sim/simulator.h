@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pacer/sim/scenario.h"
@@ -36,6 +37,8 @@ struct RuleResult {
   std::uint64_t quiet_held = 0;           // messages that waited for quiet hours (each once)
   std::uint64_t sent_in_quiet_window = 0;  // independent check (glibc localtime_r) of every send
   std::uint64_t waiting = 0;               // still held (quiet hours or cap) when the run ended
+  std::optional<double> lifetime_s;        // has a lifetime (ttl_s, message_ttl_s)
+  std::uint64_t expired = 0;               // past their deadline before they could be sent: never sent, no token
 };
 
 struct SeriesResult {
@@ -59,6 +62,9 @@ struct SeriesResult {
     double noise = 0;  // the judge's noise level at the end
   };
   std::optional<Answers> answers;
+  // A campaign with a failover list: what each of its providers carried
+  // (accepted), in the list's order; empty otherwise.
+  std::vector<std::pair<std::string, std::uint64_t>> by_provider;
 };
 
 struct SimResult {

@@ -1,5 +1,6 @@
-// A sink that sends each message through the sink of its campaign's provider
-// (pacerd's `providers.<id>.sink`), and every other message through the
+// A sink that sends each message through the sink of the provider the worker
+// chose for it (Message::provider, set under failover), else of its
+// campaign's provider (pacerd's `providers.<id>.sink`), and every other message through the
 // default sink. Tickets pass through unchanged, so every submitted message
 // comes back from poll() exactly once, from whichever sink took it. Receipts
 // come from every sink's pollReceipts(); receiptsRecorded() goes to every

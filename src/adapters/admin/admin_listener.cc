@@ -3,11 +3,9 @@
 // Server-Sent Events (EventHub, event_hub.cc, suspended between frames). Nothing here
 // blocks the thread: a suspended connection costs no wake-ups until another
 // thread resumes it.
-#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <microhttpd.h>
 #include <netdb.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,32 +19,12 @@
 #include "pacer/admin/admin_server.h"
 #include "event_hub_impl.h"
 #include "pacer/log_limiter.h"
+#include "socket_address.h"
+#include "token_guard.h"
 
 namespace pacer::admin {
 
 namespace {
-
-bool isLoopback(const sockaddr* sa) {
-  if (sa->sa_family == AF_INET) return (ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr) >> 24) == 127;
-  if (sa->sa_family == AF_INET6) {
-    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
-    if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
-    if (IN6_IS_ADDR_V4MAPPED(&a)) return a.s6_addr[12] == 127;
-  }
-  return false;
-}
-
-std::string formatAddress(const sockaddr* sa) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  if (sa->sa_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
-    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    return fmt::format("{}:{}", host, ntohs(in->sin_port));
-  }
-  const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
-  ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-  return fmt::format("[{}]:{}", host, ntohs(in6->sin6_port));
-}
 
 // An answer PendingReply::complete() delivers: the connection waits
 // suspended until then.
@@ -120,6 +98,10 @@ void respond(MHD_Connection* c, const AdminResponse& a) {
   if (!a.location.empty()) MHD_add_response_header(r, "Location", a.location.c_str());
   if (a.www_authenticate) MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"pacerd\"");
   if (a.retry_after_s > 0) MHD_add_response_header(r, "Retry-After", std::to_string(a.retry_after_s).c_str());
+  if (!a.content_encoding.empty()) {
+    MHD_add_response_header(r, "Content-Encoding", a.content_encoding.c_str());
+    MHD_add_response_header(r, "Vary", "Accept-Encoding");
+  }
   MHD_queue_response(c, static_cast<unsigned>(a.status), r);
   MHD_destroy_response(r);
 }
@@ -142,6 +124,7 @@ struct AdminServer::Guts {
   std::list<Slot*> waiting;                           // oldest first
   LogLimiter refused_lines{std::chrono::seconds(1)};  // one line a second per status
   std::map<int, std::uint64_t> refused_total;         // refused requests per status, since start
+  std::unique_ptr<TokenGuard> guessers;               // wrong tokens per client address
   // Replies suspended until completed; the destructor completes them.
   std::mutex pending_mutex;
   std::set<std::shared_ptr<Pending>> pending;
@@ -230,8 +213,9 @@ struct AdminServerCallbacks {
 
   static void logRequest(AdminServer& s, const AdminRequest& req, const AdminResponse& a, MHD_Connection* c) {
     const AdminServerOptions& o = s.options_;
-    // State changes, and every refused token or Host whatever the method.
-    const bool refused = a.status == 401 || a.status == 403;
+    // State changes, and every refused token or Host whatever the method
+    // (429: a wrong token from an address that sent too many, slowToken).
+    const bool refused = a.status == 401 || a.status == 403 || a.status == 429;
     if (refused) ++s.guts_->refused_total[a.status];
     if (!o.log || (req.method != "POST" && !refused)) return;
     std::string suppressed;
@@ -271,6 +255,18 @@ struct AdminServerCallbacks {
     AdminResponse a = plain(401, "unauthorized: reading needs Authorization: Bearer TOKEN (admin.reads_need_token)\n");
     a.www_authenticate = true;
     return a;
+  }
+
+  // A wrong token: 401 while its address has some left, else 429 with
+  // Retry-After (TokenGuard). No route answers 429 itself: logRequest counts
+  // every 429 as a refusal.
+  static void slowToken(AdminServer& s, MHD_Connection* c, const AdminRequest& req, AdminResponse& a) {
+    if (a.status != 401 || !req.authorization || !s.guts_->guessers) return;
+    const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const std::uint32_t wait = s.guts_->guessers->fail(addressKey(info ? info->client_addr : nullptr), s.clock_.now());
+    if (wait == 0) return;
+    a = plain(429, fmt::format("too many wrong tokens from this address: try again in {} s\n", wait));
+    a.retry_after_s = static_cast<int>(wait);
   }
 
   static MHD_Result later(AdminServer& s, MHD_Connection* c, const std::shared_ptr<Pending>& p) {
@@ -322,6 +318,7 @@ struct AdminServerCallbacks {
     MHD_add_response_header(r, "Cache-Control", "no-store");
     MHD_add_response_header(r, "Content-Security-Policy", kContentSecurityPolicy);
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
     MHD_queue_response(c, 200, r);
     MHD_destroy_response(r);  // freed (streamFree) when the connection is done with it
     return MHD_YES;
@@ -354,7 +351,10 @@ struct AdminServerCallbacks {
     req.path = url;
     req.body = ex->body;
     if (const char* auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")) req.authorization = auth;
+    if (const char* enc = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept-Encoding"))
+      req.accepts_gzip = acceptsGzip(enc);
     if (auto refusal = refuseAccess(s, c, req)) {
+      slowToken(s, c, req, *refusal);
       logRequest(s, req, *refusal, c);
       respond(c, *refusal);
       return MHD_YES;
@@ -388,6 +388,7 @@ struct AdminServerCallbacks {
       }
     }
     if (!a) a = s.handler_.handle(req);
+    slowToken(s, c, req, *a);
     logRequest(s, req, *a, c);
     respond(c, *a);
     return MHD_YES;
@@ -417,6 +418,7 @@ AdminServer::AdminServer(AdminServerOptions options, AdminState& state, const Ti
       clock_(clock),
       guts_(std::make_unique<Guts>()) {
   guts_->events = options_.events;
+  guts_->guessers = std::make_unique<TokenGuard>(options_.wrong_token_burst, options_.wrong_token_refill);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;

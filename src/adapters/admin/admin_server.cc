@@ -82,6 +82,34 @@ bool hostAllowed(std::optional<std::string_view> host, const std::vector<std::st
   return false;
 }
 
+bool acceptsGzip(std::string_view value) {
+  const auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  };
+  const auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return out;
+  };
+  while (!value.empty()) {
+    const std::size_t comma = value.find(',');
+    std::string_view item = value.substr(0, comma);
+    value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+    const std::size_t semi = item.find(';');
+    const std::string coding = lower(trim(item.substr(0, semi)));
+    if (coding != "gzip" && coding != "*") continue;
+    if (semi == std::string_view::npos) return true;
+    const std::string param = lower(trim(item.substr(semi + 1)));
+    if (param.rfind("q=", 0) != 0) return true;
+    const std::string q = param.substr(2);
+    // q=0, q=0.0, q=0.000: refused; anything else accepts.
+    if (q.find_first_not_of("0.") != std::string::npos || q.empty()) return true;
+  }
+  return false;
+}
+
 bool isGuardedRead(std::string_view method, std::string_view path) noexcept {
   if (method != "GET" && method != "HEAD") return false;
   return path == "/metrics" || path.starts_with("/api/");

@@ -39,6 +39,7 @@ struct Job {
   std::string action;    // pause, resume, cancel, rate
   control::Limit limit;  // rate
   std::string remote;
+  bool gzip = false;                           // the client accepts a gzip body
   Route::Kind document = Route::Kind::kState;  // kDocument: which one, after the next refresh
 };
 
@@ -90,6 +91,9 @@ struct Console::Impl {
 };
 
 admin::AdminResponse jsonResponse(int status, std::string body);
+// `a` with its body gzip-encoded (zlib, level 6), when `accepted` and the
+// body is worth it (over 1 KiB); unchanged otherwise or if zlib fails.
+admin::AdminResponse gzipped(admin::AdminResponse a, bool accepted);
 admin::AdminResponse errorResponse(int status, std::string_view text);
 
 }  // namespace pacer::console

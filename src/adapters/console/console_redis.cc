@@ -135,4 +135,83 @@ std::map<std::string, SharedProviderState> ProviderStateReader::read(const std::
   return out;
 }
 
+namespace {
+
+std::string countsKey(const std::string& prefix) { return prefix + ":{counts}"; }
+
+std::string movedTo(const redisReply* r) {
+  if (r == nullptr || r->type != REDIS_REPLY_ERROR) return "";
+  const std::string text(r->str, r->len);
+  return text.rfind("MOVED ", 0) == 0 ? text.substr(text.rfind(' ') + 1) : "";
+}
+
+}  // namespace
+
+// The counts live in one key: ask where it lives once (EXISTS is cheap) and
+// keep asking that node.
+redisContext* ProviderStateReader::contextFor(const std::string& key) {
+  std::string address = nodes_.front();
+  for (int hop = 0; hop < 2; ++hop) {
+    Node& n = node(address);
+    Reply r;
+    r.r = static_cast<redisReply*>(redisCommand(n.context, "EXISTS %b", key.data(), key.size()));
+    if (r.r == nullptr) {
+      const std::string why = n.context->errstr;
+      connections_.erase(address);
+      throw ProviderStateError(fmt::format("Redis {}: {}", address, why));
+    }
+    const std::string moved = movedTo(r.r);
+    if (moved.empty()) return n.context;
+    address = moved;
+  }
+  throw ProviderStateError(fmt::format("Redis: {} moved more than once", key));
+}
+
+void ProviderStateReader::addCounts(const std::map<std::string, std::uint64_t>& deltas) {
+  if (nodes_.empty() || deltas.empty()) return;
+  const std::string key = countsKey(prefix_);
+  redisContext* c = contextFor(key);
+  for (const auto& [field, delta] : deltas) {
+    const std::string by = std::to_string(delta);
+    const char* argv[] = {"HINCRBY", key.c_str(), field.c_str(), by.c_str()};
+    const std::size_t lens[] = {7, key.size(), field.size(), by.size()};
+    redisAppendCommandArgv(c, 4, argv, lens);
+  }
+  std::string error;
+  for (std::size_t i = 0; i < deltas.size(); ++i) {
+    Reply r;
+    if (redisGetReply(c, reinterpret_cast<void**>(&r.r)) != REDIS_OK) {
+      const std::string why = c->errstr;
+      connections_.clear();
+      throw ProviderStateError(fmt::format("Redis: HINCRBY {}: {}", key, why));
+    }
+    if (r.r->type == REDIS_REPLY_ERROR && error.empty()) error.assign(r.r->str, r.r->len);
+  }
+  if (!error.empty()) throw ProviderStateError(fmt::format("Redis: HINCRBY {}: {}", key, error));
+}
+
+std::map<std::string, std::uint64_t> ProviderStateReader::readCounts(const std::vector<std::string>& fields) {
+  std::map<std::string, std::uint64_t> out;
+  if (nodes_.empty() || fields.empty()) return out;
+  const std::string key = countsKey(prefix_);
+  redisContext* c = contextFor(key);
+  std::vector<const char*> argv{"HMGET", key.c_str()};
+  std::vector<std::size_t> lens{5, key.size()};
+  for (const std::string& f : fields) argv.push_back(f.c_str()), lens.push_back(f.size());
+  Reply r;
+  r.r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  if (r.r == nullptr) {
+    const std::string why = c->errstr;
+    connections_.clear();
+    throw ProviderStateError(fmt::format("Redis: HMGET {}: {}", key, why));
+  }
+  if (r.r->type != REDIS_REPLY_ARRAY || r.r->elements != fields.size())
+    throw ProviderStateError(fmt::format("Redis: HMGET {}: unexpected reply", key));
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const std::optional<double> v = number(r.r->element[i]);
+    out[fields[i]] = v && *v > 0 ? static_cast<std::uint64_t>(*v) : 0;
+  }
+  return out;
+}
+
 }  // namespace pacer::console

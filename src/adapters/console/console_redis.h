@@ -7,15 +7,16 @@
 // answer.
 #pragma once
 
-#include "pacer/error.h"
-
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "pacer/error.h"
 
 struct redisContext;
 
@@ -47,7 +48,17 @@ class ProviderStateReader {
 
   std::map<std::string, SharedProviderState> read(const std::vector<std::string>& providers);
 
+  // The cluster's counters (hash "<prefix>:{counts}", fields as
+  // console_model.h countField names them): adds `deltas` with one pipelined
+  // HINCRBY each, and reads `fields` with one HMGET (absent fields: 0).
+  // Throws ProviderStateError when Redis does not answer or refuses; then
+  // none, some or all of the deltas were added (the caller sends them again:
+  // at worst a count is too high by one write's deltas, never lost).
+  void addCounts(const std::map<std::string, std::uint64_t>& deltas);
+  std::map<std::string, std::uint64_t> readCounts(const std::vector<std::string>& fields);
+
  private:
+  redisContext* contextFor(const std::string& key);  // the node holding `key` (one MOVED followed)
   struct Node;
   Node& node(const std::string& address);
   std::vector<std::string> nodes_;

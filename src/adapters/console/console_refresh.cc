@@ -28,8 +28,8 @@ void addWorkerFigures(const admin::MetricsSnapshot* snap, std::vector<CampaignVi
   for (CampaignView& c : cs) {
     const auto it = cm.find(c.row.id);
     if (it == cm.end()) continue;
-    c.worker = CampaignView::Worker{it->second->backlog, it->second->in_flight, it->second->retries,
-                                    it->second->achieved_rate};
+    c.worker = CampaignView::Worker{it->second->backlog,       it->second->in_flight, it->second->retries,
+                                    it->second->achieved_rate, it->second->route,     it->second->route_reason};
   }
   std::map<std::string, const admin::ProviderMetrics*> pm;
   for (const admin::ProviderMetrics& p : snap->providers) pm[p.id] = &p;
@@ -40,6 +40,25 @@ void addWorkerFigures(const admin::MetricsSnapshot* snap, std::vector<CampaignVi
     p.worker =
         ProviderView::Worker{m.effective_rate, m.paused, m.degraded, m.throttled, m.server_errors, m.circuit_open};
   }
+}
+
+// Every worker's 429/5xx answers and retries, from the hash they add to.
+void addClusterCounts(ProviderStateReader& redis, std::vector<CampaignView>& cs, std::vector<ProviderView>& ps) {
+  std::vector<std::string> fields;
+  for (const ProviderView& p : ps) {
+    fields.push_back(countField("provider_throttled", p.row.id));
+    fields.push_back(countField("provider_server_errors", p.row.id));
+  }
+  for (const CampaignView& c : cs) fields.push_back(countField("campaign_retries", c.row.id));
+  const auto counts = redis.readCounts(fields);
+  const auto of = [&](const std::string& field) {
+    const auto it = counts.find(field);
+    return it == counts.end() ? std::uint64_t{0} : it->second;
+  };
+  for (ProviderView& p : ps)
+    p.cluster = ProviderView::Cluster{of(countField("provider_throttled", p.row.id)),
+                                      of(countField("provider_server_errors", p.row.id))};
+  for (CampaignView& c : cs) c.cluster_retries = of(countField("campaign_retries", c.row.id));
 }
 
 }  // namespace
@@ -88,7 +107,7 @@ void Console::Impl::refresh() {
       campaigns.push_back(std::move(v));
     }
     providers.clear();
-    for (const control::ProviderRow& p : provider_rows) providers.push_back(ProviderView{p, {}, 0, {}});
+    for (const control::ProviderRow& p : provider_rows) providers.push_back(ProviderView{p, {}, 0, {}, {}});
     docs->campaigns = control::campaignListJson(rows).dump();
     docs->providers = control::providerListJson(provider_rows).dump();
     docs->top = control::renderTopJson(frame);
@@ -111,6 +130,7 @@ void Console::Impl::refresh() {
         p.shared_effective = it == shared.end() ? std::nullopt : it->second.effective;
         p.shared_paused_s = it == shared.end() ? 0 : it->second.paused_s;
       }
+      addClusterCounts(*redis, campaigns, providers);
     } catch (const ProviderStateError& e) {
       src.redis = e.what();
     }

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include "console/console_assets.h"
 #include "console_impl.h"
@@ -8,6 +9,26 @@ namespace pacer::console {
 
 admin::AdminResponse jsonResponse(int status, std::string body) {
   admin::AdminResponse a{status, "application/json; charset=utf-8", std::move(body), {}};
+  return a;
+}
+
+admin::AdminResponse gzipped(admin::AdminResponse a, bool accepted) {
+  if (!accepted || a.body.size() <= 1024) return a;
+  z_stream z{};
+  // 15 + 16: a gzip header and trailer, not zlib's.
+  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return a;
+  std::string out(deflateBound(&z, static_cast<uLong>(a.body.size())) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(a.body.data());
+  z.avail_in = static_cast<uInt>(a.body.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  const std::size_t written = out.size() - z.avail_out;
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) return a;
+  out.resize(written);
+  a.body = std::move(out);
+  a.content_encoding = "gzip";
   return a;
 }
 
@@ -143,7 +164,10 @@ Answer Console::route(const admin::AdminRequest& request, const std::function<ad
     case Route::Kind::kProviderRate:
       if (auto refused = impl_->refuseControl(request, r, job)) return now(std::move(*refused));
       break;
-    case Route::Kind::kHistory: job.kind = Job::Kind::kHistory; break;
+    case Route::Kind::kHistory:
+      job.kind = Job::Kind::kHistory;
+      job.gzip = request.accepts_gzip;
+      break;
     case Route::Kind::kCampaign:
       // No row can have this id (pacer/validation.h): not looked up.
       if (validation::idProblem("campaign id", r.id)) return now(errorResponse(404, "no such campaign"));
@@ -207,7 +231,7 @@ void Console::Impl::run(Job& job) {
   admin::AdminResponse a;
   try {
     switch (job.kind) {
-      case Job::Kind::kHistory: a = jsonResponse(200, histories.json().dump()); break;
+      case Job::Kind::kHistory: a = gzipped(jsonResponse(200, histories.json().dump()), job.gzip); break;
       case Job::Kind::kDetail: a = detail(job.id); break;
       case Job::Kind::kCampaignAction:
       case Job::Kind::kProviderRate: a = change(job); break;

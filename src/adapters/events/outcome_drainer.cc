@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <librdkafka/rdkafkacpp.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "pacer/error.h"
 #include "pacer/ledger/pg_outbox.h"
+#include "pacer/outbox_window.h"
 #include "pacer/outcome_event.h"
 
 namespace pacer::events {
@@ -17,36 +19,52 @@ using Clock = std::chrono::steady_clock;
 // writes added.
 constexpr auto kStopDrainLimit = std::chrono::seconds(10);
 
-// The producer and the outbox, with the batch between them. Delivery
-// reports arrive in poll() on the draining thread, so `batch` needs no lock.
+// After a failed delivery, the running drainer reads the failed row again
+// this much later (a broker that refuses every event is not hammered).
+constexpr auto kRetryAfterFailure = std::chrono::seconds(1);
+
+// The producer and the outbox, with the bookkeeping between them: `batch`
+// for the rounds by hand (publish()), `window` for the running drainer's
+// pipeline. Delivery reports arrive in poll() on the draining thread, so
+// neither needs a lock; each ignores ids it does not hold.
 struct OutcomeDrainer::Impl final : public RdKafka::DeliveryReportCb {
-  explicit Impl(const ledger::PgLedgerOptions& pg) : outbox(pg) {}
+  Impl(const ledger::PgLedgerOptions& pg, std::size_t window_limit, std::atomic<std::uint64_t>& failed_count)
+      : outbox(pg), window(window_limit), failed(failed_count) {}
 
   void dr_cb(RdKafka::Message& m) override {
     const auto id = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(m.msg_opaque()));
-    const bool ok = m.err() == RdKafka::ERR_NO_ERROR;
-    if (batch.report(id, ok) && !ok && last_error.empty()) last_error = RdKafka::err2str(m.err());
+    report(id, m.err());
+  }
+
+  void report(std::int64_t id, RdKafka::ErrorCode code) {
+    const bool ok = code == RdKafka::ERR_NO_ERROR;
+    const bool known = batch.report(id, ok);
+    if (!(window.report(id, ok) || known) || ok) return;
+    ++failed;
+    if (last_error.empty()) last_error = RdKafka::err2str(code);
   }
 
   ledger::PgOutbox outbox;
   std::unique_ptr<RdKafka::Producer> producer;
   OutboxBatch batch;
-  std::string last_error;  // the first failure of the current batch
+  OutboxWindow window;
+  std::atomic<std::uint64_t>& failed;
+  std::string last_error;  // the first failure not yet logged
 };
 
 OutcomeDrainer::OutcomeDrainer(OutcomeDrainerOptions options, logging::LoggerPtr log)
     : options_(std::move(options)), log_(std::move(log)) {
   if (options_.topic.empty()) throw InvalidError("outcome events: the topic is empty");
   if (options_.batch == 0) throw InvalidError("outcome events: the batch is 0");
-  impl_ = std::make_unique<Impl>(options_.pg);
+  if (options_.in_flight == 0) throw InvalidError("outcome events: in_flight is 0");
+  impl_ = std::make_unique<Impl>(options_.pg, options_.in_flight * options_.batch, failed_);
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   std::string err;
   // Idempotent: a retry inside the producer never writes an event twice.
   std::map<std::string, std::string> props{{"bootstrap.servers", options_.brokers},
                                            {"enable.idempotence", "true"},
                                            {"acks", "all"},
-                                           // A batch waits for its reports before the next: small
-                                           // batching delays cut the lag (bench/RESULTS.md).
+                                           // Small batching delays cut the lag (bench/RESULTS.md).
                                            {"linger.ms", "1"},
                                            {"socket.nagle.disable", "true"},
                                            {"message.timeout.ms", std::to_string(options_.ack_timeout.count())}};
@@ -66,14 +84,7 @@ OutcomeDrainer::~OutcomeDrainer() {
   if (impl_ && impl_->producer) impl_->producer->flush(1000);
 }
 
-std::vector<std::int64_t> OutcomeDrainer::publish() {
-  const std::vector<OutcomeEvent> events = impl_->outbox.next(options_.batch);
-  if (events.empty()) return {};
-  std::vector<std::int64_t> ids;
-  ids.reserve(events.size());
-  for (const OutcomeEvent& e : events) ids.push_back(e.id);
-  impl_->batch.start(ids);
-  impl_->last_error.clear();
+void OutcomeDrainer::produceEvents(const std::vector<OutcomeEvent>& events) {
   for (const OutcomeEvent& e : events) {
     std::string value = encodeOutcomeEvent(e);
     auto* opaque = reinterpret_cast<void*>(static_cast<std::uintptr_t>(e.id));
@@ -83,19 +94,28 @@ std::vector<std::int64_t> OutcomeDrainer::publish() {
                                             e.campaign.data(), e.campaign.size(), 0, opaque)) ==
            RdKafka::ERR__QUEUE_FULL)
       impl_->producer->poll(10);  // the local queue is full: let reports drain it
-    if (code != RdKafka::ERR_NO_ERROR) {
-      impl_->batch.report(e.id, false);
-      if (impl_->last_error.empty()) impl_->last_error = RdKafka::err2str(code);
-    }
+    if (code != RdKafka::ERR_NO_ERROR) impl_->report(e.id, code);
   }
+}
+
+std::vector<std::int64_t> OutcomeDrainer::publish() {
+  const std::vector<OutcomeEvent> events = impl_->outbox.next(options_.batch);
+  if (events.empty()) return {};
+  std::vector<std::int64_t> ids;
+  ids.reserve(events.size());
+  for (const OutcomeEvent& e : events) ids.push_back(e.id);
+  impl_->batch.start(ids);
+  impl_->last_error.clear();
+  produceEvents(events);
   // message.timeout.ms bounds every report; the margin covers the last poll.
   const auto deadline = Clock::now() + options_.ack_timeout + std::chrono::seconds(5);
   while (!impl_->batch.complete() && Clock::now() < deadline) impl_->producer->poll(5);
+  failed_ += impl_->batch.pending();  // no report in time
   const std::size_t failed = impl_->batch.failed() + impl_->batch.pending();
   if (failed > 0) {
-    failed_ += failed;
     log_->warn("event=outcome_events_failed topic={} batch={} failed={} reason=\"{}\"", options_.topic,
                events.size(), failed, impl_->last_error.empty() ? "no delivery report in time" : impl_->last_error);
+    impl_->last_error.clear();
   }
   return impl_->batch.acknowledged();
 }
@@ -148,35 +168,110 @@ void OutcomeDrainer::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool OutcomeDrainer::pump(Clock::time_point now) {
+  OutboxWindow& w = impl_->window;
+  impl_->producer->poll(0);  // the reports that arrived
+  if (now < store_retry_at_) return false;  // PostgreSQL failed a moment ago
+  if (w.settled() && w.failed()) {
+    if (now < retry_at_) return false;
+    w.rewind();  // the failed rows are the oldest left: read them again
+  } else if (w.settled() && caught_up_) {
+    w.rewind();  // also finds a row that committed below the cursor
+  }
+  if (w.failed() && retry_at_ <= now) retry_at_ = now + kRetryAfterFailure;
+  // Room counts the acknowledged rows not yet deleted: at most in_flight
+  // batches are ever produced and not deleted (what a crash repeats).
+  const bool read = now >= next_read_ && w.mayRead(options_.batch);
+  std::vector<std::int64_t> done = w.takeAcknowledged();
+  try {
+    if (!read) {
+      // Deletes ride on the next read, unless nothing else is coming.
+      if (done.empty() || (w.inFlight() > 0 && done.size() < options_.batch)) {
+        w.giveBack(done);
+        return false;
+      }
+      impl_->outbox.remove(done);
+      published_ += done.size();
+      return true;
+    }
+    const std::vector<OutcomeEvent> events = impl_->outbox.next(w.after(), options_.batch, done);
+    published_ += done.size();
+    const bool deleted = !done.empty();
+    done.clear();
+    caught_up_ = events.size() < options_.batch;
+    if (caught_up_) next_read_ = now + options_.poll;
+    std::vector<std::int64_t> ids;
+    ids.reserve(events.size());
+    for (const OutcomeEvent& e : events) ids.push_back(e.id);
+    w.produced(ids);
+    produceEvents(events);
+    return !ids.empty() || deleted;
+  } catch (...) {
+    w.giveBack(done);
+    throw;
+  }
+}
+
+void OutcomeDrainer::finish() {
+  // What is in flight gets its reports (message.timeout.ms bounds them) and
+  // its delete; rows that do not stay for the next start.
+  const auto deadline = Clock::now() + options_.ack_timeout + std::chrono::seconds(5);
+  while (impl_->window.inFlight() > 0 && Clock::now() < deadline) impl_->producer->poll(5);
+  const std::vector<std::int64_t> done = impl_->window.takeAcknowledged();
+  try {
+    impl_->outbox.remove(done);
+    published_ += done.size();
+    refreshDepth(true);
+  } catch (const Error& e) {
+    impl_->window.giveBack(done);
+    log_->warn("event=outcome_events_store_failed reason=\"{}\"", e.what());
+  }
+}
+
 void OutcomeDrainer::loop() {
   logging::LimitedLog limited(log_, std::chrono::seconds(10));
   std::optional<Clock::time_point> stop_by;
   for (;;) {
-    std::chrono::milliseconds wait = options_.poll;
-    bool more = false;
+    const auto now = Clock::now();
+    bool busy = false;
     try {
-      const std::size_t n = drainOnce();
-      refreshDepth(n == 0);
-      more = n == options_.batch;  // a full batch: more may be waiting
+      busy = pump(now);
+      refreshDepth(false);
     } catch (const Error& e) {
       ++errors_;
       limited.write(spdlog::level::warn, "outcome_events_store_failed",
                     fmt::format("event=outcome_events_store_failed reason=\"{}\"", e.what()),
-                    std::chrono::time_point_cast<Nanos>(Clock::now()));
-      wait = std::chrono::milliseconds(1000);
+                    std::chrono::time_point_cast<Nanos>(now));
+      store_retry_at_ = now + std::chrono::seconds(1);
     }
-    // Stopping: rounds go on while batches come full, for at most
-    // kStopDrainLimit; what is left stays for the next start.
-    if (stop_by && (!more || Clock::now() >= *stop_by)) break;
-    if (more) wait = std::chrono::milliseconds(0);
-    std::unique_lock<std::mutex> lock(wake_mu_);
-    if (wait.count() > 0) wake_.wait_for(lock, wait, [this] { return stop_.load(); });
-    if (stop_ && !stop_by) stop_by = Clock::now() + kStopDrainLimit;
+    if (!impl_->last_error.empty()) {
+      limited.write(spdlog::level::warn, "outcome_events_failed",
+                    fmt::format("event=outcome_events_failed topic={} failed_total={} reason=\"{}\"", options_.topic,
+                                failed_.load(), impl_->last_error),
+                    std::chrono::time_point_cast<Nanos>(now));
+      impl_->last_error.clear();
+    }
+    // Stopping: the loop goes on until a read comes short and what it read
+    // has its reports and its deletes, for at most kStopDrainLimit; what is
+    // left (failed rows too) stays for the next start.
+    if (stop_ && !stop_by) {
+      stop_by = now + kStopDrainLimit;
+      next_read_ = {};  // read once more at once: the last ledger writes are in
+      continue;
+    }
+    const bool drained = caught_up_ && impl_->window.settled();
+    if (stop_by && (drained || now >= *stop_by)) break;
+    if (busy) continue;
+    if (impl_->window.inFlight() > 0) {
+      impl_->producer->poll(5);  // a report wakes it at once
+    } else {
+      const auto until =
+          std::max({next_read_, store_retry_at_, impl_->window.failed() ? retry_at_ : next_read_});
+      std::unique_lock<std::mutex> lock(wake_mu_);
+      if (until > now) wake_.wait_until(lock, until, [&] { return stop_.load() && !stop_by; });
+    }
   }
-  try {
-    refreshDepth(true);
-  } catch (const Error&) {
-  }
+  finish();
   log_->info("event=outcome_events_stopped published={} failed={} left={}", published_.load(), failed_.load(),
              depth_.load());
 }

@@ -1,5 +1,6 @@
 #include "pacer/ledger/pg_outbox.h"
 
+#include <fmt/format.h>
 #include <pqxx/pqxx>
 
 #include "pg_common.h"
@@ -18,31 +19,64 @@ PgOutbox::PgOutbox(PgLedgerOptions options) : impl_(std::make_unique<Impl>()) {
 
 PgOutbox::~PgOutbox() = default;
 
+namespace {
+
+constexpr const char* kColumns =
+    "id, kind, message_id, campaign, status, reason, provider, provider_message_id, attempts, "
+    "(extract(epoch FROM recorded_at) * 1000)::bigint, coalesce((extract(epoch FROM done_at) * 1000)::bigint, 0)";
+
+std::vector<OutcomeEvent> events(const pqxx::result& res) {
+  std::vector<OutcomeEvent> out;
+  out.reserve(res.size());
+  for (const auto& row : res) {
+    OutcomeEvent& e = out.emplace_back();
+    e.id = row[0].as<std::int64_t>();
+    e.kind = row[1].as<std::string>();
+    e.message_id = row[2].as<std::string>();
+    e.campaign = row[3].as<std::string>();
+    e.status = row[4].as<std::string>();
+    e.reason = row[5].as<std::string>();
+    e.provider = row[6].as<std::string>();
+    e.provider_message_id = row[7].as<std::string>();
+    e.attempts = row[8].as<std::int32_t>();
+    e.recorded_at_ms = row[9].as<std::int64_t>();
+    e.done_at_ms = row[10].as<std::int64_t>();
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<OutcomeEvent> PgOutbox::next(std::size_t limit) {
   return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
     pqxx::read_transaction tx(c);
-    const pqxx::result res = tx.exec_params(
-        "SELECT id, kind, message_id, campaign, status, reason, provider, provider_message_id, attempts, "
-        "(extract(epoch FROM recorded_at) * 1000)::bigint, coalesce((extract(epoch FROM done_at) * 1000)::bigint, 0) "
-        "FROM outbox WHERE worker = $1 ORDER BY id LIMIT $2",
-        impl_->options.outbox_worker, static_cast<std::int64_t>(limit));
-    std::vector<OutcomeEvent> out;
-    out.reserve(res.size());
-    for (const auto& row : res) {
-      OutcomeEvent& e = out.emplace_back();
-      e.id = row[0].as<std::int64_t>();
-      e.kind = row[1].as<std::string>();
-      e.message_id = row[2].as<std::string>();
-      e.campaign = row[3].as<std::string>();
-      e.status = row[4].as<std::string>();
-      e.reason = row[5].as<std::string>();
-      e.provider = row[6].as<std::string>();
-      e.provider_message_id = row[7].as<std::string>();
-      e.attempts = row[8].as<std::int32_t>();
-      e.recorded_at_ms = row[9].as<std::int64_t>();
-      e.done_at_ms = row[10].as<std::int64_t>();
-    }
-    return out;
+    return events(tx.exec_params(fmt::format("SELECT {} FROM outbox WHERE worker = $1 ORDER BY id LIMIT $2", kColumns),
+                                 impl_->options.outbox_worker, static_cast<std::int64_t>(limit)));
+  });
+}
+
+std::vector<OutcomeEvent> PgOutbox::next(std::int64_t after, std::size_t limit,
+                                         std::span<const std::int64_t> remove) {
+  if (remove.empty()) {
+    return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+      pqxx::read_transaction tx(c);
+      return events(tx.exec_params(
+          fmt::format("SELECT {} FROM outbox WHERE worker = $1 AND id > $2 ORDER BY id LIMIT $3", kColumns),
+          impl_->options.outbox_worker, after, static_cast<std::int64_t>(limit)));
+    });
+  }
+  const std::vector<std::int64_t> list(remove.begin(), remove.end());
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::work tx(c);
+    // The SELECT sees the rows as they were before the DELETE, but the ids
+    // removed are all at most `after`, so none of them is read again.
+    pqxx::result res = tx.exec_params(
+        fmt::format("WITH gone AS (DELETE FROM outbox WHERE worker = $1 AND id = ANY($4::bigint[])) "
+                    "SELECT {} FROM outbox WHERE worker = $1 AND id > $2 ORDER BY id LIMIT $3",
+                    kColumns),
+        impl_->options.outbox_worker, after, static_cast<std::int64_t>(limit), numberArray(list));
+    tx.commit();
+    return events(res);
   });
 }
 

@@ -4,6 +4,7 @@
 // pacer::pg.
 #pragma once
 
+#include <algorithm>
 #include <pqxx/pqxx>
 #include <string>
 
@@ -17,7 +18,7 @@ namespace pacer::ledger {
 inline constexpr const char* kCampaignColumns =
     "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at") ", total, "
     "coalesce(priority_class, ''), coalesce(quiet_hours, ''), coalesce(time_zone, ''), coalesce(frequency_cap, ''), "
-    "cap_policy, coalesce(default_ttl_ms, 0)";
+    "cap_policy, coalesce(default_ttl_ms, 0), coalesce(array_to_string(failover, ','), '')";
 // From "providers p": the count of its campaigns is a subquery on p.id.
 inline constexpr const char* kProviderColumns =
     "id, rate, burst, (SELECT count(*) FROM campaigns c WHERE c.provider = p.id), " PACER_UTC("updated_at");
@@ -46,6 +47,12 @@ inline control::CampaignRow campaignRowFrom(const pqxx::row& r) {
   c.frequency_cap = r[12].as<std::string>();
   c.cap_policy = r[13].as<std::string>();
   c.default_ttl_ms = r[14].as<std::int64_t>();
+  const std::string failover = r[15].as<std::string>();
+  for (std::size_t at = 0; !failover.empty() && at <= failover.size();) {
+    const std::size_t comma = std::min(failover.find(',', at), failover.size());
+    c.failover.push_back(failover.substr(at, comma - at));
+    at = comma + 1;
+  }
   return c;
 }
 

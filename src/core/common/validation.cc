@@ -115,6 +115,23 @@ std::optional<std::string> nameProblem(std::string_view field, std::string_view 
   return std::nullopt;
 }
 
+std::optional<std::string> failoverProblem(std::string_view field, std::string_view provider,
+                                           const std::vector<std::string>& failover) {
+  if (failover.empty()) return std::nullopt;
+  if (provider.empty()) return fmt::format("{}: a failover list needs a provider to fail over from", field);
+  if (failover.size() > kMaxFailoverProviders)
+    return fmt::format("{}: {} providers, more than {}", field, failover.size(), kMaxFailoverProviders);
+  for (std::size_t i = 0; i < failover.size(); ++i) {
+    const std::string& id = failover[i];
+    if (auto why = idProblem(field, id)) return why;
+    if (id.find(',') != std::string::npos) return fmt::format("{}: provider id '{}' contains ','", field, id);
+    if (id == provider) return fmt::format("{}: '{}' is the campaign's own provider", field, id);
+    for (std::size_t j = 0; j < i; ++j)
+      if (failover[j] == id) return fmt::format("{}: '{}' is named twice", field, id);
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> ttlProblem(std::string_view field, std::int64_t ttl_ms) {
   if (ttl_ms < kMinTtlMs)
     return fmt::format("{} {} ms is below the shortest lifetime, {} ms (1 second)", field, ttl_ms, kMinTtlMs);

@@ -33,6 +33,8 @@ std::optional<double> providerRateNow(const ProviderView& p) {
 
 bool providerPaused(const ProviderView& p) { return p.shared_paused_s > 0 || (p.worker && p.worker->paused); }
 
+bool circuitOpen(const ProviderView& p) { return p.worker && p.worker->circuit_open; }
+
 bool validText(std::string_view s) {
   for (unsigned char c : s)
     if (c < 0x20 || c == 0x7f) return false;
@@ -49,6 +51,9 @@ int hexValue(char c) {
 }  // namespace
 
 LimitedBy limitedBy(const CampaignView& c, const ProviderView* p, double provider_achieved) {
+  // Failed over (docs/routes.md): where its traffic goes, and why, says more than any rate.
+  if (c.worker && !c.worker->route_reason.empty())
+    return control::failoverLimit(c.worker->route, c.worker->route_reason);
   const control::TopFigures fig = control::figuresOf(c.top);
   control::LimitFacts f;
   f.paused = c.row.state == campaignStateName(CampaignState::kPaused);
@@ -61,27 +66,71 @@ LimitedBy limitedBy(const CampaignView& c, const ProviderView* p, double provide
     f.provider_rate = providerRateNow(*p);
     f.provider_configured = p->row.limit.rate;
     f.provider_paused = providerPaused(*p);
+    f.provider_circuit_open = circuitOpen(*p);
     f.provider_achieved = provider_achieved;
   }
   return control::limitedByOf(f);
 }
 
+std::string countField(std::string_view kind, std::string_view id) {
+  std::string out(kind);
+  out += ':';
+  out += id;
+  return out;
+}
+
+CountFields CountDeltas::pending(const CountFields& now) const {
+  CountFields out;
+  for (const auto& [field, value] : now) {
+    const auto it = base_.find(field);
+    const std::uint64_t before = it == base_.end() || it->second > value ? 0 : it->second;
+    if (value > before) out[field] = value - before;
+  }
+  return out;
+}
+
+void CountDeltas::acknowledge(const CountFields& now) {
+  for (const auto& [field, value] : now) base_[field] = value;
+}
+
 // --- histories ------------------------------------------------------------------
 
 void Series::add(double t, std::optional<double> v) {
-  if (!points_.empty() && t < points_.back().first) return;
-  if (v && !std::isfinite(*v)) v.reset();
-  points_.emplace_back(t, v);
-  while (!points_.empty() && points_.front().first < t - kSpanS) points_.pop_front();
+  if (!std::isfinite(t) || (!buckets_.empty() && t < last_t_)) return;
+  last_t_ = t;
+  const double value = v.value_or(std::nan(""));
+  const auto index = static_cast<std::int64_t>(std::floor(t / kStepS));
+  if (buckets_.empty() || buckets_.back().index != index) buckets_.push_back(Bucket{index, 0, 0});
+  if (std::isfinite(value)) {  // unknown, NaN or infinite: a gap
+    buckets_.back().sum += value;
+    ++buckets_.back().n;
+  }
+  const auto oldest = index - static_cast<std::int64_t>(kSpanS / kStepS);
+  while (!buckets_.empty() && buckets_.front().index < oldest) buckets_.pop_front();
 }
 
-Json Series::json() const {
-  Json t = Json::array(), v = Json::array();
-  for (const auto& [at, value] : points_) {
-    t.push_back(std::round(at * 1000) / 1000);
-    v.push_back(orNull(value));
+std::size_t Series::points() const {
+  return buckets_.empty() ? 0 : static_cast<std::size_t>(buckets_.back().index - buckets_.front().index + 1);
+}
+
+Json Series::json(std::size_t merge) const {
+  merge = std::max<std::size_t>(merge, 1);
+  const auto m = static_cast<std::int64_t>(merge);
+  const auto floorDiv = [](std::int64_t a, std::int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); };
+  Json v = Json::array();
+  if (buckets_.empty()) return Json{{"t0", nullptr}, {"step", kStepS * static_cast<double>(merge)}, {"v", v}};
+  const std::int64_t first = floorDiv(buckets_.front().index, m);
+  const std::int64_t last = floorDiv(buckets_.back().index, m);
+  std::vector<std::pair<double, int>> groups(static_cast<std::size_t>(last - first + 1));
+  for (const Bucket& b : buckets_) {
+    auto& g = groups[static_cast<std::size_t>(floorDiv(b.index, m) - first)];
+    g.first += b.sum;
+    g.second += b.n;
   }
-  return Json{{"t", std::move(t)}, {"v", std::move(v)}};
+  for (const auto& [sum, n] : groups) v.push_back(n > 0 ? Json(std::round(sum / n * 100) / 100) : Json(nullptr));
+  return Json{{"t0", static_cast<double>(first * m) * kStepS},
+              {"step", kStepS * static_cast<double>(merge)},
+              {"v", std::move(v)}};
 }
 
 void Histories::add(double t, const std::vector<CampaignView>& campaigns, const std::vector<ProviderView>& providers) {
@@ -119,16 +168,31 @@ void Histories::add(double t, const std::vector<CampaignView>& campaigns, const 
 }
 
 Json Histories::json() const {
+  // The most recently seen campaigns, up to kMaxCampaigns.
+  std::vector<std::pair<double, const std::string*>> seen;
+  for (const auto& [id, s] : campaigns_) seen.emplace_back(s.last_seen, &id);
+  std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  const std::size_t kept = std::min(seen.size(), kMaxCampaigns);
+  const std::size_t series = kept * 2 + providers_.size() * 5;
+  // Buckets per point so that every series together stays within kMaxValues.
+  std::size_t merge = 1;
+  while (series * ((Series::kMaxPoints + merge - 1) / merge + 1) > kMaxValues && merge < Series::kMaxPoints) ++merge;
   Json cs = Json::object(), ps = Json::object();
-  for (const auto& [id, s] : campaigns_)
-    cs[id] = Json{{"send_rate", s.send_rate.json()}, {"achieved_rate", s.achieved.json()}};
+  for (std::size_t i = 0; i < kept; ++i) {
+    const CampaignSeries& s = campaigns_.at(*seen[i].second);
+    cs[*seen[i].second] = Json{{"send_rate", s.send_rate.json(merge)}, {"achieved_rate", s.achieved.json(merge)}};
+  }
   for (const auto& [id, s] : providers_)
-    ps[id] = Json{{"rate", s.rate.json()},
-                  {"effective_rate", s.effective.json()},
-                  {"paused", s.paused.json()},
-                  {"throttled_per_s", s.throttled.json()},
-                  {"server_errors_per_s", s.server_errors.json()}};
-  return Json{{"span_s", Series::kSpanS}, {"campaigns", std::move(cs)}, {"providers", std::move(ps)}};
+    ps[id] = Json{{"rate", s.rate.json(merge)},
+                  {"effective_rate", s.effective.json(merge)},
+                  {"paused", s.paused.json(merge)},
+                  {"throttled_per_s", s.throttled.json(merge)},
+                  {"server_errors_per_s", s.server_errors.json(merge)}};
+  return Json{{"span_s", Series::kSpanS},
+              {"step_s", Series::kStepS * static_cast<double>(merge)},
+              {"campaigns", std::move(cs)},
+              {"providers", std::move(ps)},
+              {"campaigns_left_out", seen.size() - kept}};
 }
 
 // --- documents ------------------------------------------------------------------
@@ -158,10 +222,18 @@ Json campaignStateJson(const CampaignView& c, const LimitedBy& why) {
          {"progress", orNull(f.progress)},
          {"eta_s", orNull(f.eta_s)},
          {"limited_by", Json{{"code", why.code}, {"text", why.text}}}};
+  j["failed_pct"] = orNull(control::failedPercentOf(c.top));
+  j["receipts"] = c.top.has_receipts ? Json{{"delivered", c.top.delivered},
+                                            {"undelivered", c.top.undelivered},
+                                            {"pending", c.top.receipts_pending}}
+                                     : Json(nullptr);
+  j["retries_total"] = orNull(c.cluster_retries);
   j["worker"] = c.worker ? Json{{"backlog", c.worker->backlog},
                                 {"in_flight", c.worker->in_flight},
                                 {"retries_total", c.worker->retries},
-                                {"achieved_rate", c.worker->achieved_rate}}
+                                {"achieved_rate", c.worker->achieved_rate},
+                                {"route", textOrNull(c.worker->route)},
+                                {"route_reason", textOrNull(c.worker->route_reason)}}
                          : Json(nullptr);
   return j;
 }
@@ -190,7 +262,11 @@ Json providerStateJson(const ProviderView& p, double achieved) {
          {"paused_from", textOrNull(paused_from)},
          // The breaker lives in the worker (or in Redis, heard through the
          // worker's leases): only its snapshot knows the state.
-         {"circuit", p.worker ? Json(p.worker->circuit_open ? "open" : "closed") : Json(nullptr)}};
+         {"circuit", p.worker ? Json(p.worker->circuit_open ? "open" : "closed") : Json(nullptr)},
+         // Every worker's answers since the counts began, restarts included.
+         {"cluster",
+          p.cluster ? Json{{"throttled_total", p.cluster->throttled}, {"server_errors_total", p.cluster->server_errors}}
+                    : Json(nullptr)}};
   j["worker"] = p.worker ? Json{{"effective_rate", orNull(p.worker->effective)},
                                 {"paused", p.worker->paused},
                                 {"degraded", p.worker->degraded},

@@ -42,6 +42,7 @@ Json campaignJson(const CampaignRow& c) {
               {"frequency_cap", textOrNull(c.frequency_cap)},
               {"cap_policy", c.cap_policy},
               {"default_ttl_ms", c.default_ttl_ms > 0 ? Json(c.default_ttl_ms) : Json(nullptr)},
+              {"failover", c.failover},
               {"invalid", problemJson(usable, problem)}};
 }
 

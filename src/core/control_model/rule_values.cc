@@ -98,6 +98,25 @@ std::int64_t parseTtlText(std::string_view text, std::string_view flag) {
   return ms;
 }
 
+std::vector<std::string> parseFailoverText(std::string_view text, std::string_view flag) {
+  std::vector<std::string> out;
+  if (text == "none" || text.empty()) return out;
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    out.emplace_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  // The provider itself is checked where the campaign's provider is known.
+  if (auto why = validation::failoverProblem(flag, "\n", out)) throw InvalidValueError(*why);
+  return out;
+}
+
+std::string formatFailover(const std::vector<std::string>& failover) {
+  std::string out;
+  for (const std::string& id : failover) out += (out.empty() ? "" : ",") + id;
+  return out.empty() ? "none" : out;
+}
+
 std::string formatTtl(std::int64_t ms) {
   if (ms <= 0) return "none";
   static constexpr std::pair<std::int64_t, const char*> kUnits[] = {

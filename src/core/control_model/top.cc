@@ -82,6 +82,13 @@ std::string formatDuration(std::optional<double> seconds) {
   return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
 }
 
+std::optional<double> failedPercentOf(const TopRow& row) noexcept {
+  const std::int64_t failed = row.failed + row.rejected + row.invalid_token;
+  const std::int64_t finished = failed + row.sent + row.suppressed;
+  if (finished <= 0) return std::nullopt;
+  return std::round(1000.0 * static_cast<double>(failed) / static_cast<double>(finished)) / 10;
+}
+
 TopFigures figuresOf(const TopRow& row) noexcept {
   TopFigures f;
   const std::int64_t finished = row.sent + row.failed + row.rejected + row.invalid_token + row.suppressed;
@@ -119,6 +126,12 @@ Totals totalsOf(const TopFrame& frame) {
 LimitedBy limitedByOf(const LimitFacts& f) {
   if (f.paused) return {"paused", "paused by an operator"};
   if (!f.backlog_lower_bound && f.backlog == 0) return {"done", "nothing left to send (sent + failed = total)"};
+  // Before the pause: an open breaker pauses its provider too, and is the cause.
+  if (f.provider_circuit_open)
+    return {"provider_breaker",
+            fmt::format("provider {}'s circuit breaker is open after sustained faults: it pauses for the "
+                        "cooldown, then sends slower",
+                        f.provider)};
   if (f.provider_paused) return {"provider_paused", fmt::format("provider {} paused after a 429/503", f.provider)};
   if (f.own_rate && *f.own_rate <= 0) return {"campaign_rate", "its send_rate is 0"};
   if (!f.achieved) return {"unknown", "no achieved rate yet"};
@@ -139,6 +152,10 @@ LimitedBy limitedByOf(const LimitFacts& f) {
   return {"below_limits", "below every configured limit: the sink, the workers or the input"};
 }
 
+LimitedBy failoverLimit(const std::string& route, const std::string& reason) {
+  return {"failover", fmt::format("via {}: {}", route, reason)};
+}
+
 void fillLimitedBy(TopFrame& frame) {
   for (TopRow& r : frame.rows) {
     const TopFigures fig = figuresOf(r);
@@ -154,6 +171,7 @@ void fillLimitedBy(TopFrame& frame) {
       f.provider_rate = p.effective ? p.effective : p.rate;
       f.provider_configured = p.rate;
       f.provider_paused = p.paused.value_or(false);
+      f.provider_circuit_open = p.circuit_open.value_or(false);
       f.provider_achieved = p.achieved;
     }
     const LimitedBy l = limitedByOf(f);
@@ -210,6 +228,7 @@ std::string limitedWord(const std::string& code) {
   if (code == "campaign_rate") return "own rate";
   if (code == "provider_rate") return "provider";
   if (code == "provider_paused") return "prov paused";
+  if (code == "provider_breaker") return "breaker";
   if (code == "no_input") return "no input";
   if (code == "below_limits") return "nothing";
   if (code.empty() || code == "unknown") return "-";
@@ -217,18 +236,19 @@ std::string limitedWord(const std::string& code) {
 }
 
 std::string campaignTable(const TopFrame& frame, std::size_t width) {
-  bool receipts = false, classes = false, suppressed = false;
+  bool receipts = false, classes = false, suppressed = false, failures = false;
   for (const TopRow& r : frame.rows) {
     receipts = receipts || r.has_receipts;
     classes = classes || !r.priority_class.empty();
     suppressed = suppressed || r.suppressed > 0;
+    failures = failures || r.failed + r.rejected + r.invalid_token > 0;
   }
   // Dropped first: SUPPR, FAILED, PROVIDER, CLASS, STATE ("LIMITED BY" says paused), ETA.
-  std::vector<Column> cols = {{"ID", false, 100},       {"STATE", false, 40},    {"CLASS", false, 35},
-                              {"PROVIDER", false, 30},  {"RATE", true, 80},      {"ACHIEVED", true, 90},
-                              {"SENT", true, 70},       {"FAILED", true, 20},    {"SUPPR", true, 15},
-                              {"BACKLOG", true, 85},    {"PROGRESS", false, 60}, {"ETA", true, 50},
-                              {"LIMITED BY", false, 75}};
+  std::vector<Column> cols = {{"ID", false, 100},      {"STATE", false, 40},     {"CLASS", false, 35},
+                              {"PROVIDER", false, 30}, {"RATE", true, 80},       {"ACHIEVED", true, 90},
+                              {"SENT", true, 70},      {"FAILED", true, 20},     {"FAIL%", true, 22},
+                              {"SUPPR", true, 15},     {"BACKLOG", true, 85},    {"PROGRESS", false, 60},
+                              {"ETA", true, 50},       {"LIMITED BY", false, 75}};
   if (receipts) cols.insert(cols.end(), {{"DLVRD", true, 65}, {"UNDLV", true, 25}, {"PEND", true, 35}});
   std::vector<std::vector<std::string>> rows;
   for (const TopRow& r : frame.rows) {
@@ -243,11 +263,12 @@ std::string campaignTable(const TopFrame& frame, std::size_t width) {
                                       rateText(r.achieved),
                                       std::to_string(r.sent),
                                       std::to_string(r.failed),
+                                      failedPercentOf(r) ? fmt::format("{:.1f}%", *failedPercentOf(r)) : "-",
                                       std::to_string(r.suppressed),
                                       boundText(f.backlog.messages, f.backlog.lower_bound),
                                       progressBar(f.progress, 10),
                                       eta,
-                                      limitedWord(r.limited_code)};
+                                      r.limited_code == "failover" ? r.limited_text : limitedWord(r.limited_code)};
     if (receipts) {
       cells.push_back(countOrDash(r.has_receipts, r.delivered));
       cells.push_back(countOrDash(r.has_receipts, r.undelivered));
@@ -256,7 +277,7 @@ std::string campaignTable(const TopFrame& frame, std::size_t width) {
     rows.push_back(std::move(cells));
   }
   // Columns with nothing to say are left out (a frame without classes or caps looks as before).
-  for (const char* unused : {classes ? "" : "CLASS", suppressed ? "" : "SUPPR"}) {
+  for (const char* unused : {classes ? "" : "CLASS", suppressed ? "" : "SUPPR", failures ? "" : "FAIL%"}) {
     const auto it =
         std::find_if(cols.begin(), cols.end(), [&](const Column& c) { return c.header == std::string_view(unused); });
     if (it == cols.end()) continue;
@@ -268,15 +289,15 @@ std::string campaignTable(const TopFrame& frame, std::size_t width) {
 }
 
 std::string providerTable(const TopFrame& frame, std::size_t width) {
-  const std::vector<Column> cols = {{"PROVIDER", false, 100}, {"QUOTA", true, 90},   {"EFFECTIVE", true, 80},
-                                    {"ACHIEVED", true, 85},   {"PAUSED", false, 70}, {"429s", true, 60},
-                                    {"CAMPAIGNS", true, 50}};
+  const std::vector<Column> cols = {{"PROVIDER", false, 100}, {"QUOTA", true, 90},    {"EFFECTIVE", true, 80},
+                                    {"ACHIEVED", true, 85},   {"PAUSED", false, 70},  {"429s", true, 60},
+                                    {"5XX", true, 55},        {"CAMPAIGNS", true, 50}};
   std::vector<std::vector<std::string>> rows;
+  const auto count = [](const std::optional<std::uint64_t>& n) { return n ? std::to_string(*n) : "-"; };
   for (const TopProviderRow& p : frame.providers) {
-    rows.push_back({p.id, rateCell(p.rate),
-                    p.effective ? fmt::format("{:.1f}/s", *p.effective) : "-", fmt::format("{:.1f}/s", p.achieved),
-                    p.paused ? (*p.paused ? "yes" : "no") : "-", p.throttled ? std::to_string(*p.throttled) : "-",
-                    std::to_string(p.campaigns)});
+    rows.push_back({p.id, rateCell(p.rate), p.effective ? fmt::format("{:.1f}/s", *p.effective) : "-",
+                    fmt::format("{:.1f}/s", p.achieved), p.paused ? (*p.paused ? "yes" : "no") : "-",
+                    count(p.throttled), count(p.server_errors), std::to_string(p.campaigns)});
   }
   return renderFitting(cols, rows, width);
 }
@@ -358,6 +379,7 @@ std::string renderTopJson(const TopFrame& frame) {
              {"total", orNull(r.total)},
              {"sent", r.sent},
              {"failed", r.failed},
+             {"failed_pct", orNull(failedPercentOf(r))},
              {"rejected", r.rejected},
              {"invalid_token", r.invalid_token},
              {"suppressed", r.suppressed},
@@ -375,13 +397,17 @@ std::string renderTopJson(const TopFrame& frame) {
   }
   Json providers = Json::array();
   for (const TopProviderRow& p : frame.providers)
-    providers.push_back(Json{{"id", p.id},
-                             {"rate", orNull(p.rate)},
-                             {"campaigns", p.campaigns},
-                             {"achieved_rate", p.achieved},
-                             {"effective_rate", orNull(p.effective)},
-                             {"paused", orNull(p.paused)},
-                             {"throttled_total", orNull(p.throttled)}});
+    providers.push_back(Json{
+        {"id", p.id},
+        {"rate", orNull(p.rate)},
+        {"campaigns", p.campaigns},
+        {"achieved_rate", p.achieved},
+        {"effective_rate", orNull(p.effective)},
+        {"paused", orNull(p.paused)},
+        {"throttled_total", orNull(p.throttled)},
+        {"server_errors_total", orNull(p.server_errors)},
+        {"counts_from", p.throttled || p.server_errors ? Json(p.cluster_counts ? "cluster" : "worker") : Json(nullptr)},
+        {"circuit", p.circuit_open ? Json(*p.circuit_open ? "open" : "closed") : Json(nullptr)}});
   const Json j{{"at", frame.at_utc},
                {"window_s", frame.window_s},
                {"totals",

@@ -235,6 +235,11 @@ std::optional<CampaignInfo> campaignInfoOf(const CampaignRow& row, std::string* 
   ci.provider = row.provider;
   ci.state = *state;
   ci.default_ttl_ms = row.default_ttl_ms;
+  ci.failover = row.failover;
+  if (auto why = validation::failoverProblem("failover", ci.provider, ci.failover)) {
+    if (problem) *problem = *why;
+    return std::nullopt;
+  }
   if (auto why = rulesOf(row, ci)) {
     if (problem) *problem = *why;
     return std::nullopt;

@@ -41,6 +41,10 @@ class CampaignQueue {
     scheduler_->addBacklog(id_, cost);
   }
 
+  // What is prepaid is given up (the campaign moves to another provider,
+  // whose quota must pay for what it carries); call attach() next.
+  void forfeit() noexcept { prepaid_ = 0; }
+
   // The scheduler granted `units` of this campaign's backlog.
   void grant(std::uint64_t units) noexcept { prepaid_ += units; }
   // The next message's whole cost is paid.

@@ -91,15 +91,33 @@ std::uint32_t priorityRank(const WorkerOptions& options, const std::string& name
   throw InvalidError(fmt::format("priority_class '{}' is not a configured class ({})", want, fmt::join(classes, ", ")));
 }
 
+namespace {
+
+// A failover list this worker cannot follow is refused before any change:
+// its bounds, and a provider of another protocol family than the campaign's.
+void checkFailover(const WorkerOptions& options, const CampaignInfo& info) {
+  if (auto why = validation::failoverProblem("failover", info.provider, info.failover)) throw InvalidError(*why);
+  if (!options.family_of) return;
+  const std::string family = options.family_of(info.provider);
+  for (const std::string& id : info.failover)
+    if (const std::string other = options.family_of(id); other != family)
+      throw InvalidError(fmt::format("failover: provider '{}' speaks {}, campaign's provider '{}' speaks {}", id, other,
+                                     info.provider, family));
+}
+
+}  // namespace
+
 void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
   Impl& m = *impl_;
   const std::uint32_t rank = priorityRank(m.options, info.priority_class);  // refused before any change
+  checkFailover(m.options, info);
   auto it = m.campaigns.find(info.id);
   if (it == m.campaigns.end()) {
     auto c = std::make_unique<Impl::Campaign>();
     c->info = info;
     c->stats.id = info.id;
     m.setRules(c.get());
+    m.setRoutes(c.get(), info, now);
     c->provider = m.provider(info.provider, now);
     c->sid = m.registerCampaign(info, c->provider, now);
     if (m.by_sid.size() <= c->sid) m.by_sid.resize(c->sid + 1, nullptr);
@@ -112,21 +130,12 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
     return;
   }
   Impl::Campaign* c = it->second.get();
-  if (info.provider != c->info.provider) {
-    // The scheduler cannot move a campaign between providers: register it again.
-    if (c->provider) std::erase(c->provider->campaigns, c);
-    if (m.leaser)
-      m.leaser->removeCampaign(c->sid);
-    else
-      m.scheduler.removeCampaign(c->sid);
-    m.by_sid[c->sid] = nullptr;
-    c->provider = m.provider(info.provider, now);
-    c->sid = m.registerCampaign(info, c->provider, now);
-    if (m.by_sid.size() <= c->sid) m.by_sid.resize(c->sid + 1, nullptr);
-    m.by_sid[c->sid] = c;
-    c->queue.attach(m.scheduler, c->sid);
-    if (c->provider) c->provider->campaigns.push_back(c);
-    c->sched_paused = false;
+  m.setRoutes(c, info, now);
+  std::string route_reason;
+  Impl::Provider* const to = m.chooseRoute(c, now, route_reason);
+  c->route_reason = route_reason;
+  if (to != c->provider) {
+    m.moveCampaign(c, to, info, now);
   } else {
     const bool limit_changed =
         !c->info.limit != !info.limit || (info.limit && (c->info.limit->rate_per_s != info.limit->rate_per_s ||
@@ -384,6 +393,7 @@ void WorkerCore::step(MonoTime now) {
   m.expireHeld(now);  // before releasing retries and the tick: an expired message is granted nothing
   m.releaseRetries(now);
   m.providerPauses(now);
+  m.followRoutes(now);
   m.releaseWaiting(now);
   m.checkCaps(now);  // before the tick: only cleared messages are its backlog
   // Sending first, at `now`: the store's I/O below (parking, scans, claims)

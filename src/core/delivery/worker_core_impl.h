@@ -71,7 +71,9 @@ struct WorkerCore::Impl {
   struct Campaign {
     CampaignInfo info;
     CampaignId sid = 0;
-    Provider* provider = nullptr;
+    Provider* provider = nullptr;                // the one taking its traffic now (routes[0] unless it fails over)
+    std::vector<Provider*> routes;               // its provider, then its failover list; empty: no provider
+    std::string route_reason;                    // why it is not on routes[0]; empty when it is
     delivery_detail::CampaignQueue<Item> queue;  // and the scheduler's backlog of it
     std::size_t to_park = 0;                     // items of this campaign waiting in to_park
     std::size_t parked_waiting = 0;              // parked, not yet claimed back (an estimate)
@@ -123,6 +125,7 @@ struct WorkerCore::Impl {
     std::uint64_t recipient_throttled = 0;      // throttles of one recipient (APNs TooManyRequests): no pause
     std::optional<DeadTokenGuard> dead_tokens;  // made at its first answer (worker_core_tokens.cc)
     std::vector<Campaign*> campaigns;
+    std::optional<std::string> down;  // setProviderDown: why it cannot take messages now
   };
 
   Impl(WorkerOptions o, LedgerInterface& l, SinkInterface& s, ParkingInterface* p, MonoTime now)
@@ -346,6 +349,24 @@ struct WorkerCore::Impl {
   // Every held message past its deadline gets its row (at most once per
   // expiry_scan_interval).
   void expireHeld(MonoTime now);
+
+  // --- failover (worker_core_routes.cc) -----------------------------------
+  std::set<Campaign*> with_failover;  // campaigns whose routes have more than one provider
+  // The campaign's providers (info.provider, then info.failover), made known.
+  void setRoutes(Campaign* c, const CampaignInfo& info, MonoTime now);
+  // Why `p` cannot take messages now; nullopt when it can.
+  std::optional<std::string> unusable(const Provider* p, MonoTime now) const;
+  // The first usable provider of c's routes (routes[0] when none is), and
+  // why the ones before it were passed over.
+  Provider* chooseRoute(const Campaign* c, MonoTime now, std::string& reason) const;
+  // Registers `c` again under `to` (the scheduler cannot move a campaign
+  // between providers). Grants already paid from the old provider's tokens
+  // are forfeited, so the new provider's quota pays for every message it gets.
+  void moveCampaign(Campaign* c, Provider* to, const CampaignInfo& info, MonoTime now);
+  // Each step: every campaign with a failover list on its first usable provider.
+  void followRoutes(MonoTime now);
+  // The provider an answer or row belongs to: the one the attempt went to.
+  Provider* providerOf(Campaign* c, const Item& item);
 
   void dispatch(MonoTime now, bool& blocked);
   bool sendPaid(Campaign* c, MonoTime now);

@@ -35,7 +35,10 @@ DeliveryRecord& WorkerCore::Impl::addRow(Campaign* c, const Item& item, Delivery
   r.reason = std::move(reason);
   r.unpark = !item.tracked;
   r.fingerprint = item.msg.fingerprint;
-  if (c) r.provider = c->info.provider;
+  if (!item.msg.provider.empty())
+    r.provider = item.msg.provider;  // the one that carried it (failover)
+  else if (c)
+    r.provider = c->info.provider;
   r.provider_message_id = std::move(provider_message_id);
   if (c && status != DeliveryStatus::kSent && item.caps_counted) giveBack(item, c);  // counted, not sent: give it back
   release(item.msg);

@@ -173,24 +173,25 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
   ++item.attempts;
   if (r.outcome == SendOutcome::kFault) ++item.faults;
   if (r.outcome == SendOutcome::kThrottled) ++item.throttled;
-  if (c->provider && options.adaptive.latency_threshold > Nanos{0} && r.latency > options.adaptive.latency_threshold)
-    slowAnswer(c->provider, r.latency, now);
+  Provider* const p = providerOf(c, item);  // the one this attempt went to (failover: maybe not c's first)
+  if (p && options.adaptive.latency_threshold > Nanos{0} && r.latency > options.adaptive.latency_threshold)
+    slowAnswer(p, r.latency, now);
   // Every answer but a throttle counts for the provider's circuit breaker;
   // every answer counts for its throttle judge.
-  if (c->provider && r.outcome != SendOutcome::kThrottled) answered(c->provider, r.outcome == SendOutcome::kFault, now);
-  if (c->provider) judge(c->provider, r, now);
-  const bool token_held = c->provider && deadTokenHeld(c->provider, r, now);  // worker_core_tokens.cc
+  if (p && r.outcome != SendOutcome::kThrottled) answered(p, r.outcome == SendOutcome::kFault, now);
+  if (p) judge(p, r, now);
+  const bool token_held = p && deadTokenHeld(p, r, now);  // worker_core_tokens.cc
   std::uniform_real_distribution<double> u(0.0, 1.0);
   const AttemptHistory history{item.attempts, item.faults, item.throttled, now - item.first_attempt.value_or(now)};
   const RetryDecision d = decideRetry(options.retry, r, history, u(rng));
-  if (c->provider && r.status >= 500 && r.status <= 599) ++c->provider->server_errors;
+  if (p && r.status >= 500 && r.status <= 599) ++p->server_errors;
   switch (d.kind) {
     case RetryDecision::Kind::kDelivered:
       addRow(c, item, DeliveryStatus::kSent, item.attempts, "", r.provider_message_id);
       return;
     case RetryDecision::Kind::kFail:
       if (token_held) {  // the dead-token guard holds: a failed row, no token marked dead
-        addRow(c, item, DeliveryStatus::kFailed, item.attempts, heldTokenReason(c->provider, r, now));
+        addRow(c, item, DeliveryStatus::kFailed, item.attempts, heldTokenReason(p, r, now));
         return;
       }
       if (r.outcome == SendOutcome::kInvalidToken) {
@@ -208,8 +209,8 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
   }
   // One recipient throttled (APNs TooManyRequests): only this message waits;
   // d.throttled is false, so the provider neither pauses nor slows down.
-  if (d.recipient_throttled && c->provider) ++c->provider->recipient_throttled;
-  if (d.throttled && c->provider) ++c->provider->throttled;
+  if (d.recipient_throttled && p) ++p->recipient_throttled;
+  if (d.throttled && p) ++p->throttled;
   ++c->stats.retries;
   if (const char* why = closedReason(c->info.state)) {
     addRow(c, item, DeliveryStatus::kFailed, item.attempts, why);
@@ -305,7 +306,7 @@ void WorkerCore::Impl::releaseRetries(MonoTime now) {
 
 MessageCost WorkerCore::Impl::costOf(const Campaign* c, const Message& m) const {
   if (!options.cost) return MessageCost{};
-  return options.cost->cost(m, c->info.provider);
+  return options.cost->cost(m, c->provider ? c->provider->info.id : c->info.provider);
 }
 
 void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
@@ -365,6 +366,7 @@ bool WorkerCore::Impl::sendPaid(Campaign* c, MonoTime now) {
       continue;
     }
     if (!item.first_attempt) item.first_attempt = now;
+    if (c->provider) item.msg.provider = c->provider->info.id;  // outside bytes(): set while it is counted nowhere
     const std::uint64_t ticket = next_ticket++;
     auto [it, inserted] = inflight.emplace(ticket, std::make_pair(c, std::move(item)));
     buffered_bytes += it->second.second.bytes();

@@ -70,6 +70,8 @@ std::vector<CampaignStats> WorkerCore::campaignStats() const {
     s.retrying = c->retrying;
     s.to_park = c->to_park;
     s.parked_waiting = c->parked_waiting;
+    s.route = c->provider ? c->provider->info.id : c->info.provider;
+    s.route_reason = c->route_reason;
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const CampaignStats& a, const CampaignStats& b) { return a.id < b.id; });

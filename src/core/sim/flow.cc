@@ -25,10 +25,12 @@ Flow::Flow(const Scenario& s, std::size_t index, std::int64_t tick_ns, Frequency
       caps_(caps),
       quiet_(quiet),
       per_message_(c_.cap.has_value() || c_.quiet_hours.has_value()),
+      lifetime_ns_(c_.lifetimeS() ? std::optional<double>(*c_.lifetimeS() * 1e9) : std::nullopt),
       scope_(fmt::format("campaign:{}", index)) {
   out_.priority_class = c_.class_name;
   out_.capped = c_.cap.has_value();
   out_.quiet = c_.quiet_hours.has_value();
+  out_.lifetime_s = c_.lifetimeS();
   if (c_.cap) cap_oracle_.emplace(*c_.cap);
   if (c_.quiet_hours) {
     for (const std::string& name : c_.time_zones) zones_.push_back(quiet_->table().require(name));
@@ -59,21 +61,73 @@ std::uint64_t Flow::due(std::uint64_t k) {
     }
   }
   while (!parked_.empty() && parked_.top().due_tick <= k) {
-    ready_.push_back(parked_.top().msg);
+    const Msg m = parked_.top().msg;
     parked_.pop();
+    if (lifetime_ns_ && expiredAt(k, m.seq)) {
+      ++out_.expired;  // its deadline passed while held
+      continue;
+    }
+    ready_.push_back(m);
     ++n;
   }
   return n;
 }
 
+std::uint64_t Flow::expire(std::uint64_t k) {
+  if (!lifetime_ns_) return 0;
+  const std::uint64_t before = out_.expired;
+  out_.expired += std::erase_if(ready_, [&](const Msg& m) { return expiredAt(k, m.seq); });
+  // Fresh messages are seqs next_seq_, next_seq_ + 1, ... in arrival order,
+  // so the expired ones are a prefix.
+  std::uint64_t fresh = 0;
+  for (const auto& [tick, count] : fresh_) fresh += count;
+  std::uint64_t n = 0;
+  if (fresh > 0 && expiredAt(k, next_seq_)) {
+    if (!c_.arrival_per_s) {
+      n = fresh;  // a backlog arrived all at once
+    } else {
+      // The last expired seq: arrival + lifetime <= k's instant.
+      const double room_ns = static_cast<double>(k - k0_) * static_cast<double>(tick_ns_) - *lifetime_ns_;
+      const auto last = static_cast<std::uint64_t>(std::floor(std::max(0.0, room_ns) * *c_.arrival_per_s / 1e9 + 1e-9));
+      n = last + 1 > next_seq_ ? std::min(fresh, last + 1 - next_seq_) : 0;
+    }
+  }
+  next_seq_ += n;
+  out_.expired += n;
+  for (std::uint64_t left = n; left > 0;) {
+    auto& [tick, count] = fresh_.front();
+    const std::uint64_t m = std::min(left, count);
+    count -= m;
+    left -= m;
+    if (count == 0) fresh_.pop_front();
+  }
+  return out_.expired - before;
+}
+
+double Flow::arrivalNs(std::uint64_t seq) const {
+  const double start = static_cast<double>(k0_) * static_cast<double>(tick_ns_);
+  return c_.arrival_per_s ? start + static_cast<double>(seq) * 1e9 / *c_.arrival_per_s : start;
+}
+
+bool Flow::expiredAt(std::uint64_t k, std::uint64_t seq) const {
+  return arrivalNs(seq) + *lifetime_ns_ <= static_cast<double>(k) * static_cast<double>(tick_ns_) + 0.5;
+}
+
 std::uint64_t Flow::take(std::uint64_t k, std::uint64_t n) {
   std::uint64_t sent = 0;
-  if (!per_message_) {  // no rules: whole batches, in arrival order
+  taken_.clear();
+  if (!per_message_) {                               // no rules: retries first, then whole batches in arrival order
+    for (; n > 0 && !ready_.empty(); --n, ++sent) {  // only retries: their waits are recorded
+      taken_.push_back(ready_.front().seq);
+      ready_.pop_front();
+    }
     while (n > 0 && !fresh_.empty()) {
       auto& [tick, count] = fresh_.front();
       const std::uint64_t m = std::min(n, count);
       if (c_.arrival_per_s)
         for (std::uint64_t seq = next_seq_; seq < next_seq_ + m; ++seq) recordWait(k, seq);
+      if (lifetime_ns_)
+        for (std::uint64_t seq = next_seq_; seq < next_seq_ + m; ++seq) taken_.push_back(seq);
       count -= m;
       n -= m;
       next_seq_ += m;
@@ -94,10 +148,23 @@ std::uint64_t Flow::take(std::uint64_t k, std::uint64_t n) {
     } else {
       break;
     }
-    if (dispatch(k, m)) ++sent;
+    if (!dispatch(k, m)) continue;
+    ++sent;
+    if (lifetime_ns_) taken_.push_back(m.seq);
   }
   sent_ += sent;
   return sent;
+}
+
+void Flow::retry(std::uint64_t due_tick, const std::vector<std::uint64_t>& seqs) {
+  for (const std::uint64_t seq : seqs) {
+    if (parked_.size() >= kMaxParked) {
+      throw ScenarioError(fmt::format("campaigns ({}): more than {} refused messages waiting for their retry at once",
+                                      c_.id, kMaxParked));
+    }
+    parked_.push(Parked{due_tick, Msg{seq, false, true}});
+  }
+  sent_ -= seqs.size();
 }
 
 bool Flow::dispatch(std::uint64_t k, Msg& m) {
@@ -114,7 +181,7 @@ bool Flow::dispatch(std::uint64_t k, Msg& m) {
   }
   if (c_.cap && !capAllows(k, now, m)) return false;
   if (c_.quiet_hours) recordQuietSend(zone, now);
-  if (c_.arrival_per_s) recordWait(k, m.seq);
+  if (c_.arrival_per_s && !m.retried) recordWait(k, m.seq);
   return true;
 }
 
@@ -190,10 +257,19 @@ void Flow::recordWait(std::uint64_t k, std::uint64_t seq) {
 }
 
 bool Flow::done() const {
-  return c_.messages && sent_ + out_.suppressed == *c_.messages && (c_.arrival_per_s ? arrived_ == *c_.messages : true);
+  return c_.messages && sent_ + out_.suppressed + out_.expired == *c_.messages &&
+         (c_.arrival_per_s ? arrived_ == *c_.messages : true);
 }
 
-RuleResult Flow::finish() {
+RuleResult Flow::finish(std::uint64_t end) {
+  // Held messages whose deadline passed by the end: expired, as the next scan would find them.
+  for (; lifetime_ns_ && !parked_.empty(); parked_.pop()) {
+    if (expiredAt(end, parked_.top().msg.seq))
+      ++out_.expired;
+    else
+      kept_.push_back(parked_.top());
+  }
+  for (const Parked& p : kept_) parked_.push(p);
   if (c_.quiet_hours) checkQuietSends();
   RuleResult r = out_;
   if (c_.arrival_per_s) {

@@ -36,15 +36,27 @@ class Flow {
   // The scheduler granted n messages at tick k: applies the rules; returns
   // how many were sent.
   std::uint64_t take(std::uint64_t k, std::uint64_t n);
-  // Every message of a finite campaign sent or suppressed.
+  // With a lifetime: the seqs of the messages the last take() sent, in order
+  // (for the provider model to say which it refused).
+  const std::vector<std::uint64_t>& taken() const { return taken_; }
+  // The provider refused these of the last take(): they wait until due_tick,
+  // then are backlog again (ahead of fresh ones), keeping their deadlines.
+  void retry(std::uint64_t due_tick, const std::vector<std::uint64_t>& seqs);
+  // Messages in the backlog (not held) whose deadline is at or before tick
+  // k: they leave it as expired; returns how many (the caller drops them from
+  // the scheduler's backlog before the tick, so none is granted a token).
+  std::uint64_t expire(std::uint64_t k);
+  // Every message of a finite campaign sent, suppressed or expired.
   bool done() const;
-  // The rule counts, wait statistics and independent checks.
-  RuleResult finish();
+  // The rule counts, wait statistics and independent checks; `end` is the
+  // tick after the last (held messages past their deadline then count as expired).
+  RuleResult finish(std::uint64_t end);
 
  private:
   struct Msg {
     std::uint64_t seq = 0;
     bool held_quiet = false;
+    bool retried = false;  // refused by the provider once: its wait was recorded at its first send
   };
   struct Parked {
     std::uint64_t due_tick;
@@ -57,6 +69,8 @@ class Flow {
   void park(std::uint64_t k, WallTime allowed_at, const Msg& m);
   WallTime wallAt(std::uint64_t k) const;
   void recordWait(std::uint64_t k, std::uint64_t seq);
+  double arrivalNs(std::uint64_t seq) const;
+  bool expiredAt(std::uint64_t k, std::uint64_t seq) const;
   void recordQuietSend(std::size_t zone, WallTime now);
   void checkQuietSends();
 
@@ -66,6 +80,7 @@ class Flow {
   FrequencyCapStore* caps_;
   QuietHours* quiet_;
   const bool per_message_;  // rules apply: messages one by one
+  const std::optional<double> lifetime_ns_;
   std::string scope_;
   std::string recipient_;  // scratch
   std::vector<ZoneId> zones_;
@@ -74,10 +89,12 @@ class Flow {
   std::uint64_t next_seq_ = 0;
   std::uint64_t sent_ = 0;
   std::deque<std::pair<std::uint64_t, std::uint64_t>> fresh_;  // (tick offered, messages) not yet granted
-  std::deque<Msg> ready_;                                      // back from a hold, in the backlog again
+  std::deque<Msg> ready_;                                      // back from a hold or a retry, in the backlog again
   std::priority_queue<Parked, std::vector<Parked>, std::greater<>> parked_;
   std::map<std::uint64_t, std::uint64_t> waits_;  // arrival-to-send wait in 0.1 ms -> messages
   RuleResult out_;
+  std::vector<Parked> kept_;          // scratch of finish()
+  std::vector<std::uint64_t> taken_;  // seqs the last take() sent (with a lifetime)
   std::optional<CapOracle> cap_oracle_;
   // Sends by zone index, for the oracle; checked and cleared as they pile up.
   std::vector<std::vector<SendRun>> quiet_sends_;

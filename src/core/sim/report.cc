@@ -35,6 +35,16 @@ void writeRules(std::FILE* out, const RuleResult& r) {
                r.sent_in_quiet_window);
   }
   if (r.capped || r.quiet) fmt::print(out, ", \"waiting_at_end\": {}", r.waiting);
+  if (r.lifetime_s) fmt::print(out, ", \"lifetime_s\": {}, \"expired\": {}", *r.lifetime_s, r.expired);
+}
+
+// What each provider of a failover list carried.
+void writeRoutes(std::FILE* out, const SeriesResult& r) {
+  if (r.by_provider.empty()) return;
+  std::fputs(", \"by_provider\": {", out);
+  for (std::size_t i = 0; i < r.by_provider.size(); ++i)
+    fmt::print(out, "{}{}: {}", i ? ", " : "", nlohmann::json(r.by_provider[i].first).dump(), r.by_provider[i].second);
+  std::fputc('}', out);
 }
 
 // A modelled provider's answers and controller (SeriesResult::Answers).
@@ -61,6 +71,7 @@ void writeSeries(std::FILE* out, const std::vector<SeriesResult>& all, bool bins
         std::fputs(", \"finished_s\": null", out);
       }
       writeRules(out, r.rules);
+      writeRoutes(out, r);
     }
     if (r.rate) {
       fmt::print(out, ", \"rate\": {}, \"burst\": {}", *r.rate, r.burst);
@@ -108,6 +119,18 @@ std::string rulesTable(const Scenario& s, const SimResult& result) {
                        formatQuietWindow(*c.quiet_hours), c.time_zones.size(), r.quiet_held, r.sent_in_quiet_window);
     }
     if (r.capped || r.quiet) t += fmt::format("{} still waiting at the end: {}\n", who, r.waiting);
+    if (r.lifetime_s) {
+      const std::uint64_t offered = result.campaigns[i].sent + r.expired;
+      t += fmt::format("{} lifetime {:g} s: expired {} of {} sent or expired ({:.1f}%), never sent, no token spent\n",
+                       who, *r.lifetime_s, r.expired, offered,
+                       offered > 0 ? 100.0 * static_cast<double>(r.expired) / static_cast<double>(offered) : 0.0);
+    }
+    if (!result.campaigns[i].by_provider.empty()) {
+      std::string routes;
+      for (const auto& [name, n] : result.campaigns[i].by_provider)
+        routes += fmt::format("{}{} {}", routes.empty() ? "" : ", ", name, n);
+      t += fmt::format("{} carried by (in failover order): {}\n", who, routes);
+    }
   }
   return t;
 }

@@ -128,20 +128,24 @@ void readTiming(const YAML::Node& root, Scenario& s) {
   }
 }
 
-// stalls: [{from_s, to_s}]: the sink takes nothing between them.
-void readStalls(const YAML::Node& root, Scenario& s) {
-  if (const YAML::Node st = root["stalls"]) {
-    if (!st.IsSequence()) fail("stalls", st, "expected a list of {from_s, to_s}");
-    for (std::size_t i = 0; i < st.size(); ++i) {
-      const std::string f = fmt::format("stalls[{}]", i);
-      checkKeys(st[i], f, {"from_s", "to_s"});
-      if (!st[i]["from_s"] || !st[i]["to_s"]) fail(f, st[i], "needs from_s and to_s");
-      Stall x{nonNegative(st[i]["from_s"], f + ".from_s"), nonNegative(st[i]["to_s"], f + ".to_s")};
-      if (x.to_s < x.from_s) fail(f + ".to_s", st[i]["to_s"], "must not be before from_s");
-      s.stalls.push_back(x);
-    }
+// A list of windows [{from_s, to_s}] (stalls, a provider's outages).
+std::vector<Stall> readWindows(const YAML::Node& st, const std::string& field) {
+  std::vector<Stall> out;
+  if (!st) return out;
+  if (!st.IsSequence()) fail(field, st, "expected a list of {from_s, to_s}");
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    const std::string f = fmt::format("{}[{}]", field, i);
+    checkKeys(st[i], f, {"from_s", "to_s"});
+    if (!st[i]["from_s"] || !st[i]["to_s"]) fail(f, st[i], "needs from_s and to_s");
+    Stall x{nonNegative(st[i]["from_s"], f + ".from_s"), nonNegative(st[i]["to_s"], f + ".to_s")};
+    if (x.to_s < x.from_s) fail(f + ".to_s", st[i]["to_s"], "must not be before from_s");
+    out.push_back(x);
   }
+  return out;
 }
+
+// stalls: [{from_s, to_s}]: the sink takes nothing between them.
+void readStalls(const YAML::Node& root, Scenario& s) { s.stalls = readWindows(root["stalls"], "stalls"); }
 
 double share(const YAML::Node& n, const std::string& field) {
   const double v = number(n, field);
@@ -192,7 +196,7 @@ std::set<std::string> readProviders(const YAML::Node& root, Scenario& s) {
       const std::string f = fmt::format("providers[{}]", i);
       checkKeys(ps[i], f,
                 {"id", "rate", "burst", "capacity", "throttle_noise", "fault_noise", "controller", "retry_s", "seed",
-                 "workers"});
+                 "workers", "outages"});
       ProviderScenario p;
       if (!ps[i]["id"]) fail(f + ".id", ps[i], "required");
       p.id = text(ps[i]["id"], f + ".id");
@@ -204,6 +208,9 @@ std::set<std::string> readProviders(const YAML::Node& root, Scenario& s) {
       }
       p.burst = burstFor(ps[i]["burst"], f + ".burst", p.rate, s.tick_ms);
       readProviderModel(ps[i], f, p);
+      p.outages = readWindows(ps[i]["outages"], f + ".outages");
+      if (p.modelled() && !p.outages.empty())
+        fail(f + ".outages", ps[i]["outages"], "outages of a modelled provider (capacity, noise) are not simulated");
       s.providers.push_back(p);
     }
   }
@@ -308,22 +315,54 @@ void readQuiet(const YAML::Node& node, const std::string& f, Scenario& s, Campai
   }
 }
 
+// provider: an id, or the ordered failover list [a, b, ...].
+void readRoutes(const YAML::Node& node, const std::string& f, const Scenario& s,
+                const std::set<std::string>& provider_ids, CampaignScenario& c) {
+  std::vector<std::string> ids;
+  if (node.IsSequence()) {
+    if (node.size() == 0) fail(f, node, "expected a provider id or a non-empty list of them");
+    for (std::size_t i = 0; i < node.size(); ++i) ids.push_back(text(node[i], fmt::format("{}[{}]", f, i)));
+  } else {
+    ids.push_back(text(node, f));
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const YAML::Node at = node.IsSequence() ? node[i] : node;
+    if (!provider_ids.count(ids[i])) fail(f, at, fmt::format("no provider with id '{}' in providers", ids[i]));
+    if (std::count(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(i), ids[i]))
+      fail(f, at, fmt::format("provider '{}' named twice", ids[i]));
+    const auto p = std::find_if(s.providers.begin(), s.providers.end(), [&](const auto& x) { return x.id == ids[i]; });
+    if (ids.size() > 1 && p->modelled())
+      fail(f, at,
+           fmt::format("failover to or from a modelled provider ('{}': capacity, noise) is not simulated", ids[i]));
+  }
+  c.provider = ids.front();
+  c.fallbacks.assign(ids.begin() + 1, ids.end());
+}
+
+// ttl_s, message_ttl_s: lifetimes from each message's arrival, 1 ms to 30 days.
+void readLifetimes(const YAML::Node& node, const std::string& f, CampaignScenario& c) {
+  for (const char* key : {"ttl_s", "message_ttl_s"}) {
+    if (!node[key]) continue;
+    const double v = positive(node[key], f + "." + key);
+    if (v < 0.001 || v > kMaxDurationS) fail(f + "." + key, node[key], "expected 0.001 to 2592000 seconds");
+    (std::string(key) == "ttl_s" ? c.ttl_s : c.message_ttl_s) = v;
+  }
+  if (!c.lifetimeS()) return;
+  if (!c.messages && !c.arrival_per_s)
+    fail(f, node, "a lifetime needs messages or arrival_per_s (an endless backlog would all expire at once)");
+}
+
 // campaigns[i]: {id, provider, rate, burst, weight, messages, start_s}.
 CampaignScenario readCampaign(const YAML::Node& node, const std::string& f, Scenario& s,
                               const std::set<std::string>& provider_ids, std::set<std::string>& campaign_ids) {
   checkKeys(node, f,
             {"id", "provider", "rate", "burst", "weight", "messages", "start_s", "class", "arrival_per_s", "recipients",
-             "cap", "cap_policy", "quiet_hours", "time_zones"});
+             "cap", "cap_policy", "quiet_hours", "time_zones", "ttl_s", "message_ttl_s"});
   CampaignScenario c;
   if (!node["id"]) fail(f + ".id", node, "required");
   c.id = text(node["id"], f + ".id");
   if (!campaign_ids.insert(c.id).second) fail(f + ".id", node["id"], fmt::format("duplicate campaign id '{}'", c.id));
-  if (node["provider"]) {
-    c.provider = text(node["provider"], f + ".provider");
-    if (!provider_ids.count(*c.provider)) {
-      fail(f + ".provider", node["provider"], fmt::format("no provider with id '{}' in providers", *c.provider));
-    }
-  }
+  if (node["provider"]) readRoutes(node["provider"], f + ".provider", s, provider_ids, c);
   if (node["rate"]) {
     c.rate = nonNegative(node["rate"], f + ".rate");
     checkRate(*c.rate, node["rate"], f + ".rate", s);
@@ -343,6 +382,7 @@ CampaignScenario readCampaign(const YAML::Node& node, const std::string& f, Scen
   }
   readClass(node, f, s, c);
   readCap(node, f, c);
+  readLifetimes(node, f, c);
   readQuiet(node, f, s, c);
   return c;
 }

@@ -22,6 +22,22 @@ std::optional<RateLimit> limitOf(const std::optional<double>& rate, double burst
   return RateLimit{*rate, burst};
 }
 
+// The campaign's one limiter, seen from another of its routes: a campaign's
+// rate holds whichever provider carries its messages.
+class SharedLimiter final : public RateLimitingInterface {
+ public:
+  explicit SharedLimiter(RateLimitingInterface* of) : of_(of) {}
+  bool tryAcquire(std::uint64_t n, MonoTime now) noexcept override { return of_->tryAcquire(n, now); }
+  std::uint64_t available(MonoTime now, std::uint64_t max) noexcept override { return of_->available(now, max); }
+  Nanos timeUntil(std::uint64_t n, MonoTime now) noexcept override { return of_->timeUntil(n, now); }
+  void setLimit(RateLimit limit, MonoTime now) noexcept override { of_->setLimit(limit, now); }
+  RateLimit limit() const noexcept override { return of_->limit(); }
+  Algorithm algorithm() const noexcept override { return of_->algorithm(); }
+
+ private:
+  RateLimitingInterface* of_;
+};
+
 // One simulation: the scheduler, the results, and who joins when.
 class Run {
  public:
@@ -40,7 +56,7 @@ class Run {
     out_.ticks = ticks_;
     addProviders();
     for (const CampaignScenario& c : s.campaigns)
-      out_.campaigns.push_back(SeriesResult{c.id, c.rate, c.burst, 0, std::nullopt, {}, {}, {}, std::nullopt});
+      out_.campaigns.push_back(SeriesResult{c.id, c.rate, c.burst, 0, std::nullopt, {}, {}, {}, std::nullopt, {}});
     for (std::vector<SeriesResult>* r : {&out_.campaigns, &out_.providers}) {
       for (SeriesResult& x : *r) {
         x.per_s.assign(seconds_, 0);
@@ -54,6 +70,8 @@ class Run {
           i);
     std::sort(starts_.begin(), starts_.end());
     provider_of_.assign(s.campaigns.size(), kNoProvider);
+    routes_.resize(s.campaigns.size());
+    for (const ProviderScenario& p : s.providers) any_outage_ = any_outage_ || !p.outages.empty();
     ids_.assign(s.campaigns.size(), 0);
     retry_ready_.assign(s.campaigns.size(), 0);
     retry_pending_.assign(s.campaigns.size(), 0);
@@ -72,13 +90,17 @@ class Run {
       releaseRetries(k);
       const std::size_t second = std::min(seconds_ - 1, static_cast<std::size_t>(t_s + 1e-12));
       control(now, second);
+      route(t_s);
       for (std::size_t n = 0; n < next_start_; ++n) {
         const std::size_t i = starts_[n].second;
         if (const std::uint64_t more = flows_[i].due(k)) scheduler_.addBacklog(ids_[i], more);
+        if (const std::uint64_t gone = flows_[i].expire(k)) scheduler_.dropBacklog(ids_[i], gone);
+        // Its last message may have expired (in the backlog or waiting for a retry).
+        if (!out_.campaigns[i].finished_s && finished(i)) out_.campaigns[i].finished_s = t_s;
       }
       for (const Grant& g : scheduler_.tick(now, capacityAt(k, t_s))) record(g, k, second, t_s, now);
     }
-    for (std::size_t i = 0; i < flows_.size(); ++i) out_.campaigns[i].rules = flows_[i].finish();
+    for (std::size_t i = 0; i < flows_.size(); ++i) out_.campaigns[i].rules = flows_[i].finish(ticks_);
     for (std::size_t j = 0; j < models_.size(); ++j) {
       if (!models_[j]) continue;
       SeriesResult::Answers& a = *out_.providers[j].answers;
@@ -121,7 +143,7 @@ class Run {
       provider_ids_[p.id] = id;
       provider_index_.resize(id + 1);
       provider_index_[id] = out_.providers.size();
-      out_.providers.push_back(SeriesResult{p.id, p.rate, p.burst, 0, std::nullopt, {}, {}, {}, std::nullopt});
+      out_.providers.push_back(SeriesResult{p.id, p.rate, p.burst, 0, std::nullopt, {}, {}, {}, std::nullopt, {}});
       models_.emplace_back();
       if (!p.modelled()) continue;
       models_.back().emplace(p, MonoTime{});
@@ -135,20 +157,35 @@ class Run {
     for (; next_start_ < starts_.size() && starts_[next_start_].first <= k; ++next_start_) {
       const std::size_t i = starts_[next_start_].second;
       const CampaignScenario& c = s_.campaigns[i];
-      CampaignSpec spec{limitOf(c.rate, c.burst), c.weight, kNoProvider, c.priority};
-      if (c.provider) spec.provider = provider_ids_.at(*c.provider);
-      CampaignId id = 0;
-      try {
-        id = scheduler_.addCampaign(spec, now);
-      } catch (const SchedulerError& e) {
-        throw ScenarioError(fmt::format("campaigns[{}] ({}): {}", i, c.id, e.what()));
+      std::vector<std::string> names;
+      if (c.provider) names.push_back(*c.provider);
+      names.insert(names.end(), c.fallbacks.begin(), c.fallbacks.end());
+      if (names.empty()) names.emplace_back();  // no provider: one route of its own
+      for (const std::string& name : names) {
+        CampaignSpec spec{limitOf(c.rate, c.burst), c.weight, kNoProvider, c.priority};
+        if (!name.empty()) spec.provider = provider_ids_.at(name);
+        CampaignId id = 0;
+        try {
+          id = scheduler_.addCampaign(spec, now);
+        } catch (const SchedulerError& e) {
+          throw ScenarioError(fmt::format("campaigns[{}] ({}): {}", i, c.id, e.what()));
+        }
+        // Later routes take the first route's tokens: one campaign rate.
+        if (!routes_[i].empty() && c.rate)
+          scheduler_.setLimiter(id, std::make_unique<SharedLimiter>(scheduler_.limiterOf(routes_[i][0])));
+        by_id_.resize(std::max<std::size_t>(by_id_.size(), id + 1), 0);
+        route_pid_.resize(by_id_.size(), kNoProvider);
+        by_id_[id] = i;
+        route_pid_[id] = spec.provider;
+        routes_[i].push_back(id);
+        if (routes_[i].size() > 1) scheduler_.pause(id);
       }
-      by_id_.resize(std::max<std::size_t>(by_id_.size(), id + 1));
-      by_id_[id] = i;
-      provider_of_[i] = spec.provider;
-      ids_[i] = id;
+      provider_of_[i] = route_pid_[routes_[i][0]];
+      ids_[i] = routes_[i][0];
+      if (!c.fallbacks.empty())
+        for (const std::string& name : names) out_.campaigns[i].by_provider.emplace_back(name, 0);
       const std::uint64_t backlog = flows_[i].start(k);
-      if (backlog > 0) scheduler_.addBacklog(id, backlog);
+      if (backlog > 0) scheduler_.addBacklog(ids_[i], backlog);
     }
   }
 
@@ -169,15 +206,20 @@ class Run {
     const std::uint64_t again = std::min(g.count, retry_ready_[i]);
     retry_ready_[i] -= again;
     std::uint64_t sent = again + flows_[i].take(k, g.count - again);
-    const std::size_t pj = provider_of_[i] == kNoProvider ? 0 : provider_index_[provider_of_[i]];
-    if (provider_of_[i] != kNoProvider && models_[pj])
+    const ProviderId pid = route_pid_[g.campaign];
+    const std::size_t pj = pid == kNoProvider ? 0 : provider_index_[pid];
+    if (pid != kNoProvider && models_[pj])
       sent = answer(*models_[pj], *out_.providers[pj].answers, i, sent, k, second, now);
     SeriesResult& r = out_.campaigns[i];
     r.sent += sent;
+    if (!r.by_provider.empty())
+      r.by_provider[static_cast<std::size_t>(std::find(routes_[i].begin(), routes_[i].end(), g.campaign) -
+                                             routes_[i].begin())]
+          .second += sent;
     r.per_s[second] += sent;
     if (keep_bins_) r.bins[k] += sent;
-    if (!r.finished_s && flows_[i].done() && retry_pending_[i] == 0 && retry_ready_[i] == 0) r.finished_s = t_s;
-    if (provider_of_[i] == kNoProvider) return;
+    if (!r.finished_s && finished(i)) r.finished_s = t_s;
+    if (pid == kNoProvider) return;
     SeriesResult& p = out_.providers[pj];
     p.sent += sent;
     p.per_s[second] += sent;
@@ -189,6 +231,10 @@ class Run {
   std::uint64_t answer(ProviderModel& m, SeriesResult::Answers& a, std::size_t i, std::uint64_t n, std::uint64_t k,
                        std::size_t second, MonoTime now) {
     std::uint64_t accepted = 0, refused = 0;
+    // With a lifetime the flow keeps which messages were refused, so each
+    // retries with its own deadline; otherwise they are counted here.
+    const bool by_message = s_.campaigns[i].lifetimeS().has_value();
+    refused_.clear();
     for (std::uint64_t x = 0; x < n; ++x) {
       const ProviderModel::Answer ans = m.send(now);
       if (ans == ProviderModel::Answer::kAccepted) {
@@ -196,6 +242,7 @@ class Run {
         continue;
       }
       ++refused;
+      if (by_message) refused_.push_back(flows_[i].taken()[x]);
       if (ans == ProviderModel::Answer::kThrottled) {
         ++a.throttled;
         ++a.throttled_per_s[second];
@@ -207,8 +254,13 @@ class Run {
     if (refused > 0) {
       const double retry_s = s_.providers[provider_index_[provider_of_[i]]].retry_s;
       const auto wait = static_cast<std::uint64_t>(std::ceil(retry_s * 1e9 / static_cast<double>(tick_ns_) - 1e-9));
-      retries_.emplace(k + std::max<std::uint64_t>(1, wait), std::make_pair(i, refused));
-      retry_pending_[i] += refused;
+      const std::uint64_t due = k + std::max<std::uint64_t>(1, wait);
+      if (by_message) {
+        flows_[i].retry(due, refused_);
+      } else {
+        retries_.emplace(due, std::make_pair(i, refused));
+        retry_pending_[i] += refused;
+      }
     }
     return accepted;
   }
@@ -221,6 +273,52 @@ class Run {
       retry_pending_[i] -= n;
       retry_ready_[i] += n;
       scheduler_.addBacklog(ids_[i], n);
+    }
+  }
+
+  // Every message of campaign i sent, suppressed or expired, none waiting for a retry.
+  bool finished(std::size_t i) const { return flows_[i].done() && retry_pending_[i] == 0 && retry_ready_[i] == 0; }
+
+  bool hasOutages(ProviderId pid) const {
+    return pid != kNoProvider && !s_.providers[provider_index_[pid]].outages.empty();
+  }
+
+  bool outAt(ProviderId pid, double t_s) const {
+    if (pid == kNoProvider) return false;
+    for (const Stall& o : s_.providers[provider_index_[pid]].outages)
+      if (t_s >= o.from_s - 1e-12 && t_s < o.to_s - 1e-12) return true;
+    return false;
+  }
+
+  // Each joined campaign sends through the first of its providers that is
+  // not out (its backlog moves there); its other routes, and every route
+  // whose provider is out, are paused: nothing is granted, no token taken.
+  void route(double t_s) {
+    if (!any_outage_) return;
+    for (std::size_t n = 0; n < next_start_; ++n) {
+      const std::size_t i = starts_[n].second;
+      const std::vector<CampaignId>& rs = routes_[i];
+      // Only campaigns whose providers can be out: a modelled provider (never
+      // out, never in a list) pauses its campaigns itself (control()).
+      if (std::none_of(rs.begin(), rs.end(), [&](CampaignId id) { return hasOutages(route_pid_[id]); })) continue;
+      CampaignId to = ids_[i];
+      for (const CampaignId id : rs) {
+        if (outAt(route_pid_[id], t_s)) continue;
+        to = id;
+        break;
+      }
+      if (to != ids_[i]) {
+        scheduler_.addBacklog(to, scheduler_.dropBacklog(ids_[i], scheduler_.backlog(ids_[i])));
+        ids_[i] = to;
+      }
+      for (const CampaignId id : rs) {
+        const bool pause = id != to || outAt(route_pid_[id], t_s);
+        if (pause == scheduler_.paused(id)) continue;
+        if (pause)
+          scheduler_.pause(id);
+        else
+          scheduler_.resume(id);
+      }
     }
   }
 
@@ -265,7 +363,10 @@ class Run {
   std::size_t next_start_ = 0;
   std::vector<std::size_t> by_id_;  // CampaignId -> scenario index
   std::vector<ProviderId> provider_of_;
-  std::vector<CampaignId> ids_;  // scenario index -> CampaignId (once joined)
+  std::vector<CampaignId> ids_;                  // scenario index -> the CampaignId of the route in use (once joined)
+  std::vector<std::vector<CampaignId>> routes_;  // scenario index -> one scheduler campaign per provider, in order
+  std::vector<ProviderId> route_pid_;            // CampaignId -> its route's provider
+  bool any_outage_ = false;
   FrequencyCapStorePtr caps_;    // one store; each campaign is its own scope
   std::unique_ptr<QuietHours> quiet_;
   std::vector<Flow> flows_;  // by scenario index
@@ -276,6 +377,7 @@ class Run {
   std::multimap<std::uint64_t, std::pair<std::size_t, std::uint64_t>> retries_;  // due tick -> campaign, messages
   std::vector<std::uint64_t> retry_ready_;    // per campaign: backlog again, not yet granted
   std::vector<std::uint64_t> retry_pending_;  // per campaign: waiting for their retry
+  std::vector<std::uint64_t> refused_;        // scratch of answer(): seqs refused
 };
 
 }  // namespace

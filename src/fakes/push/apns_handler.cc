@@ -106,6 +106,7 @@ Decision ApnsHandler::handle(const PushRequest& r, const PushNow& now) {
       d.outcome = Outcome::kAccepted;
       d.token = std::string(token);
       d.scope = r.apns_topic;
+      d.apns_expiration = r.apns_expiration;
       break;
   }
   d.response.headers.emplace_back("apns-id", d.id);

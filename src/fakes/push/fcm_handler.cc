@@ -2,6 +2,8 @@
 
 #include <strings.h>
 
+#include <initializer_list>
+
 #include <nlohmann/json.hpp>
 
 namespace pacer::fake {
@@ -52,6 +54,22 @@ std::optional<std::string> urlDecode(std::string_view in) {
     }
   }
   return out;
+}
+
+// The lifetime a message names, as text for the record: android.ttl
+// ("12s") and apns.headers.apns-expiration (Unix seconds, a string in FCM's
+// API); whatever is not a string is left out.
+void recordLifetime(const nlohmann::json& message, Decision& d) {
+  const auto text = [](const nlohmann::json& j, std::initializer_list<const char*> path) -> std::string {
+    const nlohmann::json* at = &j;
+    for (const char* key : path) {
+      if (!at->is_object() || !at->contains(key)) return {};
+      at = &(*at)[key];
+    }
+    return at->is_string() ? at->get<std::string>() : std::string{};
+  };
+  d.android_ttl = text(message, {"android", "ttl"});
+  d.apns_expiration = text(message, {"apns", "headers", "apns-expiration"});
 }
 
 }  // namespace
@@ -170,6 +188,7 @@ Decision FcmHandler::send(const PushRequest& r, std::string_view project, const 
       d.token = device;
       d.scope = std::string(project);
       d.response.body = "{\"name\":\"projects/" + d.scope + "/messages/" + d.id + "\"}";
+      recordLifetime(body["message"], d);
       break;
     }
   }

@@ -53,6 +53,8 @@ int onHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, 
     r.apns_topic = v;
   else if (n == "apns-id")
     r.apns_id = v;
+  else if (n == "apns-expiration")
+    r.apns_expiration = v;
   else if (n == "content-type")
     r.content_type = v;
   return 0;

@@ -23,6 +23,7 @@ struct PushRequest {
   std::string authorization;
   std::string apns_topic;
   std::string apns_id;
+  std::string apns_expiration;  // the header as received; empty when absent
   std::string content_type;
   std::string body;
 };
@@ -44,6 +45,11 @@ struct Decision {
   std::string token;
   std::string scope;  // the APNs topic or the FCM project
   bool per_token = false;  // kThrottled for one device token: no retry-after (APNs sends none)
+  // The lifetime the request gave, as received (empty when absent), for the
+  // record: APNs's apns-expiration header; FCM's message.android.ttl and
+  // message.apns.headers.apns-expiration.
+  std::string apns_expiration;
+  std::string android_ttl;
 };
 
 // Both clocks a handler needs: the monotonic one for the window, the wall

@@ -24,9 +24,12 @@ RecordFile::~RecordFile() {
 
 void RecordFile::write(const Decision& d, const char* scope_name, std::int64_t wall_us, std::size_t body_len) {
   if (file_ == nullptr) return;
-  const std::string line =
-      fmt::format("{{\"t_us\":{},\"id\":{},\"token\":{},\"{}\":{},\"body_len\":{}}}\n", wall_us, jsonString(d.id),
-                  jsonString(d.token), scope_name, jsonString(d.scope), body_len);
+  std::string line = fmt::format("{{\"t_us\":{},\"id\":{},\"token\":{},\"{}\":{},\"body_len\":{}", wall_us,
+                                 jsonString(d.id), jsonString(d.token), scope_name, jsonString(d.scope), body_len);
+  // The lifetime the request carried, only when it carried one.
+  if (!d.apns_expiration.empty()) line += ",\"apns_expiration\":" + jsonString(d.apns_expiration);
+  if (!d.android_ttl.empty()) line += ",\"android_ttl\":" + jsonString(d.android_ttl);
+  line += "}\n";
   std::fwrite(line.data(), 1, line.size(), file_);
 }
 

@@ -231,9 +231,10 @@ void SmscState::record(Clock::time_point now, const std::string& account, const 
   segmentOf(pdu, n, m, reference);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
   const std::string ref = reference >= 0 ? std::to_string(reference) : "-";
-  std::fprintf(record_, "%lld\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", static_cast<long long>(ms), account.c_str(),
+  const char* validity = pdu.validity_period.empty() ? "-" : pdu.validity_period.c_str();
+  std::fprintf(record_, "%lld\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", static_cast<long long>(ms), account.c_str(),
                id.empty() ? "-" : id.c_str(), pdu.destination_addr.c_str(), n, m,
-               smpp::commandStatusName(status).c_str(), ref.c_str());
+               smpp::commandStatusName(status).c_str(), ref.c_str(), validity);
 }
 
 smpp::Pdu SmscState::receiptPdu(const PendingReceipt& r) const {
@@ -281,7 +282,7 @@ nlohmann::json SmscState::report() const {
                                {"receipts_pending", pending},
                                {"concatenated", concatReport(static_cast<std::size_t>(&a - accounts_.data()))}};
   }
-  nlohmann::json r = {{"accounts", out}};
+  nlohmann::json r = {{"accounts", out}, {"started_unix_ms", start_unix_ms_}};
   if (outage_started_)
     r["outage_started_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(*outage_started_ - start_).count();
   return r;

@@ -112,6 +112,11 @@ class SmscState {
   std::uint64_t next_id_ = 0;
   std::FILE* record_ = nullptr;
   Clock::time_point start_ = Clock::now();
+  // The same instant on the system clock: the record's times (ms from
+  // start_) of two SMSCs are compared through it (failover runs).
+  std::int64_t start_unix_ms_ =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   std::optional<Clock::time_point> first_submit_;
   std::optional<Clock::time_point> outage_started_;
   Clock::time_point refuse_until_{};

@@ -97,6 +97,7 @@ class Daemon {
     const int rc = loop();
     if (admin_) admin_->stopping();
     shutdown();
+    if (admin_) admin_->finish(clock_->now(), adminFigures());
     if (events_) events_->stop();  // after the last ledger write: a last round publishes it
     writeSummary(o_.summary_file, start, clock_->now(), *core_, quota_ != nullptr, feed_->campaigns(), log_);
     return rc;
@@ -108,6 +109,11 @@ class Daemon {
     wo.cost = cost_.get();
     wo.zones = rules_.zones;
     wo.caps = rules_.caps.get();
+    // Failover stays within a protocol: a provider's family is its sink's kind.
+    wo.family_of = [this](const std::string& id) {
+      auto it = o_.provider_sinks.find(id);
+      return it != o_.provider_sinks.end() ? it->second.sink : o_.sink;
+    };
     if (!quota_) return wo;
     wo.quota = quota_.get();
     wo.quota_observer = &quota_log_;
@@ -299,6 +305,21 @@ class Daemon {
                s.buffered_messages);
   }
 
+  // Each change of a campaign's route (failover, docs/routes.md): which
+  // provider takes its traffic now, and why when it is not the first.
+  void logRoutes() {
+    for (const CampaignStats& c : core_->campaignStats()) {
+      if (c.route_changes == 0) continue;
+      std::string& logged = route_logged_[c.id];
+      if (logged == c.route) continue;
+      logged = c.route;
+      if (c.route_reason.empty())
+        log_->info("event=route_changed campaign={} provider={} why=\"back on its first provider\"", c.id, c.route);
+      else
+        log_->warn("event=route_changed campaign={} provider={} why=\"{}\"", c.id, c.route, c.route_reason);
+    }
+  }
+
   // Each move of a provider's throttle judge, as it happens (checked with
   // the provider lines): a cut to what the provider accepted, or a cut taken
   // back because the throttles were noise.
@@ -325,6 +346,8 @@ class Daemon {
     next_provider_log_ = now + milliseconds(250);
     const std::vector<ProviderStats> providers = core_->providerStats(now);
     smpp_->check(now, providers);
+    smpp_->health(now, *core_);
+    logRoutes();
     for (const ProviderStats& p : providers) {
       logVerdict(p);
       logDeadTokenGuard(p);
@@ -401,6 +424,7 @@ class Daemon {
   std::map<std::string, std::string, std::less<>> campaign_provider_;  // with provider sinks only
   std::map<std::string, std::pair<double, bool>> provider_logged_;     // effective rate and pause last logged
   std::map<std::string, std::uint64_t> verdicts_logged_;             // a provider's judge verdicts last logged
+  std::map<std::string, std::string> route_logged_;                  // a campaign's route last logged (failover)
   std::map<std::string, bool> guard_logged_;  // a provider's dead-token guard holding, as last logged
   MonoTime next_provider_log_{};
   MonoTime next_stats_{};

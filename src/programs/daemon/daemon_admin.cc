@@ -61,6 +61,12 @@ AdminWiring::AdminWiring(const DaemonOptions& o, const admin::ListenAddress& add
   co.log = ao.log;
   auto events = std::make_shared<admin::EventHub>();
   console_ = std::make_unique<console::Console>(std::move(co), state_, events);
+  if (!o.redis.empty()) {
+    console::ClusterCountsOptions cc;
+    cc.redis = o.redis;
+    cc.log = ao.log;
+    counts_ = std::make_unique<console::ClusterCountsPublisher>(std::move(cc), state_);
+  }
   ao.routes = console_.get();
   ao.events = std::move(events);
   server_ = std::make_unique<admin::AdminServer>(std::move(ao), state_, clock);
@@ -78,26 +84,29 @@ AdminWiring::AdminWiring(const DaemonOptions& o, const admin::ListenAddress& add
 
 AdminWiring::~AdminWiring() { server_.reset(); }
 
+void AdminWiring::publish(MonoTime now, const AdminFigures& f) {
+  admin::MetricsSnapshot snapshot =
+      snapshots_->build(now, f.core->stats(), f.core->campaignStats(), f.core->providerStats(now), f.redis,
+                        partitionMetrics(f.partitions), f.joined, f.intake_paused);
+  snapshot.directory_rows_invalid = f.rows_invalid;
+  snapshot.directory_rows_skipped_total = f.rows_skipped;
+  snapshot.smpp = f.smpp;
+  if (f.events) {
+    snapshot.has_events = true;
+    snapshot.events_published = f.events->published;
+    snapshot.events_failed = f.events->failed;
+    snapshot.events_store_errors = f.events->errors;
+    snapshot.events_outbox_depth = f.events->depth;
+    snapshot.events_lag_seconds = f.events->lag_seconds;
+  }
+  state_.publish(std::make_shared<const admin::MetricsSnapshot>(std::move(snapshot)));
+}
+
 bool AdminWiring::turn(MonoTime now, const std::function<AdminFigures()>& figures) {
   state_.heartbeat(now);
   if (now >= next_snapshot_) {
     next_snapshot_ = now + kSnapshotInterval;
-    const AdminFigures f = figures();
-    admin::MetricsSnapshot snapshot =
-        snapshots_->build(now, f.core->stats(), f.core->campaignStats(), f.core->providerStats(now), f.redis,
-                          partitionMetrics(f.partitions), f.joined, f.intake_paused);
-    snapshot.directory_rows_invalid = f.rows_invalid;
-    snapshot.directory_rows_skipped_total = f.rows_skipped;
-    snapshot.smpp = f.smpp;
-    if (f.events) {
-      snapshot.has_events = true;
-      snapshot.events_published = f.events->published;
-      snapshot.events_failed = f.events->failed;
-      snapshot.events_store_errors = f.events->errors;
-      snapshot.events_outbox_depth = f.events->depth;
-      snapshot.events_lag_seconds = f.events->lag_seconds;
-    }
-    state_.publish(std::make_shared<const admin::MetricsSnapshot>(std::move(snapshot)));
+    publish(now, figures());
   }
   if (!state_.drainRequested()) return false;
   log_->info("event=drain_requested source=admin");
@@ -107,5 +116,13 @@ bool AdminWiring::turn(MonoTime now, const std::function<AdminFigures()>& figure
 bool AdminWiring::takeReloadRequest() noexcept { return state_.takeReloadRequest(); }
 
 void AdminWiring::stopping() noexcept { state_.stopping(); }
+
+void AdminWiring::finish(MonoTime now, const AdminFigures& figures) {
+  publish(now, figures);
+  if (counts_ && !counts_->finish())
+    log_->warn(
+        "event=cluster_counts_lost hint=\"this worker's last second of 429/5xx/retry counts did not reach "
+        "Redis\"");
+}
 
 }  // namespace pacer::worker

@@ -21,6 +21,7 @@ std::unique_ptr<events::OutcomeDrainer> makeEvents(const DaemonOptions& o, const
   eo.topic = o.events_topic;
   eo.pg = pg;
   eo.batch = o.events_batch;
+  eo.in_flight = o.events_in_flight;
   eo.poll = o.events_poll;
   eo.kafka = o.events_kafka;
   try {

@@ -12,10 +12,11 @@
 
 #include "pacer/admin/admin_server.h"
 #include "pacer/admin/metrics.h"
+#include "pacer/console/cluster_counts.h"
 #include "pacer/console/console_service.h"
-#include "pacer/frequency_cap_redis.h"
 #include "pacer/daemon/daemon.h"
 #include "pacer/events/outcome_drainer.h"
+#include "pacer/frequency_cap_redis.h"
 #include "pacer/ingest/kafka_ingest.h"
 #include "pacer/logging/logging.h"
 #include "pacer/quota.h"
@@ -50,12 +51,23 @@ class SmppWatch {
   std::vector<admin::SmppSinkMetrics> metrics() const;
   // At most once a second does anything; `providers` as the core reports them.
   void check(MonoTime now, const std::vector<ProviderStats>& providers);
+  // Failover (docs/routes.md): a provider's own SMPP sink that lost its binds
+  // and has failed to bind again since is down for `core`
+  // (WorkerCore::setProviderDown), up again at its next bind; each change is
+  // logged (event=provider_down / provider_up).
+  void health(MonoTime now, WorkerCore& core);
 
  private:
+  struct Health {
+    std::uint64_t failures_up = 0;  // bind failures + disconnects when last seen bound
+    std::uint64_t bind_failures_up = 0;
+    std::string down;  // the reason given to the core; empty: up
+  };
   std::vector<SmppSinkRef> sinks_;
   logging::LoggerPtr log_;
   std::vector<MonoTime> warned_at_;  // per sink; {} while not limited
   MonoTime next_check_{};
+  std::vector<Health> health_;  // per sink, after sinks_
 };
 
 // What a message costs in quota units: its SMS segments where the sink that
@@ -128,11 +140,16 @@ class AdminWiring {
   bool turn(MonoTime now, const std::function<AdminFigures()>& figures);
   bool takeReloadRequest() noexcept;
   void stopping() noexcept;
+  // After the shutdown: a last snapshot, and this worker's last counts to
+  // the cluster's (with --redis).
+  void finish(MonoTime now, const AdminFigures& figures);
 
  private:
+  void publish(MonoTime now, const AdminFigures& figures);
   admin::AdminState state_;
   std::optional<admin::SnapshotBuilder> snapshots_;
   std::unique_ptr<console::Console> console_;
+  std::unique_ptr<console::ClusterCountsPublisher> counts_;  // with --redis
   std::unique_ptr<admin::AdminServer> server_;  // last: stopped before the rest goes
   logging::LoggerPtr log_;
   MonoTime next_snapshot_{};

@@ -34,7 +34,7 @@ std::optional<double> shareOf(const SmppSinkRef& sink, const std::set<std::strin
 }  // namespace
 
 SmppWatch::SmppWatch(std::vector<SmppSinkRef> sinks, logging::LoggerPtr log)
-    : sinks_(std::move(sinks)), log_(std::move(log)), warned_at_(sinks_.size()) {
+    : sinks_(std::move(sinks)), log_(std::move(log)), warned_at_(sinks_.size()), health_(sinks_.size()) {
   for (const SmppSinkRef& s : sinks_)
     log_->info("event=smpp_window sink={} window={} binds={} max_rate_at_50ms={:.0f} at_100ms={:.0f} at_200ms={:.0f}",
                s.where, s.window, s.binds, sink::smppWindowCapacity(s.window, s.binds, 50),
@@ -72,6 +72,32 @@ void SmppWatch::check(MonoTime now, const std::vector<ProviderStats>& providers)
         "hint=\"window x binds / latency caps this worker below its share of the provider's rate; raise "
         "sink.smpp.window to {} or add binds, within what the SMSC allows\"",
         s.where, *share, s.window, s.binds, st.submit_latency_ms, capacity, needed);
+  }
+}
+
+void SmppWatch::health(MonoTime now, WorkerCore& core) {
+  for (std::size_t i = 0; i < sinks_.size(); ++i) {
+    const SmppSinkRef& s = sinks_[i];
+    if (s.provider.empty()) continue;  // the default sink serves no one provider
+    const sink::SmppSinkStats st = s.sink->stats();
+    Health& h = health_[i];
+    const std::uint64_t failures = st.bind_failures + st.disconnects;
+    std::string down;
+    if (st.binds_up > 0) {
+      h.failures_up = failures;
+      h.bind_failures_up = st.bind_failures;
+    } else if (failures > h.failures_up) {
+      down = st.bind_failures > h.bind_failures_up
+                 ? fmt::format("binds failing ({} refused or unanswered)", st.bind_failures - h.bind_failures_up)
+                 : std::string("no bound session");
+    }
+    if (down == h.down) continue;
+    if (down.empty())
+      log_->info("event=provider_up provider={} sink={} binds_up={}", s.provider, s.where, st.binds_up);
+    else
+      log_->warn("event=provider_down provider={} sink={} reason=\"{}\"", s.provider, s.where, down);
+    h.down = down;
+    core.setProviderDown(s.provider, down.empty() ? std::nullopt : std::optional<std::string>(down), now);
   }
 }
 

@@ -45,6 +45,10 @@ void rulesArgs(CLI::App* cmd, Values& v) {
                "default message lifetime from when pacerd reads it: seconds (300) or 90s, 5m, 2h, 1d, 1 s to 30 d; "
                "past it a message is expired, not sent; a pacer-expires-at header that is earlier wins; or none "
                "(default: none)");
+  optionalText(cmd, "--failover", v.failover,
+               "providers that take the campaign's traffic, in order, while its provider cannot (breaker open, "
+               "SMPP binds failing): ids separated by ',' (sms-b,sms-c), at most 4, of the provider's protocol; "
+               "or none (default: none)");
 }
 
 CampaignRules rulesOf(const Values& v) {
@@ -55,6 +59,7 @@ CampaignRules rulesOf(const Values& v) {
   if (v.cap) r.frequency_cap = parseFrequencyCapText(*v.cap, "--cap");
   if (v.cap_policy) r.cap_policy = parseCapPolicyText(*v.cap_policy, "--cap-policy");
   if (v.ttl) r.default_ttl_ms = parseTtlText(*v.ttl, "--ttl");
+  if (v.failover) r.failover = parseFailoverText(*v.failover, "--failover");
   return r;
 }
 
@@ -64,9 +69,10 @@ std::string orNone(const std::string& text) { return text.empty() ? "none" : tex
 
 // "class bulk, quiet hours 21:00-08:00 (Europe/London), cap 3/24h (suppress), ttl 5m"
 std::string rulesText(const CampaignRow& c) {
-  return fmt::format("class {}, quiet hours {}{}, cap {} ({}){}", classText(c.priority_class), orNone(c.quiet_hours),
+  return fmt::format("class {}, quiet hours {}{}, cap {} ({}){}{}", classText(c.priority_class), orNone(c.quiet_hours),
                      c.time_zone.empty() ? "" : fmt::format(" ({})", c.time_zone), orNone(c.frequency_cap),
-                     c.cap_policy, c.default_ttl_ms > 0 ? ", ttl " + formatTtl(c.default_ttl_ms) : std::string());
+                     c.cap_policy, c.default_ttl_ms > 0 ? ", ttl " + formatTtl(c.default_ttl_ms) : std::string(),
+                     c.failover.empty() ? std::string() : ", failover " + formatFailover(c.failover));
 }
 
 void campaignCreate(Session& s, const Values& v) {
@@ -134,6 +140,7 @@ void campaignShow(Session& s, const Values& v) {
   t.add({"frequency_cap", orNone(c.frequency_cap)});
   t.add({"cap_policy", c.cap_policy});
   t.add({"default_ttl", formatTtl(c.default_ttl_ms)});
+  t.add({"failover", formatFailover(c.failover)});
   std::string problem;
   if (!campaignInfoOf(c, &problem)) t.add({"invalid", problem + " (pacerd skips it)"});
   t.add({"sent", std::to_string(d.ledger.sent)});

@@ -55,6 +55,7 @@ struct Values {
   std::optional<std::string> cap;
   std::optional<std::string> cap_policy;
   std::optional<std::string> ttl;
+  std::optional<std::string> failover;
 };
 
 // The command to run, by the (sub)command CLI11 parsed.

@@ -41,8 +41,17 @@ std::string mergeLive(TopFrame& f, const std::string& address, const std::string
         if (row.id != id) continue;
         if (!p.at("effective_rate").is_null()) row.effective = p.at("effective_rate").get<double>();
         row.paused = p.at("paused").get<bool>();
-        if (p.contains("worker") && p.at("worker").is_object())
+        if (p.contains("worker") && p.at("worker").is_object()) {
           row.throttled = p.at("worker").at("throttled_total").get<std::uint64_t>();
+          row.server_errors = p.at("worker").value("server_errors_total", std::uint64_t{0});
+        }
+        if (const auto c = p.find("circuit"); c != p.end() && c->is_string()) row.circuit_open = *c == "open";
+        // Every worker's counts, restarts included, when the worker keeps them in Redis.
+        if (const auto c = p.find("cluster"); c != p.end() && c->is_object()) {
+          row.throttled = c->at("throttled_total").get<std::uint64_t>();
+          row.server_errors = c->at("server_errors_total").get<std::uint64_t>();
+          row.cluster_counts = true;
+        }
       }
     }
     // Its messages queued per priority class (a worker before issue 16 has none).
@@ -51,6 +60,19 @@ std::string mergeLive(TopFrame& f, const std::string& address, const std::string
         f.worker_class_queued[c.at("class").is_null() ? "" : c.at("class").get<std::string>()] =
             c.at("worker").at("queued").get<std::uint64_t>();
     fillLimitedBy(f);
+    // Campaigns failed over on that worker (docs/routes.md): the route says what holds them.
+    if (const auto it = doc.find("campaigns"); it != doc.end() && it->is_array())
+      for (const Json& c : *it) {
+        const Json* w = c.contains("worker") && c.at("worker").is_object() ? &c.at("worker") : nullptr;
+        if (!w || !w->contains("route_reason") || !w->at("route_reason").is_string()) continue;
+        for (TopRow& r : f.rows)
+          if (r.id == c.at("id").get<std::string>()) {
+            const LimitedBy l =
+                failoverLimit(w->at("route").get<std::string>(), w->at("route_reason").get<std::string>());
+            r.limited_code = l.code;
+            r.limited_text = l.text;
+          }
+      }
     return "";
   } catch (const UnreachableError& e) {
     return std::string("live provider figures: ") + e.what();

@@ -69,7 +69,7 @@ class RoutingSink final : public SinkInterface {
  private:
   SinkInterface& route(const Message& m) {
     if (by_provider_.empty()) return *fallback_;
-    const std::string_view provider = provider_of_(m.campaign);
+    const std::string_view provider = m.provider.empty() ? provider_of_(m.campaign) : std::string_view(m.provider);
     if (provider.empty()) return *fallback_;
     auto it = by_provider_.find(provider);
     return it == by_provider_.end() ? *fallback_ : *it->second;

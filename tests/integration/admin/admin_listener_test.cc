@@ -51,6 +51,25 @@ int connectTo(int port) {
   return fd;
 }
 
+// A raw TCP connection to the listener from another loopback address
+// (Linux answers all of 127.0.0.0/8): another client as the listener sees it.
+int connectFrom(const char* source, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 void sendAll(int fd, const std::string& text) { (void)!::send(fd, text.data(), text.size(), MSG_NOSIGNAL); }
 
 // Reads what `fd` has until `until` is in it or `limit` passes.
@@ -347,6 +366,7 @@ TEST_F(AdminListenerTest, BodiesAndRawPathsReachTheRoutes) {
 TEST_F(AdminListenerTest, RefusedRequestsAreLoggedAtMostOncePerSecondWithTheCountLeftOut) {
   AdminServerOptions o;
   o.token = "right";
+  o.wrong_token_burst = 0;  // the log throttle alone: every wrong token answered 401
   start(std::move(o));
   for (int i = 0; i < 50; ++i) ASSERT_EQ(http("POST", base_ + "/admin/drain", "", "Bearer wrong").status, 401);
   std::vector<std::string> lines = log();
@@ -363,6 +383,52 @@ TEST_F(AdminListenerTest, RefusedRequestsAreLoggedAtMostOncePerSecondWithTheCoun
       << "accepted state changes are always logged";
 }
 
+TEST_F(AdminListenerTest, WrongTokensFromOneAddressGet429AfterTheBurstWhileRightTokensAndOthersPass) {
+  AdminServerOptions o;
+  o.token = "right";
+  o.wrong_token_burst = 10;
+  o.wrong_token_refill = std::chrono::seconds(6);
+  start(std::move(o));
+  int refused = 0;
+  int slowed = 0;
+  for (int i = 0; i < 50; ++i) {
+    const long status = http("POST", base_ + "/admin/drain", "", "Bearer guess-" + std::to_string(i)).status;
+    refused += status == 401;
+    slowed += status == 429;
+  }
+  EXPECT_EQ(refused, 10) << "the burst is answered 401";
+  EXPECT_EQ(slowed, 40) << "then 429 until the bucket refills";
+  // Counted in the log at once: the first 401 and the first 429 each have a line.
+  bool logged_429 = false;
+  for (const std::string& line : log())
+    logged_429 = logged_429 || (line.find("status=429") != std::string::npos &&
+                                line.find("refused_total=1") != std::string::npos);
+  EXPECT_TRUE(logged_429) << "the first 429 is logged when it is answered";
+  // The guesser's own right token is not held back.
+  EXPECT_EQ(http("POST", base_ + "/admin/drain", "", "Bearer right").status, 200);
+  // Another client (another address) still gets a plain 401, with no wait.
+  const int other = connectFrom("127.0.0.2", port_);
+  ASSERT_GE(other, 0);
+  fds_.push_back(other);
+  sendAll(other, "POST /admin/drain HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer nope\r\n"
+                 "Content-Length: 0\r\n\r\n");
+  EXPECT_THAT(readUntil(other, "\r\n\r\n", milliseconds(3000)), HasSubstr("HTTP/1.1 401"));
+  // The 429 says when to come back; one refill later, one more 401.
+  const int again = connectTo(port_);
+  ASSERT_GE(again, 0);
+  fds_.push_back(again);
+  sendAll(again, "POST /admin/drain HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer nope\r\n"
+                 "Content-Length: 0\r\n\r\n");
+  const std::string head = readUntil(again, "\r\n\r\n", milliseconds(3000));
+  EXPECT_THAT(head, HasSubstr("HTTP/1.1 429"));
+  EXPECT_THAT(head, HasSubstr("Retry-After: 6"));
+  clock_.advance(std::chrono::seconds(6));
+  EXPECT_EQ(http("POST", base_ + "/admin/drain", "", "Bearer guess-50").status, 401);
+  EXPECT_EQ(http("POST", base_ + "/admin/drain", "", "Bearer guess-51").status, 429);
+  // Without a token there is nothing to guess: still 401, not counted.
+  EXPECT_EQ(http("POST", base_ + "/admin/drain").status, 401);
+}
+
 TEST_F(AdminListenerTest, EveryAnswerCarriesAContentSecurityPolicy) {
   start();
   const int fd = connectTo(port_);
@@ -371,6 +437,16 @@ TEST_F(AdminListenerTest, EveryAnswerCarriesAContentSecurityPolicy) {
   const std::string got = readUntil(fd, "ok\n", milliseconds(2000));
   EXPECT_THAT(got, HasSubstr("Content-Security-Policy: default-src 'none'; script-src 'self'"));
   EXPECT_THAT(got, HasSubstr("X-Content-Type-Options: nosniff"));
+  EXPECT_THAT(got, HasSubstr("Referrer-Policy: no-referrer"));
+  // The event stream's answer too (its headers are written by another path).
+  const int stream = connectTo(port_);
+  fds_.push_back(stream);
+  sendAll(stream, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  const std::string head = readUntil(stream, "\r\n\r\n", milliseconds(2000));
+  EXPECT_THAT(head, HasSubstr("text/event-stream"));
+  EXPECT_THAT(head, HasSubstr("Content-Security-Policy: default-src 'none'; script-src 'self'"));
+  EXPECT_THAT(head, HasSubstr("X-Content-Type-Options: nosniff"));
+  EXPECT_THAT(head, HasSubstr("Referrer-Policy: no-referrer"));
 }
 
 TEST_F(AdminListenerTest, AHostThatDoesNotNameTheListenerIsRefused) {

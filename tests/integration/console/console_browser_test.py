@@ -2,7 +2,9 @@
 """The console in headless Chromium against a live pacerd (console_test.sh
 starts it): campaigns render and their progress moves; a campaign named
 <img src=x onerror=alert(1)> renders as text; controls refuse without the
-token; a rate set through the UI reaches /metrics and the achieved rate.
+token; a rate set through the UI reaches /metrics and the achieved rate; the
+providers page works from a bookmark; the campaign list fits 1366x768 and
+390x844 without scrolling sideways.
 Screenshots go to $CONSOLE_ARTIFACTS."""
 import json
 import os
@@ -107,6 +109,67 @@ def crowd_of_streams():
     raise AssertionError("the listener never refused a stream")
 
 
+def viewport(d, width, height, phone):
+    """The page's viewport exactly (CSS pixels, scale 1 so screenshots stay small)."""
+    d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                      {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": phone})
+
+
+# Widths of what would scroll sideways: the page, the campaign list's card (its
+# own horizontal scroll), and how far right the rightmost cell of any row ends.
+OVERFLOW_JS = """
+const card = document.getElementById('campaigns').closest('.card');
+let right = 0;
+for (const td of document.querySelectorAll('#campaigns tbody td')) right = Math.max(right, td.getBoundingClientRect().right);
+let chartRight = 0;
+for (const c of document.querySelectorAll('svg.chart')) chartRight = Math.max(chartRight, c.getBoundingClientRect().right);
+return {inner: window.innerWidth, page: document.documentElement.scrollWidth,
+        card: card.scrollWidth, cardBox: card.clientWidth, right: right, chartRight: chartRight,
+        head: getComputedStyle(document.querySelector('#campaigns thead')).display};
+"""
+
+
+def no_sideways_scroll(d, what):
+    m = d.execute_script(OVERFLOW_JS)
+    check(m["page"] <= m["inner"] and m["card"] <= m["cardBox"] and m["right"] <= m["inner"] + 0.5
+          and m["chartRight"] <= m["inner"] + 0.5,
+          f"{what}: no horizontal scroll on the campaign list, every cell and chart inside the viewport ({m})")
+    return m
+
+
+def layouts(d):
+    """A laptop (1366x768) and a phone (390x844): the campaign list, "limited by"
+    included, fits without scrolling sideways; on the phone each campaign is a card
+    and the campaign page's chart ends ("now") inside the screen."""
+    try:
+        viewport(d, 1366, 768, False)
+        d.get("about:blank")
+        d.get(BASE + "/console/#/campaigns")
+        eventually(lambda: len(d.find_elements(By.CSS_SELECTOR, "#campaigns tbody tr")) == 3, 15, "1366x768: the campaigns render")
+        time.sleep(1.5)  # a chart point or two more
+        m = no_sideways_scroll(d, "1366x768")
+        check(m["head"] != "none", "1366x768: the campaigns are a table with headings")
+        # Read in one script: the list is redrawn every second (no stale elements).
+        eventually(lambda: d.execute_script(
+            "const tds = [...document.querySelectorAll('#campaigns tbody td.limited')];"
+            "return tds.length === 3 && tds.every((td) => td.textContent.trim() !== ''"
+            " && td.getBoundingClientRect().right <= window.innerWidth && td.getBoundingClientRect().width > 0);"),
+            5, "1366x768: every campaign's \"limited by\" is shown inside the viewport")
+        d.save_screenshot(os.path.join(ARTIFACTS, "console-1366x768.png"))
+        viewport(d, 390, 844, True)
+        time.sleep(1.5)
+        m = no_sideways_scroll(d, "390x844")
+        check(m["head"] == "none", "390x844: the campaigns are cards (no table heading row)")
+        d.save_screenshot(os.path.join(ARTIFACTS, "console-390x844.png"))
+        d.get(BASE + "/console/#/campaign/spring")
+        eventually(lambda: d.find_element(By.CSS_SELECTOR, "dd.detail-sent").text != "", 15, "390x844: the campaign page renders")
+        right = d.execute_script("let r = 0; for (const c of document.querySelectorAll('svg.chart'))"
+                                 " r = Math.max(r, c.getBoundingClientRect().right); return [r, window.innerWidth];")
+        check(0 < right[0] <= right[1] + 0.5, f"390x844: the campaign chart ends, at 'now', inside the screen ({right})")
+    finally:
+        d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 def main():
     status, headers, _ = http("/console/")
     check(status == 200 and "script-src 'self'" in headers["Content-Security-Policy"]
@@ -177,13 +240,21 @@ def main():
         print(f"achieved rate of spring: {before:.1f}/s at 60/s -> {after:.1f}/s at 150/s")
         time.sleep(20)  # let the chart show the step before the screenshots
         d.save_screenshot(os.path.join(ARTIFACTS, "console-campaign.png"))
+        d.get("about:blank")  # a bookmark: the providers page is the first one the tab loads
         d.get(BASE + "/console/#/providers")
-        eventually(lambda: len(d.find_elements(By.CSS_SELECTOR, "[data-provider]")) == 1, 10, "the providers view renders")
+        eventually(lambda: len(d.find_elements(By.CSS_SELECTOR, "div[data-provider]")) == 1, 10, "the providers view renders")
+        eventually(lambda: [o.get_attribute("value") for o in d.find_elements(By.CSS_SELECTOR, "#provider-select option")]
+                   == ["sms"], 10, "opened directly, the provider rate form lists the provider")
+        eventually(lambda: d.find_element(By.CSS_SELECTOR, "dd.provider-health").text == "ok", 10,
+                   "the provider's health reads ok")
+        check(d.find_element(By.CSS_SELECTOR, "dd.cluster-throttled").text == "0",
+              "every worker's 429/503 count is shown (0: a null sink never throttles)")
         d.save_screenshot(os.path.join(ARTIFACTS, "console-providers.png"))
         d.get(BASE + "/console/#/campaigns")
         eventually(lambda: len(d.find_elements(By.CSS_SELECTOR, "#campaigns tbody tr")) == 3, 10, "back to the campaigns")
         time.sleep(1.5)
         d.save_screenshot(os.path.join(ARTIFACTS, "console.png"))
+        layouts(d)
 
         # Every stream taken: the page's own stream is answered 503; it still
         # shows the figures by polling, says so, and goes live again once

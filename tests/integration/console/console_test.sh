@@ -48,6 +48,18 @@ grep -q "event=console url=http://$address/console/ controls=on" "$tmp/pacerd.lo
 
 CONSOLE_BASE="http://$address" CONSOLE_ARTIFACTS="$artifacts" CONSOLE_TMP="$tmp" "$python" "$here/console_browser_test.py" ||
   fail "the browser test failed"
+# The history, gzip-encoded when asked so, the same document as without.
+curl -sf -H 'Accept-Encoding: gzip' -D "$tmp/history.head" -o "$tmp/history.gz" "http://$address/api/v1/history" ||
+  fail "the history was not answered"
+grep -qi '^Content-Encoding: gzip' "$tmp/history.head" || fail "the history was not gzip-encoded: $(cat "$tmp/history.head")"
+curl -sf -o "$tmp/history.json" "http://$address/api/v1/history" || fail "the plain history was not answered"
+gzip -dc "$tmp/history.gz" | "$python" -c '
+import json, sys
+zipped, plain = json.load(sys.stdin), json.load(open(sys.argv[1]))
+assert zipped["step_s"] == plain["step_s"] and sorted(zipped["campaigns"]) == sorted(plain["campaigns"]), (zipped, plain)
+assert len(zipped["campaigns"]) == 3 and zipped["campaigns"]["spring"]["achieved_rate"]["v"], zipped' "$tmp/history.json" ||
+  fail "the gzip history does not read as the plain one"
+echo "history: $(stat -c %s "$tmp/history.json") bytes, $(stat -c %s "$tmp/history.gz") gzip-encoded"
 grep -q 'event=console_control kind=campaign id="spring" change=set-rate status=200' "$tmp/pacerd.log" ||
   fail "the accepted control was not logged"
 # top --admin takes this worker's queue per priority class from its state

@@ -2,8 +2,8 @@
 # Issue 25: the state document tells what the worker and PostgreSQL know. A
 # real pacerd sends over HTTP to pacer-fake-provider answering every request
 # 500, so provider push's circuit breaker opens: the state document must say
-# "open" as /metrics does. A campaign at 1/s keeps 1 s of messages in memory
-# and parks the rest in PostgreSQL: the state document's `parked` must be the
+# "open" as /metrics does, and "limited by" must name the breaker. A campaign
+# at 1/s keeps 1 s of messages in memory and parks the rest in PostgreSQL: the state document's `parked` must be the
 # count of its rows in `parked`, though its total is known. Then a second
 # pacerd with the listener hardened: reads need the token, the scrape token
 # reads /metrics only, a foreign Host is refused.
@@ -63,6 +63,19 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -n "$agreed" ] || fail "state document circuit=$doc while /metrics said $before/$after"
+# ...and "limited by" names the breaker for a campaign with messages left
+# (its own rate, 200/s, is far from what it achieves).
+why=
+for _ in $(seq 1 50); do
+  [ "$(circuit_metric)" = 1 ] || break
+  why=$(state_field campaigns blast limited_by)
+  case $why in *'"code": "provider_breaker"'*) break ;; esac
+  sleep 0.1
+done
+case $why in
+  *'"code": "provider_breaker"'*'circuit breaker is open'*) ;;
+  *) fail "blast, its provider's breaker open: limited_by $why" ;;
+esac
 # A provider without faults: closed, in both.
 "$pacerctl" provider create idle --rate 5 >/dev/null
 for _ in $(seq 1 50); do

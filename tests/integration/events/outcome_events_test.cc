@@ -286,6 +286,50 @@ TEST_F(OutcomeEventsTest, TheRunningDrainerPublishesRowsAsTheyAreWrittenAndOnlyI
   for (const Seen& s : seen) EXPECT_NE(s.value.at("message_id"), "b-1");
 }
 
+TEST_F(OutcomeEventsTest, ThePipelinedDrainerKeepsUpWithAWriterAndPublishesEachRowOnce) {
+  // Small batches and several in flight: reports of earlier batches arrive
+  // while later ones are read and produced, rows land while it drains.
+  OutcomeDrainerOptions o = drainerOptions(50);
+  o.in_flight = 6;
+  OutcomeDrainer drainer(o, log_);
+  drainer.start();
+  auto ledger = ledger::makePgLedger(pg_);
+  for (std::int64_t first = 0; first < 6000; first += 1000) writeRows(*ledger, first, 1000);
+  pacer::testing::waitUntil([&] { return drainer.stats().published >= 6000; }, std::chrono::seconds(60),
+                            std::chrono::milliseconds(20));
+  drainer.stop();
+  EXPECT_EQ(drainer.stats().published, 6000u);
+  EXPECT_EQ(drainer.stats().failed, 0u);
+  EXPECT_EQ(scalar("SELECT count(*) FROM outbox"), 0);
+  const std::vector<Seen> seen = consumeAll(6000);
+  EXPECT_EQ(seen.size(), 6000u);
+  EXPECT_EQ(matchOutcomes(seen), 0u);  // no duplicate without a crash
+}
+
+TEST_F(OutcomeEventsTest, AnEventTheProducerRefusesStaysInTheOutboxAndIsTriedAgainWhileTheRestGo) {
+  OutcomeDrainerOptions o = drainerOptions(100);
+  o.kafka["message.max.bytes"] = "1000";  // the producer refuses the one large event
+  auto ledger = ledger::makePgLedger(pg_);
+  writeRows(*ledger, 0, 250);
+  DeliveryRecord large = row("m-large", 250, DeliveryStatus::kFailed);
+  large.reason = std::string(2000, 'x');
+  ledger->record(std::vector<DeliveryRecord>{large});
+  writeRows(*ledger, 251, 249);
+  OutcomeDrainer drainer(o, log_);
+  drainer.start();
+  // Everything else is published; the refused event fails again on each retry.
+  pacer::testing::waitUntil([&] { return drainer.stats().published >= 499 && drainer.stats().failed >= 2; },
+                            std::chrono::seconds(30), std::chrono::milliseconds(20));
+  drainer.stop();
+  EXPECT_EQ(drainer.stats().published, 499u);
+  EXPECT_GE(drainer.stats().failed, 2u);
+  EXPECT_EQ(scalar("SELECT count(*) FROM outbox"), 1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM outbox WHERE message_id = 'm-large'"), 1);
+  const std::vector<Seen> seen = consumeAll(499);
+  EXPECT_EQ(seen.size(), 499u);
+  for (const Seen& s : seen) EXPECT_NE(s.value.at("message_id"), "m-large");
+}
+
 TEST_F(OutcomeEventsTest, WithEventsOffTheLedgerWritesNoOutboxRows) {
   ledger::PgLedgerOptions off = pg_;
   off.outbox_worker.clear();

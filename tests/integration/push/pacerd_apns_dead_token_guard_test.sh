@@ -10,24 +10,16 @@
 #   its summary counts 84 held verdicts;
 # - nothing is lost: 100 rows, and the fake saw every message once (no retry).
 source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
-apns=${PACER_FAKE_APNS:?}
 apns_pid=
 trap 'pacer_test_cleanup "$tmp" "$apns_pid"' EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log" "$tmp/apns.err")
 
-bash "$PACER_SOURCE/tests/support/make_test_certs.sh" "$tmp" >/dev/null
-openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$tmp/key.p8"
-openssl ec -in "$tmp/key.p8" -pubout -out "$tmp/key.pub" 2>/dev/null
 # Ten prefixes of 63 hex characters, each with ten one-digit endings: 100 tokens.
 prefixes=()
 for p in 0 1 2 3 4 5 6 7 8 9; do prefixes+=("$(printf "b$p%.0s" $(seq 31))b"); done
 for p in "${prefixes[@]}"; do for d in 0 1 2 3 4 5 6 7 8 9; do echo "$p$d"; done; done >"$tmp/dead.txt"
 
-"$apns" --cert "$tmp/server.pem" --key "$tmp/server.key" --listen 127.0.0.1:0 --auth-key "$tmp/key.pub" \
-  --key-id KEY0000001 --team-id TEAM000001 --invalid-tokens "$tmp/dead.txt" \
-  >"$tmp/apns.out" 2>"$tmp/apns.err" &
-apns_pid=$!
-port=$(listening_port "$tmp/apns.out" "$apns_pid") || fail "the fake did not start"
+pacer_start_fake_apns --invalid-tokens "$tmp/dead.txt"
 
 start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:1
 "$pacerctl" provider create apple --rate 50 --burst 5 >/dev/null
@@ -37,30 +29,7 @@ for i in "${!prefixes[@]}"; do
     --count 10 --recipients 10 --recipient-prefix "${prefixes[$i]}" --id-prefix "p$i-" >/dev/null
 done
 
-cat >"$tmp/pacerd.yaml" <<YAML
-kafka:
-  brokers: [$PACER_KAFKA]
-  topics: [messages]
-postgres:
-  migrate: false
-sink:
-  kind: apns
-  in_flight: 8
-  apns:
-    url: https://127.0.0.1:$port
-    key_file: $tmp/key.p8
-    key_id: KEY0000001
-    team_id: TEAM000001
-    topic: com.example.app
-  push:
-    ca_file: $tmp/ca.pem
-limits:
-  dead_token_pause_s: 1
-admin:
-  listen: 127.0.0.1:0
-exit_when_idle_ms: 3000
-summary_file: $tmp/summary.json
-YAML
+pacer_apns_config --in-flight 8 --top 'limits: {dead_token_pause_s: 1}' --top "summary_file: $tmp/summary.json"
 timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" || fail "pacerd exited $?"
 
 report=$(curl -sS --cacert "$tmp/ca.pem" --http2 "https://127.0.0.1:$port/_report")

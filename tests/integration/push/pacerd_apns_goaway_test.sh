@@ -7,55 +7,21 @@
 # read), accepted exactly once (nothing the server processed is sent again,
 # nothing it refused is lost), all in one attempt (a request moved to a new
 # connection is no failed attempt), and no RST_STREAM on a completed stream.
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
-apns=${PACER_FAKE_APNS:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 apns_pid=
 trap 'pacer_test_cleanup "$tmp" "$apns_pid"' EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log" "$tmp/apns.err")
 
-bash "$PACER_SOURCE/tests/support/make_test_certs.sh" "$tmp" >/dev/null
-openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$tmp/key.p8"
-openssl ec -in "$tmp/key.p8" -pubout -out "$tmp/key.pub" 2>/dev/null
 ok=$(printf 'a1%.0s' $(seq 32))
 
-"$apns" --cert "$tmp/server.pem" --key "$tmp/server.key" --listen 127.0.0.1:0 --auth-key "$tmp/key.pub" \
-  --key-id KEY0000001 --team-id TEAM000001 --record "$tmp/record.jsonl" --goaway-after 50 \
-  --max-concurrent-streams 100 >"$tmp/apns.out" 2>"$tmp/apns.err" &
-apns_pid=$!
-port=$(listening_port "$tmp/apns.out" "$apns_pid") || fail "the fake did not start"
+pacer_start_fake_apns --record "$tmp/record.jsonl" --goaway-after 50 --max-concurrent-streams 100
 
 start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:1
 "$pacerctl" provider create apple --rate 100000 >/dev/null
 "$pacerctl" campaign create promo --rate 100000 --provider apple >/dev/null
 seq 1 3000 | sed 's/.*/promo:{"aps":{"alert":"hello"}}/' | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$ok"
 
-cat >"$tmp/pacerd.yaml" <<YAML
-kafka:
-  brokers: [$PACER_KAFKA]
-  topics: [messages]
-postgres:
-  migrate: false
-sink:
-  kind: apns
-  in_flight: 200
-  apns:
-    url: https://127.0.0.1:$port
-    key_file: $tmp/key.p8
-    key_id: KEY0000001
-    team_id: TEAM000001
-    topic: com.example.app
-  push:
-    transport: h2
-    ca_file: $tmp/ca.pem
-admin:
-  listen: 127.0.0.1:0
-exit_when_idle_ms: 3000
-YAML
+pacer_apns_config --in-flight 200 --push 'transport: h2'
 timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" || fail "pacerd exited $?"
 
 report=$(curl -sS --cacert "$tmp/ca.pem" --http2 "https://127.0.0.1:$port/_report")

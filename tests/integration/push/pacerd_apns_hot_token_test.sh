@@ -11,22 +11,14 @@
 # - nothing is lost: 605 sent rows, and pacerd's summary counts the 429s as
 #   the token's (recipient_throttled), none as the provider's (throttled).
 source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
-apns=${PACER_FAKE_APNS:?}
 apns_pid=
 trap 'pacer_test_cleanup "$tmp" "$apns_pid"' EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log" "$tmp/apns.err")
 
-bash "$PACER_SOURCE/tests/support/make_test_certs.sh" "$tmp" >/dev/null
-openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$tmp/key.p8"
-openssl ec -in "$tmp/key.p8" -pubout -out "$tmp/key.pub" 2>/dev/null
 hot=$(printf 'f0%.0s' $(seq 32))       # 64 hex characters
 prefix=$(printf 'a%.0s' $(seq 63))     # + one digit: ten other tokens of 64
 
-"$apns" --cert "$tmp/server.pem" --key "$tmp/server.key" --listen 127.0.0.1:0 --auth-key "$tmp/key.pub" \
-  --key-id KEY0000001 --team-id TEAM000001 --hot-token "$hot" --hot-token-rate 1 --record "$tmp/record.jsonl" \
-  >"$tmp/apns.out" 2>"$tmp/apns.err" &
-apns_pid=$!
-port=$(listening_port "$tmp/apns.out" "$apns_pid") || fail "the fake did not start"
+pacer_start_fake_apns --hot-token "$hot" --hot-token-rate 1 --record "$tmp/record.jsonl"
 
 start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:1
 "$pacerctl" provider create apple --rate 100 --burst 5 >/dev/null
@@ -37,28 +29,7 @@ produce --count 200 --recipients 10 --recipient-prefix "$prefix" --id-prefix a-
 seq 1 5 | sed "s/.*/promo:$body/" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$hot"
 produce --count 400 --recipients 10 --recipient-prefix "$prefix" --id-prefix b-
 
-cat >"$tmp/pacerd.yaml" <<YAML
-kafka:
-  brokers: [$PACER_KAFKA]
-  topics: [messages]
-postgres:
-  migrate: false
-sink:
-  kind: apns
-  in_flight: 64
-  apns:
-    url: https://127.0.0.1:$port
-    key_file: $tmp/key.p8
-    key_id: KEY0000001
-    team_id: TEAM000001
-    topic: com.example.app
-  push:
-    ca_file: $tmp/ca.pem
-admin:
-  listen: 127.0.0.1:0
-exit_when_idle_ms: 3000
-summary_file: $tmp/summary.json
-YAML
+pacer_apns_config --top "summary_file: $tmp/summary.json"
 timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" || fail "pacerd exited $?"
 
 report=$(curl -sS --cacert "$tmp/ca.pem" --http2 "https://127.0.0.1:$port/_report")

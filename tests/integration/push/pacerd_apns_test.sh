@@ -9,59 +9,36 @@
 # - a recipient that is no device token and a payload that is no JSON object
 #   are failed rows with the reason, and never reached the provider;
 # - the key's bytes never appear in pacerd's output.
+# - the 25 messages to a second device carry a pacer-expires-at deadline: each
+#   reached the fake with apns-expiration that deadline, the others with none.
 source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
-apns=${PACER_FAKE_APNS:?}
 apns_pid=
 trap 'pacer_test_cleanup "$tmp" "$apns_pid"' EXIT
 PACER_TEST_LOGS=("$tmp/pacerd.log" "$tmp/apns.err")
 
-bash "$PACER_SOURCE/tests/support/make_test_certs.sh" "$tmp" >/dev/null
-openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$tmp/key.p8"
-openssl ec -in "$tmp/key.p8" -pubout -out "$tmp/key.pub" 2>/dev/null
 ok=$(printf 'a1%.0s' $(seq 32))   # 64 hex characters
+ok_ttl=$(printf 'b2%.0s' $(seq 32))  # its messages have a deadline
 dead=()
 for i in 1 2 3; do dead+=("$(printf "d$i%.0s" $(seq 32))"); done
 printf '%s\n' "${dead[@]}" >"$tmp/dead.txt"
 
-"$apns" --cert "$tmp/server.pem" --key "$tmp/server.key" --listen 127.0.0.1:0 --auth-key "$tmp/key.pub" \
-  --key-id KEY0000001 --team-id TEAM000001 --invalid-tokens "$tmp/dead.txt" --record "$tmp/record.jsonl" \
-  --max-concurrent-streams 8 >"$tmp/apns.out" 2>"$tmp/apns.err" &
-apns_pid=$!
-port=$(listening_port "$tmp/apns.out" "$apns_pid") || fail "the fake did not start"
+pacer_start_fake_apns --invalid-tokens "$tmp/dead.txt" --record "$tmp/record.jsonl" --max-concurrent-streams 8
 
 start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:1
 "$pacerctl" provider create apple --rate 2000 >/dev/null
 "$pacerctl" campaign create promo --rate 1000 --provider apple >/dev/null
 body='{"aps":{"alert":"hello"}}'
-seq 1 50 | sed "s/.*/promo:$body/" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$ok"
+seq 1 25 | sed "s/.*/promo:$body/" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$ok"
+deadline_ms=$(($(date +%s%3N) + 600000))
+seq 1 25 | sed "s/.*/promo:$body/" |
+  kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$ok_ttl" -H "pacer-expires-at=$deadline_ms"
 for d in "${dead[@]}"; do
   seq 1 2 | sed "s/.*/promo:$body/" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$d"
 done
 echo "promo:$body" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=not-a-device-token"
 echo "promo:plain text" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$ok"
 
-cat >"$tmp/pacerd.yaml" <<YAML
-kafka:
-  brokers: [$PACER_KAFKA]
-  topics: [messages]
-postgres:
-  migrate: false
-sink:
-  kind: apns
-  in_flight: 64
-  apns:
-    url: https://127.0.0.1:$port
-    key_file: $tmp/key.p8
-    key_id: KEY0000001
-    team_id: TEAM000001
-    topic: com.example.app
-    campaign_headers: {"promo/apns-priority": "5"}
-  push:
-    ca_file: $tmp/ca.pem
-admin:
-  listen: 127.0.0.1:0
-exit_when_idle_ms: 3000
-YAML
+pacer_apns_config --apns 'campaign_headers: {"promo/apns-priority": "5"}'
 timeout 120 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/pacerd.out" 2>"$tmp/pacerd.log" || fail "pacerd exited $?"
 key_line=$(sed -n 2p "$tmp/key.p8")
 grep -qF -- "$key_line" "$tmp/pacerd.log" "$tmp/pacerd.out" && fail "the APNs key was logged"
@@ -87,6 +64,8 @@ apns_pid=
 python3 -c 'import json,sys; print("\n".join(json.loads(l)["id"] for l in open(sys.argv[1])))' "$tmp/record.jsonl" |
   sort >"$tmp/fake.ids"
 [ "$(uniq -d "$tmp/fake.ids" | wc -l)" = 0 ] || fail "an apns-id arrived twice"
+carried=$(pacer_check_push_lifetimes "$tmp/record.jsonl" "$ok_ttl" "$deadline_ms")
+[ "$carried" = 25 ] || fail "$carried requests carried the deadline, expected 25"
 pacer_psql -c "SELECT provider_message_id FROM deliveries WHERE status = 'sent'" | sort >"$tmp/ledger.ids"
 cmp -s "$tmp/fake.ids" "$tmp/ledger.ids" || fail "the ledger's apns-ids differ from those the fake received"
 

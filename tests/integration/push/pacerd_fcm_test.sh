@@ -9,6 +9,9 @@
 #   issued (the run crossed refreshes);
 # - two dead tokens (UNREGISTERED) are invalid_token rows and counted once each;
 # - the service account's private key never appears in pacerd's output.
+# - the 250 messages to device-ttl carry a pacer-expires-at deadline: each
+#   reached the fake with android.ttl the seconds left on arrival (+- 1) and
+#   apns.headers.apns-expiration the deadline, the others with neither.
 source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 fcm=${PACER_FAKE_FCM:?}
 fcm_pid=
@@ -38,7 +41,10 @@ start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:1
 "$pacerctl" provider create firebase --rate 1000 >/dev/null
 "$pacerctl" campaign create news --rate 50 --provider firebase >/dev/null
 body='{"notification":{"title":"hi"}}'
-seq 1 500 | sed "s/.*/news:$body/" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=device-ok"
+seq 1 250 | sed "s/.*/news:$body/" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=device-ok"
+deadline_ms=$(($(date +%s%3N) + 600000))
+seq 1 250 | sed "s/.*/news:$body/" |
+  kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=device-ttl" -H "pacer-expires-at=$deadline_ms"
 for d in "${dead[@]}"; do echo "news:$body" | kcat -P -b "$PACER_KAFKA" -t messages -K: -H "recipient=$d"; done
 
 cat >"$tmp/pacerd.yaml" <<YAML
@@ -77,6 +83,8 @@ kill -TERM "$fcm_pid"
 wait "$fcm_pid" || true
 fcm_pid=
 [ "$(wc -l <"$tmp/record.jsonl")" = 500 ] || fail "record has $(wc -l <"$tmp/record.jsonl") lines"
+carried=$(pacer_check_push_lifetimes "$tmp/record.jsonl" device-ttl "$deadline_ms")
+[ "$carried" = 250 ] || fail "$carried requests carried the deadline, expected 250"
 
 rows=$(pacer_psql -c "SELECT status, count(*) FROM deliveries GROUP BY 1 ORDER BY 1" | tr '\n' ' ')
 [ "$rows" = "invalid_token|2 sent|500 " ] || fail "ledger: $rows"

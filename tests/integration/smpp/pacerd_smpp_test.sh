@@ -12,6 +12,9 @@
 #   as the segments, not the messages, say;
 # - an invalid UTF-8 text is a rejected ledger row with the reason;
 # - every sent row holds the SMSC's message id and its receipt lands on it.
+# - the long messages carry a pacer-expires-at deadline: every one of their
+#   segments reached the SMSC with that deadline as its validity_period in
+#   SMPP's absolute format; the others with none.
 source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 smsc=${PACER_FAKE_SMSC:?}
 smsc_pid=
@@ -30,12 +33,17 @@ start_pacerd_test_services "$tmp" "$pacerd" "$kafka_mock" --topic messages:1
 "$pacerctl" provider create sms --rate "$quota" >/dev/null
 "$pacerctl" campaign create promo --rate "$quota" --provider sms >/dev/null
 long=$(printf 'x%.0s' $(seq 200))  # 200 GSM characters: 2 segments
+deadline_ms=$(($(date +%s%3N) + 600000))
+# SMPP's absolute time (YYMMDDhhmmsst00+, UTC) of that deadline, as pacerd must send it.
+validity=$(date -u -d "@$((deadline_ms / 1000))" +%y%m%d%H%M%S)$((deadline_ms % 1000 / 100))00+
+produce() { kcat -P -b "$PACER_KAFKA" -t messages -K: "$@"; }
+seq 1 20 | awk '{ printf "promo:short %d\n", $1 }' | produce -H recipient=+4915112345678  # 20 x 1 segment
+seq 1 20 | awk -v t="$long" '{ printf "promo:%d %s\n", $1, t }' |                        # 20 x 2 segments
+  produce -H recipient=+4915112345679 -H "pacer-expires-at=$deadline_ms"
 {
-  seq 1 20 | awk '{ printf "promo:short %d\n", $1 }'                  # 20 x 1 segment
-  seq 1 20 | awk -v t="$long" '{ printf "promo:%d %s\n", $1, t }'    # 20 x 2 segments
   seq 1 20 | awk '{ printf "promo:Привет %d\n", $1 }'                # 20 x 1 segment, UCS-2
   printf 'promo:bad \xff text\n'                                    # not UTF-8: rejected
-} | kcat -P -b "$PACER_KAFKA" -t messages -K: -H recipient=+4915112345678
+} | produce -H recipient=+4915112345678
 segments=80
 
 cat >"$tmp/pacerd.yaml" <<YAML
@@ -69,7 +77,11 @@ kill "$smsc_pid"
 wait "$smsc_pid" || true
 smsc_pid=
 
-# The SMSC's record: one line per segment (ms, account, id, dest, n/m, status).
+# The SMSC's record: one line per segment (ms, account, id, dest, n/m, status, reference, validity).
+with_deadline=$(awk -F'\t' -v v="$validity" '$4 ~ /679$/ && $8 == v' "$tmp/smsc.tsv" | wc -l)
+[ "$with_deadline" -ge 40 ] || fail "$with_deadline segments arrived with validity_period $validity, expected all 40+"
+wrong=$(awk -F'\t' -v v="$validity" '($4 ~ /679$/) != ($8 == v) || ($4 !~ /679$/ && $8 != "-")' "$tmp/smsc.tsv")
+[ -z "$wrong" ] || fail "segments with another validity_period than their message's deadline ($validity or none): $wrong"
 accepted=$(awk -F'\t' '$6 == "ESME_ROK"' "$tmp/smsc.tsv" | wc -l)
 [ "$accepted" = "$segments" ] || fail "the SMSC accepted $accepted segments, expected $segments"
 dups=$(awk -F'\t' '$6 == "ESME_ROK" { print $3 }' "$tmp/smsc.tsv" | sort | uniq -d | wc -l)

@@ -195,3 +195,21 @@ TEST(ListenAddressTest, HostPortAndBracketedIpv6) {
 
 }  // namespace
 }  // namespace pacer::admin
+
+namespace pacer::admin {
+namespace {
+
+TEST(AcceptsGzipTest, ReadsTheCodingsAndTheirWeights) {
+  EXPECT_TRUE(acceptsGzip("gzip"));
+  EXPECT_TRUE(acceptsGzip("gzip, deflate, br"));
+  EXPECT_TRUE(acceptsGzip("br;q=1.0, GZip;q=0.5"));
+  EXPECT_TRUE(acceptsGzip("*"));
+  EXPECT_FALSE(acceptsGzip(""));
+  EXPECT_FALSE(acceptsGzip("identity"));
+  EXPECT_FALSE(acceptsGzip("gzip;q=0"));
+  EXPECT_FALSE(acceptsGzip("br, gzip ; q=0.000"));
+  EXPECT_FALSE(acceptsGzip("x-gzip-not")) << "a coding is a whole token";
+}
+
+}  // namespace
+}  // namespace pacer::admin

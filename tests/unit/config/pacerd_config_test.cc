@@ -266,6 +266,16 @@ TEST(PacerdConfig, DeadTokenGuardKeysReachTheWorker) {
             "pacerd.yaml:2:3: limits.dead_token_threshold: expected a number above 0 and at most 1, got \"0\"");
 }
 
+TEST(PacerdConfig, EventsKeysReachTheOptionsAndInFlightIsBounded) {
+  const Config c = load(fromText("events:\n  topic: outcomes\n  batch: 500\n  in_flight: 8\n  poll_ms: 50\n"));
+  EXPECT_EQ(c.options.events_topic, "outcomes");
+  EXPECT_EQ(c.options.events_batch, 500u);
+  EXPECT_EQ(c.options.events_in_flight, 8u);
+  EXPECT_EQ(c.options.events_poll, std::chrono::milliseconds(50));
+  EXPECT_EQ(load(fromText("events:\n  topic: t\n")).options.events_in_flight, 4u);
+  EXPECT_NE(errorOf(fromText("events:\n  in_flight: 0\n")).find("events.in_flight"), std::string::npos);
+}
+
 TEST(PacerdConfig, EnvironmentNamesFollowThePath) {
   EXPECT_EQ(envName("kafka.brokers"), "PACER_KAFKA_BROKERS");
   EXPECT_EQ(envName("sink.http.timeout_ms"), "PACER_SINK_HTTP_TIMEOUT_MS");

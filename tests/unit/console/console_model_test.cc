@@ -67,22 +67,104 @@ TEST(LimitedByTest, DoneNoInputUnknownAndARateOfZero) {
   EXPECT_EQ(limitedBy(campaign("c", 100, 10), &paused_here, 10).code, "provider_paused");
 }
 
-TEST(SeriesTest, KeepsFifteenMinutesInOrderWithGaps) {
+// The facts integration.console_truth makes true against a real pacerd: a
+// provider answering only 500s opens its breaker while campaigns still have
+// messages and send at a fraction of their rate.
+TEST(LimitedByTest, AnOpenBreakerIsNamedBeforeTheRates) {
+  ProviderView failing = provider(200);
+  failing.worker = ProviderView::Worker{};
+  failing.worker->circuit_open = true;
+  failing.worker->server_errors = 4200;
+  CampaignView blast = campaign("blast", 200, 3.5, 3000, 0);
+  blast.top.failed = 40;
+  const LimitedBy why = limitedBy(blast, &failing, 3.5);
+  EXPECT_EQ(why.code, "provider_breaker");
+  EXPECT_THAT(why.text, HasSubstr("sms"));
+  EXPECT_THAT(why.text, HasSubstr("circuit breaker is open"));
+  failing.worker->paused = true;  // the breaker pauses its provider: the breaker is named, not a 429/503
+  EXPECT_EQ(limitedBy(blast, &failing, 0).code, "provider_breaker");
+  blast.row.state = "paused";
+  EXPECT_EQ(limitedBy(blast, &failing, 0).code, "paused");
+  failing.worker->paused = false;
+  failing.worker->circuit_open = false;
+  blast.row.state = "active";
+  EXPECT_EQ(limitedBy(blast, &failing, 3.5).code, "below_limits") << "closed again: back to the rates";
+}
+
+TEST(CountDeltasTest, AddsOnlyWhatGrewSinceTheLastAcknowledgedWrite) {
+  CountDeltas d;
+  const std::string f5xx = countField("provider_server_errors", "push:eu");
+  EXPECT_EQ(f5xx, "provider_server_errors:push:eu") << "the kind ends at the first colon; the id is kept as is";
+  CountFields now{{f5xx, 7}, {countField("campaign_retries", "c"), 0}};
+  EXPECT_EQ(d.pending(now), (CountFields{{f5xx, 7}})) << "a counter at 0 adds nothing";
+  d.acknowledge(now);
+  EXPECT_TRUE(d.pending(now).empty());
+  now[f5xx] = 10;
+  EXPECT_EQ(d.pending(now), (CountFields{{f5xx, 3}}));
+  // Not acknowledged (Redis did not answer): the next write sends the whole growth.
+  now[f5xx] = 12;
+  EXPECT_EQ(d.pending(now), (CountFields{{f5xx, 5}}));
+  d.acknowledge(now);
+  now[f5xx] = 2;  // not one process's counter any more: counted from 0
+  EXPECT_EQ(d.pending(now), (CountFields{{f5xx, 2}}));
+}
+
+TEST(StateJsonTest, ClusterCountsFailedShareAndReceipts) {
+  CampaignView c = campaign("c", 100, 50, 1000, 270);
+  c.top.failed = 20;
+  c.top.rejected = 5;
+  c.top.invalid_token = 5;
+  c.top.has_receipts = true;
+  c.top.delivered = 200;
+  c.top.undelivered = 10;
+  c.top.receipts_pending = 60;
+  c.cluster_retries = 720;
+  ProviderView p = provider(400);
+  p.cluster = ProviderView::Cluster{12, 345};
+  const Json doc = stateJson("t", 1, 5, {c, campaign("fresh", 100, std::nullopt, 1000, 0)}, {p, provider(1)}, {});
+  const Json& j = doc["campaigns"][0];
+  EXPECT_EQ(j["failed_pct"], 10.0) << "30 failed of 300 finished";
+  EXPECT_EQ(j["retries_total"], 720);
+  EXPECT_EQ(j["receipts"]["delivered"], 200);
+  EXPECT_EQ(j["receipts"]["pending"], 60);
+  EXPECT_TRUE(doc["campaigns"][1]["failed_pct"].is_null()) << "nothing finished yet";
+  EXPECT_TRUE(doc["campaigns"][1]["receipts"].is_null());
+  EXPECT_TRUE(doc["campaigns"][1]["retries_total"].is_null()) << "no cluster counts: unknown, not 0";
+  EXPECT_EQ(doc["providers"][0]["cluster"]["throttled_total"], 12);
+  EXPECT_EQ(doc["providers"][0]["cluster"]["server_errors_total"], 345);
+  EXPECT_TRUE(doc["providers"][1]["cluster"].is_null());
+}
+
+TEST(SeriesTest, KeepsFifteenMinutesInFiveSecondBucketsWithGaps) {
   Series s;
-  for (int t = 0; t <= 2000; t += 10) s.add(1000 + t, t);
+  for (int t = 0; t <= 2000; ++t) s.add(1000 + t, t % 2 ? 10.0 : 20.0);  // one refresh a second
   Json j = s.json();
-  ASSERT_FALSE(j["t"].empty());
-  EXPECT_GE(j["t"].front().get<double>(), 3000 - Series::kSpanS);
-  EXPECT_EQ(j["t"].back().get<double>(), 3000);
-  const std::size_t n = j["t"].size();
+  EXPECT_EQ(j["step"], Series::kStepS);
+  EXPECT_EQ(j["v"].size(), Series::kMaxPoints) << "2,001 refreshes kept as 181 points";
+  EXPECT_EQ(s.points(), Series::kMaxPoints);
+  EXPECT_EQ(j["t0"], 3000 - Series::kSpanS) << "the bucket 15 minutes before the newest";
+  EXPECT_EQ(j["v"][0], 16.0) << "the mean of the five refreshes in the bucket: 20, 10, 20, 10, 20";
+  EXPECT_EQ(j["v"].back(), 20.0) << "the newest bucket holds one refresh so far (t = 3000)";
   s.add(2500, 1);  // earlier than the last: dropped
-  s.add(3001, std::nullopt);
-  s.add(3002, std::nan(""));
+  s.add(3006, std::nullopt);
+  s.add(3011, std::nan(""));
   j = s.json();
-  EXPECT_EQ(j["t"].size(), n + 1) << "two added, the point at 2100 now older than 15 minutes";
-  EXPECT_EQ(j["t"][n - 2], 3000);
-  EXPECT_TRUE(j["v"][n - 1].is_null());
-  EXPECT_TRUE(j["v"][n].is_null()) << "NaN is a gap";
+  EXPECT_EQ(j["v"].size(), Series::kMaxPoints) << "two buckets more, two older than 15 minutes less";
+  EXPECT_EQ(j["t0"], 3010 - Series::kSpanS);
+  EXPECT_TRUE(j["v"][Series::kMaxPoints - 2].is_null()) << "unknown is a gap";
+  EXPECT_TRUE(j["v"].back().is_null()) << "NaN is a gap";
+}
+
+TEST(SeriesTest, MergedBucketsAreMeansAlignedOnTheirSpan) {
+  Series s;
+  for (int t = 0; t < 60; t += 5) s.add(1000 + t, t < 30 ? 1.0 : std::optional<double>());
+  const Json j = s.json(4);  // 20-s points, starting on a multiple of 20 s
+  EXPECT_EQ(j["step"], 20.0);
+  EXPECT_EQ(j["t0"], 1000.0);
+  ASSERT_EQ(j["v"].size(), 3u);
+  EXPECT_EQ(j["v"][0], 1.0);
+  EXPECT_EQ(j["v"][1], 1.0) << "two known buckets and two gaps: the mean of the known";
+  EXPECT_TRUE(j["v"][2].is_null());
 }
 
 TEST(HistoriesTest, ThisWorkersAnswersBecomeRatesAndARestartCountsFromZero) {
@@ -98,18 +180,42 @@ TEST(HistoriesTest, ThisWorkersAnswersBecomeRatesAndARestartCountsFromZero) {
   h.add(115, {}, {p});
   const Json j = h.json()["providers"]["sms"];
   EXPECT_TRUE(j["throttled_per_s"]["v"][0].is_null()) << "no earlier sample";
-  EXPECT_DOUBLE_EQ(j["throttled_per_s"]["v"][1].get<double>(), 2.0);
-  EXPECT_DOUBLE_EQ(j["server_errors_per_s"]["v"][1].get<double>(), 0.4);
-  EXPECT_DOUBLE_EQ(j["throttled_per_s"]["v"][2].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["throttled_per_s"]["v"][2].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(j["server_errors_per_s"]["v"][2].get<double>(), 0.4);
+  EXPECT_DOUBLE_EQ(j["throttled_per_s"]["v"][3].get<double>(), 1.0);
   EXPECT_EQ(j["rate"]["v"][0], 100);
   h.add(2000, {}, {});
   EXPECT_TRUE(h.json()["providers"].empty()) << "forgotten after fifteen minutes unseen";
 }
 
+// The document stays within its bound however many campaigns there are: an
+// hour of 3,000 campaigns refreshed every second.
+TEST(HistoriesTest, BoundedWhateverTheNumberOfCampaigns) {
+  Histories h;
+  std::vector<CampaignView> cs;
+  for (int i = 0; i < 3000; ++i) cs.push_back(campaign("c" + std::to_string(i), 100, 50 + i % 7));
+  for (int t = 0; t < 3600; t += 1) {
+    // The first 500 stop being seen after 10 minutes.
+    if (t == 600) cs.erase(cs.begin(), cs.begin() + 500);
+    h.add(1000 + t, t % 5 == 0 ? cs : std::vector<CampaignView>{}, {provider(400)});
+  }
+  const Json j = h.json();
+  std::size_t values = 0;
+  for (const auto& [id, c] : j["campaigns"].items())
+    values += c["send_rate"]["v"].size() + c["achieved_rate"]["v"].size();
+  for (const auto& [id, p] : j["providers"].items())
+    for (const auto& [name, series] : p.items()) values += series["v"].size();
+  EXPECT_EQ(j["campaigns"].size(), Histories::kMaxCampaigns);
+  EXPECT_EQ(j["campaigns_left_out"], 2500 - Histories::kMaxCampaigns) << "the 500 unseen for 15 minutes are forgotten";
+  EXPECT_LE(values, Histories::kMaxValues);
+  EXPECT_GT(j["step_s"].get<double>(), Series::kStepS) << "buckets merged to stay within the bound";
+  EXPECT_FALSE(j["campaigns"].contains("c0")) << "forgotten";
+}
+
 TEST(StateJsonTest, ClusterFiguresAtTheTopThisWorkersUnderWorker) {
   CampaignView c = campaign("<img src=x onerror=alert(1)>", 100, 40);
   c.row.name = "<b>\"quoted\"</b>";
-  c.worker = CampaignView::Worker{7, 2, 3, 12.5};
+  c.worker = CampaignView::Worker{7, 2, 3, 12.5, "", ""};
   ProviderView p = provider(400);
   p.shared_effective = 300;
   p.shared_paused_s = 1.5;
@@ -148,6 +254,25 @@ TEST(StateJsonTest, ClusterFiguresAtTheTopThisWorkersUnderWorker) {
 
 // The priority class is the row's; a campaign's suppressed messages are
 // cluster figures, and done like failed ones (the backlog shrinks).
+// Failed over (docs/routes.md): the route and its reason are what holds the
+// campaign, whatever its provider's rate says; on its own provider, as before.
+TEST(StateJsonTest, AFailedOverCampaignSaysWhichRouteTakesItsTrafficAndWhy) {
+  CampaignView c = campaign("otp", 100, 40);
+  c.worker = CampaignView::Worker{7, 2, 3, 12.5, "sms-b", "sms-a: binds failing (2 refused or unanswered)"};
+  ProviderView p = provider(400);
+  p.shared_paused_s = 1.5;
+  const Json j = stateJson("2026-11-24T10:00:00Z", 1795.5, 5, {c}, {p}, Sources{});
+  const Json& jc = j["campaigns"][0];
+  EXPECT_EQ(jc["limited_by"]["code"], "failover");
+  EXPECT_EQ(jc["limited_by"]["text"], "via sms-b: sms-a: binds failing (2 refused or unanswered)");
+  EXPECT_EQ(jc["worker"]["route"], "sms-b");
+  c.worker->route = "sms-a";
+  c.worker->route_reason.clear();
+  const Json back = stateJson("2026-11-24T10:00:01Z", 1796.5, 5, {c}, {p}, Sources{});
+  EXPECT_EQ(back["campaigns"][0]["limited_by"]["code"], "provider_paused");
+  EXPECT_EQ(back["campaigns"][0]["worker"]["route_reason"], nullptr);
+}
+
 TEST(StateJsonTest, PriorityClassAndSuppressedComeFromTheCluster) {
   CampaignView c = campaign("night", 100, 40);
   c.row.priority_class = "bulk";

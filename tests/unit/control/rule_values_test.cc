@@ -73,6 +73,35 @@ TEST(ParseCapPolicyText, IsSuppressOrDefer) {
     EXPECT_THAT(refusal([&] { parseCapPolicyText(bad, "--cap-policy"); }), HasSubstr("--cap-policy")) << bad;
 }
 
+// A failover list (docs/routes.md): ids separated by ',', none twice, at
+// most four; "none" is no list. The campaign's own provider is checked with the row.
+TEST(ParseFailoverText, TakesUpToFourDistinctIdsAndNone) {
+  EXPECT_EQ(parseFailoverText("sms-b,sms-c", "--failover"), (std::vector<std::string>{"sms-b", "sms-c"}));
+  EXPECT_TRUE(parseFailoverText("none", "--failover").empty());
+  EXPECT_EQ(formatFailover({"sms-b", "sms-c"}), "sms-b,sms-c");
+  EXPECT_EQ(formatFailover({}), "none");
+  EXPECT_THAT(refusal([] { parseFailoverText("a,b,a", "--failover"); }), HasSubstr("'a' is named twice"));
+  EXPECT_THAT(refusal([] { parseFailoverText("a,b,c,d,e", "--failover"); }), HasSubstr("5 providers, more than 4"));
+  EXPECT_THAT(refusal([] { parseFailoverText("a,,b", "--failover"); }), HasSubstr("--failover"));
+}
+
+TEST(CampaignInfoOf, CarriesAFailoverListAndSkipsOneItCannotFollow) {
+  CampaignRow r = row();
+  r.provider = "sms-a";
+  r.failover = {"sms-b"};
+  const auto ci = campaignInfoOf(r, nullptr);
+  ASSERT_TRUE(ci);
+  EXPECT_EQ(ci->failover, (std::vector<std::string>{"sms-b"}));
+  std::string problem;
+  r.failover = {"sms-a"};
+  EXPECT_FALSE(campaignInfoOf(r, &problem));
+  EXPECT_THAT(problem, HasSubstr("'sms-a' is the campaign's own provider"));
+  r.provider.clear();
+  r.failover = {"sms-b"};
+  EXPECT_FALSE(campaignInfoOf(r, &problem));
+  EXPECT_THAT(problem, HasSubstr("needs a provider to fail over from"));
+}
+
 TEST(CampaignInfoOf, CarriesTheRulesOfAGoodRow) {
   CampaignRow r = row();
   r.priority_class = "bulk";

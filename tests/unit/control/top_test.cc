@@ -175,21 +175,23 @@ TopFrame sampleFrame() {
 
 TEST(TopRenderTest, TheTextFrameHasAHeaderWithTotalsAndOneLinePerCampaign) {
   TopFrame f = sampleFrame();
-  f.providers.push_back(TopProviderRow{"sms", 400.0, 1, 50.0, 320.0, false, 3});
+  f.providers.push_back(TopProviderRow{"sms", 400.0, 1, 50.0, 320.0, false, 3, 7, true, false});
   fillLimitedBy(f);
   const std::string text = renderTopText(f, 200);
   EXPECT_THAT(text, HasSubstr("pacer top  2026-11-23T13:40:05Z  50.0/s over 5s\n"
                               "campaigns 2: 1 active, 1 paused  sent 245  failed 8  backlog >=780\n\n"));
-  EXPECT_THAT(text, HasSubstr("\n\nID           STATE   PROVIDER       RATE  ACHIEVED  SENT  FAILED  BACKLOG  PROGRESS"
-                              "           ETA  LIMITED BY\n"));
-  // 750 left at 50/s: 15 s; 250 of 1000 done; at (above) its own rate.
-  EXPECT_THAT(text, HasSubstr("\nspring-sale  active  sms            40/s    50.0/s   240       8      750  "
+  EXPECT_THAT(text,
+              HasSubstr("\n\nID           STATE   PROVIDER       RATE  ACHIEVED  SENT  FAILED  FAIL%  BACKLOG  PROGRESS"
+                        "           ETA  LIMITED BY\n"));
+  // 750 left at 50/s: 15 s; 250 of 1000 done; at (above) its own rate; 10 of
+  // the 250 finished failed or were rejected: 4.0%.
+  EXPECT_THAT(text, HasSubstr("\nspring-sale  active  sms            40/s    50.0/s   240       8   4.0%      750  "
                               "[##........]  25%  15s  own rate\n"));
   // Unknown total: the parked count as a lower bound, no bar, no ETA at rate 0.
-  EXPECT_THAT(text, HasSubstr("\nvip          paused  -         unlimited     0.0/s     5       0     >=30  -"
+  EXPECT_THAT(text, HasSubstr("\nvip          paused  -         unlimited     0.0/s     5       0   0.0%     >=30  -"
                               "                    -  paused\n"));
-  EXPECT_THAT(text, HasSubstr("\nPROVIDER  QUOTA  EFFECTIVE  ACHIEVED  PAUSED  429s  CAMPAIGNS\n"
-                              "sms       400/s    320.0/s    50.0/s  no         3          1\n"));
+  EXPECT_THAT(text, HasSubstr("\nPROVIDER  QUOTA  EFFECTIVE  ACHIEVED  PAUSED  429s  5XX  CAMPAIGNS\n"
+                              "sms       400/s    320.0/s    50.0/s  no         3    7          1\n"));
 }
 
 // A rate written by SQL past the checks (NaN, Infinity) is marked in the
@@ -197,7 +199,8 @@ TEST(TopRenderTest, TheTextFrameHasAHeaderWithTotalsAndOneLinePerCampaign) {
 TEST(TopRenderTest, ARateNoCheckWouldPassIsMarkedNotShownAsNanOrUnlimited) {
   TopFrame f = sampleFrame();
   f.rows[0].send_rate = std::numeric_limits<double>::quiet_NaN();
-  f.providers.push_back(TopProviderRow{"sms", std::numeric_limits<double>::infinity(), 1, 50.0, 320.0, false, 3});
+  f.providers.push_back(
+      TopProviderRow{"sms", std::numeric_limits<double>::infinity(), 1, 50.0, 320.0, false, 3, 7, true, false});
   const std::string text = renderTopText(f, 200);
   EXPECT_THAT(text, HasSubstr("invalid (NaN)"));
   EXPECT_THAT(text, HasSubstr("invalid (Infinity)"));
@@ -227,9 +230,9 @@ TEST(TopRenderTest, ClassesGetAColumnAndALineEachWithTheirBacklogAndRate) {
                               "class default: 1 campaign, backlog >=30, 0.0/s\n"
                               "class bulk: 2 campaigns, backlog 800, 60.0/s\n\n"));
   EXPECT_THAT(text, HasSubstr("\nID           STATE   CLASS    PROVIDER"));
-  EXPECT_THAT(text, HasSubstr("  FAILED  SUPPR  BACKLOG"));
+  EXPECT_THAT(text, HasSubstr("  FAILED  FAIL%  SUPPR  BACKLOG"));
   EXPECT_THAT(text, HasSubstr("\nvip          paused  default  -  "));
-  EXPECT_THAT(text, HasSubstr("       8     10      740  "));
+  EXPECT_THAT(text, HasSubstr("       8   3.8%     10      740  "));
 }
 
 // With --admin, the worker's queue per class joins each class's line; a
@@ -281,7 +284,8 @@ TEST(TopRenderTest, EightyColumnsKeepTheFiguresThatMatterAndDropTheRest) {
   f.rows[0].delivered = 200;
   f.rows[0].undelivered = 30;
   f.rows[0].receipts_pending = 10;
-  f.providers.push_back(TopProviderRow{"sms", 400.0, 1, 50.0, std::nullopt, std::nullopt, std::nullopt});
+  f.providers.push_back(TopProviderRow{"sms", 400.0, 1, 50.0, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                                       false, std::nullopt});
   fillLimitedBy(f);
   const std::string wide = renderTopText(f, 200);
   EXPECT_THAT(wide, HasSubstr("DLVRD  UNDLV  PEND"));
@@ -319,7 +323,11 @@ TEST(TopLimitedByTest, EachCaseNamesWhatHoldsTheCampaignBack) {
   EXPECT_THAT(by_provider.text, HasSubstr("lowered after throttling"));
   f.provider_paused = true;
   EXPECT_EQ(limitedByOf(f).code, "provider_paused");
+  f.provider_circuit_open = true;  // the breaker pauses its provider too: it is named
+  EXPECT_EQ(limitedByOf(f).code, "provider_breaker");
   f.provider_paused = false;
+  EXPECT_EQ(limitedByOf(f).code, "provider_breaker");
+  f.provider_circuit_open = false;
   f.provider_achieved = 100;
   EXPECT_EQ(limitedByOf(f).code, "below_limits");
   f.backlog = 0;

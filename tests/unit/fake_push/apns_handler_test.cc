@@ -63,6 +63,14 @@ TEST_F(ApnsHandlerTest, AcceptsAGoodRequestAndEchoesOrMakesTheApnsId) {
       << d.id;
 }
 
+TEST_F(ApnsHandlerTest, AnAcceptedRequestKeepsItsApnsExpirationForTheRecord) {
+  const std::string t = jwt(kT0);
+  auto r = request("aa01", t);
+  r.apns_expiration = "1800000600";
+  EXPECT_EQ(handler_.handle(r, at(0)).apns_expiration, "1800000600");
+  EXPECT_EQ(handler_.handle(request("aa01", t), at(0.1)).apns_expiration, "");  // none sent, none recorded
+}
+
 TEST_F(ApnsHandlerTest, RefusesBadProviderTokens) {
   auto r = request("aa01", jwt(kT0));
   r.authorization.clear();

@@ -93,6 +93,26 @@ TEST_F(FcmHandlerTest, RefusesBadAssertionsWithInvalidGrant) {
             Outcome::kTokenIssued);
 }
 
+TEST_F(FcmHandlerTest, AnAcceptedMessageKeepsItsLifetimeForTheRecord) {
+  const std::string access = accessToken(0);
+  auto r = sendRequest(access, "dev1");
+  r.body = nlohmann::json{{"message",
+                           {{"token", "dev1"},
+                            {"android", {{"ttl", "42s"}}},
+                            {"apns", {{"headers", {{"apns-expiration", "1800000042"}}}}}}}}
+               .dump();
+  auto d = handler_.handle(r, at(1));
+  ASSERT_EQ(d.outcome, Outcome::kAccepted);
+  EXPECT_EQ(d.android_ttl, "42s");
+  EXPECT_EQ(d.apns_expiration, "1800000042");
+  // None given, or not a string (FCM's API has both as strings): nothing recorded.
+  r.body = nlohmann::json{{"message", {{"token", "dev2"}, {"android", {{"ttl", 42}}}, {"apns", "x"}}}}.dump();
+  d = handler_.handle(r, at(1.5));
+  ASSERT_EQ(d.outcome, Outcome::kAccepted);
+  EXPECT_EQ(d.android_ttl, "");
+  EXPECT_EQ(d.apns_expiration, "");
+}
+
 TEST_F(FcmHandlerTest, SendNeedsAnIssuedUnexpiredToken) {
   const std::string access = accessToken(0);
   auto d = handler_.handle(sendRequest(access, "dev1"), at(1));

@@ -112,7 +112,7 @@ TEST(SimRulesScenario, RefusesBadTopLevelRuleKeys) {
   EXPECT_THAT(errorOf("duration_s: 5\ncampaigns:\n  - {id: a, klass: bulk}\n"),
               HasSubstr("campaigns[0].klass (line 3): unknown key (expected one of: id, provider, rate, burst, weight, "
                         "messages, start_s, class, arrival_per_s, recipients, cap, cap_policy, quiet_hours, "
-                        "time_zones)"));
+                        "time_zones, ttl_s, message_ttl_s)"));
 }
 
 }  // namespace

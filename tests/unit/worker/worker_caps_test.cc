@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "pacer/worker.h"
-#include "support/fakes.h"
+#include "support/worker_fixture.h"
 
 namespace pacer {
 namespace {
@@ -18,11 +18,6 @@ using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
-
-using test_support::FakeCapStore;
-using test_support::FakeLedger;
-using test_support::FakeParking;
-using test_support::FakeSink;
 
 const WallTime kNoon{std::chrono::sys_days{std::chrono::year{2026} / 11 / 25} + hours(12)};
 
@@ -48,39 +43,19 @@ CampaignInfo capped(std::string id, double rate, std::optional<FrequencyCapRule>
 
 FrequencyCapRule rule(std::uint32_t limit, std::chrono::milliseconds window) { return FrequencyCapRule{limit, window}; }
 
-class WorkerCapsTest : public ::testing::Test {
+class WorkerCapsTest : public test_support::WorkerCoreFixture {
  protected:
+  // The in-memory cap store caps_; the wall clock is set to noon once and
+  // stays there (as these tests always had it).
   void make(WorkerOptions o = {}) {
     o.caps = &caps_;
     o.ledger_flush_interval = milliseconds(50);
-    start_ = clock_.now();
-    core_ = std::make_unique<WorkerCore>(o, ledger_, sink_, nullptr, clock_.now());
-    core_->setWallClock(kNoon, clock_.now());
-  }
-  void run(Nanos d, Nanos tick = milliseconds(5)) {
-    const MonoTime end = clock_.now() + d;
-    while (clock_.now() < end) {
-      clock_.advance(tick);
-      core_->step(clock_.now());
-    }
+    makeCore(o, false, kNoon);
   }
   std::size_t sentTo(const std::string& recipient) const {
     return static_cast<std::size_t>(std::count_if(sink_.submitted.begin(), sink_.submitted.end(),
                                                   [&](const Message& m) { return m.recipient == recipient; }));
   }
-  CampaignStats statsOf(const std::string& id) const {
-    for (const CampaignStats& s : core_->campaignStats())
-      if (s.id == id) return s;
-    return {};
-  }
-
-  SimulatedTimeSource clock_{monoAt(seconds(1000))};
-  MonoTime start_{};
-  FakeLedger ledger_;
-  FakeSink sink_{1000};
-  FakeParking parking_;
-  FakeCapStore caps_;
-  std::unique_ptr<WorkerCore> core_;
 };
 
 // Half the messages go to one recipient capped at 1 a day: those are

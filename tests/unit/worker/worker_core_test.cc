@@ -9,8 +9,8 @@
 #include <set>
 
 #include "pacer/worker.h"
-#include "support/fakes.h"
 #include "support/series.h"
+#include "support/worker_fixture.h"
 
 namespace pacer {
 namespace {
@@ -19,7 +19,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 using test_support::FakeLedger;
-using test_support::FakeParking;
 using test_support::FakeSink;
 
 RawMessage raw(std::int64_t offset, std::string campaign, std::int32_t partition = 0, std::string payload = "p") {
@@ -39,19 +38,11 @@ CampaignInfo campaign(std::string id, std::optional<double> rate, double burst =
   return c;
 }
 
-class WorkerCoreTest : public ::testing::Test {
+class WorkerCoreTest : public test_support::WorkerCoreFixture {
  protected:
   void make(WorkerOptions o = {}, bool with_parking = false) {
     o.ledger_flush_interval = milliseconds(50);
-    core_ = std::make_unique<WorkerCore>(o, ledger_, sink_, with_parking ? &parking_ : nullptr, clock_.now());
-  }
-  // Steps every `tick` for `d`.
-  void run(Nanos d, Nanos tick = milliseconds(5)) {
-    const MonoTime end = clock_.now() + d;
-    while (clock_.now() < end) {
-      clock_.advance(tick);
-      core_->step(clock_.now());
-    }
+    makeCore(o, with_parking);
   }
   // One message to campaign "a" (unlimited) that every attempt answers with
   // HTTP 500; retries 100 ms apart, doubling, without jitter.
@@ -74,12 +65,6 @@ class WorkerCoreTest : public ::testing::Test {
     return static_cast<std::size_t>(std::count_if(sink_.submitted.begin(), sink_.submitted.end(),
                                                   [&](const Message& m) { return m.campaign == c; }));
   }
-
-  SimulatedTimeSource clock_{monoAt(seconds(1000))};
-  FakeLedger ledger_;
-  FakeSink sink_{1000};
-  FakeParking parking_;
-  std::unique_ptr<WorkerCore> core_;
 };
 
 TEST_F(WorkerCoreTest, SendsAtTheCampaignRateAndNeverAbove) {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "pacer/worker.h"
-#include "support/fakes.h"
+#include "support/worker_fixture.h"
 
 namespace pacer {
 namespace {
@@ -13,10 +13,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
-
-using test_support::FakeLedger;
-using test_support::FakeParking;
-using test_support::FakeSink;
 
 // 2026-11-26T12:00:00Z, in epoch milliseconds.
 constexpr std::int64_t kWall0 = 1'795'694'400'000;
@@ -39,48 +35,21 @@ CampaignInfo campaign(std::string id, double rate, double burst, std::int64_t tt
   return c;
 }
 
-class WorkerExpiryTest : public ::testing::Test {
+class WorkerExpiryTest : public test_support::WorkerCoreFixture {
  protected:
+  // The daemon's wall clock, moving with the simulated one from kWall0.
   void make(WorkerOptions o = {}, bool with_parking = false) {
     o.ledger_flush_interval = milliseconds(10);
-    start_ = clock_.now();
-    core_ = std::make_unique<WorkerCore>(o, ledger_, sink_, with_parking ? &parking_ : nullptr, clock_.now());
-    core_->setWallClock(wallNow(), clock_.now());
+    makeCore(o, with_parking, WallTime{milliseconds{kWall0}}, Wall::kFollow);
   }
-  std::int64_t wallMs() const {
-    return kWall0 + std::chrono::duration_cast<milliseconds>(clock_.now() - start_).count();
-  }
-  WallTime wallNow() const { return WallTime{milliseconds{wallMs()}}; }
-  // Steps every `tick` for `d`, as the daemon's loop does, noting the wall
-  // time (ms) of every send.
-  void run(Nanos d, Nanos tick = milliseconds(5)) {
-    const MonoTime end = clock_.now() + d;
-    while (clock_.now() < end) {
-      clock_.advance(tick);
-      core_->setWallClock(wallNow(), clock_.now());
-      core_->step(clock_.now());
-      while (sent_at_.size() < sink_.submitted.size()) sent_at_.push_back(wallMs());
-    }
-  }
+  std::int64_t wallMs() const { return wall().time_since_epoch().count(); }
+  std::int64_t sentAtMs(std::size_t i) const { return sent_at_.at(i).time_since_epoch().count(); }
   std::string in(std::int64_t ms) const { return std::to_string(wallMs() + ms); }
   std::size_t count(DeliveryStatus s) const {
     std::size_t n = 0;
     for (const auto& [id, r] : ledger_.byId) n += r.status == s ? 1 : 0;
     return n;
   }
-  CampaignStats statsOf(const std::string& id) const {
-    for (const CampaignStats& s : core_->campaignStats())
-      if (s.id == id) return s;
-    return {};
-  }
-
-  SimulatedTimeSource clock_{monoAt(seconds(1000))};
-  MonoTime start_{};
-  FakeLedger ledger_;
-  FakeSink sink_{1000};
-  FakeParking parking_;
-  std::unique_ptr<WorkerCore> core_;
-  std::vector<std::int64_t> sent_at_;
 };
 
 TEST_F(WorkerExpiryTest, APausedCampaignsMessageExpiresWithoutBeingSentOrSpendingItsToken) {
@@ -121,7 +90,7 @@ TEST_F(WorkerExpiryTest, TheCampaignsDefaultLifetimeExpiresTheBacklogAndItsToken
   core_->offer(raw(5, "otp"), clock_.now());
   run(milliseconds(200));
   ASSERT_EQ(sink_.submitted.size(), 3u) << "the token due at 2 s was not spent on an expired message";
-  EXPECT_LE(sent_at_.back(), kWall0 + 2005);
+  EXPECT_LE(sentAtMs(sent_at_.size() - 1), kWall0 + 2005);
 }
 
 TEST_F(WorkerExpiryTest, TheEarlierOfTheHeaderAndTheCampaignLifetimeIsTheDeadline) {

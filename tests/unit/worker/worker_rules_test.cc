@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "pacer/worker.h"
-#include "support/fakes.h"
+#include "support/worker_fixture.h"
 
 namespace pacer {
 namespace {
@@ -16,11 +16,6 @@ using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
-
-using test_support::FakeCapStore;
-using test_support::FakeLedger;
-using test_support::FakeParking;
-using test_support::FakeSink;
 
 WallTime utc(int y, unsigned mo, unsigned d, int h, int mi = 0, int s = 0) {
   using namespace std::chrono;
@@ -47,53 +42,24 @@ CampaignInfo campaign(std::string id, double rate, double burst, std::string qui
   return c;
 }
 
-class WorkerRulesTest : public ::testing::Test {
+class WorkerRulesTest : public test_support::WorkerCoreFixture {
  protected:
   static TimeZoneTablePtr zones() {
     static const TimeZoneTablePtr table = TimeZoneTable::loadSystem();
     return table;
   }
+  // The core's wall clock starts at `wall` and moves with the simulated one.
   void make(WallTime wall, WorkerOptions o = {}, bool with_parking = false) {
     o.zones = zones();
     o.caps = &caps_;
     o.ledger_flush_interval = milliseconds(50);
-    start_ = clock_.now();
-    wall0_ = wall;
-    core_ = std::make_unique<WorkerCore>(o, ledger_, sink_, with_parking ? &parking_ : nullptr, clock_.now());
-    core_->setWallClock(wall, clock_.now());
-  }
-  WallTime wall() const { return wall0_ + std::chrono::duration_cast<milliseconds>(clock_.now() - start_); }
-  // Steps every `tick` for `d`, as the daemon's loop does, noting the wall
-  // time of every send.
-  void run(Nanos d, Nanos tick = milliseconds(5)) {
-    const MonoTime end = clock_.now() + d;
-    while (clock_.now() < end) {
-      clock_.advance(tick);
-      core_->setWallClock(wall(), clock_.now());
-      core_->step(clock_.now());
-      while (sent_at_.size() < sink_.submitted.size()) sent_at_.push_back(wall());
-    }
+    makeCore(o, with_parking, wall, Wall::kFollow);
   }
   void runUntil(WallTime w, Nanos tick) { run(std::chrono::duration_cast<Nanos>(w - wall()), tick); }
   std::size_t sentBy(WallTime w) const {
     return static_cast<std::size_t>(std::count_if(sent_at_.begin(), sent_at_.end(), [&](WallTime t) { return t < w; }));
   }
   std::optional<std::int64_t> committed() const { return core_->committable(TopicPartition{"t", 0}); }
-  const CampaignStats statsOf(const std::string& id) const {
-    for (const CampaignStats& s : core_->campaignStats())
-      if (s.id == id) return s;
-    return {};
-  }
-
-  SimulatedTimeSource clock_{monoAt(seconds(1000))};
-  MonoTime start_{};
-  WallTime wall0_{};
-  FakeLedger ledger_;
-  FakeSink sink_{1000};
-  FakeParking parking_;
-  FakeCapStore caps_;
-  std::unique_ptr<WorkerCore> core_;
-  std::vector<WallTime> sent_at_;  // per send, in order
 };
 
 // 22:00 EST on 9 March 2024; the clocks spring forward that night, so 08:00

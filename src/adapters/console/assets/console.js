@@ -90,7 +90,7 @@
     for (const s of series) {
       if (s.band) {  // 0/1 series drawn as shaded spans (a provider's pauses)
         for (let i = 0; i + 1 < s.t.length; i++)
-          if (s.v[i] === 1) root.append(svg('rect', { class: s.cls, x: x(s.t[i]), y: pad.t,
+          if (s.v[i] > 0) root.append(svg('rect', { class: s.cls, x: x(s.t[i]), y: pad.t,
             width: Math.max(1, x(s.t[i + 1]) - x(s.t[i])), height: h - pad.t - pad.b }));
         continue;
       }
@@ -142,6 +142,12 @@
     }
   }
   const series = (store, key) => (store && store[key]) || { t: [], v: [] };
+  // The history document's series, {t0, step, v} (one point per bucket, from
+  // its start), as the {t, v} the charts and the live points use.
+  function expand(s) {
+    if (!s || s.t0 === null || s.t0 === undefined) return { t: [], v: [] };
+    return { t: s.v.map((_, i) => s.t0 + i * s.step), v: s.v.slice() };
+  }
 
   // --- views -------------------------------------------------------------------
   // "2 active, 1 paused, 3 completed": the list keeps a campaign for an hour
@@ -155,6 +161,26 @@
     return parts.length ? parts.join(', ') : 'none';
   }
 
+  // "30 (10.0%)": failed, rejected and dead-token rows with their share of the finished ones.
+  function failedText(c) {
+    const n = c.failed + c.rejected + c.invalid_token;
+    return c.failed_pct === null || c.failed_pct === undefined ? num(n) : `${num(n)} (${c.failed_pct}%)`;
+  }
+
+  function deliveredText(c) {
+    return c.receipts ? `${num(c.receipts.delivered)} delivered` : 'no receipts';
+  }
+
+  function providerLink(id) {
+    return id === null ? el('span', { text: '—' }) : el('a', { href: '#/providers', class: 'provider-link', data: { provider: id }, text: id });
+  }
+
+  // Each cell carries its heading (data-label): the phone layout shows the rows
+  // as cards with a label before each value (console.css).
+  function cell(label, attrs, ...children) {
+    return el('td', { ...attrs, data: { ...(attrs.data || {}), label } }, ...children);
+  }
+
   function campaignsView(frame) {
     const rows = frame.campaigns.map((c) => {
       const h = ui.history.campaigns[c.id];
@@ -162,31 +188,34 @@
       const fill = el('span');
       fill.style.width = `${pct === null ? 0 : pct}%`;
       const progressText = c.total === null ? `${num(c.sent)} sent, total unknown` : `${num(c.sent + c.failed + c.rejected + c.invalid_token + c.suppressed)} / ${num(c.total)} (${pct}%)`;
+      const eta = `${c.backlog_lower_bound && c.eta_s !== null ? '≥' : ''}${duration(c.eta_s)}`;
       return el('tr', { class: 'row', data: { campaign: c.id } },
-        el('td', { class: 'name' }, el('a', { href: campaignHref(c.id), class: 'campaign-link', text: c.name || c.id }),
+        cell('Campaign', { class: 'name' }, el('a', { href: campaignHref(c.id), class: 'campaign-link', text: c.name || c.id }),
           c.name ? el('span', { class: 'id', text: c.id }) : null),
-        el('td', {}, el('span', { class: `badge ${c.state}`, text: c.state })),
-        el('td', { text: c.priority === null ? 'default' : c.priority }),
-        el('td', { text: c.provider === null ? '—' : c.provider }),
-        el('td', {}, el('span', { class: 'bar' }, fill), el('span', { class: 'progress-text', text: progressText })),
-        el('td', { class: 'num sent', text: num(c.sent) }),
-        el('td', { class: 'num', text: `${c.backlog_lower_bound ? '≥' : ''}${num(c.backlog)}` }),
-        el('td', { class: 'num', text: `${c.backlog_lower_bound && c.eta_s !== null ? '≥' : ''}${duration(c.eta_s)}` }),
-        el('td', { class: 'num' }, el('span', { class: 'send-rate', text: rate(c.send_rate) }), ' / ',
-          el('span', { class: 'achieved', text: achieved(c.achieved_rate) })),
-        el('td', {}, chart([{ cls: 'configured', ...series(h, 'send_rate') }, { cls: 'achieved', ...series(h, 'achieved_rate') }],
-          frame.at_epoch_s, { width: 160, height: 34 })),
-        el('td', { class: `limited code-${c.limited_by.code}`, text: c.limited_by.text, data: { code: c.limited_by.code } }));
+        cell('State', {}, el('span', { class: `badge ${c.state}`, text: c.state }),
+          el('span', { class: 'id', text: c.priority === null ? 'default' : c.priority })),
+        cell('Provider', {}, providerLink(c.provider)),
+        cell('Progress', {}, el('span', { class: 'bar' }, fill),
+          el('span', { class: 'progress-text', text: progressText }),
+          el('span', { class: 'id', text: `backlog ${c.backlog_lower_bound ? '≥' : ''}${num(c.backlog)} · ETA ${eta}` })),
+        cell('Sent', { class: 'num' }, el('span', { class: 'sent', text: num(c.sent) }),
+          el('span', { class: 'id delivered', text: deliveredText(c) })),
+        cell('Failed', { class: 'num failed', text: failedText(c) }),
+        cell('Rate', { class: 'num' }, el('span', { class: 'send-rate', text: rate(c.send_rate) }), ' / ',
+          el('span', { class: 'achieved', text: achieved(c.achieved_rate) }),
+          chart([{ cls: 'configured', ...series(h, 'send_rate') }, { cls: 'achieved', ...series(h, 'achieved_rate') }],
+            frame.at_epoch_s, { width: 120, height: 28 })),
+        cell('Limited by', { class: `limited code-${c.limited_by.code}`, text: c.limited_by.text, data: { code: c.limited_by.code } }));
     });
-    const head = el('tr', {}, ...[['Campaign'], ['State'], ['Priority'], ['Provider'], ['Progress (done / total)'],
-      ['Sent', 'num'], ['Backlog', 'num'], ['ETA', 'num'], ['Rate: configured / achieved', 'num'],
-      ['Rate, up to 15 min'], ['Limited by']].map(([t, cls]) => el('th', { class: cls, text: t })));
+    const head = el('tr', {}, ...[['Campaign'], ['State, priority'], ['Provider'], ['Progress, backlog, ETA'],
+      ['Sent, delivered', 'num'], ['Failed (%)', 'num'], ['Rate: configured / achieved, up to 15 min', 'num'],
+      ['Limited by']].map(([t, cls]) => el('th', { class: cls, text: t })));
     return el('div', {},
       el('div', { class: 'card' },
         el('h2', {}, `Campaigns (${campaignCounts(frame.campaigns)}) `, scope('cluster')),
-        el('p', { class: 'muted', text: `Every worker together, from PostgreSQL as \`pacerctl top\` counts them; achieved rate over the last ${frame.window_s} s. Select a campaign for its details and controls.` }),
+        el('p', { class: 'muted', text: `Every worker together, from PostgreSQL as \`pacerctl top\` counts them; achieved rate over the last ${frame.window_s} s; failed counts failed, rejected and dead-token rows, with their share of the finished messages. Select a campaign for its details and controls.` }),
         legend(['configured', 'configured send_rate'], ['achieved', 'achieved rate']),
-        el('table', { id: 'campaigns' }, el('thead', {}, head), el('tbody', {}, ...rows)),
+        el('table', { id: 'campaigns', class: 'cards-on-phone' }, el('thead', {}, head), el('tbody', {}, ...rows)),
         frame.campaigns.length ? null : el('p', { class: 'muted', text: 'No active or paused campaigns.' })));
   }
 
@@ -248,7 +277,11 @@
       el('div', { class: 'card' }, el('h3', {}, 'Figures ', scope('cluster')),
         figures([['state', c.state], ['send_rate', rate(c.send_rate), 'detail-send-rate'], ['achieved', achieved(c.achieved_rate), 'detail-achieved'],
           ['total', c.total === null ? 'unknown' : num(c.total)], ['sent', num(c.sent), 'detail-sent'], ['failed', num(c.failed)],
-          ['rejected', num(c.rejected)], ['invalid token', num(c.invalid_token)], ['suppressed', num(c.suppressed)], ['parked', num(c.parked)], ['backlog', `${c.backlog_lower_bound ? '≥' : ''}${num(c.backlog)}`],
+          ['rejected', num(c.rejected)], ['invalid token', num(c.invalid_token)],
+          ['failed share', c.failed_pct === null ? '—' : `${c.failed_pct}% of the finished`, 'detail-failed-pct'],
+          ['delivered (receipts)', c.receipts ? `${num(c.receipts.delivered)}, undelivered ${num(c.receipts.undelivered)}, pending ${num(c.receipts.pending)}` : 'no receipts'],
+          ['retries, every worker', c.retries_total === null ? 'unknown (needs --redis)' : num(c.retries_total), 'detail-retries'],
+          ['suppressed', num(c.suppressed)], ['parked', num(c.parked)], ['backlog', `${c.backlog_lower_bound ? '≥' : ''}${num(c.backlog)}`],
           ['progress', c.progress === null ? '—' : `${Math.floor(c.progress * 100)}%`], ['ETA', duration(c.eta_s)],
           ['limited by', c.limited_by.text]]),
         el('h3', {}, 'This worker ', scope('worker')),
@@ -277,6 +310,19 @@
           : el('p', { class: 'muted', text: 'None.' }))));
   }
 
+  // One word for a provider's state, the worst first, from the figures beside it.
+  function healthOf(p) {
+    const w = p.worker;
+    if (p.circuit === 'open') return 'breaker open';
+    if (w && w.degraded) return 'degraded (the global quota does not answer)';
+    if (p.paused) return 'throttled (paused after a 429/503)';
+    if (p.rate !== null && p.effective_rate !== null && p.effective_rate < 0.99 * p.rate) return 'throttled (effective rate lowered)';
+    const h = ui.history.providers[p.id];
+    const recent = (name) => { const s = h && h[name]; return s && s.v.length ? s.v[s.v.length - 1] : null; };
+    if ((recent('server_errors_per_s') || 0) > 0) return 'failing (5xx answers now)';
+    return 'ok';
+  }
+
   function providersView(frame) {
     const cards = frame.providers.map((p) => {
       const h = ui.history.providers[p.id];
@@ -290,7 +336,10 @@
               ['effective rate', `${p.effective_rate === null ? 'unlimited' : achieved(p.effective_rate)} (${p.effective_from || '—'})`],
               ['achieved by its campaigns', achieved(p.achieved_rate)],
               ['paused', p.paused ? `yes, ${p.paused_s.toFixed(1)} s left (${p.paused_from})` : 'no'],
-              ['circuit', p.circuit === null ? 'unknown (this worker does not know this provider yet)' : `${p.circuit} (as this worker holds it)`]]),
+              ['circuit', p.circuit === null ? 'unknown (this worker does not know this provider yet)' : `${p.circuit} (as this worker holds it)`],
+              ['health', healthOf(p), 'provider-health'],
+              ['429/503 answers, every worker', p.cluster ? num(p.cluster.throttled_total) : 'unknown (needs --redis)', 'cluster-throttled'],
+              ['5xx answers, every worker', p.cluster ? num(p.cluster.server_errors_total) : 'unknown (needs --redis)', 'cluster-server-errors']]),
             el('p', { class: 'muted' }, 'Above: ', scope(eff), ' — configured from PostgreSQL; effective rate and pause from Redis when pacerd shares them there (--redis), else this worker\'s view.'),
             el('h3', {}, 'This worker ', scope('worker')),
             w ? figures([['429/503 answers', num(w.throttled_total)], ['5xx answers', num(w.server_errors_total)],
@@ -339,6 +388,19 @@
     out.textContent = doc.changed === false ? `Nothing to change: it already was so (${now}).` : `Done: ${doc.change} → ${now}.`;
   }
 
+  // The dropdown follows the providers of each frame (a bookmark or a reload
+  // renders the page before the first one), keeping the choice made.
+  function fillProviderSelect(frame) {
+    const select = $('provider-select');
+    if (!select) return;
+    const ids = frame.providers.map((p) => p.id);
+    const have = Array.from(select.options).map((o) => o.value);
+    if (ids.length === have.length && ids.every((id, i) => id === have[i])) return;
+    const chosen = select.value;
+    select.replaceChildren(...ids.map((id) => el('option', { value: id, text: id })));
+    if (ids.includes(chosen)) select.value = chosen;
+  }
+
   function providerRateControls() {
     const result = el('div', { id: 'provider-result', class: 'result' });
     const idIn = el('select', { id: 'provider-select' });
@@ -383,7 +445,11 @@
 
   function update(frame) {
     if (ui.route.view === 'campaign') campaignDetailLive(frame, ui.route.id);
-    else if (ui.route.view === 'providers') { const box = $('providers-live'); if (box) box.replaceChildren(providersView(frame)); }
+    else if (ui.route.view === 'providers') {
+      const box = $('providers-live');
+      if (box) box.replaceChildren(providersView(frame));
+      fillProviderSelect(frame);
+    }
     else { const box = $('campaigns-live'); if (box) box.replaceChildren(campaignsView(frame)); }
     const problems = [];
     if (frame.sources.postgres !== 'ok') problems.push(`PostgreSQL: ${frame.sources.postgres}`);
@@ -528,8 +594,12 @@
     ui.meta = meta.error ? null : meta;
     if (!history.error) {
       for (const [id, h] of Object.entries(history.campaigns || {}))
-        ui.history.campaigns[id] = { send_rate: h.send_rate, achieved_rate: h.achieved_rate };
-      for (const [id, h] of Object.entries(history.providers || {})) ui.history.providers[id] = h;
+        ui.history.campaigns[id] = { send_rate: expand(h.send_rate), achieved_rate: expand(h.achieved_rate) };
+      for (const [id, h] of Object.entries(history.providers || {})) {
+        const out = {};
+        for (const [name, s] of Object.entries(h)) out[name] = expand(s);
+        ui.history.providers[id] = out;
+      }
     }
     navigate();
     connect();

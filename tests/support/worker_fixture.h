@@ -1,0 +1,72 @@
+// The fixture WorkerCore's unit tests share: a simulated clock, the
+// in-memory ledger, sink, parking and cap store of support/fakes.h, a core built on
+// them, and a loop that steps it as the daemon's does. A test class derives
+// from it and builds its core with makeCore() from its own options.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pacer/time.h"
+#include "pacer/worker.h"
+#include "support/fakes.h"
+
+namespace pacer::test_support {
+
+class WorkerCoreFixture : public ::testing::Test {
+ protected:
+  // How the core's wall clock moves while run() steps it.
+  enum class Wall {
+    kFixed,   // set once by makeCore (or never), as a test that needs only a date
+    kFollow,  // moved with the simulated clock before every step, as the daemon does
+  };
+
+  // Builds core_ at the clock's now from `o` as given (parking_ when
+  // with_parking). With `wall`, the core's wall clock starts there.
+  void makeCore(const WorkerOptions& o, bool with_parking = false, std::optional<WallTime> wall = std::nullopt,
+                Wall mode = Wall::kFixed) {
+    start_ = clock_.now();
+    wall0_ = wall.value_or(WallTime{});
+    wall_mode_ = wall ? mode : Wall::kFixed;
+    core_ = std::make_unique<WorkerCore>(o, ledger_, sink_, with_parking ? &parking_ : nullptr, clock_.now());
+    if (wall) core_->setWallClock(*wall, clock_.now());
+  }
+  // The wall time that corresponds to the simulated clock's now.
+  WallTime wall() const {
+    return wall0_ + std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - start_);
+  }
+  // Steps every `tick` for `d`, noting the wall time of every send in sent_at_.
+  void run(Nanos d, Nanos tick = std::chrono::milliseconds(5)) {
+    const MonoTime end = clock_.now() + d;
+    while (clock_.now() < end) {
+      clock_.advance(tick);
+      if (wall_mode_ == Wall::kFollow) core_->setWallClock(wall(), clock_.now());
+      core_->step(clock_.now());
+      while (sent_at_.size() < sink_.submitted.size()) sent_at_.push_back(wall());
+    }
+  }
+  // The core's counters for campaign `id` (all zero when it has none).
+  CampaignStats statsOf(const std::string& id) const {
+    for (const CampaignStats& s : core_->campaignStats())
+      if (s.id == id) return s;
+    return {};
+  }
+
+  SimulatedTimeSource clock_{monoAt(std::chrono::seconds(1000))};
+  MonoTime start_{};
+  WallTime wall0_{};
+  Wall wall_mode_ = Wall::kFixed;
+  FakeLedger ledger_;
+  FakeSink sink_{1000};
+  FakeParking parking_;
+  FakeCapStore caps_;                 // for the tests that give it to the core (WorkerOptions::caps)
+  std::unique_ptr<WorkerCore> core_;  // last: destroyed before the fakes it points at
+  std::vector<WallTime> sent_at_;     // per send, in order
+};
+
+}  // namespace pacer::test_support
