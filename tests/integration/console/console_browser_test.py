@@ -146,7 +146,10 @@ def layouts(d):
         d.get("about:blank")
         d.get(BASE + "/console/#/campaigns")
         eventually(lambda: len(d.find_elements(By.CSS_SELECTOR, "#campaigns tbody tr")) == 3, 15, "1366x768: the campaigns render")
-        time.sleep(1.5)  # a chart point or two more
+        eventually(lambda: d.execute_script(
+            "const cs = [...document.querySelectorAll('#campaigns svg.chart')];"
+            "return cs.length === 3 && cs.every((c) => c.querySelector('path, polyline'));"),
+            10, "1366x768: every campaign's chart is drawn")
         m = no_sideways_scroll(d, "1366x768")
         check(m["head"] != "none", "1366x768: the campaigns are a table with headings")
         # Read in one script: the list is redrawn every second (no stale elements).
@@ -157,7 +160,9 @@ def layouts(d):
             5, "1366x768: every campaign's \"limited by\" is shown inside the viewport")
         d.save_screenshot(os.path.join(ARTIFACTS, "console-1366x768.png"))
         viewport(d, 390, 844, True)
-        time.sleep(1.5)
+        eventually(lambda: d.execute_script(
+            "return getComputedStyle(document.querySelector('#campaigns thead')).display === 'none';"),
+            10, "390x844: the phone layout applies")
         m = no_sideways_scroll(d, "390x844")
         check(m["head"] == "none", "390x844: the campaigns are cards (no table heading row)")
         d.save_screenshot(os.path.join(ARTIFACTS, "console-390x844.png"))
