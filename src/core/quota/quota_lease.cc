@@ -123,7 +123,7 @@ std::size_t QuotaLeaser::addReports(MonoTime now) {
     p.keep = 0;
     p.restore = 0;
     p.noise_report = -1;
-    if (!p.adaptive || !p.limit || !(p.limit->rate_per_s > 0)) {
+    if (!p.adapts()) {
       p.ok = p.faults = 0;
       continue;
     }
@@ -416,8 +416,7 @@ MonoTime QuotaLeaser::pausedUntil(std::uint32_t provider) const {
 bool QuotaLeaser::judges(std::uint32_t provider) const {
   if (provider >= providers_.size()) throw SchedulerError(fmt::format("unknown quota provider {}", provider));
   const Provider& p = providers_[provider];
-  const bool adapts = p.adaptive && p.limit && p.limit->rate_per_s > 0;
-  return !adapts || p.degraded || p.judge;
+  return !p.adapts() || p.degraded || p.judge;
 }
 
 double QuotaLeaser::sharedNoise(std::uint32_t provider) const {

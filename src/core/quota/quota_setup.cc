@@ -113,7 +113,7 @@ void QuotaLeaser::rebuildLevels(Campaign& c) {
                                        o.lower_lookahead, o.top_lookahead, o.active_window, o.memory};
   }
   c.request.adaptive.reset();
-  if (c.provider_level >= 0 && p.adaptive && p.limit->rate_per_s > 0)
+  if (c.provider_level >= 0 && p.adapts())
     c.request.adaptive =
         AdaptiveLevel{static_cast<std::uint32_t>(c.provider_level), *p.adaptive, p.breaker, Nanos{-1}, 0, 0};
 }
