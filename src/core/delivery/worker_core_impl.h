@@ -116,7 +116,9 @@ struct WorkerCore::Impl {
     std::optional<ThrottleJudge> judge;     // this worker's, whether or not the quota is global
     bool judging = true;                    // it judges (with a global quota, one worker does for all)
     double noise_sent = 0;                  // its noise level as last told to the global quota
-    ThrottleVerdict last_verdict;
+    ThrottleVerdict last_verdict;           // the last verdict it acted on
+    std::uint64_t capacity_cuts = 0;        // capacity verdicts it acted on (a watcher's milder ones are not)
+    std::uint64_t noise_verdicts = 0;
     double applied_rate = 0;
     std::uint64_t throttled = 0;
     bool from_row = false;            // set by a good row (upsertProvider), not a placeholder

@@ -244,15 +244,14 @@ void WorkerCore::Impl::judge(Provider* p, const SendResult& r, MonoTime now) {
   // A throttle of one recipient (APNs TooManyRequests) says nothing of the provider.
   if (r.outcome == SendOutcome::kThrottled && r.scope == AnswerScope::kRecipient) return;
   const bool shared = leaser && p->qid != UINT32_MAX;
-  // Shared, one worker judges for all (its view is a fair sample of the
-  // provider's answers): four judges each learning the noise alone would
-  // each cut and pause everyone on their way.
-  if (shared && !leaser->judges(p->qid)) {
-    p->judging = false;
-    return;
-  }
-  if (!p->judging) {  // it takes over: from now, with the noise level the last judge learned
-    p->judging = true;
+  // Shared, one worker judges for all: four judges each learning the noise
+  // alone would each cut and pause everyone on their way. The others still
+  // watch their own answers (their own connections may be refused where the
+  // judge's are not: one node of a provider, one bind): a period refused
+  // more than noise can ever be (max_noise) is a ceiling wherever it is seen.
+  const bool judges = !shared || leaser->judges(p->qid);
+  if (judges != p->judging) {  // it takes over or hands over: from now, with the noise the judge learned
+    p->judging = judges;
     p->judge->resume(now, leaser->sharedNoise(p->qid));
     p->noise_sent = p->judge->noise();
   }
@@ -262,17 +261,25 @@ void WorkerCore::Impl::judge(Provider* p, const SendResult& r, MonoTime now) {
                                                    : std::nullopt;
   p->judge->heldTo(held.value_or(0));
   const ThrottleVerdict v = p->judge->answer(now, r.outcome == SendOutcome::kThrottled, r.retry_after);
-  if (shared && std::abs(p->judge->noise() - p->noise_sent) >= kNoiseReportStep) {
+  if (!judges) {
+    if (v.kind == ThrottleVerdict::Kind::kNone) return;
+    if (v.kind != ThrottleVerdict::Kind::kCapacity || v.share <= options.throttle_judge.max_noise) {
+      p->judge->resume(now, leaser->sharedNoise(p->qid));  // not acted on: no cut of its own to test
+      return;
+    }
+  } else if (shared && std::abs(p->judge->noise() - p->noise_sent) >= kNoiseReportStep) {
     p->noise_sent = p->judge->noise();
     leaser->reportNoiseLevel(p->qid, p->noise_sent);
   }
   if (v.kind == ThrottleVerdict::Kind::kNone) return;
   p->last_verdict = v;
   if (v.kind == ThrottleVerdict::Kind::kNoise) {
+    ++p->noise_verdicts;
     if (p->adaptive) p->adaptive->restoreLimit(now, v.keep);
     if (shared) leaser->reportNoise(p->qid, v.keep);
     return;
   }
+  ++p->capacity_cuts;
   const bool adapts = p->adaptive || (shared && p->info.limit && p->info.limit->rate_per_s > 0);
   const Nanos pause = v.pause > Nanos{0} || adapts ? v.pause : options.retry.default_throttle_pause;
   // Shared, the quota decides the pause for every worker (a round of cuts

@@ -32,8 +32,8 @@ std::vector<ProviderStats> WorkerCore::providerStats(MonoTime now) const {
     }
     s.throttled = p->throttled;
     s.throttle_noise = p->judge->noise();
-    s.capacity_cuts = p->judge->capacityVerdicts();
-    s.noise_verdicts = p->judge->noiseVerdicts();
+    s.capacity_cuts = p->capacity_cuts;
+    s.noise_verdicts = p->noise_verdicts;
     s.last_verdict = p->last_verdict;
     s.circuit_open = p->breaker && p->breaker->isOpen(now);
     if (impl_->leaser && p->qid != UINT32_MAX) {

@@ -776,8 +776,12 @@ TEST(WorkerCoreQuota, TwoWorkersShareAProviderRateAcrossCampaigns) {
 
 // One worker's 429s, judged a ceiling, pause the provider for the other
 // worker too (through the shared quota), and both see the provider's shared
-// rate come down to what it accepted.
-TEST(WorkerCoreQuota, A429AtOneWorkerPausesTheProviderAtEveryWorker) {
+// rate come down to what it accepted. Worker 0 reports first, so it is the
+// provider's throttle judge: the refused worker is the judge, or not (its own
+// connection refused where the judge's is not: one node of the provider).
+void a429AtOneWorkerPausesTheProviderAtEveryWorker(int refused) {
+  SCOPED_TRACE(refused == 0 ? "the judge refused" : "the other worker refused");
+  const int other = 1 - refused;
   QuotaBackendPtr shared = makeLocalQuotaBackend();
   const MonoTime t0{};
   std::vector<std::unique_ptr<QuotaWorker>> ws;
@@ -789,7 +793,7 @@ TEST(WorkerCoreQuota, A429AtOneWorkerPausesTheProviderAtEveryWorker) {
   }
   bool throttle = false;
   int throttled_ms = -1;
-  ws[0]->sink.answer = [&](const Message&) {
+  ws[static_cast<std::size_t>(refused)]->sink.answer = [&](const Message&) {
     SendResult r;
     if (throttle) {
       r.outcome = SendOutcome::kThrottled;
@@ -802,10 +806,10 @@ TEST(WorkerCoreQuota, A429AtOneWorkerPausesTheProviderAtEveryWorker) {
   std::size_t before[2] = {0, 0};
   std::vector<ProviderStats> during[2];
   for (int ms = 0; ms < 8000; ms += 5) {
-    // From 2 s worker 0's provider answers 429 (Retry-After 2 s) until its
-    // judge calls it a ceiling.
+    // From 2 s the refused worker's provider answers 429 (Retry-After 2 s)
+    // until its judge calls it a ceiling.
     if (ms == 2000) throttle = true;
-    if (throttle && ws[0]->core->providerStats(t0 + milliseconds(ms)).at(0).capacity_cuts > 0) {
+    if (throttle && ws[static_cast<std::size_t>(refused)]->core->providerStats(t0 + milliseconds(ms)).at(0).capacity_cuts > 0) {
       throttle = false;
       throttled_ms = ms;
     }
@@ -824,15 +828,15 @@ TEST(WorkerCoreQuota, A429AtOneWorkerPausesTheProviderAtEveryWorker) {
     for (int ms = from_ms; ms < to_ms; ms += 5) n += sent_by[w][static_cast<std::size_t>(ms / 5)];
     return n;
   };
-  EXPECT_GT(sum(1, 1000, 2000), 50u) << "worker 1 sends its share before";
+  EXPECT_GT(sum(other, 1000, 2000), 50u) << "the other worker sends its share before";
   ASSERT_GE(throttled_ms, 2000);
   ASSERT_LE(throttled_ms, 4100) << "judged within two periods";
   const int t = throttled_ms;  // the rest of that step's sends went out with it
-  // Worker 1 spends what it holds (at most ceil(200 / 2 * 250 ms) = 25) until
-  // its next request tells it of the pause.
-  EXPECT_LE(sum(1, t, t + 500), 25u);
-  EXPECT_EQ(sum(1, t + 500, t + 1900), 0u) << "worker 1 honours worker 0's Retry-After";
-  EXPECT_EQ(sum(0, t + 5, t + 1900), 0u);
+  // The other worker spends what it holds (at most ceil(200 / 2 * 250 ms) =
+  // 25) until its next request tells it of the pause.
+  EXPECT_LE(sum(other, t, t + 500), 25u);
+  EXPECT_EQ(sum(other, t + 500, t + 1900), 0u) << "the other worker honours the refused one's Retry-After";
+  EXPECT_EQ(sum(refused, t + 5, t + 1900), 0u);
   EXPECT_GT(sum(0, t + 2100, 8000) + sum(1, t + 2100, 8000), 100u) << "both resume after it";
   ASSERT_EQ(during[0].size(), 1u);
   ASSERT_EQ(during[1].size(), 1u);
@@ -843,7 +847,12 @@ TEST(WorkerCoreQuota, A429AtOneWorkerPausesTheProviderAtEveryWorker) {
     EXPECT_DOUBLE_EQ(*ps[0].effective, *during[0][0].effective) << "one shared rate";
     EXPECT_TRUE(ps[0].paused) << w;
   }
-  EXPECT_EQ(ws[1]->core->stats().quota.shared_pauses, 1u);
+  EXPECT_EQ(ws[static_cast<std::size_t>(other)]->core->stats().quota.shared_pauses, 1u);
+}
+
+TEST(WorkerCoreQuota, A429AtOneWorkerPausesTheProviderAtEveryWorker) {
+  a429AtOneWorkerPausesTheProviderAtEveryWorker(0);
+  a429AtOneWorkerPausesTheProviderAtEveryWorker(1);
 }
 
 }  // namespace
