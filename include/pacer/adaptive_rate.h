@@ -21,6 +21,14 @@
 //   above that                    fast again: no 429 came where the last one
 //                                 did, so the limit has moved up
 //
+// A measured cut that finds the ceiling again where the last one was (within
+// kSameCeiling of the remembered limit, coming from the probe band) says the
+// provider's limit is fixed: the next probe takes twice as long, up to
+// kMaxProbeScale x probe_time, so a provider held at a fixed limit for long
+// sees a throttle or two once every few minutes, not twice a minute. Any
+// other cut, a cut taken back as noise, a climb past the band (the limit
+// moved up) or a new ceiling probes at the configured pace again.
+//
 // never above the ceiling and never below the floor. A throttle that comes
 // while still climbing back (below the remembered limit) says the limit has
 // dropped: the remembered limit becomes the rate it came at, and the drop is
@@ -97,6 +105,10 @@ class AdaptiveRate {
   MonoTime pausedUntil() const noexcept { return paused_until_; }
   // The provider's limit as learned from its last throttle (the ceiling before any).
   double limit() const noexcept { return limit_; }
+  // How many probe_times the slow probe takes now (1, 2, 4, ... kMaxProbeScale).
+  double probeScale() const noexcept { return probe_scale_; }
+  static constexpr double kSameCeiling = 0.03;
+  static constexpr double kMaxProbeScale = 4;
 
  private:
   // What a decrease teaches about the provider's limit: nothing (faults),
@@ -122,6 +134,7 @@ class AdaptiveRate {
   MonoTime last_decrease_;
   MonoTime paused_until_;
   bool decreased_once_ = false;
+  double probe_scale_ = 1;  // the slow probe takes probe_time times this
 };
 
 // A provider's limit at an adaptive `rate` below its ceiling: the burst

@@ -161,13 +161,15 @@ if alevel > 0 then
   if ceiling ~= nil and ceiling > 0 and cburst ~= nil then
     local skey = KEYS[skey_index]
     local h = redis.call('HMGET', skey, 'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf',
-      'bou', 'bn', 'cf', 'cr', 'ct', 'cs', 'cn', 'cp', 'jt', 'nz', 'jw')
+      'bou', 'bn', 'cf', 'cr', 'ct', 'cs', 'cn', 'cp', 'jt', 'nz', 'jw', 'ps')
     local st = {}
     for i, name in ipairs({'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf', 'bou', 'bn',
                            'cf', 'cr', 'ct', 'cs', 'cn', 'cp', 'jt', 'nz'}) do
       st[name] = tonumber(h[i])
     end
     st.jw = h[23]
+    st.ps = tonumber(h[24])
+    if st.ps == nil or st.ps < 1 then st.ps = 1 end
     if st.jt == nil or not st.jw then st.jt, st.jw = 0, '' end
     if st.nz == nil then st.nz = 0 end
     -- One worker judges the scope's throttles for all (ThrottleJudge): the
@@ -216,7 +218,9 @@ if alevel > 0 then
           if st.r < hold_point then upto = hold_point
           elseif st.r < band_top then
             upto = band_top
-            if a.probe > 0 then speed = (st.lim - hold_point) / (a.probe / U) end
+            if a.probe > 0 then speed = (st.lim - hold_point) / (a.probe * st.ps / U) end
+          elseif band_top < ceiling then
+            st.ps = 1  -- past the band without a throttle: the limit moved up
           end
           if speed <= 0 then break end
           local step = math.min((upto - st.r) / speed, dt)
@@ -275,6 +279,12 @@ if alevel > 0 then
         st.cf, st.cr, st.ct, st.cp = st.lim, st.r, now, pause
         if measured then st.cs, st.cn = keep, 1 else st.cs, st.cn = 0, 0 end
         st.lim = math.max(floor, st.r * keep)
+        -- the ceiling found again where it was, by the probe: probe less often
+        if measured and st.cr >= st.cf * a.holdf and math.abs(st.lim - st.cf) <= 0.03 * st.cf then
+          st.ps = math.min(2 * st.ps, 4)
+        else
+          st.ps = 1
+        end
         st.r = math.max(floor, st.lim * a.holdf)
       end
       st.dec = now
@@ -288,6 +298,7 @@ if alevel > 0 then
     if a.restore > 0 then
       local back = math.min(st.cf, st.cr * math.min(a.restore / U, 1), ceiling)
       if back > st.lim then st.lim = back end
+      st.ps = 1
       st.cs, st.cn = 0, 0  -- later cuts of the round are averaged without the noise
     end
     -- the breaker: roll the windows, count, judge
@@ -325,7 +336,8 @@ if alevel > 0 then
       'bou', string.format('%.0f', st.bou), 'bn', string.format('%.0f', st.bn), 'cf', string.format('%.17g', st.cf),
       'cr', string.format('%.17g', st.cr), 'ct', string.format('%.0f', st.ct),
       'cs', string.format('%.17g', st.cs), 'cn', string.format('%.0f', st.cn), 'cp', string.format('%.0f', st.cp),
-      'jw', st.jw, 'jt', string.format('%.0f', st.jt), 'nz', string.format('%.17g', st.nz))
+      'jw', st.jw, 'jt', string.format('%.0f', st.jt), 'nz', string.format('%.17g', st.nz),
+      'ps', string.format('%.17g', st.ps))
     -- Forgotten after an hour idle: it comes back at the ceiling.
     pexpire(skey, 3600000 + math.max(st.pu - now, 0) / 1000)
     eff_milli = math.floor(st.r * 1000)

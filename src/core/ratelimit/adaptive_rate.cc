@@ -50,8 +50,10 @@ void AdaptiveRate::climb(MonoTime now) noexcept {
       until = hold_point;
     } else if (rate_ < band_top) {
       const double probe_s = std::chrono::duration<double>(options_.probe_time).count();
-      speed = probe_s > 0 ? (limit_ - hold_point) / probe_s : speed;
+      speed = probe_s > 0 ? (limit_ - hold_point) / (probe_s * probe_scale_) : speed;
       until = band_top;
+    } else if (rate_ >= band_top && band_top < ceiling) {
+      probe_scale_ = 1;  // past the band without a throttle: the limit moved up
     }
     if (!(speed > 0)) break;
     const double step = std::min((until - rate_) / speed, dt);
@@ -144,6 +146,10 @@ void AdaptiveRate::onCapacity(MonoTime now, Nanos pause, double keep) noexcept {
     keep_sum_ = measured ? keep : 0;
     keeps_ = measured ? 1 : 0;
     limit_ = std::max(floor, rate_ * keep);
+    // The ceiling found again where it was, by the probe: probe less often.
+    const bool same = measured && cut_rate_ >= cut_from_ * options_.hold_fraction &&
+                      std::abs(limit_ - cut_from_) <= kSameCeiling * cut_from_;
+    probe_scale_ = same ? std::min(2 * probe_scale_, kMaxProbeScale) : 1;
     rate_ = std::max(floor, limit_ * options_.hold_fraction);
   }
   decreased_once_ = true;
@@ -155,6 +161,7 @@ void AdaptiveRate::restoreLimit(MonoTime now, double keep) noexcept {
   climb(now);
   const double back = std::min({cut_from_, cut_rate_ * std::clamp(keep, 0.0, 1.0), options_.ceiling});
   if (back > limit_) limit_ = back;
+  probe_scale_ = 1;
   // What the round measured was (in part) noise: a later cut in the round is
   // averaged only with those that come after this.
   keep_sum_ = 0;
@@ -181,6 +188,7 @@ void AdaptiveRate::setCeiling(double ceiling, MonoTime now) noexcept {
   rate_ = std::min(rate_, options_.ceiling);
   limit_ = std::min(limit_, options_.ceiling);
   if (limit_ <= 0) limit_ = options_.ceiling;
+  probe_scale_ = 1;
 }
 
 void AdaptiveRate::setTuning(const AdaptiveRateOptions& tuning, MonoTime now) noexcept {

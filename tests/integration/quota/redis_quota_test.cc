@@ -390,6 +390,50 @@ TEST(RedisQuota, AJudgedCutAndItsRestoreActInRedisAsInAdaptiveRate) {
   EXPECT_LE(r.effective_rate, 0.9 * at_cut + 0.01) << "no further than the restore's keep, then only the slow probe";
 }
 
+// As AdaptiveRate (AFixedCeilingFoundAgainIsProbedLessOften): a judged cut
+// that finds the ceiling again where the last one was makes the script's
+// next probe twice as slow; a cut elsewhere, the configured pace again.
+TEST(RedisQuota, AFixedCeilingFoundAgainIsProbedLessOftenInRedisToo) {
+  RedisServer server;
+  auto w = makeRedisQuotaBackend(optionsFor(server));
+  w->connect();
+  AdaptiveRateOptions o;
+  o.hold_fraction = 0.9;  // a wide probe band, so that it lasts through the waits below
+  o.probe_time = std::chrono::seconds(4);
+  auto req = [&](double keep) {
+    LeaseRequest r = request("sms", {{"c:a", {1e6, 1e6}}, {"p", {400, 40}}}, 0);
+    r.adaptive = AdaptiveLevel{1, o, BreakerOptions{}, keep > 0 ? Nanos{0} : Nanos{-1}, 0, 0, keep, 0};
+    return r;
+  };
+  // The probe's speed over at least 0.8 s of Redis's clock, per second.
+  const auto speed = [&] {
+    const double before = one(*w, req(0)).effective_rate;
+    const std::int64_t t0 = redisMicros(server);
+    std::this_thread::sleep_for(milliseconds(800));
+    const double after = one(*w, req(0)).effective_rate;
+    return (after - before) / (static_cast<double>(redisMicros(server) - t0) / 1e6);
+  };
+  LeaseReply r = one(*w, req(0.75));  // from the ceiling: the limit is 300, far from where it was
+  ASSERT_EQ(r.status, QuotaStatus::kOk);
+  EXPECT_NEAR(r.effective_rate, 270, 0.01);
+  const double first = speed();  // 30 over 4 s
+  EXPECT_NEAR(first, 7.5, 1.0);
+  // A new round (5 s on Redis's clock after the first), at the same ceiling.
+  const std::int64_t cut = redisMicros(server);
+  ASSERT_TRUE(waitUntil([&] { return redisMicros(server) - cut >= 4'300'000; }, milliseconds(6000), milliseconds(20)));
+  const double at = one(*w, req(0)).effective_rate;
+  ASSERT_LT(at, 360.0) << "still in the probe band";
+  r = one(*w, req(300.0 / at));
+  EXPECT_NEAR(r.effective_rate, 270, 0.5);
+  EXPECT_NEAR(speed(), 3.75, 1.0) << "found again where it was: half as fast";
+  // The next round finds it far lower: the limit moved, the configured pace again.
+  const std::int64_t cut2 = redisMicros(server);
+  ASSERT_TRUE(waitUntil([&] { return redisMicros(server) - cut2 >= 4'300'000; }, milliseconds(6000), milliseconds(20)));
+  r = one(*w, req(0.7));
+  const double lim = r.effective_rate / 0.9;
+  EXPECT_NEAR(speed(), lim * 0.1 / 4, 1.0);
+}
+
 // As AdaptiveRate::onCapacity: a round of judged cuts (every worker's judge
 // on the same overshoot, each naming the same Retry-After) pauses once, and
 // again only for a longer pause.

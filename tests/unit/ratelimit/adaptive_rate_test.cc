@@ -97,6 +97,43 @@ TEST(AdaptiveRate, ClimbsFastToTheHoldPointProbesSlowlyThenFastAgain) {
   EXPECT_EQ(r.rate(at(seconds(100))), 600);
 }
 
+// A measured cut that finds the ceiling again where the last one was, coming
+// from the probe band, makes the next probe twice as slow (up to 4 x); any
+// other cut, a cut taken back as noise, and a climb past the band (the limit
+// moved up) probe at the configured pace again.
+TEST(AdaptiveRate, AFixedCeilingFoundAgainIsProbedLessOften) {
+  AdaptiveRateOptions o = options400();
+  o.ceiling = 500;
+  AdaptiveRate r(o, at(Nanos{0}));
+  r.onCapacity(at(seconds(1)), Nanos{0}, 0.8);  // from 500: the limit is 400, far from the ceiling
+  EXPECT_EQ(r.probeScale(), 1);
+  EXPECT_NEAR(r.rate(at(seconds(1))), 392, 1e-9);
+  // The probe: 8 over 30 s from 392 towards 400.
+  EXPECT_NEAR(r.rate(at(seconds(16))), 396, 1e-9);
+  r.onCapacity(at(seconds(31)), Nanos{0}, 399.0 / 400);  // at 400: found again where it was
+  EXPECT_EQ(r.limit(), 399);
+  EXPECT_EQ(r.probeScale(), 2);
+  const double hold = 399 * 0.98;
+  EXPECT_NEAR(r.rate(at(seconds(31))), hold, 1e-9);
+  EXPECT_NEAR(r.rate(at(seconds(61))), hold + (399 - hold) / 2, 1e-9) << "half way in a probe time";
+  r.onCapacity(at(seconds(91)), Nanos{0}, 398.0 / 399);  // at 399 again
+  EXPECT_EQ(r.probeScale(), 4);
+  r.onCapacity(at(seconds(200)), Nanos{0}, 0.995);
+  EXPECT_EQ(r.probeScale(), 4) << "at most 4 x";
+  r.restoreLimit(at(seconds(201)), 1.0);  // the cut was noise
+  EXPECT_EQ(r.probeScale(), 1);
+  r.onCapacity(at(seconds(210)), Nanos{0}, 0.99);
+  EXPECT_EQ(r.probeScale(), 2);
+  r.onCapacity(at(seconds(220)), Nanos{0}, 0.8);  // far from where it was: the limit moved
+  EXPECT_EQ(r.probeScale(), 1);
+  r.onCapacity(at(seconds(230)), Nanos{0}, 0.99);
+  ASSERT_EQ(r.probeScale(), 2);
+  // No throttle until the probe passes the band above the limit: it moved up.
+  r.rate(at(seconds(2000)));
+  EXPECT_EQ(r.probeScale(), 1);
+  EXPECT_EQ(r.rate(at(seconds(2000))), 500);
+}
+
 // A 429 while still climbing back says the limit is lower than remembered.
 TEST(AdaptiveRate, AThrottleBelowTheRememberedLimitLowersIt) {
   AdaptiveRate r(options400(), at(Nanos{0}));
