@@ -26,6 +26,7 @@
 #include "pacer/campaign_rules.h"
 #include "pacer/circuit_breaker.h"
 #include "pacer/dead_token_guard.h"
+#include "pacer/prefix_routes.h"
 #include "pacer/frequency_cap.h"
 #include "pacer/campaign_state.h"
 #include "pacer/ledger.h"
@@ -57,6 +58,14 @@ struct CampaignInfo {
   // Each must have the protocol family of `provider` (WorkerOptions::family_of);
   // at most kMaxFailoverProviders, no duplicates, none equal to `provider`.
   std::vector<std::string> failover;
+  // Prefix routes (docs/routes.md): a recipient whose number starts with a
+  // route's prefix (longest wins) goes through that route's provider, every
+  // other one through `provider` (and its failover list). Each route's
+  // provider must have the protocol family of `provider`; checked by
+  // prefixRoutesProblem. The campaign's rate and burst are split evenly among
+  // its lanes (`provider` and each other provider named), so the campaign as
+  // a whole stays within them.
+  std::vector<PrefixRoute> routes;
   CampaignState state = CampaignState::kActive;
   // Priority and recipient rules (campaign_rules.h, docs/recipient-rules.md).
   std::string priority_class;  // a configured class; empty: the default class

@@ -93,6 +93,7 @@ struct CampaignRow {
   std::string cap_policy = "suppress";  // suppress or defer
   std::int64_t default_ttl_ms = 0;      // a message's lifetime from its read (migration 10); 0 (NULL): none
   std::vector<std::string> failover;    // providers after `provider`, in order (migration 12, docs/routes.md)
+  std::vector<PrefixRoute> routes;      // prefix routes (migration 13, docs/routes.md)
 };
 
 // A provider as the providers table holds it.
@@ -162,6 +163,12 @@ std::string formatTtl(std::int64_t ms);
 std::vector<std::string> parseFailoverText(std::string_view text, std::string_view flag);
 // The list as parseFailoverText reads it; empty: "none".
 std::string formatFailover(const std::vector<std::string>& failover);
+// Prefix routes: PREFIX=PROVIDER entries separated by ',' ("44=sms-uk,1=sms-us",
+// a '+' before a prefix is dropped), checked by prefixRoutesProblem except
+// against the campaign's provider; "none" or "" is no routes.
+std::vector<PrefixRoute> parseRoutesText(std::string_view text, std::string_view flag);
+// The routes as parseRoutesText reads them; empty: "none".
+std::string formatRoutes(const std::vector<PrefixRoute>& routes);
 
 // Campaign and provider ids: 1 to 256 bytes of UTF-8 without control
 // characters (a campaign id is the Kafka key, README "Message contract").

@@ -18,7 +18,8 @@ namespace pacer::ledger {
 inline constexpr const char* kCampaignColumns =
     "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at") ", total, "
     "coalesce(priority_class, ''), coalesce(quiet_hours, ''), coalesce(time_zone, ''), coalesce(frequency_cap, ''), "
-    "cap_policy, coalesce(default_ttl_ms, 0), coalesce(array_to_string(failover, ','), '')";
+    "cap_policy, coalesce(default_ttl_ms, 0), coalesce(array_to_string(failover, ','), ''), "
+    "coalesce(array_to_string(routes, ','), '')";
 // From "providers p": the count of its campaigns is a subquery on p.id.
 inline constexpr const char* kProviderColumns =
     "id, rate, burst, (SELECT count(*) FROM campaigns c WHERE c.provider = p.id), " PACER_UTC("updated_at");
@@ -51,6 +52,18 @@ inline control::CampaignRow campaignRowFrom(const pqxx::row& r) {
   for (std::size_t at = 0; !failover.empty() && at <= failover.size();) {
     const std::size_t comma = std::min(failover.find(',', at), failover.size());
     c.failover.push_back(failover.substr(at, comma - at));
+    at = comma + 1;
+  }
+  // A route written by hand that does not parse is kept as it stands, so
+  // that prefixRoutesProblem names it and pacerd skips the row.
+  const std::string routes = r[16].as<std::string>();
+  for (std::size_t at = 0; !routes.empty() && at <= routes.size();) {
+    const std::size_t comma = std::min(routes.find(',', at), routes.size());
+    const std::string entry = routes.substr(at, comma - at);
+    const std::size_t eq = entry.find('=');
+    c.routes.push_back(
+        parsePrefixRoute("routes", entry, nullptr)
+            .value_or(PrefixRoute{entry.substr(0, eq), eq == std::string::npos ? "" : entry.substr(eq + 1)}));
     at = comma + 1;
   }
   return c;

@@ -13,6 +13,12 @@ Json numberJson(double v) { return std::isfinite(v) ? Json(v) : Json(validation:
 Json rateJson(const std::optional<double>& r) { return r ? numberJson(*r) : Json(nullptr); }
 Json problemJson(bool usable, const std::string& problem) { return usable ? Json(nullptr) : Json(problem); }
 Json textOrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
+// ["44=sms-uk", "1=sms-us"]: each route as pacerctl --routes takes it.
+Json routesJson(const std::vector<PrefixRoute>& routes) {
+  Json out = Json::array();
+  for (const PrefixRoute& r : routes) out.push_back(formatPrefixRoute(r));
+  return out;
+}
 
 template <typename Row>
 Json change(std::string_view kind, std::string_view what, const Change<Row>& c, Json (*toJson)(const Row&)) {
@@ -43,6 +49,7 @@ Json campaignJson(const CampaignRow& c) {
               {"cap_policy", c.cap_policy},
               {"default_ttl_ms", c.default_ttl_ms > 0 ? Json(c.default_ttl_ms) : Json(nullptr)},
               {"failover", c.failover},
+              {"routes", routesJson(c.routes)},
               {"invalid", problemJson(usable, problem)}};
 }
 

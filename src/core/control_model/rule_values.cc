@@ -111,6 +111,28 @@ std::vector<std::string> parseFailoverText(std::string_view text, std::string_vi
   return out;
 }
 
+std::vector<PrefixRoute> parseRoutesText(std::string_view text, std::string_view flag) {
+  std::vector<PrefixRoute> out;
+  if (text == "none" || text.empty()) return out;
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    std::string why;
+    std::optional<PrefixRoute> r = parsePrefixRoute(flag, text.substr(at, comma - at), &why);
+    if (!r) throw InvalidValueError(why);
+    out.push_back(std::move(*r));
+    at = comma + 1;
+  }
+  // The campaign's provider is checked where it is known.
+  if (auto why = prefixRoutesProblem(flag, "\n", out)) throw InvalidValueError(*why);
+  return out;
+}
+
+std::string formatRoutes(const std::vector<PrefixRoute>& routes) {
+  std::string out;
+  for (const PrefixRoute& r : routes) out += (out.empty() ? "" : ",") + formatPrefixRoute(r);
+  return out.empty() ? "none" : out;
+}
+
 std::string formatFailover(const std::vector<std::string>& failover) {
   std::string out;
   for (const std::string& id : failover) out += (out.empty() ? "" : ",") + id;

@@ -236,7 +236,13 @@ std::optional<CampaignInfo> campaignInfoOf(const CampaignRow& row, std::string* 
   ci.state = *state;
   ci.default_ttl_ms = row.default_ttl_ms;
   ci.failover = row.failover;
-  if (auto why = validation::failoverProblem("failover", ci.provider, ci.failover)) {
+  ci.routes = row.routes;
+  for (auto why :
+       {validation::failoverProblem("failover", ci.provider, ci.failover),
+        prefixRoutesProblem("routes", ci.provider, ci.routes),
+        row.limit.rate ? laneBurstProblem("routes", row.limit.burst, 1 + routeProviders(ci.provider, ci.routes).size())
+                       : std::nullopt}) {
+    if (!why) continue;
     if (problem) *problem = *why;
     return std::nullopt;
   }

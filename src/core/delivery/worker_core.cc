@@ -91,27 +91,10 @@ std::uint32_t priorityRank(const WorkerOptions& options, const std::string& name
   throw InvalidError(fmt::format("priority_class '{}' is not a configured class ({})", want, fmt::join(classes, ", ")));
 }
 
-namespace {
-
-// A failover list this worker cannot follow is refused before any change:
-// its bounds, and a provider of another protocol family than the campaign's.
-void checkFailover(const WorkerOptions& options, const CampaignInfo& info) {
-  if (auto why = validation::failoverProblem("failover", info.provider, info.failover)) throw InvalidError(*why);
-  if (!options.family_of) return;
-  const std::string family = options.family_of(info.provider);
-  for (const std::string& id : info.failover)
-    if (const std::string other = options.family_of(id); other != family)
-      throw InvalidError(fmt::format("failover: provider '{}' speaks {}, campaign's provider '{}' speaks {}", id, other,
-                                     info.provider, family));
-}
-
-}  // namespace
-
-void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
-  Impl& m = *impl_;
-  const std::uint32_t rank = priorityRank(m.options, info.priority_class);  // refused before any change
-  checkFailover(m.options, info);
-  auto it = m.campaigns.find(info.id);
+WorkerCore::Impl::Campaign* WorkerCore::Impl::upsertOne(const std::string& key, const CampaignInfo& info,
+                                                        std::uint32_t rank, MonoTime now) {
+  Impl& m = *this;
+  auto it = m.campaigns.find(key);
   if (it == m.campaigns.end()) {
     auto c = std::make_unique<Impl::Campaign>();
     c->info = info;
@@ -125,9 +108,9 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
     c->queue.attach(m.scheduler, c->sid);
     if (c->provider) c->provider->campaigns.push_back(c.get());
     Impl::Campaign* raw = c.get();
-    m.campaigns.emplace(info.id, std::move(c));
+    m.campaigns.emplace(key, std::move(c));
     m.applyPause(raw);
-    return;
+    return raw;
   }
   Impl::Campaign* c = it->second.get();
   m.setRoutes(c, info, now);
@@ -173,6 +156,7 @@ void WorkerCore::upsertCampaign(const CampaignInfo& info, MonoTime now) {
     if (c->parked_waiting > 0 || !c->park_wakes.empty()) m.with_parked.insert(c);
     c->next_claim = now;  // not at the next wake time
   }
+  return c;
 }
 
 void WorkerCore::holdCampaign(const std::string& id, const std::string& reason, MonoTime now) {
@@ -325,7 +309,7 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
   }
   Message& msg = *d.message;
   auto it = m.campaigns.find(msg.campaign);
-  if (it == m.campaigns.end()) {
+  if (it == m.campaigns.end() || it->second->parent) {  // a lane's key is no campaign id
     m.rejectRow(pos, msg.campaign, msg.id, fmt::format("unknown campaign '{}'", msg.campaign),
                 DeliveryStatus::kRejected, nullptr);
     return;

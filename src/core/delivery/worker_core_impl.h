@@ -74,6 +74,19 @@ struct WorkerCore::Impl {
     Provider* provider = nullptr;                // the one taking its traffic now (routes[0] unless it fails over)
     std::vector<Provider*> routes;               // its provider, then its failover list; empty: no provider
     std::string route_reason;                    // why it is not on routes[0]; empty when it is
+    // Prefix routes (worker_core_routes.cc): a lane carries its campaign's
+    // messages for one route's provider, under that provider's quota, with
+    // its share of the campaign's rate. A lane's parent is the campaign
+    // (which carries the rest itself); a campaign's lanes are never removed
+    // (answers and retries may still name them), only no longer routed to.
+    Campaign* parent = nullptr;
+    struct Lane {
+      std::string provider;
+      Campaign* lane = nullptr;
+      bool routed = false;  // a route of the campaign names its provider now
+    };
+    std::vector<Lane> lanes;
+    std::optional<RateLimit> whole_limit;        // a routed campaign's send_rate and burst before its split
     delivery_detail::CampaignQueue<Item> queue;  // and the scheduler's backlog of it
     std::size_t to_park = 0;                     // items of this campaign waiting in to_park
     std::size_t parked_waiting = 0;              // parked, not yet claimed back (an estimate)
@@ -369,6 +382,20 @@ struct WorkerCore::Impl {
   void followRoutes(MonoTime now);
   // The provider an answer or row belongs to: the one the attempt went to.
   Provider* providerOf(Campaign* c, const Item& item);
+
+  // --- prefix routes (worker_core_routes.cc) --------------------------------
+  // Creates or changes the campaign `key` (its id, or a lane's key) to `info`.
+  Campaign* upsertOne(const std::string& key, const CampaignInfo& info, std::uint32_t rank, MonoTime now);
+  // The campaign's lanes for its routes (info.routes), each a campaign of
+  // its own in the scheduler under its provider; messages queued anywhere
+  // in the campaign are routed again when its routes changed.
+  void setLanes(Campaign* c, const CampaignInfo& info, std::uint32_t rank, bool routes_changed, MonoTime now);
+  // The campaign (or lane) of c's group whose provider carries `m`: the
+  // lane of the longest prefix it matches, else the campaign. No allocation.
+  Campaign* laneFor(Campaign* c, const Message& m) const;
+  // Takes every message out of c's queue and queues it again where it is
+  // routed now (a grant held by `c` is given up: under the rate, never over).
+  void requeue(Campaign* c);
 
   void dispatch(MonoTime now, bool& blocked);
   bool sendPaid(Campaign* c, MonoTime now);

@@ -16,6 +16,7 @@ constexpr double kNoiseReportStep = 0.002;
 }  // namespace
 
 void WorkerCore::Impl::enqueue(Campaign* c, Item item, bool at_front) {
+  c = laneFor(c, item.msg);  // prefix routes: the lane of the provider that carries it
   buffered_bytes += item.bytes();
   queued_units += item.cost;
   c->queue.push(std::move(item), at_front);
@@ -25,8 +26,15 @@ void WorkerCore::Impl::enqueue(Campaign* c, Item item, bool at_front) {
 // A new message for `c`: queued, or parked when the campaign already has
 // more in memory than it can send soon.
 void WorkerCore::Impl::route(Campaign* c, Item item, MonoTime now) {
-  if (parking && item.tracked &&
-      (c->parked_waiting > 0 || c->to_park > 0 || c->queue.size() + c->unchecked.size() >= keep(*c))) {
+  // With prefix routes, what its lanes hold and can send soon counts too.
+  std::size_t held = c->queue.size() + c->unchecked.size();
+  std::size_t can_send = keep(*c);
+  for (const Campaign::Lane& l : c->lanes) {
+    held += l.lane->queue.size();
+    const std::size_t k = l.routed ? keep(*l.lane) : 0;
+    can_send = k > SIZE_MAX - can_send ? SIZE_MAX : can_send + k;
+  }
+  if (parking && item.tracked && (c->parked_waiting > 0 || c->to_park > 0 || held >= can_send)) {
     item.not_before = WallTime{};
     toPark(c, std::move(item), now);
     return;

@@ -57,8 +57,38 @@ std::vector<ProviderStats> WorkerCore::providerStats(MonoTime now) const {
   return out;
 }
 
+namespace {
+
+// A lane's figures added to its campaign's (prefix routes): one campaign to
+// every reader.
+void addLane(CampaignStats& into, const CampaignStats& lane) {
+  for (auto [to, from] : {std::pair{&into.sent, lane.sent},
+                          {&into.failed, lane.failed},
+                          {&into.rejected, lane.rejected},
+                          {&into.invalid_tokens, lane.invalid_tokens},
+                          {&into.suppressed, lane.suppressed},
+                          {&into.expired, lane.expired},
+                          {&into.deferred, lane.deferred},
+                          {&into.retries, lane.retries},
+                          {&into.parked, lane.parked},
+                          {&into.unparked, lane.unparked}})
+    *to += from;
+  for (auto [to, from] : {std::pair{&into.queued, lane.queued},
+                          {&into.quiet_waiting, lane.quiet_waiting},
+                          {&into.in_flight, lane.in_flight},
+                          {&into.retrying, lane.retrying},
+                          {&into.to_park, lane.to_park},
+                          {&into.parked_waiting, lane.parked_waiting}})
+    *to += from;
+  if (lane.first_sent && (!into.first_sent || *lane.first_sent < *into.first_sent)) into.first_sent = lane.first_sent;
+  if (lane.last_sent && (!into.last_sent || *lane.last_sent > *into.last_sent)) into.last_sent = lane.last_sent;
+}
+
+}  // namespace
+
 std::vector<CampaignStats> WorkerCore::campaignStats() const {
   std::vector<CampaignStats> out;
+  std::vector<CampaignStats> lanes;
   for (const auto& [id, c] : impl_->campaigns) {
     CampaignStats s = c->stats;
     s.queued = c->queue.size() + c->unchecked.size();
@@ -72,9 +102,15 @@ std::vector<CampaignStats> WorkerCore::campaignStats() const {
     s.parked_waiting = c->parked_waiting;
     s.route = c->provider ? c->provider->info.id : c->info.provider;
     s.route_reason = c->route_reason;
-    out.push_back(std::move(s));
+    if (c->whole_limit) s.limit = c->whole_limit;
+    (c->parent ? lanes : out).push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const CampaignStats& a, const CampaignStats& b) { return a.id < b.id; });
+  for (const CampaignStats& lane : lanes) {
+    auto it = std::lower_bound(out.begin(), out.end(), lane.id,
+                               [](const CampaignStats& s, const std::string& id) { return s.id < id; });
+    if (it != out.end() && it->id == lane.id) addLane(*it, lane);
+  }
   return out;
 }
 

@@ -49,6 +49,11 @@ void rulesArgs(CLI::App* cmd, Values& v) {
                "providers that take the campaign's traffic, in order, while its provider cannot (breaker open, "
                "SMPP binds failing): ids separated by ',' (sms-b,sms-c), at most 4, of the provider's protocol; "
                "or none (default: none)");
+  optionalText(cmd, "--routes", v.routes,
+               "prefix routes for an SMS campaign: PREFIX=PROVIDER entries separated by ',' (44=sms-uk,1=sms-us); a "
+               "number takes the route of the longest prefix it starts with (a leading '+' ignored), any other "
+               "number the campaign's provider; at most 32, providers of the provider's protocol; or none "
+               "(default: none)");
 }
 
 CampaignRules rulesOf(const Values& v) {
@@ -60,6 +65,7 @@ CampaignRules rulesOf(const Values& v) {
   if (v.cap_policy) r.cap_policy = parseCapPolicyText(*v.cap_policy, "--cap-policy");
   if (v.ttl) r.default_ttl_ms = parseTtlText(*v.ttl, "--ttl");
   if (v.failover) r.failover = parseFailoverText(*v.failover, "--failover");
+  if (v.routes) r.routes = parseRoutesText(*v.routes, "--routes");
   return r;
 }
 
@@ -69,10 +75,12 @@ std::string orNone(const std::string& text) { return text.empty() ? "none" : tex
 
 // "class bulk, quiet hours 21:00-08:00 (Europe/London), cap 3/24h (suppress), ttl 5m"
 std::string rulesText(const CampaignRow& c) {
-  return fmt::format("class {}, quiet hours {}{}, cap {} ({}){}{}", classText(c.priority_class), orNone(c.quiet_hours),
-                     c.time_zone.empty() ? "" : fmt::format(" ({})", c.time_zone), orNone(c.frequency_cap),
-                     c.cap_policy, c.default_ttl_ms > 0 ? ", ttl " + formatTtl(c.default_ttl_ms) : std::string(),
-                     c.failover.empty() ? std::string() : ", failover " + formatFailover(c.failover));
+  return fmt::format("class {}, quiet hours {}{}, cap {} ({}){}{}{}", classText(c.priority_class),
+                     orNone(c.quiet_hours), c.time_zone.empty() ? "" : fmt::format(" ({})", c.time_zone),
+                     orNone(c.frequency_cap), c.cap_policy,
+                     c.default_ttl_ms > 0 ? ", ttl " + formatTtl(c.default_ttl_ms) : std::string(),
+                     c.failover.empty() ? std::string() : ", failover " + formatFailover(c.failover),
+                     c.routes.empty() ? std::string() : ", routes " + formatRoutes(c.routes));
 }
 
 void campaignCreate(Session& s, const Values& v) {
@@ -141,6 +149,7 @@ void campaignShow(Session& s, const Values& v) {
   t.add({"cap_policy", c.cap_policy});
   t.add({"default_ttl", formatTtl(c.default_ttl_ms)});
   t.add({"failover", formatFailover(c.failover)});
+  t.add({"routes", formatRoutes(c.routes)});
   std::string problem;
   if (!campaignInfoOf(c, &problem)) t.add({"invalid", problem + " (pacerd skips it)"});
   t.add({"sent", std::to_string(d.ledger.sent)});

@@ -102,6 +102,44 @@ TEST(CampaignInfoOf, CarriesAFailoverListAndSkipsOneItCannotFollow) {
   EXPECT_THAT(problem, HasSubstr("needs a provider to fail over from"));
 }
 
+// Prefix routes (docs/routes.md): PREFIX=PROVIDER entries separated by ',',
+// a '+' before a prefix dropped; "none" is no routes.
+TEST(ParseRoutesText, TakesPrefixProviderEntriesAndNone) {
+  EXPECT_EQ(parseRoutesText("+44=sms-uk,1=sms-us", "--routes"),
+            (std::vector<PrefixRoute>{{"44", "sms-uk"}, {"1", "sms-us"}}));
+  EXPECT_TRUE(parseRoutesText("none", "--routes").empty());
+  EXPECT_EQ(formatRoutes({{"44", "sms-uk"}, {"1", "sms-us"}}), "44=sms-uk,1=sms-us");
+  EXPECT_EQ(formatRoutes({}), "none");
+  EXPECT_THAT(refusal([] { parseRoutesText("44=a,44=b", "--routes"); }), HasSubstr("prefix 44 is routed twice"));
+  EXPECT_THAT(refusal([] { parseRoutesText("44=a,,1=b", "--routes"); }), HasSubstr("--routes"));
+  EXPECT_THAT(refusal([] { parseRoutesText("uk=sms-uk", "--routes"); }), HasSubstr("prefix 'uk'"));
+  EXPECT_THAT(refusal([] { parseRoutesText("44", "--routes"); }), HasSubstr("PREFIX=PROVIDER"));
+}
+
+TEST(CampaignInfoOf, CarriesPrefixRoutesAndSkipsOnesItCannotFollow) {
+  CampaignRow r = row();
+  r.provider = "sms-a";
+  r.routes = {{"44", "sms-uk"}};
+  const auto ci = campaignInfoOf(r, nullptr);
+  ASSERT_TRUE(ci);
+  EXPECT_EQ(ci->routes, (std::vector<PrefixRoute>{{"44", "sms-uk"}}));
+  std::string problem;
+  r.routes = {{"4x", "sms-uk"}};  // written by hand
+  EXPECT_FALSE(campaignInfoOf(r, &problem));
+  EXPECT_THAT(problem, HasSubstr("prefix '4x'"));
+  r.routes = {{"44", "sms-uk"}, {"1", "sms-us"}};
+  r.limit.rate = 10;
+  r.limit.burst = 2;  // three providers carry it: each needs a message of burst
+  EXPECT_FALSE(campaignInfoOf(r, &problem));
+  EXPECT_THAT(problem, HasSubstr("burst 2 cannot be split among its 3 providers"));
+  r.limit.burst = 3;
+  EXPECT_TRUE(campaignInfoOf(r, nullptr));
+  r.provider.clear();
+  r.limit.rate.reset();
+  EXPECT_FALSE(campaignInfoOf(r, &problem));
+  EXPECT_THAT(problem, HasSubstr("need a campaign provider"));
+}
+
 TEST(CampaignInfoOf, CarriesTheRulesOfAGoodRow) {
   CampaignRow r = row();
   r.priority_class = "bulk";
