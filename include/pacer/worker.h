@@ -275,6 +275,7 @@ struct CampaignStats {
   std::uint64_t expired = 0;         // `expired` rows: the message's deadline passed before it could go
   std::uint64_t deferred = 0;        // messages a frequency cap made wait (policy defer, or the cap store down)
   std::size_t quiet_waiting = 0;     // gauge: messages waiting for the recipient's quiet hours to end
+  std::size_t cap_waiting = 0;       // gauge: messages in memory waiting for a deferred frequency cap
   std::string priority_class;        // its class as configured; empty: the default class
   std::uint64_t retries = 0;
   std::uint64_t parked = 0;                       // messages parked

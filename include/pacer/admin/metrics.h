@@ -37,6 +37,9 @@ struct CampaignMetrics {
   double achieved_rate = 0;         // sent per second over the last AchievedRateWindow::kSpan
   std::uint64_t backlog = 0;        // queued + waiting to retry + waiting to park + parked by/for this worker
   std::uint64_t in_flight = 0;      // in the sink
+  // In memory (the console's held figure: backlog without the parked-row
+  // estimate), and of them waiting for a retry and for a deferred frequency cap.
+  std::uint64_t in_memory = 0, retrying = 0, cap_waiting = 0;
   // Failover (docs/routes.md): the provider taking its traffic now, and why
   // when it is not the campaign's own (empty then: on its own provider).
   std::string route;

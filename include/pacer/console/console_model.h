@@ -29,10 +29,18 @@ struct CampaignView {
   // This worker's own (from the snapshot the daemon loop publishes); absent
   // when this worker has not had one of its messages.
   struct Worker {
+    // backlog: as pacer_campaign_backlog counts it, with this worker's
+    // estimate of the parked rows (which every worker finding the same
+    // unclaimed rows makes again; heldOf() shows what is not counted twice).
     std::uint64_t backlog = 0, in_flight = 0, retries = 0;
     double achieved_rate = 0;  // over the last 10 s
-    std::string route;         // the provider taking its traffic now (failover, docs/routes.md)
-    std::string route_reason;  // why it is not the campaign's own; empty: it is
+    std::string route{};       // the provider taking its traffic now (failover, docs/routes.md)
+    std::string route_reason{};  // why it is not the campaign's own; empty: it is
+    // In this worker's memory: every message it holds but the parked ones
+    // (queued, waiting for a retry, to be parked, for quiet hours, for a
+    // frequency cap), and of them those waiting for a retry, for quiet
+    // hours and for a frequency cap.
+    std::uint64_t in_memory = 0, retrying = 0, quiet_waiting = 0, cap_waiting = 0;
   };
   std::optional<Worker> worker;
   // Cluster-wide, from the counts every worker adds to Redis (ClusterCounts):
@@ -66,7 +74,28 @@ struct ProviderView {
     std::uint64_t throttled = 0, server_errors = 0;
   };
   std::optional<Cluster> cluster;
+  // This worker's 5xx answers per second lately (the newest point of its
+  // history); nullopt: not known yet.
+  std::optional<double> server_errors_per_s;
 };
+
+// What this worker holds of a campaign, as the console shows it. A message
+// in memory is in one worker's memory at a time, and parked rows are counted
+// once for the cluster, from PostgreSQL (CampaignView::top.parked); a
+// worker's own count of parked rows is an estimate every worker makes again,
+// so it is left out. With a known total, the figure is capped at what the
+// ledger says is left beside the parked rows: no worker's figure, plus the
+// parked ones, exceeds what is left (messages read again after a rebalance
+// would otherwise be counted twice).
+struct Held {
+  std::uint64_t shown = 0;     // its messages in memory, capped
+  std::uint64_t reported = 0;  // the worker's own count (pacer_campaign_backlog)
+  bool capped = false;         // shown < its messages in memory
+};
+Held heldOf(const CampaignView& c);
+
+// A provider's health verdict (control::healthOf) from what the console knows of it.
+control::ProviderHealth providerHealth(const ProviderView& p);
 
 // The counters each worker adds to the cluster's totals in Redis (one hash,
 // field -> count): "provider_throttled:ID", "provider_server_errors:ID",
@@ -93,10 +122,10 @@ class CountDeltas {
 // Why a campaign goes no faster. `code` is stable (docs/api.md), `text` is
 // for people.
 using LimitedBy = control::LimitedBy;
-// paused, done, provider_paused, provider_breaker, provider_rate, campaign_rate, no_input,
-// below_limits (sending below every configured limit: the sink, the workers
-// or the input), unknown (no achieved rate yet). `provider_achieved` is the
-// sum of the achieved rates of every campaign of the campaign's provider.
+// control::limitedByOf's codes (or failover), from the cluster's figures,
+// this worker's waiting messages and its provider's state and 5xx answers.
+// `provider_achieved` is the sum of the achieved rates of every campaign of
+// the campaign's provider.
 LimitedBy limitedBy(const CampaignView& c, const ProviderView* provider, double provider_achieved);
 
 // One value series over the last kSpanS seconds, downsampled as it is kept:
@@ -118,6 +147,8 @@ class Series {
   // series. Values are rounded to 2 decimals.
   Json json(std::size_t merge = 1) const;
   bool empty() const { return buckets_.empty(); }
+  // The newest bucket's mean; nullopt: none, or a gap.
+  std::optional<double> latest() const;
   std::size_t points() const;  // what json(1) would give
 
  private:
@@ -148,6 +179,9 @@ class Histories {
   // "effective_rate", "paused", "throttled_per_s", "server_errors_per_s"}},
   // "campaigns_left_out": n} with each series as Series::json gives it.
   Json json() const;
+  // This worker's 5xx answers per second in the provider's newest bucket
+  // (Series::latest); nullopt: not known.
+  std::optional<double> serverErrorsPerS(const std::string& provider) const;
 
  private:
   struct CampaignSeries {

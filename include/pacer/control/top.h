@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "pacer/control/why.h"
+
 namespace pacer::control {
 
 // A campaign's count of `sent` ledger rows as of `at_s` (seconds on any clock
@@ -75,6 +77,10 @@ struct TopRow {
   bool has_receipts = false;
   std::int64_t delivered = 0, undelivered = 0, receipts_pending = 0;  // undelivered: also expired, rejected
   std::string limited_code, limited_text;  // what limits it now (limitedByOf); empty: not worked out
+  // From a worker's state document (--admin); nullopt: not known. Its
+  // messages waiting there for a retry, for quiet hours, for a frequency
+  // cap, and the retries of its messages (every worker's when counted in Redis).
+  std::optional<std::uint64_t> retry_waiting, quiet_waiting, cap_waiting, retries_total;
 };
 
 // One provider as top shows it.
@@ -91,29 +97,12 @@ struct TopProviderRow {
   // (a worker with --redis); false: only the asked worker's since it started.
   bool cluster_counts = false;
   std::optional<bool> circuit_open;  // its circuit breaker, as the asked worker holds it; nullopt: not known
+  std::optional<bool> degraded;      // the global quota does not answer for it (the asked worker); nullopt: not known
+  std::optional<double> server_errors_per_s;  // the asked worker's 5xx answers per second lately; nullopt: not known
+  bool reported = false;  // the asked worker knows its state (or Redis shares one): else its health is unknown
+  std::string health_code, health_text;       // healthOf(); empty: not worked out
 };
 
-// What limits a campaign now: a code (paused, done, provider_paused,
-// provider_breaker, campaign_rate, provider_rate, no_input, below_limits, unknown) and a
-// sentence. Shared by top and the console.
-struct LimitedBy {
-  std::string code;
-  std::string text;
-};
-struct LimitFacts {
-  bool paused = false;
-  std::optional<double> own_rate;  // send_rate; nullopt: unlimited
-  std::optional<double> achieved;
-  std::int64_t backlog = 0;
-  bool backlog_lower_bound = false;
-  std::string provider;                        // empty: none
-  std::optional<double> provider_rate;         // what its campaigns share now; nullopt: unlimited or unknown
-  std::optional<double> provider_configured;   // its configured rate
-  bool provider_paused = false;
-  bool provider_circuit_open = false;          // its circuit breaker is open (sustained faults)
-  double provider_achieved = 0;                // its campaigns together
-};
-LimitedBy limitedByOf(const LimitFacts& f);
 
 // The share of its finished messages that failed (failed, rejected, dead
 // token) in percent, rounded to a tenth; nullopt before any finished.
@@ -137,12 +126,10 @@ struct TopFrame {
   std::map<std::string, std::uint64_t> worker_class_queued;
 };
 
-// Works out each campaign's "limited by" from the frame's own figures (the
-// providers' effective rate and pause where known).
+// Works out each provider's health (healthOf) and each campaign's "limited
+// by" (limitedByOf) from the frame's own figures (the providers' effective
+// rate, pause, breaker and 5xx, the campaigns' waiting messages, where known).
 void fillLimitedBy(TopFrame& frame);
-// A campaign failed over (docs/routes.md): code "failover", text "via sms-b:
-// sms-a: binds failing".
-LimitedBy failoverLimit(const std::string& route, const std::string& reason);
 
 // One priority class's campaigns in a frame, by class name (empty: the
 // default class), for the per-class line of top and its JSON.

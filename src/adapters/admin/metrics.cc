@@ -360,6 +360,9 @@ CampaignMetrics campaignMetricsOf(const CampaignStats& c) {
   if (c.limit) m.send_rate = c.limit->rate_per_s;
   m.backlog = c.queued + c.retrying + c.to_park + c.parked_waiting + c.quiet_waiting;
   m.in_flight = c.in_flight;
+  m.retrying = c.retrying;
+  m.cap_waiting = c.cap_waiting;
+  m.in_memory = c.queued + c.retrying + c.to_park + c.quiet_waiting + c.cap_waiting;
   m.route = c.route;
   m.route_reason = c.route_reason;
   return m;

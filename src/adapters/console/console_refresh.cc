@@ -28,8 +28,10 @@ void addWorkerFigures(const admin::MetricsSnapshot* snap, std::vector<CampaignVi
   for (CampaignView& c : cs) {
     const auto it = cm.find(c.row.id);
     if (it == cm.end()) continue;
-    c.worker = CampaignView::Worker{it->second->backlog,       it->second->in_flight, it->second->retries,
-                                    it->second->achieved_rate, it->second->route,     it->second->route_reason};
+    const admin::CampaignMetrics& m = *it->second;
+    c.worker = CampaignView::Worker{m.backlog, m.in_flight,   m.retries,         m.achieved_rate,
+                                    m.route,   m.route_reason, m.in_memory,      m.retrying,
+                                    m.quiet_waiting, m.cap_waiting};
   }
   std::map<std::string, const admin::ProviderMetrics*> pm;
   for (const admin::ProviderMetrics& p : snap->providers) pm[p.id] = &p;
@@ -107,7 +109,7 @@ void Console::Impl::refresh() {
       campaigns.push_back(std::move(v));
     }
     providers.clear();
-    for (const control::ProviderRow& p : provider_rows) providers.push_back(ProviderView{p, {}, 0, {}, {}});
+    for (const control::ProviderRow& p : provider_rows) providers.push_back(ProviderView{p, {}, 0, {}, {}, {}});
     docs->campaigns = control::campaignListJson(rows).dump();
     docs->providers = control::providerListJson(provider_rows).dump();
     docs->top = control::renderTopJson(frame);
@@ -138,6 +140,7 @@ void Console::Impl::refresh() {
   const auto snapshot = admin_state.snapshot();
   addWorkerFigures(snapshot.get(), campaigns, providers);
   if (read) histories.add(at_epoch_s, campaigns, providers);
+  for (ProviderView& p : providers) p.server_errors_per_s = histories.serverErrorsPerS(p.row.id);
   Json state = stateJson(at_utc, at_epoch_s, options.window_s, campaigns, providers, src);
   state["classes"] = classesStateJson(snapshot ? snapshot->class_queued : decltype(snapshot->class_queued){});
   docs->state = state.dump();

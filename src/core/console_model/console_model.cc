@@ -6,34 +6,14 @@
 #include <cmath>
 #include <type_traits>
 
-#include "pacer/campaign_state.h"
-#include "pacer/validation.h"
+#include "provider_now.h"
 
 namespace pacer::console {
+
+using detail::providerPaused;
+using detail::providerRateNow;
+
 namespace {
-
-template <typename T>
-Json orNull(const std::optional<T>& v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    // NaN or Infinity (a row written past the checks) by name: null would read as unlimited.
-    if (v && !std::isfinite(*v)) return Json(validation::numberText(*v));
-  }
-  return v ? Json(*v) : Json(nullptr);
-}
-
-Json textOrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
-
-// The rate a provider's campaigns share now: the shared effective rate, else
-// this worker's view of it, else the configured one.
-std::optional<double> providerRateNow(const ProviderView& p) {
-  if (p.shared_effective) return p.shared_effective;
-  if (p.worker && p.worker->effective) return p.worker->effective;
-  return p.row.limit.rate;
-}
-
-bool providerPaused(const ProviderView& p) { return p.shared_paused_s > 0 || (p.worker && p.worker->paused); }
-
-bool circuitOpen(const ProviderView& p) { return p.worker && p.worker->circuit_open; }
 
 bool validText(std::string_view s) {
   for (unsigned char c : s)
@@ -49,28 +29,6 @@ int hexValue(char c) {
 }
 
 }  // namespace
-
-LimitedBy limitedBy(const CampaignView& c, const ProviderView* p, double provider_achieved) {
-  // Failed over (docs/routes.md): where its traffic goes, and why, says more than any rate.
-  if (c.worker && !c.worker->route_reason.empty())
-    return control::failoverLimit(c.worker->route, c.worker->route_reason);
-  const control::TopFigures fig = control::figuresOf(c.top);
-  control::LimitFacts f;
-  f.paused = c.row.state == campaignStateName(CampaignState::kPaused);
-  f.own_rate = c.row.limit.rate;
-  f.achieved = c.top.achieved;
-  f.backlog = fig.backlog.messages;
-  f.backlog_lower_bound = fig.backlog.lower_bound;
-  if (p) {
-    f.provider = p->row.id;
-    f.provider_rate = providerRateNow(*p);
-    f.provider_configured = p->row.limit.rate;
-    f.provider_paused = providerPaused(*p);
-    f.provider_circuit_open = circuitOpen(*p);
-    f.provider_achieved = provider_achieved;
-  }
-  return control::limitedByOf(f);
-}
 
 std::string countField(std::string_view kind, std::string_view id) {
   std::string out(kind);
@@ -107,6 +65,16 @@ void Series::add(double t, std::optional<double> v) {
   }
   const auto oldest = index - static_cast<std::int64_t>(kSpanS / kStepS);
   while (!buckets_.empty() && buckets_.front().index < oldest) buckets_.pop_front();
+}
+
+std::optional<double> Series::latest() const {
+  if (buckets_.empty() || buckets_.back().n == 0) return std::nullopt;
+  return buckets_.back().sum / buckets_.back().n;
+}
+
+std::optional<double> Histories::serverErrorsPerS(const std::string& provider) const {
+  const auto it = providers_.find(provider);
+  return it == providers_.end() ? std::nullopt : it->second.server_errors.latest();
 }
 
 std::size_t Series::points() const {
@@ -193,141 +161,6 @@ Json Histories::json() const {
               {"campaigns", std::move(cs)},
               {"providers", std::move(ps)},
               {"campaigns_left_out", seen.size() - kept}};
-}
-
-// --- documents ------------------------------------------------------------------
-
-namespace {
-
-Json campaignStateJson(const CampaignView& c, const LimitedBy& why) {
-  const control::TopFigures f = control::figuresOf(c.top);
-  Json j{{"id", c.row.id},
-         {"name", c.row.name},
-         {"state", c.row.state},
-         {"priority", textOrNull(c.row.priority_class)},
-         {"provider", textOrNull(c.row.provider)},
-         {"send_rate", orNull(c.row.limit.rate)},
-         {"burst", c.row.limit.burst},
-         {"weight", c.row.weight},
-         {"total", orNull(c.row.total)},
-         {"sent", c.top.sent},
-         {"failed", c.top.failed},
-         {"rejected", c.top.rejected},
-         {"invalid_token", c.top.invalid_token},
-         {"suppressed", c.top.suppressed},
-         {"parked", c.top.parked},
-         {"achieved_rate", orNull(c.top.achieved)},
-         {"backlog", f.backlog.messages},
-         {"backlog_lower_bound", f.backlog.lower_bound},
-         {"progress", orNull(f.progress)},
-         {"eta_s", orNull(f.eta_s)},
-         {"limited_by", Json{{"code", why.code}, {"text", why.text}}}};
-  j["failed_pct"] = orNull(control::failedPercentOf(c.top));
-  j["receipts"] = c.top.has_receipts ? Json{{"delivered", c.top.delivered},
-                                            {"undelivered", c.top.undelivered},
-                                            {"pending", c.top.receipts_pending}}
-                                     : Json(nullptr);
-  j["retries_total"] = orNull(c.cluster_retries);
-  j["worker"] = c.worker ? Json{{"backlog", c.worker->backlog},
-                                {"in_flight", c.worker->in_flight},
-                                {"retries_total", c.worker->retries},
-                                {"achieved_rate", c.worker->achieved_rate},
-                                {"route", textOrNull(c.worker->route)},
-                                {"route_reason", textOrNull(c.worker->route_reason)}}
-                         : Json(nullptr);
-  return j;
-}
-
-Json providerStateJson(const ProviderView& p, double achieved) {
-  std::string effective_from = "configured";
-  if (p.shared_effective)
-    effective_from = "redis";
-  else if (p.worker && p.worker->effective)
-    effective_from = "worker";
-  const std::optional<double> rate = providerRateNow(p);
-  std::string paused_from;
-  if (p.shared_paused_s > 0)
-    paused_from = "redis";
-  else if (p.worker && p.worker->paused)
-    paused_from = "worker";
-  Json j{{"id", p.row.id},
-         {"rate", orNull(p.row.limit.rate)},
-         {"burst", p.row.limit.burst},
-         {"campaigns", p.row.campaigns},
-         {"effective_rate", orNull(rate)},
-         {"effective_from", rate ? Json(effective_from) : Json(nullptr)},
-         {"achieved_rate", achieved},
-         {"paused", !paused_from.empty()},
-         {"paused_s", p.shared_paused_s},
-         {"paused_from", textOrNull(paused_from)},
-         // The breaker lives in the worker (or in Redis, heard through the
-         // worker's leases): only its snapshot knows the state.
-         {"circuit", p.worker ? Json(p.worker->circuit_open ? "open" : "closed") : Json(nullptr)},
-         // Every worker's answers since the counts began, restarts included.
-         {"cluster",
-          p.cluster ? Json{{"throttled_total", p.cluster->throttled}, {"server_errors_total", p.cluster->server_errors}}
-                    : Json(nullptr)}};
-  j["worker"] = p.worker ? Json{{"effective_rate", orNull(p.worker->effective)},
-                                {"paused", p.worker->paused},
-                                {"degraded", p.worker->degraded},
-                                {"throttled_total", p.worker->throttled},
-                                {"server_errors_total", p.worker->server_errors},
-                                {"circuit_open", p.worker->circuit_open}}
-                         : Json(nullptr);
-  return j;
-}
-
-}  // namespace
-
-Json classesStateJson(const std::vector<std::pair<std::string, std::uint64_t>>& class_queued) {
-  Json a = Json::array();
-  for (const auto& [name, queued] : class_queued)
-    a.push_back(Json{{"class", name == "default" ? Json(nullptr) : Json(name)}, {"worker", {{"queued", queued}}}});
-  return a;
-}
-
-Json stateJson(const std::string& at_utc, double at_epoch_s, double window_s,
-               const std::vector<CampaignView>& campaigns, const std::vector<ProviderView>& providers,
-               const Sources& sources) {
-  std::map<std::string, double> achieved_by_provider;
-  for (const CampaignView& c : campaigns)
-    if (!c.row.provider.empty()) achieved_by_provider[c.row.provider] += c.top.achieved.value_or(0);
-  std::map<std::string, const ProviderView*> by_id;
-  for (const ProviderView& p : providers) by_id[p.row.id] = &p;
-  Json cs = Json::array(), ps = Json::array();
-  double achieved = 0;
-  std::int64_t sent = 0, failed = 0, backlog = 0;
-  bool lower_bound = false;
-  for (const CampaignView& c : campaigns) {
-    const auto it = by_id.find(c.row.provider);
-    const ProviderView* p = it == by_id.end() ? nullptr : it->second;
-    cs.push_back(campaignStateJson(c, limitedBy(c, p, p ? achieved_by_provider[p->row.id] : 0)));
-    const control::TopFigures f = control::figuresOf(c.top);
-    achieved += c.top.achieved.value_or(0);
-    sent += c.top.sent;
-    failed += c.top.failed;
-    backlog += f.backlog.messages;
-    lower_bound = lower_bound || f.backlog.lower_bound;
-  }
-  for (const ProviderView& p : providers) ps.push_back(providerStateJson(p, achieved_by_provider[p.row.id]));
-  return Json{{"at", at_utc},
-              {"at_epoch_s", at_epoch_s},
-              {"window_s", window_s},
-              {"sources",
-               {{"postgres", sources.postgres},
-                {"redis", sources.redis},
-                {"worker", sources.worker},
-                {"version", sources.version},
-                {"controls", sources.controls}}},
-              {"totals",
-               {{"campaigns", campaigns.size()},
-                {"achieved_rate", achieved},
-                {"sent", sent},
-                {"failed", failed},
-                {"backlog", backlog},
-                {"backlog_lower_bound", lower_bound}}},
-              {"campaigns", std::move(cs)},
-              {"providers", std::move(ps)}};
 }
 
 std::string sseFrame(std::string_view name, std::string_view data) {

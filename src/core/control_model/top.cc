@@ -123,40 +123,31 @@ Totals totalsOf(const TopFrame& frame) {
 
 }  // namespace
 
-LimitedBy limitedByOf(const LimitFacts& f) {
-  if (f.paused) return {"paused", "paused by an operator"};
-  if (!f.backlog_lower_bound && f.backlog == 0) return {"done", "nothing left to send (sent + failed = total)"};
-  // Before the pause: an open breaker pauses its provider too, and is the cause.
-  if (f.provider_circuit_open)
-    return {"provider_breaker",
-            fmt::format("provider {}'s circuit breaker is open after sustained faults: it pauses for the "
-                        "cooldown, then sends slower",
-                        f.provider)};
-  if (f.provider_paused) return {"provider_paused", fmt::format("provider {} paused after a 429/503", f.provider)};
-  if (f.own_rate && *f.own_rate <= 0) return {"campaign_rate", "its send_rate is 0"};
-  if (!f.achieved) return {"unknown", "no achieved rate yet"};
-  if (f.own_rate && *f.achieved >= 0.9 * *f.own_rate)
-    return {"campaign_rate", fmt::format("at its send_rate ({:g}/s)", *f.own_rate)};
-  if (!f.provider.empty() && f.provider_rate && *f.provider_rate > 0 &&
-      f.provider_achieved >= 0.9 * *f.provider_rate) {
-    const bool lowered = f.provider_configured && *f.provider_rate < 0.99 * *f.provider_configured;
-    return {"provider_rate",
-            lowered ? fmt::format("provider {} at its effective rate {:.0f}/s (configured {:g}/s, lowered after "
-                                  "throttling)",
-                                  f.provider, *f.provider_rate, *f.provider_configured)
-                    : fmt::format("provider {} at its rate {:g}/s, shared by its campaigns", f.provider,
-                                  *f.provider_rate)};
-  }
-  if (f.backlog_lower_bound && f.backlog == 0)
-    return {"no_input", "no messages waiting that the database knows of (total unknown, none parked)"};
-  return {"below_limits", "below every configured limit: the sink, the workers or the input"};
+namespace {
+
+HealthFacts healthFactsOf(const TopProviderRow& p) {
+  HealthFacts h;
+  h.provider = p.id;
+  h.known = p.reported;
+  h.circuit_open = p.circuit_open.value_or(false);
+  h.degraded = p.degraded.value_or(false);
+  h.paused = p.paused.value_or(false);
+  h.configured = p.rate;
+  h.effective = p.effective;
+  h.server_errors_per_s = p.server_errors_per_s;
+  h.throttled_total = p.throttled;
+  h.server_errors_total = p.server_errors;
+  return h;
 }
 
-LimitedBy failoverLimit(const std::string& route, const std::string& reason) {
-  return {"failover", fmt::format("via {}: {}", route, reason)};
-}
+}  // namespace
 
 void fillLimitedBy(TopFrame& frame) {
+  for (TopProviderRow& p : frame.providers) {
+    const ProviderHealth h = healthOf(healthFactsOf(p));
+    p.health_code = h.code;
+    p.health_text = h.text;
+  }
   for (TopRow& r : frame.rows) {
     const TopFigures fig = figuresOf(r);
     LimitFacts f;
@@ -166,6 +157,10 @@ void fillLimitedBy(TopFrame& frame) {
     f.backlog = fig.backlog.messages;
     f.backlog_lower_bound = fig.backlog.lower_bound;
     f.provider = r.provider;
+    f.retry_waiting = r.retry_waiting;
+    f.quiet_waiting = r.quiet_waiting;
+    f.cap_waiting = r.cap_waiting;
+    f.retries_total = r.retries_total;
     for (const TopProviderRow& p : frame.providers) {
       if (p.id != r.provider) continue;
       f.provider_rate = p.effective ? p.effective : p.rate;
@@ -173,6 +168,7 @@ void fillLimitedBy(TopFrame& frame) {
       f.provider_paused = p.paused.value_or(false);
       f.provider_circuit_open = p.circuit_open.value_or(false);
       f.provider_achieved = p.achieved;
+      f.provider_server_errors_per_s = p.server_errors_per_s;
     }
     const LimitedBy l = limitedByOf(f);
     r.limited_code = l.code;
@@ -223,18 +219,6 @@ std::string renderFitting(const std::vector<Column>& cols, const std::vector<std
 
 std::string countOrDash(bool known, std::int64_t n) { return known ? std::to_string(n) : "-"; }
 
-// "LIMITED BY" in a few letters (the codes are for scripts: --json).
-std::string limitedWord(const std::string& code) {
-  if (code == "campaign_rate") return "own rate";
-  if (code == "provider_rate") return "provider";
-  if (code == "provider_paused") return "prov paused";
-  if (code == "provider_breaker") return "breaker";
-  if (code == "no_input") return "no input";
-  if (code == "below_limits") return "nothing";
-  if (code.empty() || code == "unknown") return "-";
-  return code;  // paused, done
-}
-
 std::string campaignTable(const TopFrame& frame, std::size_t width) {
   bool receipts = false, classes = false, suppressed = false, failures = false;
   for (const TopRow& r : frame.rows) {
@@ -268,7 +252,7 @@ std::string campaignTable(const TopFrame& frame, std::size_t width) {
                                       boundText(f.backlog.messages, f.backlog.lower_bound),
                                       progressBar(f.progress, 10),
                                       eta,
-                                      r.limited_code == "failover" ? r.limited_text : limitedWord(r.limited_code)};
+                                      r.limited_code == "failover" ? r.limited_text : shortWord(r.limited_code)};
     if (receipts) {
       cells.push_back(countOrDash(r.has_receipts, r.delivered));
       cells.push_back(countOrDash(r.has_receipts, r.undelivered));
@@ -291,13 +275,14 @@ std::string campaignTable(const TopFrame& frame, std::size_t width) {
 std::string providerTable(const TopFrame& frame, std::size_t width) {
   const std::vector<Column> cols = {{"PROVIDER", false, 100}, {"QUOTA", true, 90},    {"EFFECTIVE", true, 80},
                                     {"ACHIEVED", true, 85},   {"PAUSED", false, 70},  {"429s", true, 60},
-                                    {"5XX", true, 55},        {"CAMPAIGNS", true, 50}};
+                                    {"5XX", true, 55},        {"CAMPAIGNS", true, 50},
+                                    {"HEALTH", false, 95}};
   std::vector<std::vector<std::string>> rows;
   const auto count = [](const std::optional<std::uint64_t>& n) { return n ? std::to_string(*n) : "-"; };
   for (const TopProviderRow& p : frame.providers) {
     rows.push_back({p.id, rateCell(p.rate), p.effective ? fmt::format("{:.1f}/s", *p.effective) : "-",
                     fmt::format("{:.1f}/s", p.achieved), p.paused ? (*p.paused ? "yes" : "no") : "-",
-                    count(p.throttled), count(p.server_errors), std::to_string(p.campaigns)});
+                    count(p.throttled), count(p.server_errors), std::to_string(p.campaigns), shortWord(p.health_code)});
   }
   return renderFitting(cols, rows, width);
 }
@@ -407,7 +392,8 @@ std::string renderTopJson(const TopFrame& frame) {
         {"throttled_total", orNull(p.throttled)},
         {"server_errors_total", orNull(p.server_errors)},
         {"counts_from", p.throttled || p.server_errors ? Json(p.cluster_counts ? "cluster" : "worker") : Json(nullptr)},
-        {"circuit", p.circuit_open ? Json(*p.circuit_open ? "open" : "closed") : Json(nullptr)}});
+        {"circuit", p.circuit_open ? Json(*p.circuit_open ? "open" : "closed") : Json(nullptr)},
+        {"health", p.health_code.empty() ? Json(nullptr) : Json{{"code", p.health_code}, {"text", p.health_text}}}});
   const Json j{{"at", frame.at_utc},
                {"window_s", frame.window_s},
                {"totals",

@@ -93,6 +93,7 @@ std::vector<CampaignStats> WorkerCore::campaignStats() const {
     CampaignStats s = c->stats;
     s.queued = c->queue.size() + c->unchecked.size();
     s.quiet_waiting = c->quiet_waiting;
+    s.cap_waiting = c->waiting.size() - std::min(c->waiting.size(), c->quiet_waiting);
     s.provider = c->info.provider;
     s.priority_class = c->info.priority_class;  // empty: the default class (shown as "default")
     s.limit = c->info.limit;

@@ -25,6 +25,45 @@ struct TopArgs {
   int width = 0;                     // 0: the terminal's, else 80
 };
 
+// What that worker's state document says of each campaign: its messages
+// waiting there (for a retry, quiet hours, a frequency cap) and the retries,
+// then "limited by" again with them; a campaign failed over there
+// (docs/routes.md) is limited by its route.
+void mergeLiveCampaigns(TopFrame& f, const Json& doc) {
+  const auto count = [](const Json& o, const char* key) -> std::optional<std::uint64_t> {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_number_unsigned() ? std::optional<std::uint64_t>(it->get<std::uint64_t>())
+                                                     : std::nullopt;
+  };
+  const auto it = doc.find("campaigns");
+  const bool has = it != doc.end() && it->is_array();
+  if (has)
+    for (const Json& c : *it) {
+      const Json* w = c.contains("worker") && c.at("worker").is_object() ? &c.at("worker") : nullptr;
+      for (TopRow& r : f.rows) {
+        if (r.id != c.at("id").get<std::string>()) continue;
+        r.retries_total = count(c, "retries_total");
+        if (!w) continue;
+        r.retry_waiting = count(*w, "retrying");
+        r.quiet_waiting = count(*w, "quiet_waiting");
+        r.cap_waiting = count(*w, "cap_waiting");
+        if (!r.retries_total) r.retries_total = count(*w, "retries_total");
+      }
+    }
+  fillLimitedBy(f);
+  if (!has) return;
+  for (const Json& c : *it) {
+    const Json* w = c.contains("worker") && c.at("worker").is_object() ? &c.at("worker") : nullptr;
+    if (!w || !w->contains("route_reason") || !w->at("route_reason").is_string()) continue;
+    for (TopRow& r : f.rows)
+      if (r.id == c.at("id").get<std::string>()) {
+        const LimitedBy l = failoverLimit(w->at("route").get<std::string>(), w->at("route_reason").get<std::string>());
+        r.limited_code = l.code;
+        r.limited_text = l.text;
+      }
+  }
+}
+
 // The providers' effective rate, pause and 429 count from a worker's state
 // document (GET /api/v1/state: Redis's shared figures, that worker's count),
 // and its queue per priority class, then "limited by" again with them. A worker that does not answer leaves
@@ -44,7 +83,12 @@ std::string mergeLive(TopFrame& f, const std::string& address, const std::string
         if (p.contains("worker") && p.at("worker").is_object()) {
           row.throttled = p.at("worker").at("throttled_total").get<std::uint64_t>();
           row.server_errors = p.at("worker").value("server_errors_total", std::uint64_t{0});
+          row.degraded = p.at("worker").value("degraded", false);
+          row.reported = true;
         }
+        if (p.value("effective_from", Json()) == "redis" || p.value("paused_from", Json()) == "redis") row.reported = true;
+        if (const auto e = p.find("server_errors_per_s"); e != p.end() && e->is_number())
+          row.server_errors_per_s = e->get<double>();
         if (const auto c = p.find("circuit"); c != p.end() && c->is_string()) row.circuit_open = *c == "open";
         // Every worker's counts, restarts included, when the worker keeps them in Redis.
         if (const auto c = p.find("cluster"); c != p.end() && c->is_object()) {
@@ -59,20 +103,7 @@ std::string mergeLive(TopFrame& f, const std::string& address, const std::string
       for (const Json& c : *it)
         f.worker_class_queued[c.at("class").is_null() ? "" : c.at("class").get<std::string>()] =
             c.at("worker").at("queued").get<std::uint64_t>();
-    fillLimitedBy(f);
-    // Campaigns failed over on that worker (docs/routes.md): the route says what holds them.
-    if (const auto it = doc.find("campaigns"); it != doc.end() && it->is_array())
-      for (const Json& c : *it) {
-        const Json* w = c.contains("worker") && c.at("worker").is_object() ? &c.at("worker") : nullptr;
-        if (!w || !w->contains("route_reason") || !w->at("route_reason").is_string()) continue;
-        for (TopRow& r : f.rows)
-          if (r.id == c.at("id").get<std::string>()) {
-            const LimitedBy l =
-                failoverLimit(w->at("route").get<std::string>(), w->at("route_reason").get<std::string>());
-            r.limited_code = l.code;
-            r.limited_text = l.text;
-          }
-      }
+    mergeLiveCampaigns(f, doc);
     return "";
   } catch (const UnreachableError& e) {
     return std::string("live provider figures: ") + e.what();

@@ -7,7 +7,8 @@
 # answers is compared with B's state document: the provider's cluster
 # throttled and 5xx counts are the record's 429s and 500s (A's included), and
 # the campaign's retries are every 429 and 500 that did not end a message.
-# Then "limited by" reaches done, no_input and paused on real campaigns.
+# The provider's health verdict is the same in top --admin and the state
+# document. Then "limited by" reaches done, no_input and paused on real campaigns.
 source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 fake_provider=${PACER_FAKE_PROVIDER:?}
 pid=
@@ -98,6 +99,26 @@ assert (p["throttled_total"], p["server_errors_total"], p["counts_from"]) == (in
 failed_pct=$(state_field campaigns c failed_pct)
 want_pct=$("$python" -c "import json; print(json.dumps(round(1000 * $failed / $total) / 10))")
 [ "$failed_pct" = "$want_pct" ] || fail "failed_pct $failed_pct, expected $want_pct ($failed of $total)"
+
+# The provider's health: the console's state document and top --admin give the
+# same verdict from the same function (read until two reads agree: the 5xx
+# rate of the newest 5-s point moves while they are read).
+health_codes() {
+  "$pacerctl" --json top --once --admin "$address" | "$python" -c '
+import json, sys
+print([p for p in json.load(sys.stdin)["providers"] if p["id"] == "push"][0]["health"]["code"])'
+  state_field providers push health | "$python" -c 'import json, sys; print(json.load(sys.stdin)["code"])'
+}
+same=
+for _ in $(seq 1 20); do
+  codes=$(health_codes | tr '\n' ' ')
+  read -r top_health state_health <<<"$codes"
+  case $state_health in ok | throttled | failing | breaker_open | degraded) ;; *) fail "health '$state_health'" ;; esac
+  [ "$top_health" = "$state_health" ] && same=1 && break
+  sleep 0.2
+done
+[ -n "$same" ] || fail "provider push: top says $top_health, the state document $state_health"
+echo "provider push: health $state_health in top and in the state document"
 
 # "Limited by" made true end to end: every message finished (done); an
 # operator's pause (paused); a campaign without a total and nothing parked

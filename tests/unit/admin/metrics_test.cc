@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -52,6 +53,7 @@ MetricsSnapshot full() {
   promo.retrying = 2;
   promo.to_park = 1;
   promo.parked_waiting = 100;
+  promo.cap_waiting = 3;
   promo.in_flight = 8;
   CampaignStats odd;
   odd.id = "we\"ird\\id";
@@ -104,6 +106,18 @@ TEST(RenderMetricsTest, CampaignCountersAndGaugesCarryCampaignAndProviderLabels)
   EXPECT_EQ(sample(text, R"(pacer_campaign_backlog{campaign="promo",provider="sms"})"), 117);
   EXPECT_EQ(sample(text, R"(pacer_campaign_in_flight{campaign="promo",provider="sms"})"), 8);
   EXPECT_EQ(sample(text, "pacer_records_rejected_without_campaign_total"), 2);
+}
+
+// The console's held figure leaves out the parked-row estimate, which every
+// worker finding the same unclaimed rows makes again.
+TEST(SnapshotBuilderTest, HeldInMemoryIsTheBacklogWithoutTheParkedEstimate) {
+  const MetricsSnapshot s = full();
+  const auto it = std::find_if(s.campaigns.begin(), s.campaigns.end(), [](const auto& c) { return c.id == "promo"; });
+  ASSERT_NE(it, s.campaigns.end());
+  EXPECT_EQ(it->in_memory, 5u + 2 + 1 + 9 + 3) << "queued + retrying + to_park + quiet_waiting + cap_waiting";
+  EXPECT_EQ(it->retrying, 2u);
+  EXPECT_EQ(it->cap_waiting, 3u);
+  EXPECT_EQ(it->backlog, 117u) << "the metric is as before";
 }
 
 TEST(RenderMetricsTest, PushAnswerScopeAndTheDeadTokenGuardPerProvider) {

@@ -91,6 +91,85 @@ TEST(LimitedByTest, AnOpenBreakerIsNamedBeforeTheRates) {
   EXPECT_EQ(limitedBy(blast, &failing, 3.5).code, "below_limits") << "closed again: back to the rates";
 }
 
+// Seen with two workers: each counted 9,000+ held (their estimates
+// of the same unclaimed parked rows included) while the ledger says 7,519
+// are left, all of them parked.
+TEST(HeldTest, TwoWorkersEachHoldingMoreThanIsLeftNeverShowMoreThanIsLeft) {
+  CampaignView base = campaign("promo", 100, 20, 30000, 22481);  // 7,519 left
+  base.top.parked = 7519;
+  CampaignView a = base, b = base;
+  // Read again after a rebalance: messages the other worker had already parked.
+  a.worker = CampaignView::Worker{.backlog = 9834, .in_memory = 2315};
+  b.worker = CampaignView::Worker{.backlog = 9384, .in_memory = 1865};
+  const Json ja = stateJson("", 0, 5, {a}, {}, Sources{})["campaigns"][0];
+  const Json jb = stateJson("", 0, 5, {b}, {}, Sources{})["campaigns"][0];
+  const std::int64_t left = ja["backlog"].get<std::int64_t>();
+  ASSERT_EQ(left, 7519);
+  const auto held_a = ja["worker"]["backlog"].get<std::int64_t>(), held_b = jb["worker"]["backlog"].get<std::int64_t>();
+  EXPECT_LE(held_a, left);
+  EXPECT_LE(held_b, left);
+  EXPECT_LE(held_a + held_b + ja["parked"].get<std::int64_t>(), left) << "held in memory plus parked, counted once";
+  EXPECT_TRUE(ja["worker"]["backlog_capped"].get<bool>());
+  EXPECT_EQ(ja["worker"]["backlog_reported"], 9834) << "the worker's own count stays visible beside it";
+}
+
+TEST(HeldTest, HeldInMemoryIsShownAsIsWhileItFitsWhatIsLeft) {
+  CampaignView c = campaign("promo", 100, 20, 20000, 10000);  // 10,000 left
+  c.top.parked = 4000;
+  c.worker = CampaignView::Worker{.backlog = 9000, .in_memory = 5000};
+  EXPECT_EQ(heldOf(c).shown, 5000u);
+  EXPECT_FALSE(heldOf(c).capped);
+  c.worker->in_memory = 6500;  // more than the 6,000 left beside the parked rows
+  EXPECT_EQ(heldOf(c).shown, 6000u);
+  EXPECT_TRUE(heldOf(c).capped);
+  CampaignView unknown_total = campaign("open", 100, 20, std::nullopt, 10000);
+  unknown_total.worker = CampaignView::Worker{};
+  unknown_total.worker->in_memory = 6500;  // nothing to cap by: the ledger does not know what is left
+  EXPECT_EQ(heldOf(unknown_total).shown, 6500u);
+  EXPECT_EQ(heldOf(campaign("none", 100, 20)).shown, 0u) << "this worker has had none of its messages";
+}
+
+// The console's reasons from what a worker reports: the same function as top's.
+TEST(LimitedByTest, RetriesAfter5xxQuietHoursAndCapsFromThisWorkersFigures) {
+  ProviderView p = provider(400);
+  p.worker = ProviderView::Worker{};
+  p.server_errors_per_s = 4;
+  CampaignView c = campaign("c", 100, 20);
+  c.worker = CampaignView::Worker{};
+  EXPECT_EQ(limitedBy(c, &p, 20).code, "below_limits");
+  c.worker->cap_waiting = 12;
+  EXPECT_EQ(limitedBy(c, &p, 20).code, "frequency_cap");
+  c.worker->quiet_waiting = 300;
+  EXPECT_EQ(limitedBy(c, &p, 20).code, "quiet_hours");
+  c.worker->retrying = 25;
+  c.cluster_retries = 720;
+  const LimitedBy why = limitedBy(c, &p, 20);
+  EXPECT_EQ(why.code, "server_errors");
+  EXPECT_THAT(why.text, HasSubstr("720 retries in all")) << "every worker's, from Redis";
+}
+
+TEST(ProviderHealthTest, TheStateDocumentCarriesEachVerdict) {
+  const auto health = [](const ProviderView& p) {
+    return stateJson("", 0, 5, {}, {p}, Sources{})["providers"][0]["health"]["code"].get<std::string>();
+  };
+  ProviderView p = provider(400);
+  EXPECT_EQ(health(p), "unknown") << "no worker has reported on it";
+  p.worker = ProviderView::Worker{};
+  p.server_errors_per_s = 0;
+  EXPECT_EQ(health(p), "ok");
+  p.server_errors_per_s = 2.5;
+  EXPECT_EQ(health(p), "failing");
+  p.shared_effective = 260;
+  EXPECT_EQ(health(p), "throttled") << "its shared effective rate lowered below 400/s";
+  p.worker->degraded = true;
+  EXPECT_EQ(health(p), "degraded");
+  p.worker->circuit_open = true;
+  EXPECT_EQ(health(p), "breaker_open");
+  p.cluster = ProviderView::Cluster{5, 70};
+  EXPECT_THAT(stateJson("", 0, 5, {}, {p}, Sources{})["providers"][0]["health"]["text"].get<std::string>(),
+              HasSubstr("5 429/503, 70 5xx in all"));
+}
+
 TEST(CountDeltasTest, AddsOnlyWhatGrewSinceTheLastAcknowledgedWrite) {
   CountDeltas d;
   const std::string f5xx = countField("provider_server_errors", "push:eu");
@@ -145,6 +224,7 @@ TEST(SeriesTest, KeepsFifteenMinutesInFiveSecondBucketsWithGaps) {
   EXPECT_EQ(j["t0"], 3000 - Series::kSpanS) << "the bucket 15 minutes before the newest";
   EXPECT_EQ(j["v"][0], 16.0) << "the mean of the five refreshes in the bucket: 20, 10, 20, 10, 20";
   EXPECT_EQ(j["v"].back(), 20.0) << "the newest bucket holds one refresh so far (t = 3000)";
+  EXPECT_EQ(s.latest(), 20.0) << "the newest bucket's mean";
   s.add(2500, 1);  // earlier than the last: dropped
   s.add(3006, std::nullopt);
   s.add(3011, std::nan(""));
@@ -153,6 +233,7 @@ TEST(SeriesTest, KeepsFifteenMinutesInFiveSecondBucketsWithGaps) {
   EXPECT_EQ(j["t0"], 3010 - Series::kSpanS);
   EXPECT_TRUE(j["v"][Series::kMaxPoints - 2].is_null()) << "unknown is a gap";
   EXPECT_TRUE(j["v"].back().is_null()) << "NaN is a gap";
+  EXPECT_EQ(s.latest(), std::nullopt) << "a gap is not known";
 }
 
 TEST(SeriesTest, MergedBucketsAreMeansAlignedOnTheirSpan) {
@@ -184,6 +265,11 @@ TEST(HistoriesTest, ThisWorkersAnswersBecomeRatesAndARestartCountsFromZero) {
   EXPECT_DOUBLE_EQ(j["server_errors_per_s"]["v"][2].get<double>(), 0.4);
   EXPECT_DOUBLE_EQ(j["throttled_per_s"]["v"][3].get<double>(), 1.0);
   EXPECT_EQ(j["rate"]["v"][0], 100);
+  EXPECT_EQ(h.serverErrorsPerS("sms"), 0.0) << "the newest bucket: no 5xx since t = 110";
+  p.worker->server_errors = 14;
+  h.add(117, {}, {p});
+  EXPECT_DOUBLE_EQ(h.serverErrorsPerS("sms").value_or(-1), 2.5) << "the bucket's mean of 0 and 5/s";
+  EXPECT_EQ(h.serverErrorsPerS("other"), std::nullopt);
   h.add(2000, {}, {});
   EXPECT_TRUE(h.json()["providers"].empty()) << "forgotten after fifteen minutes unseen";
 }
@@ -215,7 +301,7 @@ TEST(HistoriesTest, BoundedWhateverTheNumberOfCampaigns) {
 TEST(StateJsonTest, ClusterFiguresAtTheTopThisWorkersUnderWorker) {
   CampaignView c = campaign("<img src=x onerror=alert(1)>", 100, 40);
   c.row.name = "<b>\"quoted\"</b>";
-  c.worker = CampaignView::Worker{7, 2, 3, 12.5, "", ""};
+  c.worker = CampaignView::Worker{.backlog = 9, .in_flight = 2, .retries = 3, .achieved_rate = 12.5, .in_memory = 7};
   ProviderView p = provider(400);
   p.shared_effective = 300;
   p.shared_paused_s = 1.5;
@@ -229,7 +315,8 @@ TEST(StateJsonTest, ClusterFiguresAtTheTopThisWorkersUnderWorker) {
   EXPECT_EQ(jc["backlog"], 900);
   EXPECT_EQ(jc["priority"], nullptr);
   EXPECT_EQ(jc["limited_by"]["code"], "provider_paused");
-  EXPECT_EQ(jc["worker"]["backlog"], 7);
+  EXPECT_EQ(jc["worker"]["backlog"], 7) << "held in memory; the parked ones are counted once, from PostgreSQL";
+  EXPECT_EQ(jc["worker"]["backlog_reported"], 9);
   const Json& jp = j["providers"][0];
   EXPECT_EQ(jp["effective_rate"], 300.0);
   EXPECT_EQ(jp["effective_from"], "redis");

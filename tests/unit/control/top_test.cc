@@ -175,7 +175,7 @@ TopFrame sampleFrame() {
 
 TEST(TopRenderTest, TheTextFrameHasAHeaderWithTotalsAndOneLinePerCampaign) {
   TopFrame f = sampleFrame();
-  f.providers.push_back(TopProviderRow{"sms", 400.0, 1, 50.0, 320.0, false, 3, 7, true, false});
+  f.providers.push_back(TopProviderRow{"sms", 400.0, 1, 50.0, 320.0, false, 3, 7, true, false, false, 0.0, true, "", ""});
   fillLimitedBy(f);
   const std::string text = renderTopText(f, 200);
   EXPECT_THAT(text, HasSubstr("pacer top  2026-11-23T13:40:05Z  50.0/s over 5s\n"
@@ -190,8 +190,9 @@ TEST(TopRenderTest, TheTextFrameHasAHeaderWithTotalsAndOneLinePerCampaign) {
   // Unknown total: the parked count as a lower bound, no bar, no ETA at rate 0.
   EXPECT_THAT(text, HasSubstr("\nvip          paused  -         unlimited     0.0/s     5       0   0.0%     >=30  -"
                               "                    -  paused\n"));
-  EXPECT_THAT(text, HasSubstr("\nPROVIDER  QUOTA  EFFECTIVE  ACHIEVED  PAUSED  429s  5XX  CAMPAIGNS\n"
-                              "sms       400/s    320.0/s    50.0/s  no         3    7          1\n"));
+  // Its effective rate below the configured one: throttled (healthOf).
+  EXPECT_THAT(text, HasSubstr("\nPROVIDER  QUOTA  EFFECTIVE  ACHIEVED  PAUSED  429s  5XX  CAMPAIGNS  HEALTH\n"
+                              "sms       400/s    320.0/s    50.0/s  no         3    7          1  throttled\n"));
 }
 
 // A rate written by SQL past the checks (NaN, Infinity) is marked in the
@@ -200,7 +201,7 @@ TEST(TopRenderTest, ARateNoCheckWouldPassIsMarkedNotShownAsNanOrUnlimited) {
   TopFrame f = sampleFrame();
   f.rows[0].send_rate = std::numeric_limits<double>::quiet_NaN();
   f.providers.push_back(
-      TopProviderRow{"sms", std::numeric_limits<double>::infinity(), 1, 50.0, 320.0, false, 3, 7, true, false});
+      TopProviderRow{"sms", std::numeric_limits<double>::infinity(), 1, 50.0, 320.0, false, 3, 7, true, false, false, 0.0, true, "", ""});
   const std::string text = renderTopText(f, 200);
   EXPECT_THAT(text, HasSubstr("invalid (NaN)"));
   EXPECT_THAT(text, HasSubstr("invalid (Infinity)"));
@@ -285,7 +286,7 @@ TEST(TopRenderTest, EightyColumnsKeepTheFiguresThatMatterAndDropTheRest) {
   f.rows[0].undelivered = 30;
   f.rows[0].receipts_pending = 10;
   f.providers.push_back(TopProviderRow{"sms", 400.0, 1, 50.0, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                                       false, std::nullopt});
+                                       false, std::nullopt, std::nullopt, std::nullopt, false, "", ""});
   fillLimitedBy(f);
   const std::string wide = renderTopText(f, 200);
   EXPECT_THAT(wide, HasSubstr("DLVRD  UNDLV  PEND"));

@@ -99,10 +99,13 @@ TEST_F(WorkerCapsTest, DeferredMessagesWaitUntilTheCapAllowsThem) {
   run(seconds(1));
   EXPECT_EQ(sentTo("x"), 1u);
   EXPECT_EQ(statsOf("a").deferred, 1u);
+  EXPECT_EQ(statsOf("a").cap_waiting, 1u) << "the console's and top's 'frequency cap' reason reads this";
+  EXPECT_EQ(statsOf("a").quiet_waiting, 0u);
   EXPECT_EQ(core_->committable(TopicPartition{"t", 0}), 1) << "the waiting one holds its offset";
   run(hours(1) - seconds(2), milliseconds(500));
   EXPECT_EQ(sentTo("x"), 1u) << "not before the hour is over";
   run(seconds(3));
+  EXPECT_EQ(statsOf("a").cap_waiting, 0u);
   EXPECT_EQ(sentTo("x"), 2u);
   EXPECT_EQ(ledger_.count(DeliveryStatus::kSuppressed), 0u);
 }

@@ -99,6 +99,7 @@ TEST_F(WorkerRulesTest, WaitingInMemoryHoldsTheOffsetAndReleasesPacedWithABurstA
   EXPECT_EQ(sink_.submitted.size(), 5u) << "the campaign without quiet hours goes";
   EXPECT_EQ(committed(), 0) << "never past a message waiting only in memory";
   EXPECT_EQ(statsOf("q").quiet_waiting, 1000u);
+  EXPECT_EQ(statsOf("q").cap_waiting, 0u) << "waiting for quiet hours is not waiting for a cap";
   runUntil(utc(2024, 3, 31, 6, 59, 59), seconds(1));
   EXPECT_EQ(sink_.submitted.size(), 5u);
   EXPECT_EQ(committed(), 0);

@@ -285,7 +285,9 @@
           ['progress', c.progress === null ? '—' : `${Math.floor(c.progress * 100)}%`], ['ETA', duration(c.eta_s)],
           ['limited by', c.limited_by.text]]),
         el('h3', {}, 'This worker ', scope('worker')),
-        w ? figures([['held (backlog)', num(w.backlog)], ['in the sink', num(w.in_flight)], ['retries', num(w.retries_total)],
+        w ? figures([['held in memory', `${num(w.backlog)}${w.backlog_capped ? ` (it counts ${num(w.backlog_reported)} with parked rows; capped at what is left)` : ''}`, 'detail-held'],
+          ['waiting: retry, quiet hours, cap', `${num(w.retrying)}, ${num(w.quiet_waiting)}, ${num(w.cap_waiting)}`],
+          ['in the sink', num(w.in_flight)], ['retries', num(w.retries_total)],
           ['achieved (10 s)', achieved(w.achieved_rate)]])
           : el('p', { class: 'muted', text: 'This worker has had none of its messages.' }))));
   }
@@ -310,19 +312,6 @@
           : el('p', { class: 'muted', text: 'None.' }))));
   }
 
-  // One word for a provider's state, the worst first, from the figures beside it.
-  function healthOf(p) {
-    const w = p.worker;
-    if (p.circuit === 'open') return 'breaker open';
-    if (w && w.degraded) return 'degraded (the global quota does not answer)';
-    if (p.paused) return 'throttled (paused after a 429/503)';
-    if (p.rate !== null && p.effective_rate !== null && p.effective_rate < 0.99 * p.rate) return 'throttled (effective rate lowered)';
-    const h = ui.history.providers[p.id];
-    const recent = (name) => { const s = h && h[name]; return s && s.v.length ? s.v[s.v.length - 1] : null; };
-    if ((recent('server_errors_per_s') || 0) > 0) return 'failing (5xx answers now)';
-    return 'ok';
-  }
-
   function providersView(frame) {
     const cards = frame.providers.map((p) => {
       const h = ui.history.providers[p.id];
@@ -337,7 +326,7 @@
               ['achieved by its campaigns', achieved(p.achieved_rate)],
               ['paused', p.paused ? `yes, ${p.paused_s.toFixed(1)} s left (${p.paused_from})` : 'no'],
               ['circuit', p.circuit === null ? 'unknown (this worker does not know this provider yet)' : `${p.circuit} (as this worker holds it)`],
-              ['health', healthOf(p), 'provider-health'],
+              ['health', p.health.text, 'provider-health'],
               ['429/503 answers, every worker', p.cluster ? num(p.cluster.throttled_total) : 'unknown (needs --redis)', 'cluster-throttled'],
               ['5xx answers, every worker', p.cluster ? num(p.cluster.server_errors_total) : 'unknown (needs --redis)', 'cluster-server-errors']]),
             el('p', { class: 'muted' }, 'Above: ', scope(eff), ' — configured from PostgreSQL; effective rate and pause from Redis when pacerd shares them there (--redis), else this worker\'s view.'),

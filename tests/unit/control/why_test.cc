@@ -1,0 +1,229 @@
+// The verdicts top and the console share: each "limited by" reason and each
+// provider health verdict made true by its facts, and the words top shows.
+#include "pacer/control/why.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "pacer/control/top.h"
+
+namespace pacer::control {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A campaign sending well below its own 100/s on provider sms (400/s, its
+// campaigns at 100/s together), with messages left.
+LimitFacts below() {
+  LimitFacts f;
+  f.own_rate = 100;
+  f.achieved = 20;
+  f.backlog = 5000;
+  f.provider = "sms";
+  f.provider_rate = 400;
+  f.provider_configured = 400;
+  f.provider_achieved = 100;
+  f.retry_waiting = 0;
+  f.quiet_waiting = 0;
+  f.cap_waiting = 0;
+  return f;
+}
+
+TEST(WhyLimitedTest, BelowEveryLimitWithNothingWaitingSaysSo) {
+  EXPECT_EQ(limitedByOf(below()).code, "below_limits");
+}
+
+// Seen against a real provider: 30% of the answers 5xx, hundreds of retries, and
+// the campaign read "below every configured limit".
+TEST(WhyLimitedTest, MessagesWaitingForARetryWhileTheProviderAnswers5xxAreNamed) {
+  LimitFacts f = below();
+  f.retry_waiting = 42;
+  f.retries_total = 720;
+  f.provider_server_errors_per_s = 6;
+  const LimitedBy l = limitedByOf(f);
+  EXPECT_EQ(l.code, "server_errors");
+  EXPECT_THAT(l.text, HasSubstr("5xx answers from provider sms (6.0/s now)"));
+  EXPECT_THAT(l.text, HasSubstr("42 waiting for a retry"));
+  EXPECT_THAT(l.text, HasSubstr("720 retries in all"));
+  f.provider_server_errors_per_s = 0;  // retries waiting for another reason (a throttle's pause): not 5xx
+  EXPECT_EQ(limitedByOf(f).code, "below_limits");
+  f.provider_server_errors_per_s = 6;
+  f.retry_waiting = 0;  // 5xx answers, but none of its messages waits for a retry
+  EXPECT_EQ(limitedByOf(f).code, "below_limits");
+}
+
+TEST(WhyLimitedTest, MessagesWaitingForQuietHoursAreNamed) {
+  LimitFacts f = below();
+  f.quiet_waiting = 1200;
+  const LimitedBy l = limitedByOf(f);
+  EXPECT_EQ(l.code, "quiet_hours");
+  EXPECT_THAT(l.text, HasSubstr("1200 waiting for their recipients' quiet hours"));
+  f.achieved.reset();  // before any achieved rate: the waiting messages are the answer, not "unknown"
+  EXPECT_EQ(limitedByOf(f).code, "quiet_hours");
+}
+
+TEST(WhyLimitedTest, MessagesDeferredByAFrequencyCapAreNamed) {
+  LimitFacts f = below();
+  f.cap_waiting = 30;
+  const LimitedBy l = limitedByOf(f);
+  EXPECT_EQ(l.code, "frequency_cap");
+  EXPECT_THAT(l.text, HasSubstr("30 waiting for a frequency cap"));
+}
+
+TEST(WhyLimitedTest, AtItsOwnOrItsProvidersRateTheRateIsTheAnswerWhateverWaits) {
+  LimitFacts f = below();
+  f.quiet_waiting = 10;
+  f.cap_waiting = 10;
+  f.retry_waiting = 10;
+  f.provider_server_errors_per_s = 1;
+  f.achieved = 95;
+  EXPECT_EQ(limitedByOf(f).code, "campaign_rate");
+  f.achieved = 50;
+  f.provider_achieved = 390;
+  EXPECT_EQ(limitedByOf(f).code, "provider_rate");
+}
+
+TEST(WhyLimitedTest, AFaultBeatsQuietHoursWhichBeatCaps) {
+  LimitFacts f = below();
+  f.cap_waiting = 1;
+  f.quiet_waiting = 1;
+  EXPECT_EQ(limitedByOf(f).code, "quiet_hours");
+  f.retry_waiting = 1;
+  f.provider_server_errors_per_s = 0.5;
+  EXPECT_EQ(limitedByOf(f).code, "server_errors");
+  f.provider_paused = true;  // a throttle's pause holds everything back first
+  EXPECT_EQ(limitedByOf(f).code, "provider_paused");
+  f.provider_circuit_open = true;
+  EXPECT_EQ(limitedByOf(f).code, "provider_breaker");
+  f.paused = true;
+  EXPECT_EQ(limitedByOf(f).code, "paused");
+}
+
+TEST(WhyLimitedTest, WithoutAWorkersFactsNothingWaitingIsClaimed) {
+  LimitFacts f = below();
+  f.retry_waiting.reset();
+  f.quiet_waiting.reset();
+  f.cap_waiting.reset();
+  f.provider_server_errors_per_s = 3;
+  EXPECT_EQ(limitedByOf(f).code, "below_limits");
+}
+
+HealthFacts healthy() {
+  HealthFacts h;
+  h.provider = "push";
+  h.known = true;
+  h.configured = 400;
+  h.effective = 400;
+  h.server_errors_per_s = 0;
+  h.throttled_total = 3;
+  h.server_errors_total = 7;
+  return h;
+}
+
+TEST(ProviderHealthTest, OkCarriesItsCounts) {
+  const ProviderHealth h = healthOf(healthy());
+  EXPECT_EQ(h.code, "ok");
+  EXPECT_EQ(h.text, "ok (3 429/503, 7 5xx in all)");
+}
+
+TEST(ProviderHealthTest, APauseAfterA429IsThrottled) {
+  HealthFacts f = healthy();
+  f.paused = true;
+  EXPECT_EQ(healthOf(f).code, "throttled");
+  EXPECT_THAT(healthOf(f).text, HasSubstr("paused after a 429/503"));
+}
+
+TEST(ProviderHealthTest, AnEffectiveRateBelowTheConfiguredOneIsThrottled) {
+  HealthFacts f = healthy();
+  f.effective = 260;
+  EXPECT_EQ(healthOf(f).code, "throttled");
+  EXPECT_THAT(healthOf(f).text, HasSubstr("effective rate 260/s, below the configured 400/s"));
+  f.effective = 399;  // within 1%: as configured
+  EXPECT_EQ(healthOf(f).code, "ok");
+}
+
+TEST(ProviderHealthTest, FiveHundredsNowAreFailing) {
+  HealthFacts f = healthy();
+  f.server_errors_per_s = 12.5;
+  EXPECT_EQ(healthOf(f).code, "failing");
+  EXPECT_THAT(healthOf(f).text, HasSubstr("12.5 5xx answers/s now"));
+}
+
+TEST(ProviderHealthTest, AnOpenBreakerIsTheWorst) {
+  HealthFacts f = healthy();
+  f.server_errors_per_s = 12.5;
+  f.paused = true;
+  f.degraded = true;
+  f.circuit_open = true;
+  EXPECT_EQ(healthOf(f).code, "breaker_open");
+  EXPECT_THAT(healthOf(f).text, HasSubstr("push failed repeatedly"));
+}
+
+TEST(ProviderHealthTest, NoAnswerFromRedisIsDegradedBeforeAThrottle) {
+  HealthFacts f = healthy();
+  f.paused = true;
+  f.degraded = true;
+  EXPECT_EQ(healthOf(f).code, "degraded");
+  EXPECT_THAT(healthOf(f).text, HasSubstr("global quota (Redis) does not answer"));
+}
+
+TEST(ProviderHealthTest, NothingReportedIsUnknownNotOk) {
+  HealthFacts f;
+  f.provider = "push";
+  f.configured = 400;
+  EXPECT_EQ(healthOf(f).code, "unknown");
+  f.known = true;
+  EXPECT_EQ(healthOf(f).code, "ok");
+}
+
+TEST(ShortWordTest, TopsColumnsNameEveryCode) {
+  EXPECT_EQ(shortWord("server_errors"), "5xx retries");
+  EXPECT_EQ(shortWord("quiet_hours"), "quiet hours");
+  EXPECT_EQ(shortWord("frequency_cap"), "freq cap");
+  EXPECT_EQ(shortWord("breaker_open"), "breaker open");
+  EXPECT_EQ(shortWord("unknown"), "-");
+  EXPECT_EQ(shortWord("throttled"), "throttled");
+}
+
+// top's frame with a worker's facts: the same function, shown in its columns.
+TEST(TopWhyTest, TopShowsTheHealthAndTheReasonFromTheSameFacts) {
+  TopFrame f;
+  TopRow r;
+  r.id = "promo";
+  r.state = "active";
+  r.provider = "push";
+  r.send_rate = 100;
+  r.total = 10000;
+  r.sent = 2000;
+  r.achieved = 20;
+  r.retry_waiting = 40;
+  r.quiet_waiting = 0;
+  r.cap_waiting = 0;
+  f.rows.push_back(r);
+  TopProviderRow p;
+  p.id = "push";
+  p.rate = 400;
+  p.effective = 400;
+  p.paused = false;
+  p.circuit_open = false;
+  p.server_errors_per_s = 8;
+  p.server_errors = 900;
+  p.achieved = 20;
+  p.reported = true;
+  f.providers.push_back(p);
+  fillLimitedBy(f);
+  EXPECT_EQ(f.rows[0].limited_code, "server_errors");
+  EXPECT_EQ(f.providers[0].health_code, "failing");
+  const std::string text = renderTopText(f, 200);
+  EXPECT_THAT(text, HasSubstr("5xx retries"));
+  EXPECT_THAT(text, HasSubstr("HEALTH"));
+  EXPECT_THAT(text, HasSubstr("failing"));
+  const auto j = nlohmann::json::parse(renderTopJson(f));
+  EXPECT_EQ(j["providers"][0]["health"]["code"], "failing");
+  EXPECT_EQ(j["campaigns"][0]["limited_by"]["code"], "server_errors");
+}
+
+}  // namespace
+}  // namespace pacer::control
