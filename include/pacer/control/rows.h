@@ -70,8 +70,10 @@ struct CampaignRules {
   std::optional<std::string> cap_policy;  // never "": suppress or defer
   std::optional<std::int64_t> default_ttl_ms;  // parseTtlText's milliseconds; 0: none (NULL)
   std::optional<std::vector<std::string>> failover;  // parseFailoverText's list; empty: none
+  std::optional<std::string> callback_url;           // parseCallbackUrlText's URL; "": none (NULL)
   bool any() const noexcept {
-    return priority_class || quiet_hours || time_zone || frequency_cap || cap_policy || default_ttl_ms || failover;
+    return priority_class || quiet_hours || time_zone || frequency_cap || cap_policy || default_ttl_ms || failover ||
+           callback_url;
   }
 };
 

@@ -93,6 +93,7 @@ struct CampaignRow {
   std::string cap_policy = "suppress";  // suppress or defer
   std::int64_t default_ttl_ms = 0;      // a message's lifetime from its read (migration 10); 0 (NULL): none
   std::vector<std::string> failover;    // providers after `provider`, in order (migration 12, docs/routes.md)
+  std::string callback_url;             // outcome events are POSTed here (migration 13); empty: none
 };
 
 // A provider as the providers table holds it.
@@ -162,6 +163,9 @@ std::string formatTtl(std::int64_t ms);
 std::vector<std::string> parseFailoverText(std::string_view text, std::string_view flag);
 // The list as parseFailoverText reads it; empty: "none".
 std::string formatFailover(const std::vector<std::string>& failover);
+// A callback URL, checked by validation::callbackUrlProblem; "none" or "" is
+// none (returns "").
+std::string parseCallbackUrlText(std::string_view text, std::string_view flag);
 
 // Campaign and provider ids: 1 to 256 bytes of UTF-8 without control
 // characters (a campaign id is the Kafka key, README "Message contract").

@@ -18,7 +18,8 @@ namespace pacer::ledger {
 inline constexpr const char* kCampaignColumns =
     "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at") ", total, "
     "coalesce(priority_class, ''), coalesce(quiet_hours, ''), coalesce(time_zone, ''), coalesce(frequency_cap, ''), "
-    "cap_policy, coalesce(default_ttl_ms, 0), coalesce(array_to_string(failover, ','), '')";
+    "cap_policy, coalesce(default_ttl_ms, 0), coalesce(array_to_string(failover, ','), '')"
+    ", coalesce(callback_url, '')";
 // From "providers p": the count of its campaigns is a subquery on p.id.
 inline constexpr const char* kProviderColumns =
     "id, rate, burst, (SELECT count(*) FROM campaigns c WHERE c.provider = p.id), " PACER_UTC("updated_at");
@@ -53,6 +54,7 @@ inline control::CampaignRow campaignRowFrom(const pqxx::row& r) {
     c.failover.push_back(failover.substr(at, comma - at));
     at = comma + 1;
   }
+  c.callback_url = r[16].as<std::string>();
   return c;
 }
 

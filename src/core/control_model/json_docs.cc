@@ -43,6 +43,7 @@ Json campaignJson(const CampaignRow& c) {
               {"cap_policy", c.cap_policy},
               {"default_ttl_ms", c.default_ttl_ms > 0 ? Json(c.default_ttl_ms) : Json(nullptr)},
               {"failover", c.failover},
+              {"callback_url", textOrNull(c.callback_url)},
               {"invalid", problemJson(usable, problem)}};
 }
 

@@ -49,6 +49,9 @@ void rulesArgs(CLI::App* cmd, Values& v) {
                "providers that take the campaign's traffic, in order, while its provider cannot (breaker open, "
                "SMPP binds failing): ids separated by ',' (sms-b,sms-c), at most 4, of the provider's protocol; "
                "or none (default: none)");
+  optionalText(cmd, "--callback", v.callback,
+               "URL that each outcome event of the campaign is POSTed to as JSON (docs/callbacks.md): http:// or "
+               "https://; or none (default: none)");
 }
 
 CampaignRules rulesOf(const Values& v) {
@@ -60,6 +63,7 @@ CampaignRules rulesOf(const Values& v) {
   if (v.cap_policy) r.cap_policy = parseCapPolicyText(*v.cap_policy, "--cap-policy");
   if (v.ttl) r.default_ttl_ms = parseTtlText(*v.ttl, "--ttl");
   if (v.failover) r.failover = parseFailoverText(*v.failover, "--failover");
+  if (v.callback) r.callback_url = parseCallbackUrlText(*v.callback, "--callback");
   return r;
 }
 
@@ -69,10 +73,12 @@ std::string orNone(const std::string& text) { return text.empty() ? "none" : tex
 
 // "class bulk, quiet hours 21:00-08:00 (Europe/London), cap 3/24h (suppress), ttl 5m"
 std::string rulesText(const CampaignRow& c) {
-  return fmt::format("class {}, quiet hours {}{}, cap {} ({}){}{}", classText(c.priority_class), orNone(c.quiet_hours),
-                     c.time_zone.empty() ? "" : fmt::format(" ({})", c.time_zone), orNone(c.frequency_cap),
-                     c.cap_policy, c.default_ttl_ms > 0 ? ", ttl " + formatTtl(c.default_ttl_ms) : std::string(),
-                     c.failover.empty() ? std::string() : ", failover " + formatFailover(c.failover));
+  return fmt::format("class {}, quiet hours {}{}, cap {} ({}){}{}{}", classText(c.priority_class),
+                     orNone(c.quiet_hours), c.time_zone.empty() ? "" : fmt::format(" ({})", c.time_zone),
+                     orNone(c.frequency_cap), c.cap_policy,
+                     c.default_ttl_ms > 0 ? ", ttl " + formatTtl(c.default_ttl_ms) : std::string(),
+                     c.failover.empty() ? std::string() : ", failover " + formatFailover(c.failover),
+                     c.callback_url.empty() ? std::string() : ", callback " + c.callback_url);
 }
 
 void campaignCreate(Session& s, const Values& v) {
@@ -141,6 +147,7 @@ void campaignShow(Session& s, const Values& v) {
   t.add({"cap_policy", c.cap_policy});
   t.add({"default_ttl", formatTtl(c.default_ttl_ms)});
   t.add({"failover", formatFailover(c.failover)});
+  t.add({"callback", orNone(c.callback_url)});
   std::string problem;
   if (!campaignInfoOf(c, &problem)) t.add({"invalid", problem + " (pacerd skips it)"});
   t.add({"sent", std::to_string(d.ledger.sent)});
