@@ -36,6 +36,8 @@ inline constexpr std::int64_t kMinTtlMs = 1'000;
 inline constexpr std::int64_t kMaxTtlMs = 30LL * 24 * 3600 * 1000;
 // A campaign's failover list: at most this many providers after its own.
 inline constexpr std::size_t kMaxFailoverProviders = 4;
+// A campaign's callback URL: at most this many bytes.
+inline constexpr std::size_t kMaxCallbackUrlBytes = 2048;
 
 // True when `s` is valid UTF-8 without control characters (C0, DEL, C1).
 bool printableUtf8(std::string_view s) noexcept;
@@ -55,6 +57,9 @@ std::optional<std::string> ttlProblem(std::string_view field, std::int64_t ttl_m
 // fail over from when the list is not empty.
 std::optional<std::string> failoverProblem(std::string_view field, std::string_view provider,
                                            const std::vector<std::string>& failover);
+// A callback URL: http:// or https:// (any case), a host, at most
+// kMaxCallbackUrlBytes of printable ASCII without spaces.
+std::optional<std::string> callbackUrlProblem(std::string_view field, std::string_view url);
 // An id: 1 to kMaxIdBytes bytes, printable UTF-8. `field` e.g. "campaign id".
 std::optional<std::string> idProblem(std::string_view field, std::string_view id);
 // A display name: at most kMaxNameBytes bytes, printable UTF-8 (empty: none).

@@ -132,6 +132,13 @@ struct MetricsSnapshot {
   std::int64_t events_outbox_depth = 0;  // this worker's outbox rows not yet published
   double events_lag_seconds = 0;         // age of the oldest of them (0: none)
 
+  // HTTP callbacks (callbacks.enabled): the callbacks' outbox and its worker
+  bool has_callbacks = false;
+  std::uint64_t callbacks_sent = 0, callbacks_failed = 0, callbacks_retried = 0, callbacks_store_errors = 0;
+  std::int64_t callbacks_queued = 0;        // events held in memory
+  std::int64_t callbacks_outbox_depth = 0;  // this worker's callback rows not yet finished
+  double callbacks_lag_seconds = 0;         // age of the oldest of them (0: none)
+
   // The global quota (quota_mode "redis")
   bool has_quota = false;
   QuotaMetrics quota;

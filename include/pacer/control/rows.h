@@ -71,9 +71,10 @@ struct CampaignRules {
   std::optional<std::int64_t> default_ttl_ms;  // parseTtlText's milliseconds; 0: none (NULL)
   std::optional<std::vector<std::string>> failover;  // parseFailoverText's list; empty: none
   std::optional<std::vector<PrefixRoute>> routes;    // parseRoutesText's routes; empty: none
+  std::optional<std::string> callback_url;           // parseCallbackUrlText's URL; "": none (NULL)
   bool any() const noexcept {
     return priority_class || quiet_hours || time_zone || frequency_cap || cap_policy || default_ttl_ms || failover ||
-           routes;
+           routes || callback_url;
   }
 };
 

@@ -94,6 +94,7 @@ struct CampaignRow {
   std::int64_t default_ttl_ms = 0;      // a message's lifetime from its read (migration 10); 0 (NULL): none
   std::vector<std::string> failover;    // providers after `provider`, in order (migration 12, docs/routes.md)
   std::vector<PrefixRoute> routes;      // prefix routes (migration 13, docs/routes.md)
+  std::string callback_url;             // outcome events are POSTed here (migration 14); empty: none
 };
 
 // A provider as the providers table holds it.
@@ -169,6 +170,9 @@ std::string formatFailover(const std::vector<std::string>& failover);
 std::vector<PrefixRoute> parseRoutesText(std::string_view text, std::string_view flag);
 // The routes as parseRoutesText reads them; empty: "none".
 std::string formatRoutes(const std::vector<PrefixRoute>& routes);
+// A callback URL, checked by validation::callbackUrlProblem; "none" or "" is
+// none (returns "").
+std::string parseCallbackUrlText(std::string_view text, std::string_view flag);
 
 // Campaign and provider ids: 1 to 256 bytes of UTF-8 without control
 // characters (a campaign id is the Kafka key, README "Message contract").

@@ -89,6 +89,16 @@ struct DaemonOptions {
   std::size_t events_in_flight = 4;                // batches produced and not yet acknowledged, at most
   std::chrono::milliseconds events_poll{20};       // an empty outbox is read again after this
   std::map<std::string, std::string> events_kafka;  // any other producer property
+  // HTTP callbacks (docs/callbacks.md): each ledger change of a campaign with
+  // a callback URL is POSTed to it from a callbacks' outbox (schema 14),
+  // under events_worker_id (or the host name). Off: no such rows.
+  bool callbacks = true;
+  std::size_t callbacks_queue = 1000;     // events held in memory at most
+  std::size_t callbacks_concurrency = 8;  // POSTs in flight at once
+  int callbacks_max_attempts = 5;         // POSTs per event, the first included
+  std::chrono::milliseconds callbacks_timeout{5000};
+  std::chrono::milliseconds callbacks_backoff{1000};  // before the second POST; doubles
+  std::chrono::milliseconds callbacks_max_backoff{60000};
 
   std::chrono::milliseconds tick{5};                 // a scheduler tick at least this often
   std::chrono::milliseconds commit_interval{1000};   // offsets committed at least this often

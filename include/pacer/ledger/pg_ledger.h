@@ -19,6 +19,11 @@ struct PgLedgerOptions {
   // row owned by this worker id, in the same statement (schema 011). Empty:
   // no outbox rows, and the statements are the ones without it.
   std::string outbox_worker{};
+  // Non-empty: HTTP callbacks are on, and every such ledger change of a
+  // campaign that has a callback URL also writes a callback_outbox row owned
+  // by this worker id, in the same statement (schema 014), with the id of
+  // its outbox row when events are on too.
+  std::string callback_worker{};
 };
 
 LedgerInterfacePtr makePgLedger(const PgLedgerOptions& options);

@@ -46,4 +46,35 @@ class PgOutbox {
   std::unique_ptr<Impl> impl_;
 };
 
+// An event of the callbacks' outbox (migration 14) with where it goes.
+struct CallbackEvent {
+  OutcomeEvent event;
+  std::string url;  // the campaign's callback URL now; empty: it has none any more (or the campaign is gone)
+};
+
+// The callbacks' outbox as the callback worker sees it: the rows one worker
+// id wrote, oldest first, each with its campaign's URL as it is now (a URL
+// changed by pacerctl applies to what waits), and their removal once POSTed
+// or given up on. Same connection handling, threading and errors as PgOutbox.
+class PgCallbackOutbox {
+ public:
+  // `options.callback_worker` names the rows this reader owns (not empty).
+  explicit PgCallbackOutbox(PgLedgerOptions options);
+  ~PgCallbackOutbox();
+  PgCallbackOutbox(const PgCallbackOutbox&) = delete;
+  PgCallbackOutbox& operator=(const PgCallbackOutbox&) = delete;
+
+  // One round trip: deletes the rows `remove` and reads at most `limit` of
+  // this worker's rows with an id above `after`, in id order.
+  std::vector<CallbackEvent> next(std::int64_t after, std::size_t limit, std::span<const std::int64_t> remove);
+  // Deletes the rows `ids`. Returns how many went.
+  std::size_t remove(std::span<const std::int64_t> ids);
+  // One count(*) over this worker's rows, with the age of the oldest.
+  OutboxDepth depth();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace pacer::ledger

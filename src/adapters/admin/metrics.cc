@@ -304,6 +304,21 @@ void eventMetrics(Families& f, const MetricsSnapshot& s) {
   f.single("pacer_events_outbox_depth", "this worker's outbox rows not yet published", kGauge,
            static_cast<double>(s.events_outbox_depth));
   f.single("pacer_events_lag_seconds", "age of the oldest of them (0: none)", kGauge, s.events_lag_seconds);
+  if (!s.has_callbacks) return;
+  f.single("pacer_callbacks_sent_total", "callback events a campaign's URL accepted (2xx)", kCounter,
+           d(s.callbacks_sent));
+  f.single("pacer_callbacks_failed_total",
+           "callback events given up on (refused, attempts spent, no usable URL); logged per campaign", kCounter,
+           d(s.callbacks_failed));
+  f.single("pacer_callbacks_retried_total", "callback POSTs answered 408, 429, 5xx or not at all, to be tried again",
+           kCounter, d(s.callbacks_retried));
+  f.single("pacer_callbacks_store_errors_total", "callbacks' outbox reads or deletes that failed (PostgreSQL)",
+           kCounter, d(s.callbacks_store_errors));
+  f.single("pacer_callbacks_queued", "callback events held in memory (read, not yet finished)", kGauge,
+           static_cast<double>(s.callbacks_queued));
+  f.single("pacer_callbacks_outbox_depth", "this worker's callbacks' outbox rows not yet finished", kGauge,
+           static_cast<double>(s.callbacks_outbox_depth));
+  f.single("pacer_callbacks_lag_seconds", "age of the oldest of them (0: none)", kGauge, s.callbacks_lag_seconds);
 }
 
 std::string renderMetrics(const MetricsSnapshot& s) {

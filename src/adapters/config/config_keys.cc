@@ -412,8 +412,8 @@ const std::vector<Key>& keys() {
   static const std::vector<Key> table = [] {
     std::vector<Key> all;
     for (auto section : {kafkaKeys, postgresKeys, redisKeys, capsKeys, sinkKeys, smppKeys, smppCarrierKeys, pushKeys,
-                         schedulerKeys, priorityKeys, limitsKeys, deadTokenKeys, ledgerKeys, eventsKeys, adminKeys, loggingKeys,
-                         topLevelKeys}) {
+                         schedulerKeys, priorityKeys, limitsKeys, deadTokenKeys, ledgerKeys, eventsKeys, callbacksKeys,
+                         adminKeys, loggingKeys, topLevelKeys}) {
       std::vector<Key> keys = section();
       all.insert(all.end(), keys.begin(), keys.end());
     }

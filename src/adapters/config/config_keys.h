@@ -105,6 +105,8 @@ std::vector<Key> smppCarrierKeys();
 std::vector<Key> capsKeys();
 // The outcome events' section (config_keys_events.cc).
 std::vector<Key> eventsKeys();
+// The HTTP callbacks' section (config_keys_events.cc).
+std::vector<Key> callbacksKeys();
 // The key at `path` ("sink.http.url"); nullptr if there is none.
 const Key* findKey(std::string_view path);
 

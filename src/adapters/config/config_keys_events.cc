@@ -37,3 +37,33 @@ std::vector<Key> eventsKeys() {
 }
 
 }  // namespace pacer::config::detail
+
+namespace pacer::config::detail {
+
+std::vector<Key> callbacksKeys() {
+  return {
+      {"callbacks.enabled", Shape::kScalar, "--no-callbacks", FlagForm::kSetFalse, false, false,
+       "do not POST outcome events to campaigns' callback URLs (docs/callbacks.md); their rows are not written",
+       [](const Raw& r, Ctx& c) { c.o.callbacks = asBool(r); }},
+      {"callbacks.queue", Shape::kScalar, "--callbacks-queue", FlagForm::kValue, false, false,
+       "callback events held in memory at most; the rest wait in the outbox (default 1000)",
+       [](const Raw& r, Ctx& c) { c.o.callbacks_queue = static_cast<std::size_t>(asInt(r, 1, 1000000)); }},
+      {"callbacks.concurrency", Shape::kScalar, "--callbacks-concurrency", FlagForm::kValue, false, false,
+       "callback POSTs in flight at once, at most (default 8)",
+       [](const Raw& r, Ctx& c) { c.o.callbacks_concurrency = static_cast<std::size_t>(asInt(r, 1, 1000)); }},
+      {"callbacks.max_attempts", Shape::kScalar, "--callbacks-max-attempts", FlagForm::kValue, false, false,
+       "POSTs per event, the first included, before it is given up on (default 5)",
+       [](const Raw& r, Ctx& c) { c.o.callbacks_max_attempts = static_cast<int>(asInt(r, 1, 100)); }},
+      {"callbacks.timeout_ms", Shape::kScalar, "--callbacks-timeout-ms", FlagForm::kValue, false, false,
+       "one callback POST, connecting included (default 5000)",
+       [](const Raw& r, Ctx& c) { c.o.callbacks_timeout = ms(asInt(r, 1, 600000)); }},
+      {"callbacks.backoff_ms", Shape::kScalar, "--callbacks-backoff-ms", FlagForm::kValue, false, false,
+       "wait before the second POST of an event; it doubles each retry (default 1000)",
+       [](const Raw& r, Ctx& c) { c.o.callbacks_backoff = ms(asInt(r, 0, 3600000)); }},
+      {"callbacks.max_backoff_ms", Shape::kScalar, "--callbacks-max-backoff-ms", FlagForm::kValue, false, false,
+       "the longest wait between two POSTs of an event (default 60000)",
+       [](const Raw& r, Ctx& c) { c.o.callbacks_max_backoff = ms(asInt(r, 0, 3600000)); }},
+  };
+}
+
+}  // namespace pacer::config::detail

@@ -60,6 +60,7 @@ CampaignRow rowOf(const NewCampaign& nc) {
   row.cap_policy = nc.rules.cap_policy.value_or("suppress");
   row.failover = nc.rules.failover.value_or(std::vector<std::string>{});
   row.routes = nc.rules.routes.value_or(std::vector<PrefixRoute>{});
+  row.callback_url = nc.rules.callback_url.value_or("");
   row.default_ttl_ms = nc.rules.default_ttl_ms.value_or(0);
   return row;
 }
@@ -146,16 +147,16 @@ CampaignRow PgControl::createCampaign(const NewCampaign& nc) {
       throw InvalidValueError(fmt::format("campaign '{}' would not be usable: {}", nc.id, problem));
     const pqxx::result r = tx.exec_params(
         "INSERT INTO campaigns (id, name, send_rate, burst, weight, provider, total, priority_class, quiet_hours, "
-        "time_zone, frequency_cap, cap_policy, default_ttl_ms, failover, routes) "
+        "time_zone, frequency_cap, cap_policy, default_ttl_ms, failover, routes, callback_url) "
         "VALUES ($1, $2, CASE WHEN $3 THEN $4::double precision END, $5, $6, NULLIF($7, ''), "
         "CASE WHEN $8 THEN $9::bigint END, NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), NULLIF($13, ''), $14, "
-        "NULLIF($15::bigint, 0), string_to_array(NULLIF($16, 'none'), ','), string_to_array(NULLIF($17, 'none'), ',')) "
+        "NULLIF($15::bigint, 0), string_to_array(NULLIF($16, 'none'), ','), string_to_array(NULLIF($17, 'none'), ','), NULLIF($18, '')) "
         "ON CONFLICT (id) DO NOTHING RETURNING id",
         nc.id, nc.name, rate.limited, rate.value, nc.limit.burst, nc.weight, nc.provider, nc.total.has_value(),
         nc.total.value_or(0), rules.priority_class.value_or(""), rules.quiet_hours.value_or(""),
         rules.time_zone.value_or(""), rules.frequency_cap.value_or(""), rules.cap_policy.value_or("suppress"),
         rules.default_ttl_ms.value_or(0), formatFailover(rules.failover.value_or(std::vector<std::string>{})),
-        formatRoutes(rules.routes.value_or(std::vector<PrefixRoute>{})));
+        formatRoutes(rules.routes.value_or(std::vector<PrefixRoute>{})), rules.callback_url.value_or(""));
     if (r.empty())
       throw RefusedError(fmt::format(
           "campaign '{}' already exists; `pacerctl campaign show {}` shows it and `pacerctl campaign set-rate` "
@@ -239,20 +240,23 @@ Change<CampaignRow> PgControl::setCampaignRules(const std::string& id, const Cam
     if (rules.failover) checkFailoverProviders(tx, after.failover);
     after.routes = rules.routes.value_or(before->routes);
     if (rules.routes) checkRouteProviders(tx, after.routes);
+    after.callback_url = rules.callback_url.value_or(before->callback_url);
     if (std::string problem; !campaignInfoOf(after, &problem))
       throw InvalidValueError(fmt::format("campaign '{}' would not be usable: {}", id, problem));
     if (after.priority_class == before->priority_class && after.quiet_hours == before->quiet_hours &&
         after.time_zone == before->time_zone && after.frequency_cap == before->frequency_cap &&
         after.cap_policy == before->cap_policy && after.default_ttl_ms == before->default_ttl_ms &&
-        after.failover == before->failover && after.routes == before->routes)
+        after.failover == before->failover && after.routes == before->routes &&
+        after.callback_url == before->callback_url)
       return Change<CampaignRow>{*before, *before, false};
     tx.exec_params(
         "UPDATE campaigns SET priority_class = NULLIF($2, ''), quiet_hours = NULLIF($3, ''), "
         "time_zone = NULLIF($4, ''), frequency_cap = NULLIF($5, ''), cap_policy = $6, "
         "default_ttl_ms = NULLIF($7::bigint, 0), failover = string_to_array(NULLIF($8, 'none'), ','), "
-        "routes = string_to_array(NULLIF($9, 'none'), ','), updated_at = now() WHERE id = $1",
+        "routes = string_to_array(NULLIF($9, 'none'), ','), callback_url = NULLIF($10, ''), updated_at = now() "
+        "WHERE id = $1",
         id, after.priority_class, after.quiet_hours, after.time_zone, after.frequency_cap, after.cap_policy,
-        after.default_ttl_ms, formatFailover(after.failover), formatRoutes(after.routes));
+        after.default_ttl_ms, formatFailover(after.failover), formatRoutes(after.routes), after.callback_url);
     announce(tx, "campaign", id, actionName(CampaignAction::kSetRules));
     Change<CampaignRow> c{*before, *fetchCampaign(tx, id, false), true};
     tx.commit();

@@ -34,26 +34,71 @@ constexpr const char* kTokenUpsert =
     "last_seen = EXCLUDED.last_seen, reason = EXCLUDED.reason, "
     "provider_timestamp = greatest(invalid_tokens.provider_timestamp, EXCLUDED.provider_timestamp)";
 
-// With the outbox on, the receipts upsert is the CTE `up`, and each receipt
-// that changed its row gets an outbox row (parameter $8: the worker), with
-// the message and campaign of the delivery row it matches, if one does yet.
-constexpr const char* kReceiptOutbox =
-    " RETURNING provider, provider_message_id, status, error_code, text, done_at, received_at) "
-    "INSERT INTO outbox (worker, kind, message_id, campaign, status, reason, provider, provider_message_id, "
-    "recorded_at, done_at) SELECT $8::text, 'receipt', coalesce(d.message_id, ''), coalesce(d.campaign, ''), "
-    "up.status, concat_ws(' ', nullif(up.error_code, ''), nullif(up.text, '')), up.provider, "
-    "up.provider_message_id, up.received_at, up.done_at FROM up LEFT JOIN LATERAL (SELECT message_id, campaign "
-    "FROM deliveries d WHERE d.provider_message_id = up.provider_message_id AND (d.provider = up.provider OR "
-    "up.provider = '') LIMIT 1) d ON true";
+// The columns of an event, as both outboxes hold them.
+constexpr const char* kEventColumns =
+    "kind, message_id, campaign, status, reason, provider, provider_message_id, attempts, recorded_at, done_at";
 
-// The outbox rows of the deliveries rows `rows` (a CTE's name) returned,
-// owned by the worker id in parameter `worker`.
-std::string outboxInsert(std::string_view worker, std::string_view rows) {
+// The events (kEventColumns) of the deliveries rows a CTE `rows` returned.
+std::string outcomeEvents(std::string_view rows) {
   return fmt::format(
-      "INSERT INTO outbox (worker, kind, message_id, campaign, status, reason, provider, provider_message_id, "
-      "attempts, recorded_at) SELECT {}::text, 'outcome', message_id, campaign, status, reason, provider, "
-      "coalesce(provider_message_id, ''), attempts, recorded_at FROM {}",
-      worker, rows);
+      "SELECT 'outcome'::text AS kind, message_id, campaign, status, reason, provider, "
+      "coalesce(provider_message_id, '') AS provider_message_id, attempts, recorded_at, NULL::timestamptz AS done_at "
+      "FROM {}",
+      rows);
+}
+
+// The events of the receipts upsert's CTE `up` (the receipts that changed
+// their row), with the message and campaign of the delivery row each
+// matches, if one does yet.
+constexpr const char* kReceiptEvents =
+    "SELECT 'receipt'::text AS kind, coalesce(d.message_id, '') AS message_id, coalesce(d.campaign, '') AS campaign, "
+    "up.status, concat_ws(' ', nullif(up.error_code, ''), nullif(up.text, '')) AS reason, up.provider, "
+    "up.provider_message_id, 0 AS attempts, up.received_at AS recorded_at, up.done_at FROM up LEFT JOIN LATERAL "
+    "(SELECT message_id, campaign FROM deliveries d WHERE d.provider_message_id = up.provider_message_id AND "
+    "(d.provider = up.provider OR up.provider = '') LIMIT 1) d ON true";
+
+// Which outboxes a ledger write feeds, and the parameter number of the
+// first worker id: the events worker's ($N), then the callbacks' ($N+1, or
+// $N without events).
+struct EventWrites {
+  bool events = false;
+  bool callbacks = false;
+  int first_param = 0;
+  bool any() const noexcept { return events || callbacks; }
+};
+
+// CTEs, each followed by ", ", that write the events `source` (a SELECT of
+// kEventColumns) to the outbox and, for the campaigns that have a callback
+// URL, to the callbacks' outbox (migration 14) under the same id. Data-
+// modifying CTEs run whether or not the statement reads them.
+std::string eventWrites(const EventWrites& w, std::string_view source) {
+  std::string out = fmt::format("ev AS ({}), ", source);
+  const std::string events_worker = fmt::format("${}", w.first_param);
+  const std::string callback_worker = fmt::format("${}", w.first_param + (w.events ? 1 : 0));
+  if (w.events)
+    out +=
+        fmt::format("outboxed AS (INSERT INTO outbox (worker, {0}) SELECT {1}::text, {0} FROM ev{2}), ", kEventColumns,
+                    events_worker, w.callbacks ? fmt::format(" RETURNING id, {}", kEventColumns) : "");
+  if (w.callbacks)
+    out += fmt::format(
+        "called AS (INSERT INTO callback_outbox (id, worker, {0}) SELECT {1}, {2}::text, {0} FROM {3} o "
+        "WHERE EXISTS (SELECT 1 FROM campaigns c WHERE c.id = o.campaign AND c.callback_url IS NOT NULL)), ",
+        kEventColumns, w.events ? "id" : "nextval('outbox_id_seq')", callback_worker, w.events ? "outboxed" : "ev");
+  return out;
+}
+
+// Runs `run` with the worker ids the statement's eventWrites() takes.
+template <typename Run>
+auto withWorkers(const PgLedgerOptions& o, Run&& run) {
+  const bool events = !o.outbox_worker.empty(), callbacks = !o.callback_worker.empty();
+  if (events && callbacks) return run(o.outbox_worker, o.callback_worker);
+  if (events) return run(o.outbox_worker);
+  if (callbacks) return run(o.callback_worker);
+  return run();
+}
+
+EventWrites eventWritesOf(const PgLedgerOptions& o, int first_param) {
+  return EventWrites{!o.outbox_worker.empty(), !o.callback_worker.empty(), first_param};
 }
 
 // The batch statement of record(): inserts what is new, and counts the dead
@@ -62,9 +107,9 @@ std::string outboxInsert(std::string_view worker, std::string_view rows) {
 // already held by another message (another fingerprint, another Kafka
 // record). The outer SELECT sees the tables as before the INSERTs, so it
 // compares against rows that were there already.
-// With the outbox on, the new rows (the INSERT's RETURNING) also go to the
-// outbox in the same statement: one round trip, one snapshot.
-std::string recordSqlText(bool outbox) {
+// With events or callbacks on, the new rows (the INSERT's RETURNING) also go
+// to the outboxes in the same statement: one round trip, one snapshot.
+std::string recordSqlText(const EventWrites& w) {
   return fmt::format(
       "WITH incoming AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], "
       "$6::text[], $7::int[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::bigint[]) "
@@ -88,12 +133,13 @@ std::string recordSqlText(bool outbox) {
       "WHERE d.fingerprint <> 0 AND i.fingerprint <> 0 AND d.fingerprint <> i.fingerprint "
       "AND (d.topic, d.kafka_partition, d.kafka_offset) <> (i.topic, i.kafka_partition, i.kafka_offset) "
       "UNION ALL SELECT (SELECT count(*) FROM ins), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL",
-      outbox ? fmt::format("outboxed AS ({}), ", outboxInsert("$14", "ins")) : "", kTokenUpsert);
+      w.any() ? eventWrites(w, outcomeEvents("ins")) : "", kTokenUpsert);
 }
 
-const std::string& recordSql(bool outbox) {
-  static const std::string with = recordSqlText(true), without = recordSqlText(false);
-  return outbox ? with : without;
+const std::string& recordSql(const EventWrites& w) {
+  static const std::string sql[4] = {recordSqlText({false, false, 14}), recordSqlText({true, false, 14}),
+                                     recordSqlText({false, true, 14}), recordSqlText({true, true, 14})};
+  return sql[(w.events ? 1 : 0) + (w.callbacks ? 2 : 0)];
 }
 
 class PgLedger final : public LedgerInterface {
@@ -125,15 +171,14 @@ class PgLedger final : public LedgerInterface {
     return guarded(conn_, options_, [&](pqxx::connection& c) {
       pqxx::work tx(c);
       // recordSql(): the rows, the dead tokens, and the clashes to record apart.
-      const bool outbox = !options_.outbox_worker.empty();
       const auto run = [&](auto&&... extra) {
-        return tx.exec_params(recordSql(outbox), textArray(ids), textArray(campaigns), textArray(topics),
-                              numberArray(partitions), numberArray(offsets), textArray(statuses),
+        return tx.exec_params(recordSql(eventWritesOf(options_, 14)), textArray(ids), textArray(campaigns),
+                              textArray(topics), numberArray(partitions), numberArray(offsets), textArray(statuses),
                               numberArray(attempts), textArray(reasons), numberArray(fingerprints),
                               textArray(providers), textArray(provider_ids), textArray(tokens),
                               numberArray(invalid_since), extra...);
       };
-      const pqxx::result clash = outbox ? run(options_.outbox_worker) : run();
+      const pqxx::result clash = withWorkers(options_, run);
       std::size_t added = clash.empty() ? 0 : clash[0][0].as<std::size_t>();
       for (const auto& row : clash) {
         if (row[1].is_null()) continue;
@@ -182,8 +227,9 @@ class PgLedger final : public LedgerInterface {
     }
     guarded(conn_, options_, [&](pqxx::connection& c) {
       pqxx::work tx(c);
-      const bool outbox = !options_.outbox_worker.empty();
-      const std::string upsert = std::string(outbox ? "WITH up AS (" : "") +
+      const EventWrites w = eventWritesOf(options_, 8);
+      const std::string upsert =
+          std::string(w.any() ? "WITH up AS (" : "") +
           "INSERT INTO receipts (provider, provider_message_id, status, error_code, text, done_at, received_at) "
           "SELECT p, i, s, e, txt, CASE WHEN d > 0 THEN to_timestamp(d / 1000.0) END, "
           "CASE WHEN r > 0 THEN to_timestamp(r / 1000.0) ELSE now() END "
@@ -196,15 +242,14 @@ class PgLedger final : public LedgerInterface {
           // after a reconnect) changes nothing, not even when it arrived.
           "WHERE (receipts.status, receipts.error_code, receipts.text, receipts.done_at) IS DISTINCT FROM "
           "(EXCLUDED.status, EXCLUDED.error_code, EXCLUDED.text, EXCLUDED.done_at)" +
-          (outbox ? std::string(kReceiptOutbox) : std::string());
+          (w.any() ? " RETURNING provider, provider_message_id, status, error_code, text, done_at, received_at), " +
+                         eventWrites(w, kReceiptEvents) + "done AS (SELECT 1) SELECT 1"
+                   : std::string());
       const auto run = [&](auto&&... extra) {
         tx.exec_params(upsert, textArray(providers), textArray(ids), textArray(statuses), textArray(codes),
                        textArray(texts), numberArray(done), numberArray(received), extra...);
       };
-      if (outbox)
-        run(options_.outbox_worker);
-      else
-        run();
+      withWorkers(options_, run);
       tx.commit();
       return 0;
     });
@@ -214,20 +259,20 @@ class PgLedger final : public LedgerInterface {
   // message holds: `rejected` with `reason`, with its outbox row when events
   // are on, and its dead token counted. Returns 1 if it was new.
   std::size_t recordClash(pqxx::work& tx, const DeliveryRecord& same, const std::string& reason) {
-    const bool outbox = !options_.outbox_worker.empty();
+    const EventWrites w = eventWritesOf(options_, 9);
     const std::string sql = fmt::format(
         "WITH ins AS (INSERT INTO deliveries (message_id, campaign, topic, kafka_partition, kafka_offset, status, "
         "attempts, reason, fingerprint) VALUES ($1, $2, $3, $4, $5, 'rejected', $6, $7, $8) ON CONFLICT "
         "(message_id) DO NOTHING RETURNING message_id, campaign, status, reason, provider, provider_message_id, "
-        "attempts, recorded_at){} SELECT count(*) FROM ins",
-        outbox ? fmt::format(", outboxed AS ({})", outboxInsert("$9", "ins")) : "");
+        "attempts, recorded_at), {}done AS (SELECT 1) SELECT count(*) FROM ins",
+        w.any() ? eventWrites(w, outcomeEvents("ins")) : "");
     const auto insert = [&](auto&&... extra) -> std::int64_t {
       const pqxx::row row = tx.exec_params1(sql, reusedIdKey(same), same.campaign, same.topic, same.partition,
                                             same.offset, same.attempts, reason,
                                             static_cast<std::int64_t>(same.fingerprint), extra...);
       return row[0].as<std::int64_t>();
     };
-    const std::int64_t inserted = outbox ? insert(options_.outbox_worker) : insert();
+    const std::int64_t inserted = withWorkers(options_, insert);
     // The token is dead whatever id its message came under.
     if (inserted == 1 && same.status == DeliveryStatus::kInvalidToken && !same.token.empty())
       tx.exec_params(fmt::format("WITH tokens AS (SELECT $1::text AS provider, $2::text AS token, $3::text AS "

@@ -25,6 +25,11 @@ constexpr const char* kColumns =
     "id, kind, message_id, campaign, status, reason, provider, provider_message_id, attempts, "
     "(extract(epoch FROM recorded_at) * 1000)::bigint, coalesce((extract(epoch FROM done_at) * 1000)::bigint, 0)";
 
+// kColumns with the callbacks' outbox under the alias o.
+constexpr const char* kCallbackColumns =
+    "o.id, o.kind, o.message_id, o.campaign, o.status, o.reason, o.provider, o.provider_message_id, o.attempts, "
+    "(extract(epoch FROM o.recorded_at) * 1000)::bigint, coalesce((extract(epoch FROM o.done_at) * 1000)::bigint, 0)";
+
 std::vector<OutcomeEvent> events(const pqxx::result& res) {
   std::vector<OutcomeEvent> out;
   out.reserve(res.size());
@@ -100,6 +105,65 @@ OutboxDepth PgOutbox::depth() {
         "SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(recorded_at)), 0)::float8 "
         "FROM outbox WHERE worker = $1",
         impl_->options.outbox_worker);
+    return OutboxDepth{row[0].as<std::int64_t>(), std::max(0.0, row[1].as<double>())};
+  });
+}
+
+struct PgCallbackOutbox::Impl {
+  PgLedgerOptions options;
+  std::unique_ptr<pqxx::connection> conn;
+};
+
+PgCallbackOutbox::PgCallbackOutbox(PgLedgerOptions options) : impl_(std::make_unique<Impl>()) {
+  if (options.callback_worker.empty()) throw LedgerRejectedError("callback outbox: the worker id is empty");
+  impl_->options = std::move(options);
+}
+
+PgCallbackOutbox::~PgCallbackOutbox() = default;
+
+std::vector<CallbackEvent> PgCallbackOutbox::next(std::int64_t after, std::size_t limit,
+                                                  std::span<const std::int64_t> remove) {
+  const std::vector<std::int64_t> list(remove.begin(), remove.end());
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::work tx(c);
+    // The removed ids are all at most `after`, so the SELECT (which sees the
+    // rows as before the DELETE) reads none of them again.
+    const pqxx::result res = tx.exec_params(
+        fmt::format("WITH gone AS (DELETE FROM callback_outbox WHERE worker = $1 AND id = ANY($4::bigint[])) "
+                    "SELECT {}, coalesce(c.callback_url, '') FROM callback_outbox o LEFT JOIN campaigns c "
+                    "ON c.id = o.campaign WHERE o.worker = $1 AND o.id > $2 ORDER BY o.id LIMIT $3",
+                    kCallbackColumns),
+        impl_->options.callback_worker, after, static_cast<std::int64_t>(limit), numberArray(list));
+    tx.commit();
+    std::vector<OutcomeEvent> read = events(res);
+    std::vector<CallbackEvent> out;
+    out.reserve(read.size());
+    for (std::size_t i = 0; i < read.size(); ++i)
+      out.push_back(
+          CallbackEvent{std::move(read[i]), res[static_cast<pqxx::result::size_type>(i)][11].as<std::string>()});
+    return out;
+  });
+}
+
+std::size_t PgCallbackOutbox::remove(std::span<const std::int64_t> ids) {
+  if (ids.empty()) return 0;
+  const std::vector<std::int64_t> list(ids.begin(), ids.end());
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::work tx(c);
+    const pqxx::result r = tx.exec_params("DELETE FROM callback_outbox WHERE worker = $1 AND id = ANY($2::bigint[])",
+                                          impl_->options.callback_worker, numberArray(list));
+    tx.commit();
+    return static_cast<std::size_t>(r.affected_rows());
+  });
+}
+
+OutboxDepth PgCallbackOutbox::depth() {
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::read_transaction tx(c);
+    const pqxx::row row = tx.exec_params1(
+        "SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(recorded_at)), 0)::float8 "
+        "FROM callback_outbox WHERE worker = $1",
+        impl_->options.callback_worker);
     return OutboxDepth{row[0].as<std::int64_t>(), std::max(0.0, row[1].as<double>())};
   });
 }

@@ -19,7 +19,8 @@ inline constexpr const char* kCampaignColumns =
     "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at") ", total, "
     "coalesce(priority_class, ''), coalesce(quiet_hours, ''), coalesce(time_zone, ''), coalesce(frequency_cap, ''), "
     "cap_policy, coalesce(default_ttl_ms, 0), coalesce(array_to_string(failover, ','), ''), "
-    "coalesce(array_to_string(routes, ','), '')";
+    "coalesce(array_to_string(routes, ','), ''), "
+    "coalesce(callback_url, '')";
 // From "providers p": the count of its campaigns is a subquery on p.id.
 inline constexpr const char* kProviderColumns =
     "id, rate, burst, (SELECT count(*) FROM campaigns c WHERE c.provider = p.id), " PACER_UTC("updated_at");
@@ -66,6 +67,7 @@ inline control::CampaignRow campaignRowFrom(const pqxx::row& r) {
             .value_or(PrefixRoute{entry.substr(0, eq), eq == std::string::npos ? "" : entry.substr(eq + 1)}));
     at = comma + 1;
   }
+  c.callback_url = r[17].as<std::string>();
   return c;
 }
 

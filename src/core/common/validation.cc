@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace pacer::validation {
@@ -129,6 +130,26 @@ std::optional<std::string> failoverProblem(std::string_view field, std::string_v
     for (std::size_t j = 0; j < i; ++j)
       if (failover[j] == id) return fmt::format("{}: '{}' is named twice", field, id);
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> callbackUrlProblem(std::string_view field, std::string_view url) {
+  if (url.size() > kMaxCallbackUrlBytes)
+    return fmt::format("{}: {} bytes, more than {}", field, url.size(), kMaxCallbackUrlBytes);
+  for (char c : url)
+    if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f)
+      return fmt::format("{}: '{}' has a space, a control character or a byte outside ASCII", field, url);
+  std::string lower(url.substr(0, std::min<std::size_t>(url.size(), 8)));
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) { return std::tolower(c); });
+  std::size_t scheme = 0;
+  if (lower.starts_with("http://"))
+    scheme = 7;
+  else if (lower.starts_with("https://"))
+    scheme = 8;
+  else
+    return fmt::format("{}: '{}' is not an http:// or https:// URL", field, url);
+  const std::size_t host_end = std::min(url.find_first_of("/?#", scheme), url.size());
+  if (host_end == scheme) return fmt::format("{}: '{}' names no host", field, url);
   return std::nullopt;
 }
 

@@ -50,6 +50,7 @@ Json campaignJson(const CampaignRow& c) {
               {"default_ttl_ms", c.default_ttl_ms > 0 ? Json(c.default_ttl_ms) : Json(nullptr)},
               {"failover", c.failover},
               {"routes", routesJson(c.routes)},
+              {"callback_url", textOrNull(c.callback_url)},
               {"invalid", problemJson(usable, problem)}};
 }
 

@@ -139,6 +139,12 @@ std::string formatFailover(const std::vector<std::string>& failover) {
   return out.empty() ? "none" : out;
 }
 
+std::string parseCallbackUrlText(std::string_view text, std::string_view flag) {
+  if (text == "none" || text.empty()) return {};
+  if (auto why = validation::callbackUrlProblem(flag, text)) throw InvalidValueError(*why);
+  return std::string(text);
+}
+
 std::string formatTtl(std::int64_t ms) {
   if (ms <= 0) return "none";
   static constexpr std::pair<std::int64_t, const char*> kUnits[] = {

@@ -246,6 +246,11 @@ std::optional<CampaignInfo> campaignInfoOf(const CampaignRow& row, std::string* 
     if (problem) *problem = *why;
     return std::nullopt;
   }
+  if (auto why =
+          row.callback_url.empty() ? std::nullopt : validation::callbackUrlProblem("callback_url", row.callback_url)) {
+    if (problem) *problem = *why;
+    return std::nullopt;
+  }
   if (auto why = rulesOf(row, ci)) {
     if (problem) *problem = *why;
     return std::nullopt;

@@ -67,6 +67,7 @@ class Daemon {
     const std::optional<admin::ListenAddress> admin_at = adminAddress(o_);
     ledger::PgLedgerOptions pg{o_.postgres};
     if (!o_.events_topic.empty()) pg.outbox_worker = eventsWorkerId(o_);
+    if (o_.callbacks) pg.callback_worker = eventsWorkerId(o_);
     std::vector<SmppSinkRef> smpp;
     sink_ = makeSink(
         o_, [this](std::string_view campaign) { return providerOf(campaign); }, log_, &smpp);
@@ -83,6 +84,7 @@ class Daemon {
     ledger_ = ledger::makePgLedger(pg);
     parking_ = makeParking(o_, pg);
     events_ = makeEvents(o_, pg, log_);
+    callbacks_ = makeCallbacks(o_, pg, log_);
     const MonoTime start = clock_->now();
     core_ = std::make_unique<WorkerCore>(workerOptions(), *ledger_, *sink_, parking_.get(), start);
     tellWallClock(start);
@@ -99,6 +101,7 @@ class Daemon {
     shutdown();
     if (admin_) admin_->finish(clock_->now(), adminFigures());
     if (events_) events_->stop();  // after the last ledger write: a last round publishes it
+    if (callbacks_) callbacks_->stop();  // what waits for a retry stays in the outbox for the next start
     writeSummary(o_.summary_file, start, clock_->now(), *core_, quota_ != nullptr, feed_->campaigns(), log_);
     return rc;
   }
@@ -229,6 +232,7 @@ class Daemon {
     f.rows_skipped = feed_->rowsSkipped();
     f.smpp = smpp_->metrics();
     if (events_) f.events = events_->stats();
+    if (callbacks_) f.callbacks = callbacks_->stats();
     return f;
   }
 
@@ -396,6 +400,13 @@ class Daemon {
         s.read, s.sent, s.failed, s.rejected, s.invalid_tokens, s.suppressed, s.expired, s.deferred, s.waiting,
         s.skipped_finished, s.parked, s.unparked, s.ledger_rows, s.ledger_errors, s.buffered_messages, s.unrecorded,
         s.quota.batches, s.quota.degraded_providers, s.cap_round_trips, s.cap_faults);
+    if (callbacks_) {
+      const events::CallbackWorkerStats c = callbacks_->stats();
+      log_->info(
+          "event=callbacks_stats sent={} failed={} retried={} store_errors={} queued={} outbox_depth={} "
+          "lag_s={:.3f}",
+          c.sent, c.failed, c.retried, c.errors, c.queued, c.depth, c.lag_seconds);
+    }
     if (!events_) return;
     const events::OutcomeDrainerStats e = events_->stats();
     log_->info("event=outcome_events_stats published={} failed={} store_errors={} outbox_depth={} lag_s={:.3f}",
@@ -417,6 +428,7 @@ class Daemon {
   LedgerInterfacePtr ledger_;
   ParkingInterfacePtr parking_;
   std::unique_ptr<events::OutcomeDrainer> events_;  // null: outcome events off
+  std::unique_ptr<events::CallbackWorker> callbacks_;  // null: callbacks off
   std::unique_ptr<WorkerCore> core_;
   std::unique_ptr<control::ControlFeed> feed_;
   std::unique_ptr<AdminWiring> admin_;

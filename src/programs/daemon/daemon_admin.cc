@@ -99,6 +99,16 @@ void AdminWiring::publish(MonoTime now, const AdminFigures& f) {
     snapshot.events_outbox_depth = f.events->depth;
     snapshot.events_lag_seconds = f.events->lag_seconds;
   }
+  if (f.callbacks) {
+    snapshot.has_callbacks = true;
+    snapshot.callbacks_sent = f.callbacks->sent;
+    snapshot.callbacks_failed = f.callbacks->failed;
+    snapshot.callbacks_retried = f.callbacks->retried;
+    snapshot.callbacks_store_errors = f.callbacks->errors;
+    snapshot.callbacks_queued = f.callbacks->queued;
+    snapshot.callbacks_outbox_depth = f.callbacks->depth;
+    snapshot.callbacks_lag_seconds = f.callbacks->lag_seconds;
+  }
   state_.publish(std::make_shared<const admin::MetricsSnapshot>(std::move(snapshot)));
 }
 

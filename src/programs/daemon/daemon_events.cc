@@ -1,5 +1,8 @@
-// pacerd's outcome events: the outbox drainer built from events.* settings.
+// pacerd's outcome events: the outbox drainer built from events.* settings,
+// and the HTTP callbacks' worker from callbacks.*.
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "daemon_parts.h"
 
@@ -28,6 +31,26 @@ std::unique_ptr<events::OutcomeDrainer> makeEvents(const DaemonOptions& o, const
     auto drainer = std::make_unique<events::OutcomeDrainer>(std::move(eo), log);
     drainer->start();
     return drainer;
+  } catch (const InvalidError& e) {
+    throw DaemonConfigError(e.what());
+  }
+}
+
+std::unique_ptr<events::CallbackWorker> makeCallbacks(const DaemonOptions& o, const ledger::PgLedgerOptions& pg,
+                                                      const logging::LoggerPtr& log) {
+  if (!o.callbacks) return nullptr;
+  events::CallbackWorkerOptions co;
+  co.pg = pg;
+  co.queue = o.callbacks_queue;
+  co.concurrency = o.callbacks_concurrency;
+  co.max_attempts = o.callbacks_max_attempts;
+  co.timeout = o.callbacks_timeout;
+  co.first_backoff = o.callbacks_backoff;
+  co.max_backoff = std::max(o.callbacks_backoff, o.callbacks_max_backoff);
+  try {
+    auto worker = std::make_unique<events::CallbackWorker>(std::move(co), log);
+    worker->start();
+    return worker;
   } catch (const InvalidError& e) {
     throw DaemonConfigError(e.what());
   }

@@ -15,6 +15,7 @@
 #include "pacer/console/cluster_counts.h"
 #include "pacer/console/console_service.h"
 #include "pacer/daemon/daemon.h"
+#include "pacer/events/callback_worker.h"
 #include "pacer/events/outcome_drainer.h"
 #include "pacer/frequency_cap_redis.h"
 #include "pacer/ingest/kafka_ingest.h"
@@ -104,6 +105,10 @@ class QuotaLog final : public QuotaObserver {
 // null; `pg` must carry the outbox's worker id (eventsWorkerId).
 std::unique_ptr<events::OutcomeDrainer> makeEvents(const DaemonOptions& o, const ledger::PgLedgerOptions& pg,
                                                    const logging::LoggerPtr& log);
+// The HTTP callbacks' worker when callbacks are on (started), else null;
+// `pg` must carry the callbacks' worker id.
+std::unique_ptr<events::CallbackWorker> makeCallbacks(const DaemonOptions& o, const ledger::PgLedgerOptions& pg,
+                                                      const logging::LoggerPtr& log);
 // events_worker_id, or the host name when it is empty.
 std::string eventsWorkerId(const DaemonOptions& o);
 
@@ -123,6 +128,7 @@ struct AdminFigures {
   std::uint64_t rows_skipped = 0;
   std::vector<admin::SmppSinkMetrics> smpp;
   std::optional<events::OutcomeDrainerStats> events;  // nullopt: outcome events off
+  std::optional<events::CallbackWorkerStats> callbacks;  // nullopt: callbacks off
 };
 
 // pacerd's admin listener (/metrics, /healthz, /readyz, POST /admin/drain and

@@ -54,6 +54,9 @@ void rulesArgs(CLI::App* cmd, Values& v) {
                "number takes the route of the longest prefix it starts with (a leading '+' ignored), any other "
                "number the campaign's provider; at most 32, providers of the provider's protocol; or none "
                "(default: none)");
+  optionalText(cmd, "--callback", v.callback,
+               "URL that each outcome event of the campaign is POSTed to as JSON (docs/callbacks.md): http:// or "
+               "https://; or none (default: none)");
 }
 
 CampaignRules rulesOf(const Values& v) {
@@ -66,6 +69,7 @@ CampaignRules rulesOf(const Values& v) {
   if (v.ttl) r.default_ttl_ms = parseTtlText(*v.ttl, "--ttl");
   if (v.failover) r.failover = parseFailoverText(*v.failover, "--failover");
   if (v.routes) r.routes = parseRoutesText(*v.routes, "--routes");
+  if (v.callback) r.callback_url = parseCallbackUrlText(*v.callback, "--callback");
   return r;
 }
 
@@ -75,12 +79,13 @@ std::string orNone(const std::string& text) { return text.empty() ? "none" : tex
 
 // "class bulk, quiet hours 21:00-08:00 (Europe/London), cap 3/24h (suppress), ttl 5m"
 std::string rulesText(const CampaignRow& c) {
-  return fmt::format("class {}, quiet hours {}{}, cap {} ({}){}{}{}", classText(c.priority_class),
+  return fmt::format("class {}, quiet hours {}{}, cap {} ({}){}{}{}{}", classText(c.priority_class),
                      orNone(c.quiet_hours), c.time_zone.empty() ? "" : fmt::format(" ({})", c.time_zone),
                      orNone(c.frequency_cap), c.cap_policy,
                      c.default_ttl_ms > 0 ? ", ttl " + formatTtl(c.default_ttl_ms) : std::string(),
                      c.failover.empty() ? std::string() : ", failover " + formatFailover(c.failover),
-                     c.routes.empty() ? std::string() : ", routes " + formatRoutes(c.routes));
+                     c.routes.empty() ? std::string() : ", routes " + formatRoutes(c.routes),
+                     c.callback_url.empty() ? std::string() : ", callback " + c.callback_url);
 }
 
 void campaignCreate(Session& s, const Values& v) {
@@ -150,6 +155,7 @@ void campaignShow(Session& s, const Values& v) {
   t.add({"default_ttl", formatTtl(c.default_ttl_ms)});
   t.add({"failover", formatFailover(c.failover)});
   t.add({"routes", formatRoutes(c.routes)});
+  t.add({"callback", orNone(c.callback_url)});
   std::string problem;
   if (!campaignInfoOf(c, &problem)) t.add({"invalid", problem + " (pacerd skips it)"});
   t.add({"sent", std::to_string(d.ledger.sent)});

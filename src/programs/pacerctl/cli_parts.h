@@ -57,6 +57,7 @@ struct Values {
   std::optional<std::string> ttl;
   std::optional<std::string> failover;
   std::optional<std::string> routes;
+  std::optional<std::string> callback;
 };
 
 // The command to run, by the (sub)command CLI11 parsed.

@@ -203,5 +203,48 @@ TEST_F(PacerctlRulesTest, TheDirectorySkipsARowWhoseRulesCannotBeReadAndLoadsThe
   EXPECT_THAT(why["bad-hours"], HasSubstr("quiet_hours: quiet window 'late'"));
 }
 
+// A callback URL (docs/callbacks.md): create and set-rules write it, show and
+// --json print it, "none" clears it, a bad one is refused with exit 2
+// naming --callback, and pacerd's directory skips a row whose URL was
+// written by hand past the check, naming it.
+TEST_F(PacerctlRulesTest, CallbackUrlIsWrittenShownClearedAndCheckedEverywhere) {
+  Outcome r = ctl({"campaign", "create", "otp", "--callback", "https://hooks.example.com/otp"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("callback https://hooks.example.com/otp"));
+  EXPECT_EQ(row("SELECT callback_url FROM campaigns WHERE id = 'otp'")[0].as<std::string>(),
+            "https://hooks.example.com/otp");
+  r = ctl({"campaign", "show", "otp"});
+  EXPECT_THAT(r.out, HasSubstr("https://hooks.example.com/otp")) << r;
+  for (const char* bad : {"ftp://x/y", "hooks.example.com", "https://", "http://a b"}) {
+    r = ctl({"campaign", "set-rules", "otp", "--callback", bad});
+    EXPECT_EQ(r.code, 2) << r;
+    EXPECT_THAT(r.err, HasSubstr("--callback")) << r;
+  }
+  r = ctl({"--json", "campaign", "set-rules", "otp", "--callback", "http://127.0.0.1:8080/h"});
+  ASSERT_EQ(r.code, 0) << r;
+  Json j = Json::parse(r.out);
+  EXPECT_EQ(j.at("previous").at("callback_url"), "https://hooks.example.com/otp");
+  EXPECT_EQ(j.at("campaign").at("callback_url"), "http://127.0.0.1:8080/h");
+  r = ctl({"--json", "campaign", "set-rules", "otp", "--callback", "none"});
+  ASSERT_EQ(r.code, 0) << r;
+  j = Json::parse(r.out);
+  EXPECT_TRUE(j.at("campaign").at("callback_url").is_null());
+  EXPECT_TRUE(row("SELECT callback_url FROM campaigns WHERE id = 'otp'")[0].is_null());
+
+  // Past pacerctl: the CHECK keeps out a URL without a scheme; one it lets
+  // through (a space) is pacerd's to skip.
+  ASSERT_EQ(ctl({"campaign", "create", "bad-url"}).code, 0);
+  EXPECT_ANY_THROW(exec("UPDATE campaigns SET callback_url = 'hooks.example.com' WHERE id = 'bad-url'"));
+  exec("UPDATE campaigns SET callback_url = 'http://a b/' WHERE id = 'bad-url'");
+  ledger::PgDirectory dir(ledger::PgLedgerOptions{conninfo_});
+  std::vector<RowProblem> problems;
+  const std::vector<CampaignInfo> loaded = dir.campaigns(&problems);
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded.at(0).id, "otp");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems.at(0).id, "bad-url");
+  EXPECT_THAT(problems.at(0).reason, HasSubstr("callback_url: 'http://a b/' has a space"));
+}
+
 }  // namespace
 }  // namespace pacer::control

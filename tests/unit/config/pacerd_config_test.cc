@@ -276,6 +276,26 @@ TEST(PacerdConfig, EventsKeysReachTheOptionsAndInFlightIsBounded) {
   EXPECT_NE(errorOf(fromText("events:\n  in_flight: 0\n")).find("events.in_flight"), std::string::npos);
 }
 
+TEST(PacerdConfig, CallbacksKeysReachTheOptionsWithTheirDefaultsAndBounds) {
+  const Config d = load(fromText(""));
+  EXPECT_TRUE(d.options.callbacks);
+  EXPECT_EQ(d.options.callbacks_queue, 1000u);
+  EXPECT_EQ(d.options.callbacks_concurrency, 8u);
+  EXPECT_EQ(d.options.callbacks_max_attempts, 5);
+  EXPECT_EQ(d.options.callbacks_timeout, std::chrono::milliseconds(5000));
+  const Config c = load(fromText("callbacks:\n  enabled: false\n  queue: 10\n  concurrency: 2\n  max_attempts: 3\n"
+                                 "  timeout_ms: 250\n  backoff_ms: 20\n  max_backoff_ms: 400\n"));
+  EXPECT_FALSE(c.options.callbacks);
+  EXPECT_EQ(c.options.callbacks_queue, 10u);
+  EXPECT_EQ(c.options.callbacks_concurrency, 2u);
+  EXPECT_EQ(c.options.callbacks_max_attempts, 3);
+  EXPECT_EQ(c.options.callbacks_timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(c.options.callbacks_backoff, std::chrono::milliseconds(20));
+  EXPECT_EQ(c.options.callbacks_max_backoff, std::chrono::milliseconds(400));
+  EXPECT_NE(errorOf(fromText("callbacks:\n  queue: 0\n")).find("callbacks.queue"), std::string::npos);
+  EXPECT_NE(errorOf(fromText("callbacks:\n  max_attempts: 0\n")).find("callbacks.max_attempts"), std::string::npos);
+}
+
 TEST(PacerdConfig, EnvironmentNamesFollowThePath) {
   EXPECT_EQ(envName("kafka.brokers"), "PACER_KAFKA_BROKERS");
   EXPECT_EQ(envName("sink.http.timeout_ms"), "PACER_SINK_HTTP_TIMEOUT_MS");

@@ -85,6 +85,31 @@ TEST(ParseFailoverText, TakesUpToFourDistinctIdsAndNone) {
   EXPECT_THAT(refusal([] { parseFailoverText("a,,b", "--failover"); }), HasSubstr("--failover"));
 }
 
+// A callback URL (docs/callbacks.md): http or https with a host; "none" clears it.
+TEST(ParseCallbackUrlText, TakesHttpAndHttpsUrlsAndNone) {
+  EXPECT_EQ(parseCallbackUrlText("https://hooks.example.com/pacer?x=1", "--callback"),
+            "https://hooks.example.com/pacer?x=1");
+  EXPECT_EQ(parseCallbackUrlText("HTTP://127.0.0.1:8080", "--callback"), "HTTP://127.0.0.1:8080");
+  EXPECT_EQ(parseCallbackUrlText("none", "--callback"), "");
+  EXPECT_THAT(refusal([] { parseCallbackUrlText("ftp://x/y", "--callback"); }),
+              HasSubstr("not an http:// or https:// URL"));
+  EXPECT_THAT(refusal([] { parseCallbackUrlText("hooks.example.com", "--callback"); }), HasSubstr("--callback"));
+  EXPECT_THAT(refusal([] { parseCallbackUrlText("https:///path", "--callback"); }), HasSubstr("names no host"));
+  EXPECT_THAT(refusal([] { parseCallbackUrlText("https://a b", "--callback"); }), HasSubstr("a space"));
+  EXPECT_THAT(refusal([] { parseCallbackUrlText("https://x/" + std::string(2048, 'a'), "--callback"); }),
+              HasSubstr("more than 2048"));
+}
+
+TEST(CampaignInfoOf, SkipsARowWhoseCallbackUrlCannotBeUsed) {
+  CampaignRow r = row();
+  r.callback_url = "https://hooks.example.com/pacer";
+  EXPECT_TRUE(campaignInfoOf(r, nullptr));
+  std::string problem;
+  r.callback_url = "mailto:ops@example.com";
+  EXPECT_FALSE(campaignInfoOf(r, &problem));
+  EXPECT_THAT(problem, HasSubstr("callback_url: 'mailto:ops@example.com' is not an http:// or https:// URL"));
+}
+
 TEST(CampaignInfoOf, CarriesAFailoverListAndSkipsOneItCannotFollow) {
   CampaignRow r = row();
   r.provider = "sms-a";
