@@ -18,18 +18,26 @@
 //                                 limit sees a throttle or two about once per
 //                                 probe_time, and a limit measured a little low
 //                                 is passed without a burst of refusals
-//   above that                    fast again: no 429 came where the last one
-//                                 did, so the limit has moved up
+//   above that                    no 429 came where the last one did, so the
+//                                 limit has moved up: it is at least the top
+//                                 of the band, and a new probe starts from
+//                                 there, four times as quick as the last (down
+//                                 to kMinProbeScale x probe_time): a limit
+//                                 measured a little low is passed gently, a
+//                                 raised one is found after a few probes that
+//                                 quicken (the fast climb would run into the
+//                                 real limit at full speed: a burst of
+//                                 refusals and a pause every three probes)
 //
 // A measured cut that finds the ceiling again where the last one was (within
 // kSameCeiling of the remembered limit, coming from the probe band) says the
 // provider's limit is fixed: the next probe takes twice as long, up to
 // kMaxProbeScale x probe_time, so a provider held at a fixed limit for long
 // sees a throttle or two once every few minutes, not twice a minute. Any
-// other cut, a cut taken back as noise, a climb past the band (the limit
-// moved up) or a new ceiling probes at the configured pace again.
+// other cut, a cut taken back as noise or a new ceiling probes at the
+// configured pace again (and a climb past the band quicker, as above).
 //
-// never above the ceiling and never below the floor. A throttle that comes
+// The rate is never above the ceiling and never below the floor. A throttle that comes
 // while still climbing back (below the remembered limit) says the limit has
 // dropped: the remembered limit becomes the rate it came at, and the drop is
 // decrease squared, so that a storm is followed down in a few pauses, not
@@ -39,7 +47,9 @@
 // that keeps a token bucket with a burst rather than a one-second window this
 // guesses low, and the probe finds the rest.) During a pause
 // the provider asked for (Retry-After) the rate does not climb. The price of
-// few 429s is a slow discovery of a raised limit: about 3 x probe_time.
+// few 429s is a slow discovery of a raised limit: about 3 x probe_time, then
+// about probe_time more while the probes quicken, then 4% every
+// 2 x kMinProbeScale x probe_time.
 //
 // Before any throttle the remembered limit is the ceiling, so a provider whose
 // configured rate is right is held at it; the first 429 teaches the rest.
@@ -109,6 +119,8 @@ class AdaptiveRate {
   double probeScale() const noexcept { return probe_scale_; }
   static constexpr double kSameCeiling = 0.03;
   static constexpr double kMaxProbeScale = 4;
+  static constexpr double kMinProbeScale = 1.0 / 256;
+  static constexpr int kMaxSegments = 64;  // of the climb walked in one call (then it goes on at the next)
 
  private:
   // What a decrease teaches about the provider's limit: nothing (faults),

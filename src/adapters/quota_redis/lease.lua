@@ -169,7 +169,7 @@ if alevel > 0 then
     end
     st.jw = h[23]
     st.ps = tonumber(h[24])
-    if st.ps == nil or st.ps < 1 then st.ps = 1 end
+    if st.ps == nil or st.ps <= 0 then st.ps = 1 end
     if st.jt == nil or not st.jw then st.jt, st.jw = 0, '' end
     if st.nz == nil then st.nz = 0 end
     -- One worker judges the scope's throttles for all (ThrottleJudge): the
@@ -210,26 +210,31 @@ if alevel > 0 then
         local dt = (now - from) / U
         local counted = 1 - (from - st.pu) / U
         if counted < 0 then counted = 0 elseif counted > dt then counted = dt end
-        local hold_point = math.min(ceiling, st.lim * a.holdf)
-        local band_top = math.min(ceiling, st.lim * (1 + 2 * (1 - a.holdf)))  -- the slow probe goes on past the limit
-        for _ = 1, 3 do
+        for _ = 1, 64 do
           if dt <= 0 or st.r >= ceiling then break end
-          local speed, upto = a.fast * ceiling, ceiling
-          if st.r < hold_point then upto = hold_point
-          elseif st.r < band_top then
-            upto = band_top
-            if a.probe > 0 then speed = (st.lim - hold_point) / (a.probe * st.ps / U) end
-          elseif band_top < ceiling then
-            st.ps = 1  -- past the band without a throttle: the limit moved up
+          local hold_point = math.min(ceiling, st.lim * a.holdf)
+          local band_top = math.min(ceiling, st.lim * (1 + 2 * (1 - a.holdf)))  -- the slow probe goes on past the limit
+          if st.r >= hold_point and st.r >= band_top and a.probe > 0 and band_top > 0 then
+            -- past the band without a throttle: the limit is at least this;
+            -- a new probe from here, four times as quick as the last
+            st.lim = band_top
+            st.ps = math.max(st.ps / 4, 1 / 256)
+          else
+            local speed, upto = a.fast * ceiling, ceiling
+            if st.r < hold_point then upto = hold_point
+            else
+              if a.probe > 0 then speed = (st.lim - hold_point) / (a.probe * st.ps / U) end
+              if band_top > st.r then upto = band_top end
+            end
+            if speed <= 0 then break end
+            local step = math.min((upto - st.r) / speed, dt)
+            local c = math.min(counted, step)
+            st.sp = st.sp + st.r * c + speed * c * c / 2
+            counted = counted - c
+            if step >= dt then st.r = st.r + speed * dt; dt = 0; break end
+            st.r = upto
+            dt = dt - step
           end
-          if speed <= 0 then break end
-          local step = math.min((upto - st.r) / speed, dt)
-          local c = math.min(counted, step)
-          st.sp = st.sp + st.r * c + speed * c * c / 2
-          counted = counted - c
-          if step >= dt then st.r = st.r + speed * dt; dt = 0; break end
-          st.r = upto
-          dt = dt - step
         end
         if st.r > ceiling then st.r = ceiling end
         st.sp = st.sp + st.r * math.min(counted, dt)

@@ -38,22 +38,26 @@ void AdaptiveRate::climb(MonoTime now) noexcept {
   const double window_left = 1.0 - std::chrono::duration<double>(from - paused_until_).count();
   double counted = std::clamp(window_left, 0.0, dt);
   const double ceiling = options_.ceiling;
-  const double hold_point = std::min(ceiling, limit_ * options_.hold_fraction);
-  // The slow probe goes on past the limit twice as far as below it: a limit
-  // measured a little low is passed without a burst of refusals.
-  const double band_top = std::min(ceiling, limit_ * (1 + 2 * (1 - options_.hold_fraction)));
-  // Walk the three segments, each taking the time it needs.
-  for (int segment = 0; segment < 3 && dt > 0 && rate_ < ceiling; ++segment) {
+  const double probe_s = std::chrono::duration<double>(options_.probe_time).count();
+  // Walk the segments, each taking the time it needs.
+  for (int segment = 0; segment < kMaxSegments && dt > 0 && rate_ < ceiling; ++segment) {
+    const double hold_point = std::min(ceiling, limit_ * options_.hold_fraction);
+    // The slow probe goes on past the limit twice as far as below it: a
+    // limit measured a little low is passed without a burst of refusals.
+    const double band_top = std::min(ceiling, limit_ * (1 + 2 * (1 - options_.hold_fraction)));
     double speed = options_.fast_climb_per_s * ceiling;
     double until = ceiling;
     if (rate_ < hold_point) {
       until = hold_point;
-    } else if (rate_ < band_top) {
-      const double probe_s = std::chrono::duration<double>(options_.probe_time).count();
-      speed = probe_s > 0 ? (limit_ - hold_point) / (probe_s * probe_scale_) : speed;
-      until = band_top;
-    } else if (rate_ >= band_top && band_top < ceiling) {
-      probe_scale_ = 1;  // past the band without a throttle: the limit moved up
+    } else if (rate_ < band_top || probe_s <= 0 || !(band_top > 0)) {
+      if (probe_s > 0) speed = (limit_ - hold_point) / (probe_s * probe_scale_);
+      until = band_top > rate_ ? band_top : ceiling;
+    } else {
+      // Past the band without a throttle: the limit is at least this. A
+      // new probe from here, four times as quick as the last.
+      limit_ = band_top;
+      probe_scale_ = std::max(probe_scale_ / 4, kMinProbeScale);
+      continue;
     }
     if (!(speed > 0)) break;
     const double step = std::min((until - rate_) / speed, dt);

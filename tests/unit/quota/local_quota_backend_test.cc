@@ -312,11 +312,13 @@ TEST(LocalQuotaBackend, ReportsWithinTheHoldDecreaseOnceAndTheRateSettlesThenCli
   EXPECT_NEAR(r.effective_rate, 352.8 + (11.0 - 1.224) / 30 * 7.2, 0.05)
       << "the probe is slow: no straight climb back into the limit";
   double last = r.effective_rate;
-  // Then on slowly to 4% past it (two more probe times), then fast.
-  for (int s = 12; s <= 100; ++s) {
+  // Then on slowly to 4% past it (two more probe times, 92 s), then probes
+  // from there, each four times as quick (15 s, then 3.75 s to the ceiling).
+  for (int s = 12; s <= 120; ++s) {
     r = one(*b, adaptiveReq(0), t0 + milliseconds(400) + std::chrono::seconds(s));
     EXPECT_GE(r.effective_rate, last);
     EXPECT_LE(r.effective_rate, 400.0);
+    if (s == 96) EXPECT_LT(r.effective_rate, 390.0) << "a new probe past the band, not the fast climb";
     last = r.effective_rate;
   }
   EXPECT_DOUBLE_EQ(last, 400.0) << "no 429 where the last came: the limit moved, climb to the ceiling";

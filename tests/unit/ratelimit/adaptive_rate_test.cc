@@ -78,8 +78,9 @@ TEST(AdaptiveRate, ThrottlingDecreasesOncePerHoldAndPausesTheClimb) {
 
 // After a 429 at the limit: fast back to just under it, then a slow probe
 // over probe_time to it and twice as far again above it (4%, two more probe
-// times), then fast (the limit moved up).
-TEST(AdaptiveRate, ClimbsFastToTheHoldPointProbesSlowlyThenFastAgain) {
+// times); past that without a 429 the limit is at least the band's top, and
+// each new probe from there is four times as quick as the last.
+TEST(AdaptiveRate, ClimbsFastToTheHoldPointProbesSlowlyThenQuickerAndQuicker) {
   AdaptiveRate r(options400(), at(Nanos{0}));
   r.setCeiling(600, at(Nanos{0}));
   r.onThrottled(at(Nanos{0}), Nanos{0});  // at 400: the limit
@@ -90,17 +91,26 @@ TEST(AdaptiveRate, ClimbsFastToTheHoldPointProbesSlowlyThenFastAgain) {
   // Then 8 over 30 s.
   EXPECT_NEAR(r.rate(at(milliseconds(480) + seconds(15))), 396, 1e-6);
   EXPECT_NEAR(r.rate(at(milliseconds(480) + seconds(30))), 400, 1e-6);
-  // Past the limit without a 429: on slowly to 416 (60 s), then 150/s to the ceiling.
+  // Past the limit without a 429: on slowly to 416 (60 s).
   EXPECT_NEAR(r.rate(at(milliseconds(480) + seconds(45))), 404, 1e-6);
   EXPECT_NEAR(r.rate(at(milliseconds(480) + seconds(90))), 416, 1e-6);
-  EXPECT_NEAR(r.rate(at(milliseconds(480) + seconds(91))), 566, 1e-6);
-  EXPECT_EQ(r.rate(at(seconds(100))), 600);
+  EXPECT_EQ(r.probeScale(), 1);
+  // The limit is now 416, and the next probe (2% of it, then 4% above it)
+  // takes a quarter of the time: 16.64 in 15 s.
+  EXPECT_NEAR(r.rate(at(milliseconds(480) + seconds(90) + milliseconds(7500))), 416 + 16.64 / 2, 1e-6);
+  EXPECT_EQ(r.limit(), 416);
+  EXPECT_EQ(r.probeScale(), 0.25);
+  EXPECT_NEAR(r.rate(at(milliseconds(480) + seconds(105))), 432.64, 1e-6);
+  // Then 3.75 s, 0.94 s, and a quarter of a second for each 4% after: the
+  // ceiling within a few seconds more, never a jump.
+  EXPECT_LT(r.rate(at(milliseconds(480) + seconds(108))), 450);
+  EXPECT_EQ(r.rate(at(seconds(120))), 600);
 }
 
 // A measured cut that finds the ceiling again where the last one was, coming
 // from the probe band, makes the next probe twice as slow (up to 4 x); any
-// other cut, a cut taken back as noise, and a climb past the band (the limit
-// moved up) probe at the configured pace again.
+// other cut and a cut taken back as noise probe at the configured pace again,
+// and a climb past the band (the limit moved up) quicker.
 TEST(AdaptiveRate, AFixedCeilingFoundAgainIsProbedLessOften) {
   AdaptiveRateOptions o = options400();
   o.ceiling = 500;
@@ -128,9 +138,10 @@ TEST(AdaptiveRate, AFixedCeilingFoundAgainIsProbedLessOften) {
   EXPECT_EQ(r.probeScale(), 1);
   r.onCapacity(at(seconds(230)), Nanos{0}, 0.99);
   ASSERT_EQ(r.probeScale(), 2);
-  // No throttle until the probe passes the band above the limit: it moved up.
+  // No throttle until the probe passes the band above the limit: it moved
+  // up, and the probes quicken.
   r.rate(at(seconds(2000)));
-  EXPECT_EQ(r.probeScale(), 1);
+  EXPECT_LT(r.probeScale(), 1);
   EXPECT_EQ(r.rate(at(seconds(2000))), 500);
 }
 
@@ -235,7 +246,7 @@ TEST(AdaptiveRateProperty, SettlesJustUnderAFixedHardLimitWithFew429s) {
 
 // The 429 storm on simulated time: the provider's limit drops from 400 to
 // 100/s for 20 s, then returns. The sender follows it down within 2 s, with
-// few refusals, and finds the raised limit again within 3 probe times.
+// few refusals, and finds the raised limit again within 3.5 probe times.
 TEST(AdaptiveRateProperty, FollowsAQuotaStormDownAndBackUp) {
   AdaptiveRate rate(options400(), at(Nanos{0}));
   const StrictRun run = runStrict(rate, 160, {{0, 400}, {20, 100}, {40, 400}});
@@ -248,8 +259,9 @@ TEST(AdaptiveRateProperty, FollowsAQuotaStormDownAndBackUp) {
   double settled = 0;
   for (int s = 30; s < 40; ++s) settled += run.sent_per_s[static_cast<std::size_t>(s)];
   EXPECT_GE(settled / 10, 90) << "then most of the lowered limit is used";
-  // Back to >= 95% of 400/s within 3 probe times (90 s) of the storm's end and a few seconds.
-  for (int s = 135; s < 160; ++s) EXPECT_GE(run.sent_per_s[static_cast<std::size_t>(s)], 380) << s;
+  // Back to >= 95% of 400/s within 3 probe times (90 s) of the storm's end
+  // and the quickening probes after them (15 s here, from a quarter of it).
+  for (int s = 145; s < 160; ++s) EXPECT_GE(run.sent_per_s[static_cast<std::size_t>(s)], 380) << s;
 }
 
 }  // namespace
