@@ -83,6 +83,9 @@ std::optional<std::string> WorkerCore::Impl::unusable(const Provider* p, MonoTim
 
 WorkerCore::Impl::Provider* WorkerCore::Impl::chooseRoute(const Campaign* c, MonoTime now, std::string& reason) const {
   reason.clear();
+  // Without a failover list there is no route to choose: its provider's own
+  // state (a breaker, lost binds) says why it waits, not "no provider usable".
+  if (c->routes.size() <= 1) return c->routes.empty() ? nullptr : c->routes.front();
   for (Provider* p : c->routes) {
     const std::optional<std::string> why = unusable(p, now);
     if (!why) return p;

@@ -210,6 +210,21 @@ TEST_F(WorkerFailoverTest, DownProvidersAreSkippedAndWithNoneUsableTheFirstTakes
   EXPECT_EQ(stats().route_reason, "");
 }
 
+// Without a failover list there is no route to choose: a refresh of the
+// campaign while its provider is down names no route reason (the console's
+// "limited by" then names the provider's own state, not failover).
+TEST_F(WorkerFailoverTest, WithoutAListAProvidersOutageIsNoRouteReason) {
+  sink_.instant = true;
+  make();
+  core_->upsertCampaign(campaign({}), clock_.now());
+  core_->setProviderDown("sms-a", "binds failing", clock_.now());
+  core_->upsertCampaign(campaign({}), clock_.now());  // the next refresh of its row
+  for (int i = 0; i < 5; ++i) core_->offer(raw(i, "otp"), clock_.now());
+  run(milliseconds(100));
+  EXPECT_EQ(stats().route, "sms-a");
+  EXPECT_EQ(stats().route_reason, "");
+}
+
 // A list the worker cannot follow is refused before any change: a provider
 // of another protocol, a duplicate, the campaign's own provider.
 TEST_F(WorkerFailoverTest, AListOfAnotherProtocolOrWithDuplicatesIsRefused) {
