@@ -71,7 +71,13 @@ until [ "$(pacer_psql -c "SELECT count(*) FROM deliveries")" -eq "$messages" ] &
   [ "$(now_ms)" -lt "$until_ms" ] || fail "the ledger or the callbacks did not finish in 90 s"
   sleep 0.2
 done
-sleep 0.5  # one more stats line
+half=$((messages / 2))
+# A stats line that counts them all (one comes every 200 ms).
+until_ms=$(($(now_ms) + 10000))
+until grep -q "event=callbacks_stats sent=$half failed=0 retried=$half " "$tmp/pacerd.log"; do
+  [ "$(now_ms)" -lt "$until_ms" ] || break  # named below
+  sleep 0.1
+done
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" || fail "pacerd exited non-zero"
 daemon_pid=
@@ -107,7 +113,6 @@ for b in bad[:10]:
 ok = len(ledger) == messages and len(hooked) == messages // 2 and not missing and not twice and not not_two and not bad
 sys.exit(0 if ok else 1)
 PY
-half=$((messages / 2))
 grep -q "event=callbacks_stats sent=$half failed=0 retried=$half " "$tmp/pacerd.log" ||
   fail "no event=callbacks_stats line with sent=$half failed=0 retried=$half"
 echo "PASS: every ledger row of the hooked campaign has one accepted callback, none for the other"
