@@ -20,6 +20,7 @@
 # mock replay what was in flight (a rebalance's duplicates, not failover's);
 # bench/failover.sh runs two and counts them.
 source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
+source "$PACER_SOURCE/tests/integration/smpp/two_smscs.sh"
 smsc=${PACER_FAKE_SMSC:?}
 smsc_a= smsc_b= w1=
 trap 'pacer_test_cleanup "$tmp" "$w1" "$smsc_a" "$smsc_b"' EXIT
@@ -30,15 +31,6 @@ messages=${MESSAGES:-800}
 outage_at=${OUTAGE_AT_MS:-3000}
 outage=${OUTAGE_MS:-8000}
 
-start_smsc() {  # NAME EXTRA...: starts pacer-fake-smsc NAME, sets its pid in smsc_NAME
-  local name=$1
-  shift
-  "$smsc" --account "pacer:s3cret:$quota" --port-file "$tmp/$name.port" --record "$tmp/$name.tsv" \
-    --report "$tmp/$name.json" "$@" >"$tmp/$name.log" 2>&1 &
-  eval "smsc_$name=$!"
-  for _ in $(seq 100); do [ -s "$tmp/$name.port" ] && return 0; sleep 0.1; done
-  fail "pacer-fake-smsc $name did not start"
-}
 start_smsc a --outage-at-ms "$outage_at" --outage-ms "$outage"
 start_smsc b
 
@@ -53,36 +45,7 @@ pacer_start_redis "$tmp/redis"
 "$pacerctl" campaign set-rules otp --failover sms-z 2>/dev/null && fail "a failover to an unknown provider"
 seq 1 "$messages" | awk '{ printf "otp:code %d\n", $1 }' | kcat -P -b "$PACER_KAFKA" -t messages -K: -H recipient=+447700900123
 
-smpp_sink() {  # NAME: a provider's own SMPP sink
-  cat <<YAML
-  sms-$1:
-    sink:
-      kind: smpp
-      smpp:
-        port: $(cat "$tmp/$1.port")
-        system_id: pacer
-        password_env: SMSC_PASSWORD
-YAML
-}
-cat >"$tmp/pacerd.yaml" <<YAML
-kafka:
-  brokers: [$PACER_KAFKA]
-  topics: [messages]
-  group: pacer-failover
-  session_timeout_ms: 6000
-postgres:
-  migrate: false
-redis:
-  nodes: [$PACER_REDIS]
-sink:
-  kind: stdout
-providers:
-$(smpp_sink a)
-$(smpp_sink b)
-admin:
-  listen: 127.0.0.1:0
-exit_when_idle_ms: 4000
-YAML
+two_smscs_config pacer-failover a b "admin:" "  listen: 127.0.0.1:0" "exit_when_idle_ms: 4000"
 start=$(date +%s.%N)
 SMSC_PASSWORD=s3cret timeout 150 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/w1.out" 2>"$tmp/w1.log" &
 w1=$!
@@ -102,24 +65,16 @@ kill "$smsc_a" "$smsc_b"
 wait "$smsc_a" "$smsc_b" || true
 smsc_a= smsc_b=
 
-report() {  # NAME EXPR: a figure of the SMSC's report
-  python3 -c 'import json,sys; r = json.load(open(sys.argv[1])); a = r["accounts"]["pacer"]; print(eval(sys.argv[2]))' \
-    "$tmp/$1.json" "$2"
-}
-for s in a b; do
-  max_1s=$(report "$s" 'a["max_segments_1s"]')
-  [ "$max_1s" -le "$quota" ] || fail "sms-$s took $max_1s segments in one second, above its $quota"
-done
+check_smsc_quotas a b
 [ "$(report a 'r.get("outage_started_ms", -1)')" -ge 0 ] || fail "sms-a's outage never started"
 outage_end=$(report a 'r["outage_started_ms"] + '"$outage")
-accepted() { awk -F'\t' '$6 == "ESME_ROK" { print $3 }' "$tmp/$1.tsv" | sort; }
 on_a=$(accepted a | wc -l)
 on_b=$(accepted b | wc -l)
 after=$(awk -F'\t' -v e="$outage_end" '$6 == "ESME_ROK" && $1 >= e' "$tmp/a.tsv" | wc -l)
 [ "$on_b" -gt 0 ] || fail "sms-b accepted nothing: no failover"
 [ "$after" -gt 0 ] || fail "sms-a accepted nothing after its outage ended: the traffic did not come back"
-# sms-b's record, on sms-a's clock (both reports give their start on the system clock).
-shift_ms=$(($(report b 'r["started_unix_ms"]') - $(report a 'r["started_unix_ms"]')))
+# sms-b's record, on sms-a's clock.
+shift_ms=$(smsc_clock_shift_ms a b)
 read -r b_first b_last < <(awk -F'\t' -v s="$shift_ms" '$6 == "ESME_ROK" { t = $1 + s
   if (f == "" || t < f) f = t; if (t > l) l = t } END { print f, l }' "$tmp/b.tsv")
 outage_start=$(report a 'r["outage_started_ms"]')

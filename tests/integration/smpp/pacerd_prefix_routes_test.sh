@@ -14,6 +14,7 @@
 # - pacerctl refuses bad routes, and pacerd names and skips a row whose
 #   routes were broken by hand.
 source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
+source "$PACER_SOURCE/tests/integration/smpp/two_smscs.sh"
 smsc=${PACER_FAKE_SMSC:?}
 smsc_a= smsc_uk= w1=
 trap 'pacer_test_cleanup "$tmp" "$w1" "$smsc_a" "$smsc_uk"' EXIT
@@ -24,14 +25,6 @@ rate=${RATE:-60}         # the campaign's send_rate: both routes together
 burst=${BURST:-6}
 per_country=${PER_COUNTRY:-150}
 
-start_smsc() {  # NAME: starts pacer-fake-smsc NAME, sets its pid in smsc_NAME
-  local name=$1
-  "$smsc" --account "pacer:s3cret:$quota" --port-file "$tmp/$name.port" --record "$tmp/$name.tsv" \
-    --report "$tmp/$name.json" >"$tmp/$name.log" 2>&1 &
-  eval "smsc_$name=$!"
-  for _ in $(seq 100); do [ -s "$tmp/$name.port" ] && return 0; sleep 0.1; done
-  fail "pacer-fake-smsc $name did not start"
-}
 start_smsc a
 start_smsc uk
 
@@ -57,34 +50,7 @@ produce +12025550143 $((per_country + 1))
 produce 33612345678 $((2 * per_country + 1))
 messages=$((3 * per_country))
 
-smpp_sink() {  # NAME: a provider's own SMPP sink
-  cat <<YAML
-  sms-$1:
-    sink:
-      kind: smpp
-      smpp:
-        port: $(cat "$tmp/$1.port")
-        system_id: pacer
-        password_env: SMSC_PASSWORD
-YAML
-}
-cat >"$tmp/pacerd.yaml" <<YAML
-kafka:
-  brokers: [$PACER_KAFKA]
-  topics: [messages]
-  group: pacer-prefix-routes
-  session_timeout_ms: 6000
-postgres:
-  migrate: false
-redis:
-  nodes: [$PACER_REDIS]
-sink:
-  kind: stdout
-providers:
-$(smpp_sink a)
-$(smpp_sink uk)
-exit_when_idle_ms: 4000
-YAML
+two_smscs_config pacer-prefix-routes a uk "exit_when_idle_ms: 4000"
 start=$(date +%s.%N)
 SMSC_PASSWORD=s3cret timeout 150 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/w1.out" 2>"$tmp/w1.log" &
 w1=$!
@@ -96,16 +62,8 @@ smsc_a= smsc_uk=
 
 grep -q 'event=row_skipped kind=campaign id=broken reason="routes: prefix .4x.' "$tmp/w1.log" ||
   fail "no row_skipped line naming the broken routes"
-report() {  # NAME EXPR: a figure of the SMSC's report
-  python3 -c 'import json,sys; r = json.load(open(sys.argv[1])); a = r["accounts"]["pacer"]; print(eval(sys.argv[2]))' \
-    "$tmp/$1.json" "$2"
-}
-for s in a uk; do
-  max_1s=$(report "$s" 'a["max_segments_1s"]')
-  [ "$max_1s" -le "$quota" ] || fail "sms-$s took $max_1s segments in one second, above its $quota"
-done
+check_smsc_quotas a uk
 # Where each number went, from the SMSCs' records (destination, column 4).
-accepted() { awk -F'\t' '$6 == "ESME_ROK" { print $3 }' "$tmp/$1.tsv" | sort; }
 uk_on_uk=$(awk -F'\t' '$6 == "ESME_ROK" && $4 ~ /^44/' "$tmp/uk.tsv" | wc -l)
 other_on_uk=$(awk -F'\t' '$6 == "ESME_ROK" && $4 !~ /^44/' "$tmp/uk.tsv" | wc -l)
 uk_on_a=$(awk -F'\t' '$6 == "ESME_ROK" && $4 ~ /^44/' "$tmp/a.tsv" | wc -l)
@@ -116,7 +74,7 @@ other_on_a=$(awk -F'\t' '$6 == "ESME_ROK" && $4 !~ /^44/' "$tmp/a.tsv" | wc -l)
 [ "$other_on_a" = $((2 * per_country)) ] || fail "sms-a accepted $other_on_a other numbers, $((2 * per_country)) sent"
 # The campaign's rate for both SMSCs together, on sms-a's clock, in every
 # one-second window starting at an accepted submit.
-shift_ms=$(($(report uk 'r["started_unix_ms"]') - $(report a 'r["started_unix_ms"]')))
+shift_ms=$(smsc_clock_shift_ms a uk)
 both_1s=$( { awk -F'\t' '$6 == "ESME_ROK" { print $1 }' "$tmp/a.tsv"
   awk -F'\t' -v s="$shift_ms" '$6 == "ESME_ROK" { print $1 + s }' "$tmp/uk.tsv"; } | sort -n |
   awk '{ t[NR] = $1 } END { j = 1; m = 0; for (i = 1; i <= NR; i++) { while (t[i] - t[j] >= 1000) j++

@@ -7,11 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <set>
 
 #include "pacer/error.h"
 #include "pacer/worker.h"
-#include "support/fakes.h"
+#include "support/worker_fixture.h"
 
 namespace pacer {
 namespace {
@@ -20,66 +19,15 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-using test_support::FakeLedger;
-using test_support::FakeSink;
-
-RawMessage raw(std::int64_t offset, const std::string& campaign) {
-  RawMessage r;
-  r.position = Position{"t", 0, offset};
-  r.key = campaign;
-  r.headers.emplace_back("message-id", "m" + std::to_string(offset));
-  r.value = "p";
-  return r;
-}
-
-CampaignInfo campaign(std::vector<std::string> failover) {
-  CampaignInfo c;
-  c.id = "otp";
-  c.provider = "sms-a";
-  c.failover = std::move(failover);
-  return c;
-}
-
-class WorkerFailoverTest : public ::testing::Test {
+class WorkerFailoverTest : public test_support::WorkerCoreFixture {
  protected:
   void make(WorkerOptions o = {}) {
     o.ledger_flush_interval = milliseconds(10);
-    core_ = std::make_unique<WorkerCore>(o, ledger_, sink_, nullptr, clock_.now());
+    makeCore(o);
     core_->upsertProvider(ProviderInfo{"sms-a", RateLimit{100, 5}}, clock_.now());
     core_->upsertProvider(ProviderInfo{"sms-b", RateLimit{50, 5}}, clock_.now());
     core_->upsertProvider(ProviderInfo{"sms-c", RateLimit{50, 5}}, clock_.now());
   }
-  // Steps every 5 ms for `d`, noting when each message went and where.
-  void run(Nanos d) {
-    const MonoTime end = clock_.now() + d;
-    while (clock_.now() < end) {
-      clock_.advance(milliseconds(5));
-      core_->step(clock_.now());
-      while (sent_at_.size() < sink_.submitted.size()) sent_at_.push_back(clock_.now());
-    }
-    core_->flush(clock_.now());
-  }
-  // Messages handed to `provider` in [from, to).
-  std::size_t sentVia(const std::string& provider, MonoTime from, MonoTime to) const {
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < sent_at_.size(); ++i)
-      n += sink_.submitted[i].provider == provider && sent_at_[i] >= from && sent_at_[i] < to ? 1 : 0;
-    return n;
-  }
-  // The most sent to `provider` in any 1 s window (sliding, 5 ms steps).
-  std::size_t maxPerSecond(const std::string& provider) const {
-    std::size_t most = 0;
-    for (std::size_t i = 0; i < sent_at_.size(); ++i)
-      most = std::max(most, sentVia(provider, sent_at_[i], sent_at_[i] + seconds(1)));
-    return most;
-  }
-  CampaignStats stats() const { return core_->campaignStats().at(0); }
-
-  SimulatedTimeSource clock_{monoAt(seconds(1000))};
-  FakeLedger ledger_;
-  FakeSink sink_{1000};
-  std::unique_ptr<WorkerCore> core_;
-  std::vector<MonoTime> sent_at_;
 };
 
 // Down for 3 s: the traffic goes to sms-b at sms-b's rate, and back to
@@ -88,17 +36,17 @@ class WorkerFailoverTest : public ::testing::Test {
 TEST_F(WorkerFailoverTest, TrafficMovesToTheNextProviderAndBack) {
   sink_.instant = true;
   make();
-  core_->upsertCampaign(campaign({"sms-b"}), clock_.now());
-  for (int i = 0; i < 1000; ++i) core_->offer(raw(i, "otp"), clock_.now());
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {"sms-b"}), clock_.now());
+  for (int i = 0; i < 1000; ++i) core_->offer(rawMessage(i, "otp"), clock_.now());
   const MonoTime t0 = clock_.now();
-  run(seconds(2));
-  EXPECT_EQ(stats().route, "sms-a");
+  runAndFlush(seconds(2));
+  EXPECT_EQ(statsOf("otp").route, "sms-a");
   EXPECT_EQ(sentVia("sms-b", t0, clock_.now()), 0u);
   core_->setProviderDown("sms-a", "binds failing", clock_.now());
   const MonoTime down = clock_.now();
-  run(seconds(3));
-  EXPECT_EQ(stats().route, "sms-b");
-  EXPECT_THAT(stats().route_reason, HasSubstr("sms-a: binds failing"));
+  runAndFlush(seconds(3));
+  EXPECT_EQ(statsOf("otp").route, "sms-b");
+  EXPECT_THAT(statsOf("otp").route_reason, HasSubstr("sms-a: binds failing"));
   EXPECT_EQ(sentVia("sms-a", down + milliseconds(10), clock_.now()), 0u) << "nothing to the provider that is down";
   // sms-b's rate, 50/s, from the step after the change (its burst at most on top).
   const std::size_t on_b = sentVia("sms-b", down, clock_.now());
@@ -106,10 +54,10 @@ TEST_F(WorkerFailoverTest, TrafficMovesToTheNextProviderAndBack) {
   EXPECT_LE(on_b, 3 * 50u + 5u);
   core_->setProviderDown("sms-a", std::nullopt, clock_.now());
   const MonoTime up = clock_.now();
-  run(seconds(2));
-  EXPECT_EQ(stats().route, "sms-a");
-  EXPECT_EQ(stats().route_reason, "");
-  EXPECT_EQ(stats().route_changes, 2u);
+  runAndFlush(seconds(2));
+  EXPECT_EQ(statsOf("otp").route, "sms-a");
+  EXPECT_EQ(statsOf("otp").route_reason, "");
+  EXPECT_EQ(statsOf("otp").route_changes, 2u);
   EXPECT_EQ(sentVia("sms-b", up + milliseconds(10), clock_.now()), 0u);
   EXPECT_GE(sentVia("sms-a", up, clock_.now()), 190u);
   EXPECT_LE(maxPerSecond("sms-a"), 100u + 5u);
@@ -130,22 +78,22 @@ TEST_F(WorkerFailoverTest, AnAnswerBelongsToTheProviderOfItsAttempt) {
   WorkerOptions o;
   o.retry.base_delay = milliseconds(20);
   make(o);
-  core_->upsertCampaign(campaign({"sms-b"}), clock_.now());
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {"sms-b"}), clock_.now());
   sink_.instant = false;  // answered when the test says
   sink_.answer = [](const Message& m) {
     SendResult r;
     if (m.provider == "sms-a") r.outcome = SendOutcome::kFault;
     return r;
   };
-  for (int i = 0; i < 5; ++i) core_->offer(raw(i, "otp"), clock_.now());
-  run(milliseconds(50));  // handed to sms-a, not answered yet
+  for (int i = 0; i < 5; ++i) core_->offer(rawMessage(i, "otp"), clock_.now());
+  runAndFlush(milliseconds(50));  // handed to sms-a, not answered yet
   ASSERT_EQ(sink_.submitted.size(), 5u);
   core_->setProviderDown("sms-a", "no bound session", clock_.now());
-  run(milliseconds(10));
+  runAndFlush(milliseconds(10));
   sink_.finishAll();  // sms-a's faults arrive after the move
-  run(milliseconds(500));
+  runAndFlush(milliseconds(500));
   sink_.finishAll();
-  run(milliseconds(50));
+  runAndFlush(milliseconds(50));
   ASSERT_EQ(ledger_.byId.size(), 5u);
   for (const auto& [id, row] : ledger_.byId) {
     EXPECT_EQ(row.status, DeliveryStatus::kSent) << id;
@@ -164,7 +112,7 @@ TEST_F(WorkerFailoverTest, AnOpenBreakerFailsOverUntilItHalfOpens) {
   o.retry.max_attempts = 50;
   o.breaker.cooldown = seconds(2);
   make(o);
-  core_->upsertCampaign(campaign({"sms-b"}), clock_.now());
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {"sms-b"}), clock_.now());
   bool a_broken = true;
   sink_.instant = true;
   sink_.answer = [&](const Message& m) {
@@ -172,14 +120,14 @@ TEST_F(WorkerFailoverTest, AnOpenBreakerFailsOverUntilItHalfOpens) {
     if (m.provider == "sms-a" && a_broken) r.outcome = SendOutcome::kFault;
     return r;
   };
-  for (int i = 0; i < 2000; ++i) core_->offer(raw(i, "otp"), clock_.now());
-  run(seconds(1));
-  EXPECT_EQ(stats().route, "sms-b");
-  EXPECT_THAT(stats().route_reason, HasSubstr("sms-a: circuit breaker open"));
+  for (int i = 0; i < 2000; ++i) core_->offer(rawMessage(i, "otp"), clock_.now());
+  runAndFlush(seconds(1));
+  EXPECT_EQ(statsOf("otp").route, "sms-b");
+  EXPECT_THAT(statsOf("otp").route_reason, HasSubstr("sms-a: circuit breaker open"));
   a_broken = false;
-  run(seconds(3));
-  EXPECT_EQ(stats().route, "sms-a");
-  EXPECT_GE(stats().route_changes, 2u);
+  runAndFlush(seconds(3));
+  EXPECT_EQ(statsOf("otp").route, "sms-a");
+  EXPECT_GE(statsOf("otp").route_changes, 2u);
   EXPECT_LE(maxPerSecond("sms-a"), 100u + 5u);
   EXPECT_LE(maxPerSecond("sms-b"), 50u + 5u);
   for (const auto& [id, row] : ledger_.byId) EXPECT_EQ(row.status, DeliveryStatus::kSent) << id;
@@ -191,23 +139,23 @@ TEST_F(WorkerFailoverTest, AnOpenBreakerFailsOverUntilItHalfOpens) {
 TEST_F(WorkerFailoverTest, DownProvidersAreSkippedAndWithNoneUsableTheFirstTakesIt) {
   sink_.instant = true;
   make();
-  core_->upsertCampaign(campaign({"sms-b", "sms-c"}), clock_.now());
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {"sms-b", "sms-c"}), clock_.now());
   core_->setProviderDown("sms-a", "binds failing", clock_.now());
   core_->setProviderDown("sms-b", "no bound session", clock_.now());
-  for (int i = 0; i < 10; ++i) core_->offer(raw(i, "otp"), clock_.now());
-  run(milliseconds(200));
-  EXPECT_EQ(stats().route, "sms-c");
+  for (int i = 0; i < 10; ++i) core_->offer(rawMessage(i, "otp"), clock_.now());
+  runAndFlush(milliseconds(200));
+  EXPECT_EQ(statsOf("otp").route, "sms-c");
   EXPECT_EQ(sentVia("sms-c", MonoTime{}, clock_.now()), 10u);
   core_->setProviderDown("sms-c", "binds failing", clock_.now());
-  for (int i = 10; i < 20; ++i) core_->offer(raw(i, "otp"), clock_.now());
-  run(milliseconds(200));
-  EXPECT_EQ(stats().route, "sms-a");
-  EXPECT_THAT(stats().route_reason, HasSubstr("no provider usable"));
+  for (int i = 10; i < 20; ++i) core_->offer(rawMessage(i, "otp"), clock_.now());
+  runAndFlush(milliseconds(200));
+  EXPECT_EQ(statsOf("otp").route, "sms-a");
+  EXPECT_THAT(statsOf("otp").route_reason, HasSubstr("no provider usable"));
   ASSERT_EQ(sink_.submitted.size(), 20u);
   for (std::size_t i = 10; i < 20; ++i) EXPECT_EQ(sink_.submitted[i].provider, "sms-a");
   core_->setProviderDown("sms-a", std::nullopt, clock_.now());
-  run(milliseconds(20));
-  EXPECT_EQ(stats().route_reason, "");
+  runAndFlush(milliseconds(20));
+  EXPECT_EQ(statsOf("otp").route_reason, "");
 }
 
 // Without a failover list there is no route to choose: a refresh of the
@@ -216,13 +164,13 @@ TEST_F(WorkerFailoverTest, DownProvidersAreSkippedAndWithNoneUsableTheFirstTakes
 TEST_F(WorkerFailoverTest, WithoutAListAProvidersOutageIsNoRouteReason) {
   sink_.instant = true;
   make();
-  core_->upsertCampaign(campaign({}), clock_.now());
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {}), clock_.now());
   core_->setProviderDown("sms-a", "binds failing", clock_.now());
-  core_->upsertCampaign(campaign({}), clock_.now());  // the next refresh of its row
-  for (int i = 0; i < 5; ++i) core_->offer(raw(i, "otp"), clock_.now());
-  run(milliseconds(100));
-  EXPECT_EQ(stats().route, "sms-a");
-  EXPECT_EQ(stats().route_reason, "");
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {}), clock_.now());  // the next refresh of its row
+  for (int i = 0; i < 5; ++i) core_->offer(rawMessage(i, "otp"), clock_.now());
+  runAndFlush(milliseconds(100));
+  EXPECT_EQ(statsOf("otp").route, "sms-a");
+  EXPECT_EQ(statsOf("otp").route_reason, "");
 }
 
 // A list the worker cannot follow is refused before any change: a provider
@@ -231,11 +179,11 @@ TEST_F(WorkerFailoverTest, AListOfAnotherProtocolOrWithDuplicatesIsRefused) {
   WorkerOptions o;
   o.family_of = [](const std::string& id) { return id == "push" ? std::string("apns") : std::string("smpp"); };
   make(o);
-  EXPECT_THROW(core_->upsertCampaign(campaign({"push"}), clock_.now()), InvalidError);
-  EXPECT_THROW(core_->upsertCampaign(campaign({"sms-b", "sms-b"}), clock_.now()), InvalidError);
-  EXPECT_THROW(core_->upsertCampaign(campaign({"sms-a"}), clock_.now()), InvalidError);
+  EXPECT_THROW(core_->upsertCampaign(campaignOn("otp", "sms-a", {"push"}), clock_.now()), InvalidError);
+  EXPECT_THROW(core_->upsertCampaign(campaignOn("otp", "sms-a", {"sms-b", "sms-b"}), clock_.now()), InvalidError);
+  EXPECT_THROW(core_->upsertCampaign(campaignOn("otp", "sms-a", {"sms-a"}), clock_.now()), InvalidError);
   EXPECT_FALSE(core_->knowsCampaign("otp"));
-  EXPECT_NO_THROW(core_->upsertCampaign(campaign({"sms-b", "sms-c"}), clock_.now()));
+  EXPECT_NO_THROW(core_->upsertCampaign(campaignOn("otp", "sms-a", {"sms-b", "sms-c"}), clock_.now()));
 }
 
 }  // namespace

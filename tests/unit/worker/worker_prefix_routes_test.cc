@@ -10,7 +10,7 @@
 
 #include "pacer/error.h"
 #include "pacer/worker.h"
-#include "support/fakes.h"
+#include "support/worker_fixture.h"
 
 namespace pacer {
 namespace {
@@ -18,19 +18,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
-
-using test_support::FakeLedger;
-using test_support::FakeSink;
-
-RawMessage raw(std::int64_t offset, const std::string& recipient) {
-  RawMessage r;
-  r.position = Position{"t", 0, offset};
-  r.key = "otp";
-  r.headers.emplace_back("message-id", "m" + std::to_string(offset));
-  r.headers.emplace_back("recipient", recipient);
-  r.value = "p";
-  return r;
-}
 
 // Every third number is British (+44...), every third American (1...).
 std::string number(int i) {
@@ -41,51 +28,19 @@ std::string number(int i) {
   }
 }
 
-CampaignInfo campaign(std::vector<PrefixRoute> routes, std::optional<RateLimit> limit = std::nullopt) {
-  CampaignInfo c;
-  c.id = "otp";
-  c.provider = "sms-a";
-  c.limit = limit;
-  c.routes = std::move(routes);
-  return c;
-}
-
-class WorkerPrefixRoutesTest : public ::testing::Test {
+class WorkerPrefixRoutesTest : public test_support::WorkerCoreFixture {
  protected:
   void make(WorkerOptions o = {}) {
     o.ledger_flush_interval = milliseconds(10);
-    core_ = std::make_unique<WorkerCore>(o, ledger_, sink_, nullptr, clock_.now());
+    makeCore(o);
     core_->upsertProvider(ProviderInfo{"sms-a", RateLimit{100, 5}}, clock_.now());
     core_->upsertProvider(ProviderInfo{"sms-b", RateLimit{100, 5}}, clock_.now());
     core_->upsertProvider(ProviderInfo{"sms-uk", RateLimit{40, 4}}, clock_.now());
     core_->upsertProvider(ProviderInfo{"sms-us", RateLimit{1000, 10}}, clock_.now());
   }
+  // Offers the campaign otp messages [from, to), to number(i).
   void offer(int from, int to) {
-    for (int i = from; i < to; ++i) core_->offer(raw(i, number(i)), clock_.now());
-  }
-  // Steps every 5 ms for `d`, noting when each message went.
-  void run(Nanos d) {
-    const MonoTime end = clock_.now() + d;
-    while (clock_.now() < end) {
-      clock_.advance(milliseconds(5));
-      core_->step(clock_.now());
-      while (sent_at_.size() < sink_.submitted.size()) sent_at_.push_back(clock_.now());
-    }
-    core_->flush(clock_.now());
-  }
-  // Messages handed to `provider` ("" for any) in [from, to).
-  std::size_t sentVia(const std::string& provider, MonoTime from, MonoTime to) const {
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < sent_at_.size(); ++i)
-      n += (provider.empty() || sink_.submitted[i].provider == provider) && sent_at_[i] >= from && sent_at_[i] < to;
-    return n;
-  }
-  // The most handed to `provider` ("" for any) in any 1 s window.
-  std::size_t maxPerSecond(const std::string& provider) const {
-    std::size_t most = 0;
-    for (std::size_t i = 0; i < sent_at_.size(); ++i)
-      most = std::max(most, sentVia(provider, sent_at_[i], sent_at_[i] + seconds(1)));
-    return most;
+    for (int i = from; i < to; ++i) core_->offer(rawMessage(i, "otp", number(i)), clock_.now());
   }
   // Each message handed over once, its row `sent` naming the provider it
   // went to, and that provider the one its number routes to.
@@ -109,12 +64,6 @@ class WorkerPrefixRoutesTest : public ::testing::Test {
       EXPECT_EQ(row.provider, carrier[id]) << id;
     }
   }
-
-  SimulatedTimeSource clock_{monoAt(seconds(1000))};
-  FakeLedger ledger_;
-  FakeSink sink_{1000};
-  std::unique_ptr<WorkerCore> core_;
-  std::vector<MonoTime> sent_at_;
 };
 
 // Unlimited campaign: each provider's own rate is the bound; British
@@ -122,13 +71,13 @@ class WorkerPrefixRoutesTest : public ::testing::Test {
 TEST_F(WorkerPrefixRoutesTest, NumbersWithThePrefixGoThroughTheRoutesProviderAndTheRestThroughTheCampaigns) {
   sink_.instant = true;
   make();
-  core_->upsertCampaign(campaign({{"44", "sms-uk"}}), clock_.now());
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {}, {{"44", "sms-uk"}}), clock_.now());
   offer(0, 600);  // 200 British, 400 others
   const MonoTime t0 = clock_.now();
-  run(seconds(3));
+  runAndFlush(seconds(3));
   EXPECT_GE(sentVia("sms-uk", t0, t0 + seconds(3)), 3 * 40u - 10u) << "sms-uk at its rate";
   EXPECT_GE(sentVia("sms-a", t0, t0 + seconds(3)), 3 * 100u - 10u) << "sms-a at its rate, not held by sms-uk";
-  run(seconds(5));
+  runAndFlush(seconds(5));
   EXPECT_EQ(sink_.submitted.size(), 600u);
   EXPECT_LE(maxPerSecond("sms-uk"), 40u + 4u);
   EXPECT_LE(maxPerSecond("sms-a"), 100u + 5u);
@@ -145,17 +94,18 @@ TEST_F(WorkerPrefixRoutesTest, NumbersWithThePrefixGoThroughTheRoutesProviderAnd
 TEST_F(WorkerPrefixRoutesTest, TheCampaignsRateHoldsForAllItsRoutesTogether) {
   sink_.instant = true;
   make();
-  core_->upsertCampaign(campaign({{"44", "sms-b"}, {"1", "sms-b"}}, RateLimit{60, 6}), clock_.now());
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {}, {{"44", "sms-b"}, {"1", "sms-b"}}, RateLimit{60, 6}),
+                        clock_.now());
   offer(0, 900);
   const MonoTime t0 = clock_.now();
-  run(seconds(4));
+  runAndFlush(seconds(4));
   EXPECT_LE(maxPerSecond(""), 60u + 6u);
   EXPECT_LE(maxPerSecond("sms-a"), 30u + 3u);
   EXPECT_LE(maxPerSecond("sms-b"), 30u + 3u);
   EXPECT_GE(sentVia("", t0, t0 + seconds(4)), 4 * 60u - 10u) << "both lanes busy: the whole rate is used";
   ASSERT_EQ(core_->campaignStats().size(), 1u);
   EXPECT_EQ(core_->campaignStats()[0].limit->rate_per_s, 60.0) << "shown as configured, not as split";
-  run(seconds(18));  // sms-b's lane has 600 at 30/s
+  runAndFlush(seconds(18));  // sms-b's lane has 600 at 30/s
   EXPECT_EQ(sink_.submitted.size(), 900u);
   expectEachRoutedOnce({{"44", "sms-b"}, {"1", "sms-b"}}, "sms-a");
 }
@@ -166,9 +116,9 @@ TEST_F(WorkerPrefixRoutesTest, TheLongestPrefixWins) {
   sink_.instant = true;
   make();
   const std::vector<PrefixRoute> routes{{"4", "sms-uk"}, {"4477009100", "sms-a"}, {"1", "sms-us"}};
-  core_->upsertCampaign(campaign(routes), clock_.now());
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {}, routes), clock_.now());
   offer(0, 300);
-  run(seconds(10));
+  runAndFlush(seconds(10));
   EXPECT_EQ(sink_.submitted.size(), 300u);
   expectEachRoutedOnce({{"4", "sms-uk"}, {"4477009100", "sms-a"}, {"1", "sms-us"}}, "sms-a");
   EXPECT_GT(sentVia("sms-us", MonoTime{}, clock_.now()), 0u);
@@ -179,17 +129,17 @@ TEST_F(WorkerPrefixRoutesTest, TheLongestPrefixWins) {
 TEST_F(WorkerPrefixRoutesTest, QueuedMessagesFollowAChangeOfRoutes) {
   sink_.instant = true;
   make();
-  core_->upsertCampaign(campaign({}), clock_.now());
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {}, {}), clock_.now());
   offer(0, 300);
-  run(milliseconds(500));
+  runAndFlush(milliseconds(500));
   EXPECT_EQ(sentVia("sms-uk", MonoTime{}, clock_.now()), 0u);
-  core_->upsertCampaign(campaign({{"44", "sms-uk"}}), clock_.now());
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {}, {{"44", "sms-uk"}}), clock_.now());
   const MonoTime routed = clock_.now();
-  run(milliseconds(500));
+  runAndFlush(milliseconds(500));
   EXPECT_GE(sentVia("sms-uk", routed, clock_.now()), 15u) << "queued British numbers moved to sms-uk";
-  core_->upsertCampaign(campaign({}), clock_.now());
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {}, {}), clock_.now());
   const MonoTime unrouted = clock_.now();
-  run(seconds(4));
+  runAndFlush(seconds(4));
   EXPECT_EQ(sentVia("sms-uk", unrouted + milliseconds(10), clock_.now()), 0u);
   EXPECT_EQ(sink_.submitted.size(), 300u);
   std::map<std::string, int> seen;
@@ -203,12 +153,12 @@ TEST_F(WorkerPrefixRoutesTest, QueuedMessagesFollowAChangeOfRoutes) {
 TEST_F(WorkerPrefixRoutesTest, TheDefaultRouteFailsOver) {
   sink_.instant = true;
   make();
-  CampaignInfo c = campaign({{"44", "sms-uk"}});
+  CampaignInfo c = campaignOn("otp", "sms-a", {}, {{"44", "sms-uk"}});
   c.failover = {"sms-b"};
   core_->upsertCampaign(c, clock_.now());
   core_->setProviderDown("sms-a", "binds failing", clock_.now());
   offer(0, 120);
-  run(seconds(3));
+  runAndFlush(seconds(3));
   EXPECT_EQ(sink_.submitted.size(), 120u);
   expectEachRoutedOnce({{"44", "sms-uk"}}, "sms-b");
 }
@@ -217,13 +167,13 @@ TEST_F(WorkerPrefixRoutesTest, TheDefaultRouteFailsOver) {
 TEST_F(WorkerPrefixRoutesTest, CancellingFailsWhatEveryLaneHolds) {
   sink_.instant = true;
   make();
-  core_->upsertCampaign(campaign({{"44", "sms-uk"}}, RateLimit{2, 2}), clock_.now());
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {}, {{"44", "sms-uk"}}, RateLimit{2, 2}), clock_.now());
   offer(0, 60);
-  run(milliseconds(200));
-  CampaignInfo c = campaign({{"44", "sms-uk"}}, RateLimit{2, 2});
+  runAndFlush(milliseconds(200));
+  CampaignInfo c = campaignOn("otp", "sms-a", {}, {{"44", "sms-uk"}}, RateLimit{2, 2});
   c.state = CampaignState::kCancelled;
   core_->upsertCampaign(c, clock_.now());
-  run(milliseconds(100));
+  runAndFlush(milliseconds(100));
   ASSERT_EQ(ledger_.byId.size(), 60u);
   std::size_t failed = 0;
   for (const auto& [id, row] : ledger_.byId) {
@@ -241,16 +191,19 @@ TEST_F(WorkerPrefixRoutesTest, RoutesOfAnotherProtocolOrABurstTooSmallToSplitAre
   o.family_of = [](const std::string& id) { return id == "push" ? std::string("apns") : std::string("smpp"); };
   make(o);
   try {
-    core_->upsertCampaign(campaign({{"44", "push"}}), clock_.now());
+    core_->upsertCampaign(campaignOn("otp", "sms-a", {}, {{"44", "push"}}), clock_.now());
     ADD_FAILURE() << "a route to an apns provider was taken";
   } catch (const InvalidError& e) {
     EXPECT_THAT(e.what(), HasSubstr("prefix 44: provider 'push' speaks apns"));
   }
-  EXPECT_THROW(core_->upsertCampaign(campaign({{"44", "sms-uk"}, {"44", "sms-b"}}), clock_.now()), InvalidError);
-  EXPECT_THROW(core_->upsertCampaign(campaign({{"44", "sms-uk"}, {"1", "sms-us"}}, RateLimit{10, 2}), clock_.now()),
+  EXPECT_THROW(core_->upsertCampaign(campaignOn("otp", "sms-a", {}, {{"44", "sms-uk"}, {"44", "sms-b"}}), clock_.now()),
+               InvalidError);
+  EXPECT_THROW(core_->upsertCampaign(
+                   campaignOn("otp", "sms-a", {}, {{"44", "sms-uk"}, {"1", "sms-us"}}, RateLimit{10, 2}), clock_.now()),
                InvalidError);
   EXPECT_FALSE(core_->knowsCampaign("otp"));
-  EXPECT_NO_THROW(core_->upsertCampaign(campaign({{"44", "sms-uk"}, {"1", "sms-us"}}, RateLimit{10, 3}), clock_.now()));
+  EXPECT_NO_THROW(core_->upsertCampaign(
+      campaignOn("otp", "sms-a", {}, {{"44", "sms-uk"}, {"1", "sms-us"}}, RateLimit{10, 3}), clock_.now()));
 }
 
 }  // namespace
