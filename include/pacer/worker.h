@@ -60,7 +60,9 @@ struct CampaignInfo {
   std::vector<std::string> failover;
   // Prefix routes (docs/routes.md): a recipient whose number starts with a
   // route's prefix (longest wins) goes through that route's provider, every
-  // other one through `provider` (and its failover list). Each route's
+  // other one through `provider`. Each route, the default one included,
+  // fails over to `failover` (in order, without the route's own provider)
+  // while its provider is unusable. Each route's
   // provider must have the protocol family of `provider`; checked by
   // prefixRoutesProblem. The campaign's rate and burst are split evenly among
   // its lanes (`provider` and each other provider named), so the campaign as

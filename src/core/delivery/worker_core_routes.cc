@@ -2,7 +2,8 @@
 // docs/routes.md). Failover: a campaign's traffic goes to the first provider
 // of its routes that can take it, and comes back to an earlier one as soon
 // as that one can again. Prefix routes: each provider a campaign's routes
-// name carries its messages through a lane of its own.
+// name carries its messages through a lane of its own, which fails over to
+// the campaign's list as the campaign does.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -40,6 +41,18 @@ void checkRoutes(const WorkerOptions& options, const CampaignInfo& info) {
     if (const std::string other = options.family_of(r.provider); other != family)
       throw InvalidError(fmt::format("routes: prefix {}: provider '{}' speaks {}, campaign's provider '{}' speaks {}",
                                      r.prefix, r.provider, other, info.provider, family));
+}
+
+// A lane's failover list: the campaign's, in order, without the lane's own
+// provider and any provider whose protocol family is not the lane's (the
+// campaign's checks make that none; kept so a lane never changes protocol).
+std::vector<std::string> laneFailover(const WorkerOptions& options, const std::vector<std::string>& failover,
+                                      const std::string& provider) {
+  std::vector<std::string> out;
+  const std::string family = options.family_of && !failover.empty() ? options.family_of(provider) : std::string();
+  for (const std::string& id : failover)
+    if (id != provider && (!options.family_of || options.family_of(id) == family)) out.push_back(id);
+  return out;
 }
 
 }  // namespace
@@ -141,13 +154,13 @@ void WorkerCore::Impl::setLanes(Campaign* c, const CampaignInfo& info, std::uint
     if (it == c->lanes.end()) it = c->lanes.insert(c->lanes.end(), Campaign::Lane{id, nullptr, false});
     it->routed = true;
   }
-  // Every lane follows the campaign (its state, rules and share of the
-  // rate), routed to or not: one no longer routed to still has answers and
-  // retries to finish, and its messages take the campaign's state.
+  // Every lane follows the campaign (its state, rules, share of the rate
+  // and failover list), routed to or not: one no longer routed to still has
+  // answers and retries to finish, and its messages take the campaign's state.
   for (Campaign::Lane& l : c->lanes) {
     CampaignInfo lane = info;
     lane.provider = l.provider;
-    lane.failover.clear();
+    lane.failover = laneFailover(options, info.failover, l.provider);
     lane.routes.clear();
     l.lane = upsertOne(info.id + '\x1f' + l.provider, lane, rank, now);  // '\x1f': never in a campaign id
     l.lane->parent = c;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "pacer/error.h"
 #include "pacer/worker.h"
@@ -161,6 +162,87 @@ TEST_F(WorkerPrefixRoutesTest, TheDefaultRouteFailsOver) {
   runAndFlush(seconds(3));
   EXPECT_EQ(sink_.submitted.size(), 120u);
   expectEachRoutedOnce({{"44", "sms-uk"}}, "sms-b");
+}
+
+// A route's provider down (its binds failing): the numbers of that route go
+// to the campaign's failover list, at that provider's rate; the default
+// route stays on sms-a; when sms-uk is back they return to it. Every row
+// names the provider that carried its message.
+TEST_F(WorkerPrefixRoutesTest, ARoutesProviderFailsOverToTheCampaignsListAndBack) {
+  sink_.instant = true;
+  make();
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {"sms-b"}, {{"44", "sms-uk"}}), clock_.now());
+  offer(0, 1200);  // 400 British
+  runAndFlush(seconds(1));
+  EXPECT_EQ(sentVia("sms-b", MonoTime{}, clock_.now()), 0u) << "nothing failed: nothing to sms-b";
+  core_->setProviderDown("sms-uk", "binds failing", clock_.now());
+  const MonoTime down = clock_.now();
+  runAndFlush(seconds(2));
+  EXPECT_EQ(sentVia("sms-uk", down + milliseconds(10), clock_.now()), 0u) << "nothing to the provider that is down";
+  EXPECT_GE(sentVia("sms-b", down, clock_.now()), 2 * 100u - 10u) << "British numbers at sms-b's rate";
+  EXPECT_GE(sentVia("sms-a", down, clock_.now()), 2 * 100u - 10u) << "the default route unaffected";
+  core_->setProviderDown("sms-uk", std::nullopt, clock_.now());
+  const MonoTime up = clock_.now();
+  runAndFlush(seconds(9));
+  EXPECT_EQ(sentVia("sms-b", up + milliseconds(10), clock_.now()), 0u) << "back on sms-uk";
+  EXPECT_GE(sentVia("sms-uk", up, up + seconds(1)), 40u - 5u);
+  EXPECT_LE(maxPerSecond("sms-uk"), 40u + 4u);
+  EXPECT_LE(maxPerSecond("sms-a"), 100u + 5u);
+  EXPECT_LE(maxPerSecond("sms-b"), 100u + 5u);
+  ASSERT_EQ(sink_.submitted.size(), 1200u);
+  std::map<std::string, std::string> carrier;
+  for (const Message& m : sink_.submitted) {
+    EXPECT_TRUE(carrier.emplace(m.id, m.provider).second) << m.id << " twice";
+    const bool british = m.recipient.rfind("+44", 0) == 0;
+    if (british)
+      EXPECT_NE(m.provider, "sms-a") << m.recipient;
+    else
+      EXPECT_EQ(m.provider, "sms-a") << m.recipient;
+  }
+  ASSERT_EQ(ledger_.byId.size(), 1200u);
+  for (const auto& [id, row] : ledger_.byId) {
+    EXPECT_EQ(row.status, DeliveryStatus::kSent) << id;
+    EXPECT_EQ(row.provider, carrier[id]) << id;
+  }
+}
+
+// sms-uk's breaker opened by sustained faults: British numbers go to sms-b
+// until it half-opens and its probe succeeds, then back to sms-uk; no
+// message is lost, each provider's rate holds.
+TEST_F(WorkerPrefixRoutesTest, ARoutesOpenBreakerFailsOverUntilItHalfOpens) {
+  WorkerOptions o;
+  o.retry.base_delay = milliseconds(20);
+  o.retry.max_attempts = 50;
+  o.breaker.cooldown = seconds(2);
+  sink_.instant = true;
+  make(o);
+  bool uk_broken = true;
+  sink_.answer = [&](const Message& m) {
+    SendResult r;
+    if (m.provider == "sms-uk" && uk_broken) r.outcome = SendOutcome::kFault;
+    return r;
+  };
+  core_->upsertCampaign(campaignOn("otp", "sms-a", {"sms-b"}, {{"44", "sms-uk"}}), clock_.now());
+  offer(0, 1500);  // 500 British
+  runAndFlush(seconds(1));
+  const MonoTime opened = clock_.now();
+  runAndFlush(seconds(1));
+  EXPECT_GE(sentVia("sms-b", opened, clock_.now()), 100u - 10u) << "British numbers at sms-b's rate";
+  uk_broken = false;
+  runAndFlush(seconds(3));
+  const MonoTime back = clock_.now();
+  runAndFlush(seconds(1));
+  EXPECT_EQ(sentVia("sms-b", back, clock_.now()), 0u) << "back on sms-uk after its probe";
+  EXPECT_GE(sentVia("sms-uk", back, clock_.now()), 40u - 5u);
+  EXPECT_LE(maxPerSecond("sms-uk"), 40u + 4u);
+  EXPECT_LE(maxPerSecond("sms-b"), 100u + 5u);
+  runAndFlush(seconds(10));
+  std::set<std::string> ids;
+  for (const auto& [id, row] : ledger_.byId) {
+    EXPECT_EQ(row.status, DeliveryStatus::kSent) << id;
+    ids.insert(id);
+  }
+  EXPECT_EQ(ids.size(), 1500u);
 }
 
 // Cancelled: what every lane holds gets a `failed` row saying so.
