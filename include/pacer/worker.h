@@ -38,6 +38,7 @@
 #include "pacer/quota_lease.h"
 #include "pacer/rate_limiter.h"
 #include "pacer/retry.h"
+#include "pacer/route_status.h"
 #include "pacer/throttle_judge.h"
 #include "pacer/scheduler.h"
 #include "pacer/sink.h"
@@ -297,6 +298,10 @@ struct CampaignStats {
   std::string route;
   std::string route_reason;  // "sms-a: binds failing"; empty on the first provider
   std::uint64_t route_changes = 0;
+  // Every route (docs/routes.md): the default one first (`route` and
+  // `route_reason` again), then each provider its prefix routes name but
+  // its own, with the provider taking that route's traffic now and why.
+  std::vector<RouteStatus> routes;
 };
 
 struct WorkerStats {

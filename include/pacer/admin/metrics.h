@@ -44,6 +44,7 @@ struct CampaignMetrics {
   // when it is not the campaign's own (empty then: on its own provider).
   std::string route;
   std::string route_reason;
+  std::vector<RouteStatus> routes;  // every route: the default one, then its prefix routes (CampaignStats::routes)
 };
 
 struct ProviderMetrics {

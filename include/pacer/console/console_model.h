@@ -16,6 +16,7 @@
 
 #include "pacer/control/json_docs.h"
 #include "pacer/control/values.h"
+#include "pacer/route_status.h"
 
 namespace pacer::console {
 
@@ -41,6 +42,8 @@ struct CampaignView {
     // frequency cap), and of them those waiting for a retry, for quiet
     // hours and for a frequency cap.
     std::uint64_t in_memory = 0, retrying = 0, quiet_waiting = 0, cap_waiting = 0;
+    // Every route: the default one, then its prefix routes (CampaignStats::routes).
+    std::vector<RouteStatus> routes{};
   };
   std::optional<Worker> worker;
   // Cluster-wide, from the counts every worker adds to Redis (ClusterCounts):

@@ -41,4 +41,10 @@ Json changeJson(std::string_view kind, std::string_view change, const Change<Pro
 // sent count at the window's start and now.
 TopFrame topFrameOf(const TopSnapshot& snap, double window_s);
 
+// What holds a campaign failed over (failoverLimit, docs/routes.md), from the
+// `worker` object of a campaign in a worker's state document (GET
+// /api/v1/state): its route, route_reason and routes. nullopt when none of
+// its routes is failed over, or the object does not say.
+std::optional<LimitedBy> failoverLimitOfState(const Json& worker);
+
 }  // namespace pacer::control

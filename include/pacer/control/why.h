@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "pacer/route_status.h"
 
 namespace pacer::control {
 
@@ -69,9 +72,14 @@ struct LimitFacts {
 // (no achieved rate yet), no_input, below_limits.
 LimitedBy limitedByOf(const LimitFacts& f);
 
-// A campaign failed over (docs/routes.md): code "failover", text "via sms-b:
-// sms-a: binds failing".
-LimitedBy failoverLimit(const std::string& route, const std::string& reason);
+// A campaign with a route failed over (docs/routes.md), nullopt when none
+// is: code "failover", and a text per route failed over, joined by " | ":
+// the default one (`route` taking its traffic, `reason` why: not empty when
+// failed over) "via sms-b: sms-a: binds failing", a prefix route of `routes`
+// "route 44 -> sms-uk; failover to sms-b: sms-uk: binds failing" (the
+// default route's entry of `routes`, without prefixes, is left to `route`).
+std::optional<LimitedBy> failoverLimit(const std::string& route, const std::string& reason,
+                                       const std::vector<RouteStatus>& routes = {});
 
 // A code of limitedByOf() or healthOf() in a word or two, for top's narrow
 // columns ("own rate", "5xx retries", "breaker open", ...; "-" for unknown).

@@ -380,6 +380,7 @@ CampaignMetrics campaignMetricsOf(const CampaignStats& c) {
   m.in_memory = c.queued + c.retrying + c.to_park + c.quiet_waiting + c.cap_waiting;
   m.route = c.route;
   m.route_reason = c.route_reason;
+  m.routes = c.routes;
   return m;
 }
 

@@ -31,7 +31,7 @@ void addWorkerFigures(const admin::MetricsSnapshot* snap, std::vector<CampaignVi
     const admin::CampaignMetrics& m = *it->second;
     c.worker = CampaignView::Worker{m.backlog, m.in_flight,   m.retries,         m.achieved_rate,
                                     m.route,   m.route_reason, m.in_memory,      m.retrying,
-                                    m.quiet_waiting, m.cap_waiting};
+                                    m.quiet_waiting, m.cap_waiting, m.routes};
   }
   std::map<std::string, const admin::ProviderMetrics*> pm;
   for (const admin::ProviderMetrics& p : snap->providers) pm[p.id] = &p;

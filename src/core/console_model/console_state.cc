@@ -20,8 +20,9 @@ using detail::textOrNull;
 
 LimitedBy limitedBy(const CampaignView& c, const ProviderView* p, double provider_achieved) {
   // Failed over (docs/routes.md): where its traffic goes, and why, says more than any rate.
-  if (c.worker && !c.worker->route_reason.empty())
-    return control::failoverLimit(c.worker->route, c.worker->route_reason);
+  if (c.worker)
+    if (auto failover = control::failoverLimit(c.worker->route, c.worker->route_reason, c.worker->routes))
+      return *failover;
   const control::TopFigures fig = control::figuresOf(c.top);
   control::LimitFacts f;
   f.paused = c.row.state == campaignStateName(CampaignState::kPaused);
@@ -83,6 +84,17 @@ control::ProviderHealth providerHealth(const ProviderView& p) {
 
 namespace {
 
+// Every route of a campaign (docs/routes.md): its prefixes ([] for the
+// default one), the provider it names, the one taking its traffic, and why
+// (null when that is its own).
+Json routesJson(const std::vector<RouteStatus>& routes) {
+  Json out = Json::array();
+  for (const RouteStatus& r : routes)
+    out.push_back(
+        Json{{"prefixes", r.prefixes}, {"provider", r.provider}, {"via", r.via}, {"reason", textOrNull(r.reason)}});
+  return out;
+}
+
 Json campaignStateJson(const CampaignView& c, const LimitedBy& why) {
   const control::TopFigures f = control::figuresOf(c.top);
   Json j{{"id", c.row.id},
@@ -123,7 +135,8 @@ Json campaignStateJson(const CampaignView& c, const LimitedBy& why) {
                                 {"retries_total", c.worker->retries},
                                 {"achieved_rate", c.worker->achieved_rate},
                                 {"route", textOrNull(c.worker->route)},
-                                {"route_reason", textOrNull(c.worker->route_reason)}}
+                                {"route_reason", textOrNull(c.worker->route_reason)},
+                                {"routes", routesJson(c.worker->routes)}}
                          : Json(nullptr);
   return j;
 }

@@ -146,4 +146,22 @@ TopFrame topFrameOf(const TopSnapshot& snap, double window_s) {
   return f;
 }
 
+std::optional<LimitedBy> failoverLimitOfState(const Json& worker) {
+  const auto text = [](const Json& o, const char* key) {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  std::vector<RouteStatus> routes;
+  if (const auto it = worker.find("routes"); it != worker.end() && it->is_array())
+    for (const Json& r : *it) {
+      if (!r.is_object()) continue;
+      RouteStatus s{{}, text(r, "provider"), text(r, "via"), text(r, "reason")};
+      if (const auto p = r.find("prefixes"); p != r.end() && p->is_array())
+        for (const Json& x : *p)
+          if (x.is_string()) s.prefixes.push_back(x.get<std::string>());
+      routes.push_back(std::move(s));
+    }
+  return failoverLimit(text(worker, "route"), text(worker, "route_reason"), routes);
+}
+
 }  // namespace pacer::control

@@ -1,6 +1,7 @@
 #include "pacer/control/why.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace pacer::control {
 namespace {
@@ -78,8 +79,17 @@ LimitedBy limitedByOf(const LimitFacts& f) {
   return {"below_limits", "below every configured limit: the sink, the workers or the input"};
 }
 
-LimitedBy failoverLimit(const std::string& route, const std::string& reason) {
-  return {"failover", fmt::format("via {}: {}", route, reason)};
+std::optional<LimitedBy> failoverLimit(const std::string& route, const std::string& reason,
+                                       const std::vector<RouteStatus>& routes) {
+  std::string text;
+  if (!reason.empty()) text = fmt::format("via {}: {}", route, reason);
+  for (const RouteStatus& r : routes) {
+    if (r.prefixes.empty() || r.reason.empty()) continue;
+    if (!text.empty()) text += " | ";
+    text += fmt::format("route {} -> {}; failover to {}: {}", fmt::join(r.prefixes, ","), r.provider, r.via, r.reason);
+  }
+  if (text.empty()) return std::nullopt;
+  return LimitedBy{"failover", std::move(text)};
 }
 
 std::string shortWord(const std::string& code) {

@@ -396,6 +396,9 @@ struct WorkerCore::Impl {
   // Takes every message out of c's queue and queues it again where it is
   // routed now (a grant held by `c` is given up: under the rate, never over).
   void requeue(Campaign* c);
+  // Where each route of campaign `c` (not a lane) sends its traffic now,
+  // for CampaignStats::routes; `s` is c's figures with its route filled in.
+  static std::vector<RouteStatus> routesOf(const Campaign& c, const CampaignStats& s);
 
   void dispatch(MonoTime now, bool& blocked);
   bool sendPaid(Campaign* c, MonoTime now);

@@ -86,6 +86,20 @@ void addLane(CampaignStats& into, const CampaignStats& lane) {
 
 }  // namespace
 
+// The default route (as `s` has it), then each lane routed to now: the
+// prefixes naming its provider, the provider taking its traffic and why.
+std::vector<RouteStatus> WorkerCore::Impl::routesOf(const Campaign& c, const CampaignStats& s) {
+  std::vector<RouteStatus> out{RouteStatus{{}, c.info.provider, s.route, s.route_reason}};
+  for (const Campaign::Lane& l : c.lanes) {
+    if (!l.routed) continue;
+    RouteStatus r{{}, l.provider, l.lane->provider ? l.lane->provider->info.id : l.provider, l.lane->route_reason};
+    for (const PrefixRoute& p : c.info.routes)
+      if (p.provider == l.provider) r.prefixes.push_back(p.prefix);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 std::vector<CampaignStats> WorkerCore::campaignStats() const {
   std::vector<CampaignStats> out;
   std::vector<CampaignStats> lanes;
@@ -104,6 +118,7 @@ std::vector<CampaignStats> WorkerCore::campaignStats() const {
     s.route = c->provider ? c->provider->info.id : c->info.provider;
     s.route_reason = c->route_reason;
     if (c->whole_limit) s.limit = c->whole_limit;
+    if (!c->parent) s.routes = Impl::routesOf(*c, s);
     (c->parent ? lanes : out).push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const CampaignStats& a, const CampaignStats& b) { return a.id < b.id; });

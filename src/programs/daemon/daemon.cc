@@ -310,9 +310,22 @@ class Daemon {
   }
 
   // Each change of a campaign's route (failover, docs/routes.md): which
-  // provider takes its traffic now, and why when it is not the first.
+  // provider takes its traffic now, and why when it is not the first; the
+  // same for each of its prefix routes, named by its prefixes.
   void logRoutes() {
     for (const CampaignStats& c : core_->campaignStats()) {
+      for (const RouteStatus& r : c.routes) {
+        if (r.prefixes.empty()) continue;
+        std::string& via = route_logged_.try_emplace(c.id + '\x1f' + r.provider, r.provider).first->second;
+        if (via == r.via) continue;
+        via = r.via;
+        const std::string route = fmt::format("{}", fmt::join(r.prefixes, ","));
+        if (r.reason.empty())
+          log_->info("event=route_changed campaign={} route={} provider={} why=\"back on its route's provider\"", c.id,
+                     route, r.via);
+        else
+          log_->warn("event=route_changed campaign={} route={} provider={} why=\"{}\"", c.id, route, r.via, r.reason);
+      }
       if (c.route_changes == 0) continue;
       std::string& logged = route_logged_[c.id];
       if (logged == c.route) continue;
@@ -436,7 +449,8 @@ class Daemon {
   std::map<std::string, std::string, std::less<>> campaign_provider_;  // with provider sinks only
   std::map<std::string, std::pair<double, bool>> provider_logged_;     // effective rate and pause last logged
   std::map<std::string, std::uint64_t> verdicts_logged_;             // a provider's judge verdicts last logged
-  std::map<std::string, std::string> route_logged_;                  // a campaign's route last logged (failover)
+  // A campaign's route last logged (failover), a prefix route's under "ID\x1fPROVIDER".
+  std::map<std::string, std::string> route_logged_;
   std::map<std::string, bool> guard_logged_;  // a provider's dead-token guard holding, as last logged
   MonoTime next_provider_log_{};
   MonoTime next_stats_{};

@@ -54,12 +54,12 @@ void mergeLiveCampaigns(TopFrame& f, const Json& doc) {
   if (!has) return;
   for (const Json& c : *it) {
     const Json* w = c.contains("worker") && c.at("worker").is_object() ? &c.at("worker") : nullptr;
-    if (!w || !w->contains("route_reason") || !w->at("route_reason").is_string()) continue;
+    const std::optional<LimitedBy> l = w ? failoverLimitOfState(*w) : std::nullopt;
+    if (!l) continue;
     for (TopRow& r : f.rows)
       if (r.id == c.at("id").get<std::string>()) {
-        const LimitedBy l = failoverLimit(w->at("route").get<std::string>(), w->at("route_reason").get<std::string>());
-        r.limited_code = l.code;
-        r.limited_text = l.text;
+        r.limited_code = l->code;
+        r.limited_text = l->text;
       }
   }
 }

@@ -360,6 +360,34 @@ TEST(StateJsonTest, AFailedOverCampaignSaysWhichRouteTakesItsTrafficAndWhy) {
   EXPECT_EQ(back["campaigns"][0]["worker"]["route_reason"], nullptr);
 }
 
+// A prefix route failed over (docs/routes.md): the state document lists
+// every route with the provider taking its traffic and why, and its
+// limited_by names the route; pacerctl top, reading that document, says the same.
+TEST(StateJsonTest, AFailedOverPrefixRouteIsListedWithItsProviderAndWhy) {
+  CampaignView c = campaign("otp", 100, 40);
+  c.worker = CampaignView::Worker{7, 2, 3, 12.5, "sms-a", ""};
+  c.worker->routes = {RouteStatus{{}, "sms-a", "sms-a", ""},
+                      RouteStatus{{"44"}, "sms-uk", "sms-b", "sms-uk: binds failing (3 refused or unanswered)"}};
+  const Json j = stateJson("2026-11-24T10:00:00Z", 1795.5, 5, {c}, {provider(400)}, Sources{});
+  const Json& jc = j["campaigns"][0];
+  EXPECT_EQ(jc["limited_by"]["code"], "failover");
+  EXPECT_EQ(jc["limited_by"]["text"],
+            "route 44 -> sms-uk; failover to sms-b: sms-uk: binds failing (3 refused or unanswered)");
+  ASSERT_EQ(jc["worker"]["routes"].size(), 2u);
+  EXPECT_EQ(jc["worker"]["routes"][0], (Json{{"prefixes", Json::array()}, {"provider", "sms-a"}, {"via", "sms-a"},
+                                             {"reason", nullptr}}));
+  EXPECT_EQ(jc["worker"]["routes"][1]["prefixes"], Json::array({"44"}));
+  EXPECT_EQ(jc["worker"]["routes"][1]["via"], "sms-b");
+  const std::optional<LimitedBy> top = control::failoverLimitOfState(jc["worker"]);
+  ASSERT_TRUE(top);
+  EXPECT_EQ(top->text, jc["limited_by"]["text"]);
+  c.worker->routes[1].via = "sms-uk";
+  c.worker->routes[1].reason.clear();
+  const Json back = stateJson("2026-11-24T10:00:01Z", 1796.5, 5, {c}, {provider(400)}, Sources{});
+  EXPECT_NE(back["campaigns"][0]["limited_by"]["code"], "failover");
+  EXPECT_EQ(back["campaigns"][0]["worker"]["routes"][1]["reason"], nullptr);
+}
+
 TEST(StateJsonTest, PriorityClassAndSuppressedComeFromTheCluster) {
   CampaignView c = campaign("night", 100, 40);
   c.row.priority_class = "bulk";

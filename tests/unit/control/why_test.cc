@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pacer/control/json_docs.h"
 #include "pacer/control/top.h"
 
 namespace pacer::control {
@@ -223,6 +224,45 @@ TEST(TopWhyTest, TopShowsTheHealthAndTheReasonFromTheSameFacts) {
   const auto j = nlohmann::json::parse(renderTopJson(f));
   EXPECT_EQ(j["providers"][0]["health"]["code"], "failing");
   EXPECT_EQ(j["campaigns"][0]["limited_by"]["code"], "server_errors");
+}
+
+// A campaign's routes in a worker's state document (docs/routes.md): top
+// says which route is failed over, to which provider and why, in its table
+// and its JSON; with none failed over, failover is not what holds it.
+TEST(TopWhyTest, AFailedOverPrefixRouteIsWhatTopShowsFromTheStateDocument) {
+  nlohmann::json worker = {{"route", "sms-a"},
+                           {"route_reason", nullptr},
+                           {"routes",
+                            {{{"prefixes", nlohmann::json::array()}, {"provider", "sms-a"}, {"via", "sms-a"}, {"reason", nullptr}},
+                             {{"prefixes", {"44"}}, {"provider", "sms-uk"}, {"via", "sms-uk"}, {"reason", nullptr}}}}};
+  EXPECT_FALSE(failoverLimitOfState(worker)) << "every route on its own provider";
+  worker["routes"][1]["via"] = "sms-b";
+  worker["routes"][1]["reason"] = "sms-uk: circuit breaker open";
+  const std::optional<LimitedBy> l = failoverLimitOfState(worker);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->code, "failover");
+  EXPECT_EQ(l->text, "route 44 -> sms-uk; failover to sms-b: sms-uk: circuit breaker open");
+  // The default route failed over too: both, the default first.
+  worker["route"] = "sms-c";
+  worker["route_reason"] = "sms-a: binds failing";
+  worker["routes"][1]["prefixes"] = {"44", "353"};
+  EXPECT_EQ(failoverLimitOfState(worker)->text,
+            "via sms-c: sms-a: binds failing | route 44,353 -> sms-uk; failover to sms-b: sms-uk: circuit breaker open");
+  // An older worker's document, without routes: the default route as before.
+  worker.erase("routes");
+  EXPECT_EQ(failoverLimitOfState(worker)->text, "via sms-c: sms-a: binds failing");
+
+  TopFrame f;
+  TopRow r;
+  r.id = "otp";
+  r.state = "active";
+  r.provider = "sms-a";
+  r.limited_code = l->code;
+  r.limited_text = l->text;
+  f.rows.push_back(r);
+  EXPECT_THAT(renderTopText(f, 200), HasSubstr("route 44 -> sms-uk; failover to sms-b"));
+  const auto j = nlohmann::json::parse(renderTopJson(f));
+  EXPECT_EQ(j["campaigns"][0]["limited_by"]["text"], l->text);
 }
 
 }  // namespace

@@ -181,10 +181,19 @@ TEST_F(WorkerPrefixRoutesTest, ARoutesProviderFailsOverToTheCampaignsListAndBack
   EXPECT_EQ(sentVia("sms-uk", down + milliseconds(10), clock_.now()), 0u) << "nothing to the provider that is down";
   EXPECT_GE(sentVia("sms-b", down, clock_.now()), 2 * 100u - 10u) << "British numbers at sms-b's rate";
   EXPECT_GE(sentVia("sms-a", down, clock_.now()), 2 * 100u - 10u) << "the default route unaffected";
+  // Each route says where its traffic goes and why; the default is untouched.
+  const CampaignStats during = statsOf("otp");
+  EXPECT_EQ(during.route, "sms-a");
+  EXPECT_EQ(during.route_reason, "");
+  ASSERT_EQ(during.routes.size(), 2u);
+  EXPECT_EQ(during.routes[0], (RouteStatus{{}, "sms-a", "sms-a", ""}));
+  EXPECT_EQ(during.routes[1], (RouteStatus{{"44"}, "sms-uk", "sms-b", "sms-uk: binds failing"}));
   core_->setProviderDown("sms-uk", std::nullopt, clock_.now());
   const MonoTime up = clock_.now();
   runAndFlush(seconds(9));
   EXPECT_EQ(sentVia("sms-b", up + milliseconds(10), clock_.now()), 0u) << "back on sms-uk";
+  ASSERT_EQ(statsOf("otp").routes.size(), 2u);
+  EXPECT_EQ(statsOf("otp").routes[1], (RouteStatus{{"44"}, "sms-uk", "sms-uk", ""}));
   EXPECT_GE(sentVia("sms-uk", up, up + seconds(1)), 40u - 5u);
   EXPECT_LE(maxPerSecond("sms-uk"), 40u + 4u);
   EXPECT_LE(maxPerSecond("sms-a"), 100u + 5u);
