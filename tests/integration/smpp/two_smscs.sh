@@ -33,7 +33,8 @@ YAML
 
 # two_smscs_config GROUP A B [YAML...]: pacerd's configuration, written to
 # $tmp/pacerd.yaml: the test services, consumer group GROUP, the providers
-# sms-A and sms-B on their SMSCs, then each YAML line as given.
+# sms-A and sms-B on their SMSCs, then each YAML line as given (a third
+# provider's `smpp_sink C` first, to have it among the providers).
 two_smscs_config() {
   local group=$1 a=$2 b=$3
   shift 3
