@@ -16,8 +16,8 @@
 #include <set>
 #include <thread>
 
-#include "pacer/admin/admin_server.h"
 #include "event_hub_impl.h"
+#include "pacer/admin/admin_server.h"
 #include "pacer/log_limiter.h"
 #include "pending.h"
 #include "socket_address.h"

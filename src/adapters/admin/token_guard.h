@@ -23,8 +23,8 @@ namespace pacer::admin {
 
 class TokenGuard {
  public:
-  TokenGuard(std::size_t burst, Nanos refill_every, Nanos delay_first = Nanos::zero(),
-             Nanos delay_max = Nanos::zero(), std::size_t slots = 1024)
+  TokenGuard(std::size_t burst, Nanos refill_every, Nanos delay_first = Nanos::zero(), Nanos delay_max = Nanos::zero(),
+             std::size_t slots = 1024)
       : burst_(static_cast<double>(burst)),
         refill_every_(refill_every),
         delay_first_(delay_first),

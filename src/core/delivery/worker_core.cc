@@ -239,8 +239,7 @@ void WorkerCore::revoke(const TopicPartition& tp) {
   m.tracker.revoke(tp.topic, tp.partition);
   // What is in the sink now is let go when it comes back for a retry.
   ++m.revokes;
-  const auto at = std::find_if(m.revoked_at.begin(), m.revoked_at.end(),
-                               [&](const auto& e) { return e.first == tp; });
+  const auto at = std::find_if(m.revoked_at.begin(), m.revoked_at.end(), [&](const auto& e) { return e.first == tp; });
   if (at != m.revoked_at.end())
     at->second = m.revokes;
   else

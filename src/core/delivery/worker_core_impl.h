@@ -30,7 +30,7 @@ struct Item {
   int faults = 0;                                        // of them, answered kFault
   int throttled = 0;                                     // of them, answered kThrottled
   bool tracked = true;                                   // its offset is in the tracker (false: it came from parking)
-  std::uint64_t read_after = 0;                          // Impl::revokes when it was read (stale after its partition's next)
+  std::uint64_t read_after = 0;                          // Impl::revokes when it was read (staleAfterRevoke)
   std::uint32_t cost = 1;                                // quota units (MessageCostInterface; SMS segments)
   std::optional<MonoTime> first_attempt = std::nullopt;  // when the first attempt was handed to the sink
   // Recipient rules: caps_counted bit i = counted under the campaign's cap i

@@ -458,8 +458,8 @@ TEST_F(AdminListenerTest, AGuesserIgnoring429IsHeldBackLongerForEachOneInARow) {
   // Counted in the log at once: the first 429 has its line when it is answered.
   bool logged_429 = false;
   for (const std::string& line : log())
-    logged_429 = logged_429 || (line.find("status=429") != std::string::npos &&
-                                line.find("refused_total=1") != std::string::npos);
+    logged_429 = logged_429 ||
+                 (line.find("status=429") != std::string::npos && line.find("refused_total=1") != std::string::npos);
   EXPECT_TRUE(logged_429);
 }
 
@@ -478,8 +478,9 @@ TEST_F(AdminListenerTest, AHeld429BlocksNeitherTheListenerNorARightTokenOnAnothe
   const int guesser = connectTo(port_);
   ASSERT_GE(guesser, 0);
   fds_.push_back(guesser);
-  sendAll(guesser, "POST /admin/drain HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer guess-1\r\n"
-                   "Content-Length: 0\r\n\r\n");
+  sendAll(guesser,
+          "POST /admin/drain HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer guess-1\r\n"
+          "Content-Length: 0\r\n\r\n");
   // The guesser's request is in once its 429 is counted (the log line comes
   // when the answer is decided, before it is held).
   const auto until = Clock::now() + std::chrono::seconds(3);
