@@ -6,6 +6,7 @@
 // others load.
 #include <fmt/format.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,54 @@ TEST_F(PacerctlRulesTest, SuppressedRowsAreCountedLikeFailedOnesInShowStatusAndT
   EXPECT_THAT(r.out, HasSubstr("class default: 1 campaign, backlog 5, 0.0/s\nclass bulk: 1 campaign, backlog 2"));
   EXPECT_THAT(r.out, HasSubstr("CLASS"));
   EXPECT_THAT(r.out, HasSubstr("SUPPR"));
+}
+
+// Without --admin, top reads PostgreSQL only; a long wait is parked there
+// with its time (not_before), so top names quiet hours and caps from the
+// parked rows: a whole-minute time of a campaign with quiet hours is the end
+// of a quiet window, a time to the millisecond is a deferred cap's.
+TEST_F(PacerctlRulesTest, TopWithoutAWorkerNamesQuietHoursAndCapsFromTheParkedRows) {
+  ASSERT_EQ(ctl({"campaign", "create", "night", "--rate", "10", "--total", "100", "--quiet-hours", "21:00-08:00",
+                 "--time-zone", "UTC", "--cap", "3/24h", "--cap-policy", "defer"})
+                .code,
+            0);
+  ASSERT_EQ(
+      ctl({"campaign", "create", "capped", "--rate", "10", "--total", "100", "--cap", "3/24h", "--cap-policy", "defer"})
+          .code,
+      0);
+  ASSERT_EQ(ctl({"campaign", "create", "due", "--rate", "10", "--total", "100", "--quiet-hours", "21:00-08:00",
+                 "--time-zone", "UTC"})
+                .code,
+            0);
+  int next = 0;  // message ids and offsets, unique across the calls
+  const auto park = [&](const std::string& campaign, int n, const std::string& not_before) {
+    exec(fmt::format(
+        "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, payload, not_before) "
+        "SELECT '{0}-' || i, '{0}', 't', 0, i, 'x', {1} FROM generate_series({2}, {3}) i",
+        campaign, not_before, next + 1, next + n));
+    next += n;
+  };
+  park("night", 30, "date_trunc('minute', now()) + interval '3 hours'");
+  park("night", 2, "now() + interval '2 hours 0.123 seconds'");  // its cap's: fewer, named after quiet hours
+  park("capped", 20, "date_trunc('minute', now()) + interval '5 hours 1.456 seconds'");
+  park("due", 20, "date_trunc('minute', now()) - interval '1 minute'");  // may go now: claimable, not waiting
+  Outcome r = ctl({"--json", "top", "--once"});
+  ASSERT_EQ(r.code, 0) << r;
+  std::map<std::string, Json> by_id;
+  const Json doc = Json::parse(r.out);
+  for (const Json& c : doc.at("campaigns")) by_id[c.at("id").get<std::string>()] = c;
+  ASSERT_EQ(by_id.size(), 3u) << r.out;
+  EXPECT_EQ(by_id["night"].at("limited_by").at("code"), "quiet_hours") << r.out;
+  EXPECT_THAT(by_id["night"].at("limited_by").at("text").get<std::string>(),
+              HasSubstr("30 waiting for their recipients' quiet hours to end (30 of them parked)"));
+  EXPECT_EQ(by_id["capped"].at("limited_by").at("code"), "frequency_cap") << r.out;
+  EXPECT_THAT(by_id["capped"].at("limited_by").at("text").get<std::string>(),
+              HasSubstr("20 waiting for a frequency cap"));
+  EXPECT_NE(by_id["due"].at("limited_by").at("code"), "quiet_hours") << r.out;
+  r = ctl({"top", "--once", "--width", "200"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("quiet hours"));
+  EXPECT_THAT(r.out, HasSubstr("freq cap"));
 }
 
 // pacerd's directory reads the same rows: a row whose rules cannot be used is

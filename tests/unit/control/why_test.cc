@@ -54,6 +54,27 @@ TEST(WhyLimitedTest, MessagesWaitingForARetryWhileTheProviderAnswers5xxAreNamed)
   EXPECT_EQ(limitedByOf(f).code, "below_limits");
 }
 
+// Without a worker's facts (top without --admin) the parked rows still say
+// it: a wait longer than park_wait_after (30 s) is parked, not held in
+// memory, so even a worker's state document showed none of them.
+TEST(WhyLimitedTest, ParkedRowsWaitingForQuietHoursOrACapAreNamedWithoutAWorker) {
+  LimitFacts f = below();
+  f.retry_waiting.reset();
+  f.quiet_waiting.reset();
+  f.cap_waiting.reset();
+  EXPECT_EQ(limitedByOf(f).code, "below_limits");
+  f.parked_capped = 40;
+  LimitedBy l = limitedByOf(f);
+  EXPECT_EQ(l.code, "frequency_cap");
+  EXPECT_THAT(l.text, HasSubstr("40 waiting for a frequency cap"));
+  EXPECT_THAT(l.text, HasSubstr("(40 of them parked)"));
+  f.parked_quiet = 300;
+  f.quiet_waiting = 5;  // a worker's too, when known: one message is in one place at a time
+  l = limitedByOf(f);
+  EXPECT_EQ(l.code, "quiet_hours");
+  EXPECT_THAT(l.text, HasSubstr("305 waiting for their recipients' quiet hours to end (300 of them parked)"));
+}
+
 TEST(WhyLimitedTest, MessagesWaitingForQuietHoursAreNamed) {
   LimitFacts f = below();
   f.quiet_waiting = 1200;
@@ -223,6 +244,47 @@ TEST(TopWhyTest, TopShowsTheHealthAndTheReasonFromTheSameFacts) {
   const auto j = nlohmann::json::parse(renderTopJson(f));
   EXPECT_EQ(j["providers"][0]["health"]["code"], "failing");
   EXPECT_EQ(j["campaigns"][0]["limited_by"]["code"], "server_errors");
+}
+
+// `pacerctl top` without --admin (PostgreSQL only) and with it (a worker's
+// state document merged in) give the same words for a campaign waiting for
+// quiet hours or a cap: the parked rows are in both frames.
+TEST(TopWhyTest, TopWithAndWithoutAWorkerNamesQuietHoursAndCapsAlike) {
+  for (const bool quiet : {true, false}) {
+    TopFrame plain;
+    TopRow r;
+    r.id = "night";
+    r.state = "active";
+    r.provider = "sms";
+    r.send_rate = 100;
+    r.total = 10000;
+    r.sent = 2000;
+    r.achieved = 0;
+    r.parked = 8000;
+    (quiet ? r.parked_quiet : r.parked_capped) = 8000;
+    plain.rows.push_back(r);
+    TopProviderRow p;
+    p.id = "sms";
+    p.rate = 400;
+    plain.providers.push_back(p);
+    TopFrame live = plain;  // as mergeLive leaves it: the worker holds none of them in memory
+    live.rows[0].retry_waiting = 0;
+    live.rows[0].quiet_waiting = 0;
+    live.rows[0].cap_waiting = 0;
+    live.providers[0].effective = 400;
+    live.providers[0].paused = false;
+    live.providers[0].circuit_open = false;
+    live.providers[0].server_errors_per_s = 0;
+    live.providers[0].reported = true;
+    fillLimitedBy(plain);
+    fillLimitedBy(live);
+    const std::string code = quiet ? "quiet_hours" : "frequency_cap";
+    EXPECT_EQ(plain.rows[0].limited_code, code);
+    EXPECT_EQ(live.rows[0].limited_code, code);
+    EXPECT_EQ(plain.rows[0].limited_text, live.rows[0].limited_text);
+    EXPECT_THAT(renderTopText(plain, 200), HasSubstr(shortWord(code)));
+    EXPECT_THAT(renderTopText(live, 200), HasSubstr(shortWord(code)));
+  }
 }
 
 }  // namespace
