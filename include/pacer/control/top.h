@@ -84,6 +84,8 @@ struct TopRow {
   // messages waiting there for a retry, for quiet hours, for a frequency
   // cap, and the retries of its messages (every worker's when counted in Redis).
   std::optional<std::uint64_t> retry_waiting, quiet_waiting, cap_waiting, retries_total;
+  // Every worker's retries of it per second lately (top --redis); nullopt: not known.
+  std::optional<double> retries_per_s;
 };
 
 // One provider as top shows it.

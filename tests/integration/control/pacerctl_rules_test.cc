@@ -6,12 +6,16 @@
 // others load.
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pacer/ledger/pg_directory.h"
 #include "pacerctl_fixture.h"
+#include "support/redis_server.h"
 
 namespace pacer::control {
 namespace {
@@ -218,6 +222,39 @@ TEST_F(PacerctlRulesTest, TopWithoutAWorkerNamesQuietHoursAndCapsFromTheParkedRo
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_THAT(r.out, HasSubstr("quiet hours"));
   EXPECT_THAT(r.out, HasSubstr("freq cap"));
+}
+
+// Without --admin but with --redis, top reads the counts every worker adds
+// to Redis each second: the campaign's retries and its provider's 5xx answers
+// growing now name "5xx retries", as a worker's state document does, and
+// once they stop growing they no longer do.
+TEST_F(PacerctlRulesTest, TopWithRedisNames5xxRetriesWithoutAWorker) {
+  pacer::testing::RedisServer redis;
+  const std::string node = "127.0.0.1:" + std::to_string(redis.port());
+  ASSERT_EQ(ctl({"provider", "create", "push", "--rate", "400"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "promo", "--rate", "100", "--total", "1000", "--provider", "push"}).code, 0);
+  std::atomic<bool> stop{false};
+  std::thread workers([&] {  // as pacerd's count writers do, once a second each (here faster)
+    while (!stop) {
+      redis.command({"HINCRBY", "pacer:{counts}", "provider_server_errors:push", "6"});
+      redis.command({"HINCRBY", "pacer:{counts}", "campaign_retries:promo", "6"});
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  Outcome r = ctl({"--json", "top", "--once", "--redis", node});
+  stop = true;
+  workers.join();
+  ASSERT_EQ(r.code, 0) << r;
+  Json doc = Json::parse(r.out);
+  const Json& why = doc.at("campaigns").at(0).at("limited_by");
+  EXPECT_EQ(why.at("code"), "server_errors") << r.out;
+  EXPECT_THAT(why.at("text").get<std::string>(), HasSubstr("retrying after 5xx answers from provider push"));
+  EXPECT_THAT(why.at("text").get<std::string>(), HasSubstr("retries/s"));
+  EXPECT_EQ(doc.at("providers").at(0).at("health").at("code"), "failing");
+  r = ctl({"top", "--once", "--width", "200", "--redis", node});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, Not(HasSubstr("5xx retries"))) << "the counts no longer grow";
+  EXPECT_THAT(r.out, HasSubstr("nothing"));
 }
 
 // pacerd's directory reads the same rows: a row whose rules cannot be used is

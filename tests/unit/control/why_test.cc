@@ -75,6 +75,21 @@ TEST(WhyLimitedTest, ParkedRowsWaitingForQuietHoursOrACapAreNamedWithoutAWorker)
   EXPECT_THAT(l.text, HasSubstr("305 waiting for their recipients' quiet hours to end (300 of them parked)"));
 }
 
+// top --redis without a worker: no waiting messages known, but every
+// worker's retries of the campaign grow while its provider answers 5xx.
+TEST(WhyLimitedTest, RetriesPerSecondNameServerErrorsWhenNoWorkersWaitingMessagesAreKnown) {
+  LimitFacts f = below();
+  f.retry_waiting.reset();
+  f.provider_server_errors_per_s = 6;
+  EXPECT_EQ(limitedByOf(f).code, "below_limits");
+  f.retries_per_s = 4.5;
+  const LimitedBy l = limitedByOf(f);
+  EXPECT_EQ(l.code, "server_errors");
+  EXPECT_THAT(l.text, HasSubstr("(6.0/s now): 4.5 retries/s"));
+  f.provider_server_errors_per_s = 0;  // retried for another reason
+  EXPECT_EQ(limitedByOf(f).code, "below_limits");
+}
+
 TEST(WhyLimitedTest, MessagesWaitingForQuietHoursAreNamed) {
   LimitFacts f = below();
   f.quiet_waiting = 1200;
