@@ -255,6 +255,16 @@ struct AdminServerOptions {
   // is never held back. 0: no limit.
   std::size_t wrong_token_burst = 10;
   Nanos wrong_token_refill = std::chrono::seconds(6);
+  // Each 429 in a row to one address is held back before it is answered:
+  // `wrong_token_delay_first`, doubling, at most `wrong_token_delay_max`;
+  // answers to one address leave that far apart however many connections it
+  // opens, so a guesser that ignores the 429 is slowed too. At most
+  // `wrong_token_held_max` answers are held in all (beyond, the connection
+  // is closed unanswered). The listener's thread never waits for them.
+  // delay_first 0: no delay.
+  Nanos wrong_token_delay_first = std::chrono::milliseconds(100);
+  Nanos wrong_token_delay_max = std::chrono::seconds(2);
+  std::size_t wrong_token_held_max = 64;
   // Connections at most. Slow-client guard: when more than `idle_reserve`
   // connections are waiting for a request (connected and silent, slow to send
   // their headers, or idle between keep-alive requests), the oldest of them

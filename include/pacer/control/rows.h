@@ -107,6 +107,11 @@ struct TopSnapshot {
     std::string priority_class;       // empty: the default class
     std::int64_t sent_in_window = 0;  // sent rows with recorded_at in (now - window, now]
     std::int64_t parked = 0;          // rows in `parked` (the backlog uses them only when the total is unknown)
+    // Of them, those waiting for a time (not_before later than now): for
+    // their recipients' quiet hours to end (the campaign has quiet hours and
+    // the time is a whole minute, as the end of a quiet window always is),
+    // or else for a deferred frequency cap (a cap's time is to the millisecond).
+    std::int64_t parked_quiet = 0, parked_capped = 0;
     bool has_receipts = false;        // some sent row carries a provider message id
     std::int64_t delivered = 0, undelivered = 0, receipts_pending = 0;
   };

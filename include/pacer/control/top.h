@@ -71,6 +71,9 @@ struct TopRow {
   std::int64_t suppressed = 0;     // refused by a frequency cap: finished, like failed
   std::string priority_class;      // empty: pacerd's default class
   std::int64_t parked = 0;
+  // Of them, waiting in PostgreSQL for quiet hours to end, or for a deferred
+  // frequency cap (TopSnapshot::Campaign): cluster-wide, known without --admin.
+  std::int64_t parked_quiet = 0, parked_capped = 0;
   std::optional<double> achieved;  // sent msg/s over the window; nullopt: unknown
   // Delivery receipts (SMPP) of its sent messages; has_receipts false: none
   // of its messages carry a provider id, the columns show "-".
@@ -81,6 +84,8 @@ struct TopRow {
   // messages waiting there for a retry, for quiet hours, for a frequency
   // cap, and the retries of its messages (every worker's when counted in Redis).
   std::optional<std::uint64_t> retry_waiting, quiet_waiting, cap_waiting, retries_total;
+  // Every worker's retries of it per second lately (top --redis); nullopt: not known.
+  std::optional<double> retries_per_s;
 };
 
 // One provider as top shows it.

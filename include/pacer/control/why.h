@@ -61,14 +61,23 @@ struct LimitFacts {
   // messages waiting for a retry, for their recipients' quiet hours to end,
   // and for a frequency cap (deferred).
   std::optional<std::uint64_t> retry_waiting, quiet_waiting, cap_waiting;
+  // The cluster's view, from PostgreSQL (known without a worker): its parked
+  // rows waiting there for quiet hours to end and for a deferred frequency
+  // cap (a wait longer than park_wait_after is parked, not kept in memory).
+  std::int64_t parked_quiet = 0, parked_capped = 0;
   std::optional<std::uint64_t> retries_total;  // retries of its messages (every worker's when known)
+  // Every worker's retries of its messages per second lately, from the
+  // cluster's counts in Redis (nullopt: not known): what says it is retrying
+  // when no worker's waiting messages are known (top without --admin).
+  std::optional<double> retries_per_s;
   std::optional<double> provider_server_errors_per_s;  // its provider's 5xx answers per second lately
 };
 // The first that holds, in this order: paused, done, provider_breaker,
 // provider_paused, a send_rate of 0, [with an achieved rate] campaign_rate
 // (at >= 90% of its send_rate), provider_rate (its provider's campaigns at
 // >= 90% of the rate they share), then server_errors (messages waiting for a
-// retry while its provider answers 5xx), quiet_hours, frequency_cap, unknown
+// retry, or retries lately, while its provider answers 5xx), quiet_hours (in a worker's memory
+// or parked), frequency_cap (likewise), unknown
 // (no achieved rate yet), no_input, below_limits.
 LimitedBy limitedByOf(const LimitFacts& f);
 

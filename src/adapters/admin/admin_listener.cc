@@ -16,59 +16,17 @@
 #include <set>
 #include <thread>
 
-#include "pacer/admin/admin_server.h"
 #include "event_hub_impl.h"
+#include "pacer/admin/admin_server.h"
 #include "pacer/log_limiter.h"
+#include "pending.h"
 #include "socket_address.h"
+#include "tarpit.h"
 #include "token_guard.h"
 
 namespace pacer::admin {
 
 namespace {
-
-// An answer PendingReply::complete() delivers: the connection waits
-// suspended until then.
-class Pending final : public PendingReply {
- public:
-  explicit Pending(MHD_Connection* c) : connection_(c) {}
-  void complete(AdminResponse response) noexcept override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (answer_ || gone_) return;
-    try {
-      answer_ = std::move(response);
-    } catch (...) {
-      return;
-    }
-    if (suspended_) {
-      suspended_ = false;
-      MHD_resume_connection(connection_);
-    }
-  }
-  // On the listener's thread: suspends the connection unless the answer is
-  // already there. True when suspended.
-  bool suspendUnlessAnswered() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (answer_) return false;
-    suspended_ = true;
-    MHD_suspend_connection(connection_);
-    return true;
-  }
-  std::optional<AdminResponse> take() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return std::move(answer_);
-  }
-  void gone() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    gone_ = true;
-  }
-
- private:
-  std::mutex mutex_;
-  MHD_Connection* connection_;
-  std::optional<AdminResponse> answer_;
-  bool suspended_ = false;
-  bool gone_ = false;
-};
 
 // One HTTP request.
 struct Exchange {
@@ -125,6 +83,7 @@ struct AdminServer::Guts {
   LogLimiter refused_lines{std::chrono::seconds(1)};  // one line a second per status
   std::map<int, std::uint64_t> refused_total;         // refused requests per status, since start
   std::unique_ptr<TokenGuard> guessers;               // wrong tokens per client address
+  std::unique_ptr<Tarpit> tarpit;                     // their 429s, held back a while
   // Replies suspended until completed; the destructor completes them.
   std::mutex pending_mutex;
   std::set<std::shared_ptr<Pending>> pending;
@@ -260,13 +219,40 @@ struct AdminServerCallbacks {
   // A wrong token: 401 while its address has some left, else 429 with
   // Retry-After (TokenGuard). No route answers 429 itself: logRequest counts
   // every 429 as a refusal.
-  static void slowToken(AdminServer& s, MHD_Connection* c, const AdminRequest& req, AdminResponse& a) {
-    if (a.status != 401 || !req.authorization || !s.guts_->guessers) return;
+  // Returns how long to hold the 429 back (a guesser that ignores it is
+  // slowed all the same: sendAnswer).
+  static Nanos slowToken(AdminServer& s, MHD_Connection* c, const AdminRequest& req, AdminResponse& a,
+                         std::string& address) {
+    if (a.status != 401 || !req.authorization || !s.guts_->guessers) return Nanos::zero();
     const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    const std::uint32_t wait = s.guts_->guessers->fail(addressKey(info ? info->client_addr : nullptr), s.clock_.now());
-    if (wait == 0) return;
-    a = plain(429, fmt::format("too many wrong tokens from this address: try again in {} s\n", wait));
-    a.retry_after_s = static_cast<int>(wait);
+    address = addressKey(info ? info->client_addr : nullptr);
+    const TokenGuard::Verdict v = s.guts_->guessers->fail(address, s.clock_.now());
+    if (v.retry_after_s == 0) return Nanos::zero();
+    a = plain(429, fmt::format("too many wrong tokens from this address: try again in {} s\n", v.retry_after_s));
+    a.retry_after_s = static_cast<int>(v.retry_after_s);
+    return v.delay;
+  }
+
+  // A refusal, logged at once, then answered: now, or after `delay` from the
+  // tarpit's thread (the connection suspended meanwhile, so the listener
+  // goes on answering others). With the tarpit full the connection is
+  // closed unanswered.
+  static MHD_Result sendAnswer(AdminServer& s, MHD_Connection* c, Exchange* ex, const AdminRequest& req,
+                               const AdminResponse& a, Nanos delay, const std::string& address) {
+    logRequest(s, req, a, c);
+    if (delay <= Nanos::zero() || !s.guts_->tarpit) {
+      respond(c, a);
+      return MHD_YES;
+    }
+    ex->pending = std::make_shared<Pending>(c);
+    std::weak_ptr<Pending> weak = ex->pending;
+    if (!s.guts_->tarpit->hold(address, delay, [weak, a] {
+          if (auto p = weak.lock()) p->complete(a);
+        })) {
+      ex->pending.reset();
+      return MHD_NO;
+    }
+    return later(s, c, ex->pending);
   }
 
   static MHD_Result later(AdminServer& s, MHD_Connection* c, const std::shared_ptr<Pending>& p) {
@@ -353,11 +339,10 @@ struct AdminServerCallbacks {
     if (const char* auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")) req.authorization = auth;
     if (const char* enc = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept-Encoding"))
       req.accepts_gzip = acceptsGzip(enc);
+    std::string address;
     if (auto refusal = refuseAccess(s, c, req)) {
-      slowToken(s, c, req, *refusal);
-      logRequest(s, req, *refusal, c);
-      respond(c, *refusal);
-      return MHD_YES;
+      const Nanos delay = slowToken(s, c, req, *refusal, address);
+      return sendAnswer(s, c, ex, req, *refusal, delay, address);
     }
     if (ex->too_large) {
       respond(c, plain(413, fmt::format("request body too large (at most {} bytes)\n", s.options_.max_body)));
@@ -388,10 +373,8 @@ struct AdminServerCallbacks {
       }
     }
     if (!a) a = s.handler_.handle(req);
-    slowToken(s, c, req, *a);
-    logRequest(s, req, *a, c);
-    respond(c, *a);
-    return MHD_YES;
+    const Nanos delay = slowToken(s, c, req, *a, address);
+    return sendAnswer(s, c, ex, req, *a, delay, address);
   }
 
   static void onCompleted(void* cls, MHD_Connection* c, void** state, MHD_RequestTerminationCode code) {
@@ -418,7 +401,10 @@ AdminServer::AdminServer(AdminServerOptions options, AdminState& state, const Ti
       clock_(clock),
       guts_(std::make_unique<Guts>()) {
   guts_->events = options_.events;
-  guts_->guessers = std::make_unique<TokenGuard>(options_.wrong_token_burst, options_.wrong_token_refill);
+  guts_->guessers = std::make_unique<TokenGuard>(options_.wrong_token_burst, options_.wrong_token_refill,
+                                                 options_.wrong_token_delay_first, options_.wrong_token_delay_max);
+  if (options_.wrong_token_delay_first > Nanos::zero())
+    guts_->tarpit = std::make_unique<Tarpit>(options_.wrong_token_held_max);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;
@@ -467,6 +453,8 @@ AdminServer::AdminServer(AdminServerOptions options, AdminState& state, const Ti
 AdminServer::~AdminServer() {
   if (daemon_ == nullptr) return;
   guts_->closing = true;
+  // Held 429s are in `pending` too: answered below, not by the tarpit.
+  if (guts_->tarpit) guts_->tarpit->stop();
   // libmicrohttpd must not be stopped with suspended connections: end every
   // event stream and answer every pending reply first. No new ones suspend
   // from here on.

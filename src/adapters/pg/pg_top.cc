@@ -34,7 +34,7 @@ constexpr const char* kTopCampaignsSql =
     "  d.settled_sent, d.settled_failed, d.settled_rejected, d.live_sent, d.live_failed, d.live_rejected, "
     "  d.recent, coalesce(p.parked, 0), extract(epoch FROM t.at)::double precision, " PACER_UTC("t.at") ", "
     "  t.cutoff::text, d.settled_invalid, d.live_invalid, d.settled_suppressed, d.live_suppressed, "
-    "  coalesce(c.priority_class, '') "
+    "  coalesce(c.priority_class, ''), coalesce(p.quiet, 0), coalesce(p.later, 0) "
     "FROM campaigns c CROSS JOIN t "
     "CROSS JOIN LATERAL (SELECT "
     "  count(*) FILTER (WHERE status = 'sent' AND recorded_at < t.cutoff) AS settled_sent, "
@@ -50,7 +50,13 @@ constexpr const char* kTopCampaignsSql =
     "  count(*) FILTER (WHERE status = 'sent' AND recorded_at > t.at - make_interval(secs => $2)) AS recent "
     "  FROM deliveries WHERE campaign = c.id AND recorded_at >= "
     "    CASE WHEN c.id = ANY($3::text[]) THEN $4::timestamptz ELSE '-infinity'::timestamptz END) d "
-    "LEFT JOIN LATERAL (SELECT count(*) AS parked FROM parked WHERE campaign = c.id) p "
+    // Parked rows waiting for a time: quiet hours end on a whole minute, a
+    // deferred cap's time is to the millisecond (pg_parking.cc stores both).
+    "LEFT JOIN LATERAL (SELECT count(*) AS parked, "
+    "  count(*) FILTER (WHERE not_before > t.at AND coalesce(c.quiet_hours, '') <> '' "
+    "    AND not_before = date_trunc('minute', not_before)) AS quiet, "
+    "  count(*) FILTER (WHERE not_before > t.at) AS later "
+    "  FROM parked WHERE campaign = c.id) p "
     "ON true "
     "WHERE c.state IN ('active', 'paused') "
     // A campaign that completed in the last hour stays in view, as done.
@@ -133,6 +139,8 @@ TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
       c.priority_class = row[20].as<std::string>();
       c.sent_in_window = row[11].as<std::int64_t>();
       c.parked = row[12].as<std::int64_t>();
+      c.parked_quiet = row[21].as<std::int64_t>();
+      c.parked_capped = row[22].as<std::int64_t>() - c.parked_quiet;
       s.at_epoch_s = row[13].as<double>();
       s.at_utc = row[14].as<std::string>();
       cutoff = row[15].as<std::string>();

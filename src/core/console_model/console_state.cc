@@ -30,6 +30,8 @@ LimitedBy limitedBy(const CampaignView& c, const ProviderView* p, double provide
   f.achieved = c.top.achieved;
   f.backlog = fig.backlog.messages;
   f.backlog_lower_bound = fig.backlog.lower_bound;
+  f.parked_quiet = c.top.parked_quiet;
+  f.parked_capped = c.top.parked_capped;
   if (c.worker) {
     f.retry_waiting = c.worker->retrying;
     f.quiet_waiting = c.worker->quiet_waiting;

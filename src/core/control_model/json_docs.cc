@@ -123,6 +123,8 @@ TopFrame topFrameOf(const TopSnapshot& snap, double window_s) {
     r.suppressed = c.suppressed;
     r.priority_class = c.priority_class;
     r.parked = c.parked;
+    r.parked_quiet = c.parked_quiet;
+    r.parked_capped = c.parked_capped;
     r.achieved = achievedRate(RateSample{snap.at_epoch_s - window_s, c.sent - c.sent_in_window},
                               RateSample{snap.at_epoch_s, c.sent});
     r.has_receipts = c.has_receipts;

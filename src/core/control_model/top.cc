@@ -161,6 +161,9 @@ void fillLimitedBy(TopFrame& frame) {
     f.quiet_waiting = r.quiet_waiting;
     f.cap_waiting = r.cap_waiting;
     f.retries_total = r.retries_total;
+    f.retries_per_s = r.retries_per_s;
+    f.parked_quiet = r.parked_quiet;
+    f.parked_capped = r.parked_capped;
     for (const TopProviderRow& p : frame.providers) {
       if (p.id != r.provider) continue;
       f.provider_rate = p.effective ? p.effective : p.rate;

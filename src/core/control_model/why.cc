@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 namespace pacer::control {
 namespace {
 
@@ -63,16 +65,28 @@ LimitedBy limitedByOf(const LimitFacts& f) {
                 : fmt::format("provider {} at its rate {:g}/s, shared by its campaigns", f.provider,
                               *f.provider_rate)};
   }
-  if (f.retry_waiting.value_or(0) > 0 && f.provider_server_errors_per_s.value_or(0) > 0)
-    return {"server_errors",
-            fmt::format("retrying after 5xx answers from provider {} ({:.1f}/s now): {} waiting for a retry{}",
-                        f.provider, *f.provider_server_errors_per_s, *f.retry_waiting,
-                        f.retries_total ? fmt::format(", {} retries in all", *f.retries_total) : "")};
-  if (f.quiet_waiting.value_or(0) > 0)
-    return {"quiet_hours", fmt::format("{} waiting for their recipients' quiet hours to end", *f.quiet_waiting)};
-  if (f.cap_waiting.value_or(0) > 0)
-    return {"frequency_cap",
-            fmt::format("{} waiting for a frequency cap (recipients reached their limit for now)", *f.cap_waiting)};
+  if ((f.retry_waiting.value_or(0) > 0 || f.retries_per_s.value_or(0) > 0) &&
+      f.provider_server_errors_per_s.value_or(0) > 0) {
+    const std::string retrying = f.retry_waiting.value_or(0) > 0
+                                     ? fmt::format("{} waiting for a retry", *f.retry_waiting)
+                                     : fmt::format("{:.1f} retries/s", *f.retries_per_s);
+    return {"server_errors", fmt::format("retrying after 5xx answers from provider {} ({:.1f}/s now): {}{}", f.provider,
+                                         *f.provider_server_errors_per_s, retrying,
+                                         f.retries_total ? fmt::format(", {} retries in all", *f.retries_total) : "")};
+  }
+  // A worker's memory and the parked rows: one message is in one of them at a time.
+  const auto waiting = [](std::optional<std::uint64_t> in_memory, std::int64_t parked) {
+    return in_memory.value_or(0) + static_cast<std::uint64_t>(std::max<std::int64_t>(0, parked));
+  };
+  const auto ofThem = [](std::int64_t parked) {
+    return parked > 0 ? fmt::format(" ({} of them parked)", parked) : std::string();
+  };
+  if (const std::uint64_t n = waiting(f.quiet_waiting, f.parked_quiet); n > 0)
+    return {"quiet_hours",
+            fmt::format("{} waiting for their recipients' quiet hours to end{}", n, ofThem(f.parked_quiet))};
+  if (const std::uint64_t n = waiting(f.cap_waiting, f.parked_capped); n > 0)
+    return {"frequency_cap", fmt::format("{} waiting for a frequency cap (recipients reached their limit for now){}", n,
+                                         ofThem(f.parked_capped))};
   if (!f.achieved) return {"unknown", "no achieved rate yet"};
   if (f.backlog_lower_bound && f.backlog == 0)
     return {"no_input", "no messages waiting that the database knows of (total unknown, none parked)"};

@@ -237,6 +237,20 @@ void WorkerCore::revoke(const TopicPartition& tp) {
   });
   m.skip.erase(tp);
   m.tracker.revoke(tp.topic, tp.partition);
+  // What is in the sink now is let go when it comes back for a retry.
+  ++m.revokes;
+  const auto at = std::find_if(m.revoked_at.begin(), m.revoked_at.end(), [&](const auto& e) { return e.first == tp; });
+  if (at != m.revoked_at.end())
+    at->second = m.revokes;
+  else
+    m.revoked_at.emplace_back(tp, m.revokes);
+}
+
+bool WorkerCore::Impl::staleAfterRevoke(const Item& item) const {
+  if (!item.tracked || revokes <= item.read_after) return false;  // no revoke since it was read
+  for (const auto& [tp, at] : revoked_at)
+    if (samePartition(item.msg.position, tp)) return at > item.read_after;
+  return false;
 }
 
 namespace {
@@ -347,6 +361,7 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
   Item item;
   item.msg = std::move(msg);
   item.cost = cost.units;
+  item.read_after = m.revokes;
   m.applyTtl(c, item, now);
   m.hold(item.msg);
   m.admit(c, std::move(item), now);

@@ -30,6 +30,7 @@ struct Item {
   int faults = 0;                                        // of them, answered kFault
   int throttled = 0;                                     // of them, answered kThrottled
   bool tracked = true;                                   // its offset is in the tracker (false: it came from parking)
+  std::uint64_t read_after = 0;                          // Impl::revokes when it was read (staleAfterRevoke)
   std::uint32_t cost = 1;                                // quota units (MessageCostInterface; SMS segments)
   std::optional<MonoTime> first_attempt = std::nullopt;  // when the first attempt was handed to the sink
   // Recipient rules: caps_counted bit i = counted under the campaign's cap i
@@ -180,6 +181,13 @@ struct WorkerCore::Impl {
   std::vector<Campaign*> by_sid;
   std::unordered_map<std::string, std::unique_ptr<Provider>> providers;
   std::map<TopicPartition, std::vector<std::int64_t>> skip;  // finished offsets per assigned partition
+  // Revokes so far, and each revoked partition's latest (its number): a
+  // message read before its partition's latest revoke belongs to the new
+  // owner, which reads it again (revoke() lets go of what it holds; one in
+  // the sink then is let go when it comes back for a retry).
+  std::uint64_t revokes = 0;
+  std::vector<std::pair<TopicPartition, std::uint64_t>> revoked_at;
+  bool staleAfterRevoke(const delivery_detail::Item& item) const;
 
   std::unordered_map<std::uint64_t, std::pair<Campaign*, Item>> inflight;
   std::uint64_t next_ticket = 1;

@@ -224,6 +224,14 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
     addRow(c, item, DeliveryStatus::kFailed, item.attempts, why);
     return;
   }
+  if (staleAfterRevoke(item)) {
+    // Its partition moved while it was in the sink: its new owner reads it
+    // again (its offset was not committed), so holding it here too would
+    // count it, and send it, twice.
+    giveBack(item, c);
+    release(item.msg);
+    return;
+  }
   buffered_bytes += item.bytes();
   ++c->retrying;
   retries.emplace(now + d.delay, std::make_pair(c, std::move(item)));

@@ -1,15 +1,17 @@
 // pacerctl top (the live view) and pacerctl status (the database at a glance).
 #include <fmt/format.h>
-
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <csignal>
+#include <deque>
 #include <thread>
 
 #include "cli_parts.h"
+#include "console_redis.h"
 #include "pacer/conninfo.h"
+#include "pacer/console/console_model.h"
 #include "pacer/control/table.h"
 #include "pacer/control/top.h"
 
@@ -22,6 +24,7 @@ struct TopArgs {
   double window_s = 5;
   bool once = false;
   std::optional<std::string> admin;  // a pacerd's admin listener: the providers' live figures
+  std::vector<std::string> redis;    // the quota's Redis: the cluster's counts and shared provider state
   int width = 0;                     // 0: the terminal's, else 80
 };
 
@@ -112,6 +115,84 @@ std::string mergeLive(TopFrame& f, const std::string& address, const std::string
   }
 }
 
+// The cluster's figures in Redis (--redis), read at every frame: the counts
+// every pacerd adds to "pacer:{counts}" each second (docs/operations.md
+// "Cluster-wide failure counts") and the providers' shared effective rate and
+// pause. A rate is the growth of a count over the frames of the last window
+// (--once reads twice, a second apart). They fill what a worker's state
+// document (--admin) did not.
+class RedisFigures {
+ public:
+  RedisFigures(std::vector<std::string> nodes, double window_s)
+      : reader_(std::move(nodes), std::chrono::milliseconds(1000)), window_s_(window_s) {}
+
+  // Reads now and fills `f`; "" or why the figures are missing.
+  std::string merge(TopFrame& f) {
+    std::vector<std::string> fields, ids;
+    for (const TopProviderRow& p : f.providers) {
+      ids.push_back(p.id);
+      fields.push_back(console::countField("provider_throttled", p.id));
+      fields.push_back(console::countField("provider_server_errors", p.id));
+    }
+    for (const TopRow& r : f.rows) fields.push_back(console::countField("campaign_retries", r.id));
+    try {
+      samples_.push_back(Sample{seconds(), reader_.readCounts(fields)});
+      const auto shared = reader_.read(ids);
+      while (samples_.size() > 2 && samples_[1].at_s <= samples_.back().at_s - window_s_) samples_.pop_front();
+      for (TopProviderRow& p : f.providers) {
+        const std::string errors = console::countField("provider_server_errors", p.id);
+        if (!p.server_errors_per_s) p.server_errors_per_s = rate(errors);
+        if (!p.cluster_counts) {
+          p.throttled = count(console::countField("provider_throttled", p.id));
+          p.server_errors = count(errors);
+          p.cluster_counts = true;
+        }
+        if (const auto it = shared.find(p.id); it != shared.end()) {
+          if (!p.effective) p.effective = it->second.effective;
+          if (!p.paused) p.paused = it->second.paused_s > 0;
+        }
+        p.reported = true;  // the cluster's state, shared through Redis
+      }
+      for (TopRow& r : f.rows) {
+        const std::string retries = console::countField("campaign_retries", r.id);
+        if (!r.retries_total) r.retries_total = count(retries);
+        if (!r.retries_per_s) r.retries_per_s = rate(retries);
+      }
+      return "";
+    } catch (const console::ProviderStateError& e) {
+      samples_.clear();
+      return std::string("cluster figures from Redis: ") + e.what();
+    }
+  }
+
+ private:
+  struct Sample {
+    double at_s;
+    std::map<std::string, std::uint64_t> counts;
+  };
+  static double seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  std::uint64_t count(const std::string& field) const {
+    const auto it = samples_.back().counts.find(field);
+    return it == samples_.back().counts.end() ? 0 : it->second;
+  }
+  // Growth per second from the oldest sample kept to the newest.
+  std::optional<double> rate(const std::string& field) const {
+    if (samples_.size() < 2) return std::nullopt;
+    const Sample& old = samples_.front();
+    const double span = samples_.back().at_s - old.at_s;
+    const auto it = old.counts.find(field);
+    const std::uint64_t before = it == old.counts.end() ? 0 : it->second, now = count(field);
+    if (!(span > 0) || now < before) return std::nullopt;
+    return static_cast<double>(now - before) / span;
+  }
+
+  console::ProviderStateReader reader_;
+  double window_s_;
+  std::deque<Sample> samples_;
+};
+
 int terminalWidth(const Session& s, const TopArgs& ta) {
   if (ta.width > 0) return ta.width;
   winsize w{};
@@ -119,10 +200,18 @@ int terminalWidth(const Session& s, const TopArgs& ta) {
   return 80;
 }
 
-std::string frameText(Session& s, const TopArgs& ta, TopFrame f) {
+std::string frameText(Session& s, const TopArgs& ta, TopFrame f, RedisFigures* redis) {
   std::string note;
+  if (redis) {
+    note = redis->merge(f);
+    fillLimitedBy(f);  // again, with what Redis added
+  }
+  // A worker's document overrides (and mergeLive works "limited by" out again with it).
   const std::optional<std::string> admin = ta.admin ? ta.admin : s.env.admin;
-  if (admin) note = mergeLive(f, *admin, s.env.admin_token.value_or(""));
+  if (admin) {
+    const std::string live = mergeLive(f, *admin, s.env.admin_token.value_or(""));
+    if (!live.empty()) note += (note.empty() ? "" : "\n") + live;
+  }
   if (s.json) return renderTopJson(f);
   std::string text = renderTopText(f, terminalWidth(s, ta));
   if (!note.empty()) text += "\n" + note + "\n";
@@ -182,8 +271,15 @@ void top(Session& s, const TopArgs& ta) {
   if (s.json && !ta.once) throw InvalidValueError("--json with top needs --once (one frame as JSON)");
   PgControl& db = s.db();
   if (ta.width != 0 && (ta.width < 40 || ta.width > 1000)) throw InvalidValueError("--width: give 40 to 1000 columns");
+  std::unique_ptr<RedisFigures> redis;
+  if (!ta.redis.empty()) redis = std::make_unique<RedisFigures>(ta.redis, ta.window_s);
   if (ta.once) {
-    s.out << frameText(s, ta, topFrameOf(db.topSnapshot(ta.window_s), ta.window_s));
+    if (redis) {  // a first read, so that the frame has rates: the counts grow once a second
+      TopFrame first = topFrameOf(db.topSnapshot(ta.window_s), ta.window_s);
+      redis->merge(first);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    }
+    s.out << frameText(s, ta, topFrameOf(db.topSnapshot(ta.window_s), ta.window_s), redis.get());
     return;
   }
   StopSignals signals;
@@ -191,7 +287,7 @@ void top(Session& s, const TopArgs& ta) {
   HiddenCursor cursor(s.out, tty);
   while (!g_top_stop) {
     const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(ta.interval_ms);
-    const std::string frame = frameText(s, ta, topFrameOf(db.topSnapshot(ta.window_s), ta.window_s));
+    const std::string frame = frameText(s, ta, topFrameOf(db.topSnapshot(ta.window_s), ta.window_s), redis.get());
     // Drawn over the last frame, not after clearing: no flicker of an empty screen.
     s.out << (tty ? terminalRedraw(frame) : frame + "\n") << std::flush;
     while (!g_top_stop && std::chrono::steady_clock::now() < next)
@@ -250,6 +346,10 @@ void addTopCommands(CLI::App& app, Session& s, Commands& commands) {
                "HOST:PORT of a pacerd admin listener: adds the providers' effective rate, pause and 429s "
                "(default: $PACER_ADMIN; without either those columns show -)");
   cmd->add_option("--width", ta->width, "columns to fit (default: the terminal's, else 80)");
+  cmd->add_option("--redis", ta->redis,
+                  "HOST:PORT of the quota's Redis (repeatable, as pacerd's --redis): every worker's 429/503, 5xx "
+                  "and retry counts, their rates over the window, and the providers' shared effective rate and "
+                  "pause; with --once it reads twice, about a second apart");
   commands[cmd] = [&s, ta] { top(s, *ta); };
   commands[app.add_subcommand("status", "schema version, campaigns by state, ledger totals, parked rows")] = [&s] {
     status(s);

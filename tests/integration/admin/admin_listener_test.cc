@@ -388,6 +388,8 @@ TEST_F(AdminListenerTest, WrongTokensFromOneAddressGet429AfterTheBurstWhileRight
   o.token = "right";
   o.wrong_token_burst = 10;
   o.wrong_token_refill = std::chrono::seconds(6);
+  o.wrong_token_delay_first = milliseconds(1);  // the delay has a test of its own
+  o.wrong_token_delay_max = milliseconds(1);
   start(std::move(o));
   int refused = 0;
   int slowed = 0;
@@ -427,6 +429,73 @@ TEST_F(AdminListenerTest, WrongTokensFromOneAddressGet429AfterTheBurstWhileRight
   EXPECT_EQ(http("POST", base_ + "/admin/drain", "", "Bearer guess-51").status, 429);
   // Without a token there is nothing to guess: still 401, not counted.
   EXPECT_EQ(http("POST", base_ + "/admin/drain").status, 401);
+}
+
+// A guesser that ignores the 429 and keeps sending: each 429 in a row is
+// held back longer (here 1 ms, 2 ms, then 3 ms each, small for the test's
+// sake; 100 ms doubling to 2 s by default), so 2,000 wrong tokens take at
+// least the sum of those delays. Without it they took 0.59 s.
+TEST_F(AdminListenerTest, AGuesserIgnoring429IsHeldBackLongerForEachOneInARow) {
+  AdminServerOptions o;
+  o.token = "right";
+  o.wrong_token_burst = 10;
+  o.wrong_token_refill = std::chrono::seconds(6);  // the stepped clock stands still: no refill
+  o.wrong_token_delay_first = milliseconds(1);
+  o.wrong_token_delay_max = milliseconds(3);
+  start(std::move(o));
+  const auto t0 = Clock::now();
+  int refused = 0, slowed = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const long status = http("POST", base_ + "/admin/drain", "", "Bearer guess-" + std::to_string(i)).status;
+    refused += status == 401;
+    slowed += status == 429;
+  }
+  const double took_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  EXPECT_EQ(refused, 10);
+  EXPECT_EQ(slowed, 1990);
+  // 1 + 2 + 3 * 1988 ms: the designed least, whatever the machine's speed.
+  EXPECT_GE(took_ms, 1.0 + 2.0 + 3.0 * 1988) << "each 429 is answered only after its delay";
+  // Counted in the log at once: the first 429 has its line when it is answered.
+  bool logged_429 = false;
+  for (const std::string& line : log())
+    logged_429 = logged_429 ||
+                 (line.find("status=429") != std::string::npos && line.find("refused_total=1") != std::string::npos);
+  EXPECT_TRUE(logged_429);
+}
+
+// While a guesser's 429 is held back, the listener goes on: a right token on
+// another connection of the same address, and /healthz, are answered before
+// it, and the held one is still answered (429, on its own connection) later.
+TEST_F(AdminListenerTest, AHeld429BlocksNeitherTheListenerNorARightTokenOnAnotherConnection) {
+  AdminServerOptions o;
+  o.token = "right";
+  o.wrong_token_burst = 1;
+  o.wrong_token_refill = std::chrono::seconds(6);
+  o.wrong_token_delay_first = milliseconds(2500);
+  o.wrong_token_delay_max = milliseconds(2500);
+  start(std::move(o));
+  ASSERT_EQ(http("POST", base_ + "/admin/drain", "", "Bearer guess-0").status, 401);
+  const int guesser = connectTo(port_);
+  ASSERT_GE(guesser, 0);
+  fds_.push_back(guesser);
+  sendAll(guesser,
+          "POST /admin/drain HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer guess-1\r\n"
+          "Content-Length: 0\r\n\r\n");
+  // The guesser's request is in once its 429 is counted (the log line comes
+  // when the answer is decided, before it is held).
+  const auto until = Clock::now() + std::chrono::seconds(3);
+  const auto counted = [&] {
+    for (const std::string& line : log())
+      if (line.find("status=429") != std::string::npos) return true;
+    return false;
+  };
+  while (!counted() && Clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_TRUE(counted());
+  EXPECT_EQ(http("GET", base_ + "/healthz").status, 200);
+  EXPECT_EQ(http("POST", base_ + "/admin/drain", "", "Bearer right").status, 200) << "a right token is never held";
+  EXPECT_EQ(readUntil(guesser, "\r\n\r\n", milliseconds(300)), "") << "the 429 is still held meanwhile";
+  EXPECT_THAT(readUntil(guesser, "\r\n\r\n", milliseconds(5000)), HasSubstr("HTTP/1.1 429"))
+      << "and answered after its delay, the connection kept";
 }
 
 TEST_F(AdminListenerTest, EveryAnswerCarriesAContentSecurityPolicy) {

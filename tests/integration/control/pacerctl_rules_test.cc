@@ -6,11 +6,16 @@
 // others load.
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pacer/ledger/pg_directory.h"
 #include "pacerctl_fixture.h"
+#include "support/redis_server.h"
 
 namespace pacer::control {
 namespace {
@@ -169,6 +174,87 @@ TEST_F(PacerctlRulesTest, SuppressedRowsAreCountedLikeFailedOnesInShowStatusAndT
   EXPECT_THAT(r.out, HasSubstr("class default: 1 campaign, backlog 5, 0.0/s\nclass bulk: 1 campaign, backlog 2"));
   EXPECT_THAT(r.out, HasSubstr("CLASS"));
   EXPECT_THAT(r.out, HasSubstr("SUPPR"));
+}
+
+// Without --admin, top reads PostgreSQL only; a long wait is parked there
+// with its time (not_before), so top names quiet hours and caps from the
+// parked rows: a whole-minute time of a campaign with quiet hours is the end
+// of a quiet window, a time to the millisecond is a deferred cap's.
+TEST_F(PacerctlRulesTest, TopWithoutAWorkerNamesQuietHoursAndCapsFromTheParkedRows) {
+  ASSERT_EQ(ctl({"campaign", "create", "night", "--rate", "10", "--total", "100", "--quiet-hours", "21:00-08:00",
+                 "--time-zone", "UTC", "--cap", "3/24h", "--cap-policy", "defer"})
+                .code,
+            0);
+  ASSERT_EQ(
+      ctl({"campaign", "create", "capped", "--rate", "10", "--total", "100", "--cap", "3/24h", "--cap-policy", "defer"})
+          .code,
+      0);
+  ASSERT_EQ(ctl({"campaign", "create", "due", "--rate", "10", "--total", "100", "--quiet-hours", "21:00-08:00",
+                 "--time-zone", "UTC"})
+                .code,
+            0);
+  int next = 0;  // message ids and offsets, unique across the calls
+  const auto park = [&](const std::string& campaign, int n, const std::string& not_before) {
+    exec(fmt::format(
+        "INSERT INTO parked (message_id, campaign, topic, kafka_partition, kafka_offset, payload, not_before) "
+        "SELECT '{0}-' || i, '{0}', 't', 0, i, 'x', {1} FROM generate_series({2}, {3}) i",
+        campaign, not_before, next + 1, next + n));
+    next += n;
+  };
+  park("night", 30, "date_trunc('minute', now()) + interval '3 hours'");
+  park("night", 2, "now() + interval '2 hours 0.123 seconds'");  // its cap's: fewer, named after quiet hours
+  park("capped", 20, "date_trunc('minute', now()) + interval '5 hours 1.456 seconds'");
+  park("due", 20, "date_trunc('minute', now()) - interval '1 minute'");  // may go now: claimable, not waiting
+  Outcome r = ctl({"--json", "top", "--once"});
+  ASSERT_EQ(r.code, 0) << r;
+  std::map<std::string, Json> by_id;
+  const Json doc = Json::parse(r.out);
+  for (const Json& c : doc.at("campaigns")) by_id[c.at("id").get<std::string>()] = c;
+  ASSERT_EQ(by_id.size(), 3u) << r.out;
+  EXPECT_EQ(by_id["night"].at("limited_by").at("code"), "quiet_hours") << r.out;
+  EXPECT_THAT(by_id["night"].at("limited_by").at("text").get<std::string>(),
+              HasSubstr("30 waiting for their recipients' quiet hours to end (30 of them parked)"));
+  EXPECT_EQ(by_id["capped"].at("limited_by").at("code"), "frequency_cap") << r.out;
+  EXPECT_THAT(by_id["capped"].at("limited_by").at("text").get<std::string>(),
+              HasSubstr("20 waiting for a frequency cap"));
+  EXPECT_NE(by_id["due"].at("limited_by").at("code"), "quiet_hours") << r.out;
+  r = ctl({"top", "--once", "--width", "200"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, HasSubstr("quiet hours"));
+  EXPECT_THAT(r.out, HasSubstr("freq cap"));
+}
+
+// Without --admin but with --redis, top reads the counts every worker adds
+// to Redis each second: the campaign's retries and its provider's 5xx answers
+// growing now name "5xx retries", as a worker's state document does, and
+// once they stop growing they no longer do.
+TEST_F(PacerctlRulesTest, TopWithRedisNames5xxRetriesWithoutAWorker) {
+  pacer::testing::RedisServer redis;
+  const std::string node = "127.0.0.1:" + std::to_string(redis.port());
+  ASSERT_EQ(ctl({"provider", "create", "push", "--rate", "400"}).code, 0);
+  ASSERT_EQ(ctl({"campaign", "create", "promo", "--rate", "100", "--total", "1000", "--provider", "push"}).code, 0);
+  std::atomic<bool> stop{false};
+  std::thread workers([&] {  // as pacerd's count writers do, once a second each (here faster)
+    while (!stop) {
+      redis.command({"HINCRBY", "pacer:{counts}", "provider_server_errors:push", "6"});
+      redis.command({"HINCRBY", "pacer:{counts}", "campaign_retries:promo", "6"});
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  Outcome r = ctl({"--json", "top", "--once", "--redis", node});
+  stop = true;
+  workers.join();
+  ASSERT_EQ(r.code, 0) << r;
+  Json doc = Json::parse(r.out);
+  const Json& why = doc.at("campaigns").at(0).at("limited_by");
+  EXPECT_EQ(why.at("code"), "server_errors") << r.out;
+  EXPECT_THAT(why.at("text").get<std::string>(), HasSubstr("retrying after 5xx answers from provider push"));
+  EXPECT_THAT(why.at("text").get<std::string>(), HasSubstr("retries/s"));
+  EXPECT_EQ(doc.at("providers").at(0).at("health").at("code"), "failing");
+  r = ctl({"top", "--once", "--width", "200", "--redis", node});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_THAT(r.out, Not(HasSubstr("5xx retries"))) << "the counts no longer grow";
+  EXPECT_THAT(r.out, HasSubstr("nothing"));
 }
 
 // pacerd's directory reads the same rows: a row whose rules cannot be used is

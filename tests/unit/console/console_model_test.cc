@@ -148,6 +148,24 @@ TEST(LimitedByTest, RetriesAfter5xxQuietHoursAndCapsFromThisWorkersFigures) {
   EXPECT_THAT(why.text, HasSubstr("720 retries in all")) << "every worker's, from Redis";
 }
 
+// Long waits are parked: the worker holds none of them, PostgreSQL has
+// them (the same TopRow figures `pacerctl top` reads).
+TEST(LimitedByTest, QuietHoursAndCapsFromTheParkedRowsWhenTheWorkerHoldsNone) {
+  ProviderView p = provider(400);
+  p.worker = ProviderView::Worker{};
+  p.server_errors_per_s = 0;
+  CampaignView c = campaign("c", 100, 0);
+  c.worker = CampaignView::Worker{};
+  c.top.parked = 700;
+  c.top.parked_capped = 700;
+  EXPECT_EQ(limitedBy(c, &p, 0).code, "frequency_cap");
+  c.top.parked_capped = 0;
+  c.top.parked_quiet = 700;
+  EXPECT_EQ(limitedBy(c, &p, 0).code, "quiet_hours");
+  c.worker.reset();
+  EXPECT_EQ(limitedBy(c, &p, 0).code, "quiet_hours") << "a worker that never had one of its messages";
+}
+
 TEST(ProviderHealthTest, TheStateDocumentCarriesEachVerdict) {
   const auto health = [](const ProviderView& p) {
     return stateJson("", 0, 5, {}, {p}, Sources{})["providers"][0]["health"]["code"].get<std::string>();

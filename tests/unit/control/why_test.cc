@@ -55,6 +55,42 @@ TEST(WhyLimitedTest, MessagesWaitingForARetryWhileTheProviderAnswers5xxAreNamed)
   EXPECT_EQ(limitedByOf(f).code, "below_limits");
 }
 
+// Without a worker's facts (top without --admin) the parked rows still say
+// it: a wait longer than park_wait_after (30 s) is parked, not held in
+// memory, so even a worker's state document showed none of them.
+TEST(WhyLimitedTest, ParkedRowsWaitingForQuietHoursOrACapAreNamedWithoutAWorker) {
+  LimitFacts f = below();
+  f.retry_waiting.reset();
+  f.quiet_waiting.reset();
+  f.cap_waiting.reset();
+  EXPECT_EQ(limitedByOf(f).code, "below_limits");
+  f.parked_capped = 40;
+  LimitedBy l = limitedByOf(f);
+  EXPECT_EQ(l.code, "frequency_cap");
+  EXPECT_THAT(l.text, HasSubstr("40 waiting for a frequency cap"));
+  EXPECT_THAT(l.text, HasSubstr("(40 of them parked)"));
+  f.parked_quiet = 300;
+  f.quiet_waiting = 5;  // a worker's too, when known: one message is in one place at a time
+  l = limitedByOf(f);
+  EXPECT_EQ(l.code, "quiet_hours");
+  EXPECT_THAT(l.text, HasSubstr("305 waiting for their recipients' quiet hours to end (300 of them parked)"));
+}
+
+// top --redis without a worker: no waiting messages known, but every
+// worker's retries of the campaign grow while its provider answers 5xx.
+TEST(WhyLimitedTest, RetriesPerSecondNameServerErrorsWhenNoWorkersWaitingMessagesAreKnown) {
+  LimitFacts f = below();
+  f.retry_waiting.reset();
+  f.provider_server_errors_per_s = 6;
+  EXPECT_EQ(limitedByOf(f).code, "below_limits");
+  f.retries_per_s = 4.5;
+  const LimitedBy l = limitedByOf(f);
+  EXPECT_EQ(l.code, "server_errors");
+  EXPECT_THAT(l.text, HasSubstr("(6.0/s now): 4.5 retries/s"));
+  f.provider_server_errors_per_s = 0;  // retried for another reason
+  EXPECT_EQ(limitedByOf(f).code, "below_limits");
+}
+
 TEST(WhyLimitedTest, MessagesWaitingForQuietHoursAreNamed) {
   LimitFacts f = below();
   f.quiet_waiting = 1200;
@@ -263,6 +299,47 @@ TEST(TopWhyTest, AFailedOverPrefixRouteIsWhatTopShowsFromTheStateDocument) {
   EXPECT_THAT(renderTopText(f, 200), HasSubstr("route 44 -> sms-uk; failover to sms-b"));
   const auto j = nlohmann::json::parse(renderTopJson(f));
   EXPECT_EQ(j["campaigns"][0]["limited_by"]["text"], l->text);
+}
+
+// `pacerctl top` without --admin (PostgreSQL only) and with it (a worker's
+// state document merged in) give the same words for a campaign waiting for
+// quiet hours or a cap: the parked rows are in both frames.
+TEST(TopWhyTest, TopWithAndWithoutAWorkerNamesQuietHoursAndCapsAlike) {
+  for (const bool quiet : {true, false}) {
+    TopFrame plain;
+    TopRow r;
+    r.id = "night";
+    r.state = "active";
+    r.provider = "sms";
+    r.send_rate = 100;
+    r.total = 10000;
+    r.sent = 2000;
+    r.achieved = 0;
+    r.parked = 8000;
+    (quiet ? r.parked_quiet : r.parked_capped) = 8000;
+    plain.rows.push_back(r);
+    TopProviderRow p;
+    p.id = "sms";
+    p.rate = 400;
+    plain.providers.push_back(p);
+    TopFrame live = plain;  // as mergeLive leaves it: the worker holds none of them in memory
+    live.rows[0].retry_waiting = 0;
+    live.rows[0].quiet_waiting = 0;
+    live.rows[0].cap_waiting = 0;
+    live.providers[0].effective = 400;
+    live.providers[0].paused = false;
+    live.providers[0].circuit_open = false;
+    live.providers[0].server_errors_per_s = 0;
+    live.providers[0].reported = true;
+    fillLimitedBy(plain);
+    fillLimitedBy(live);
+    const std::string code = quiet ? "quiet_hours" : "frequency_cap";
+    EXPECT_EQ(plain.rows[0].limited_code, code);
+    EXPECT_EQ(live.rows[0].limited_code, code);
+    EXPECT_EQ(plain.rows[0].limited_text, live.rows[0].limited_text);
+    EXPECT_THAT(renderTopText(plain, 200), HasSubstr(shortWord(code)));
+    EXPECT_THAT(renderTopText(live, 200), HasSubstr(shortWord(code)));
+  }
 }
 
 }  // namespace
