@@ -6,6 +6,7 @@
 #   PACER_BENCH_PRESET=default bench/ledger_events.sh ...   (default preset: release)
 #   LEDGER_BENCH_BIN=/path/to/ledger_events_bench bench/ledger_events.sh ...   (a copied build, for an A/B)
 #   LEDGER_BENCH_ARGS="--variants ledger,both --drain 1" bench/ledger_events.sh ...
+#   LEDGER_BENCH_SQL="ALTER TABLE ..." bench/ledger_events.sh ...   (run in every database after the migrations)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/../scripts/services.sh"
@@ -32,6 +33,7 @@ server="host=127.0.0.1 port=$PACER_PG_PORT user=postgres"
 for v in ledger callbacks outbox both; do
   pacer_as_pg "$(pacer_pg_bin)/createdb" -h 127.0.0.1 -p "$PACER_PG_PORT" -U postgres "lb_$v"
   "build/$preset/pacerd" migrate --postgres "$server dbname=lb_$v" >/dev/null
+  [ -z "${LEDGER_BENCH_SQL:-}" ] || psql "$server dbname=lb_$v" -v ON_ERROR_STOP=1 -qAt -c "$LEDGER_BENCH_SQL"
 done
 echo "# ledger_events_bench: $rows rows in batches of $batch, $rounds rounds, $(nproc) cores," \
   "load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%Y-%m-%dT%H:%MZ)"
