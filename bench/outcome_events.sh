@@ -13,6 +13,9 @@
 #   EVENTS_ARGS="--events-batch 5000" bench/outcome_events.sh ...   (more flags for the events-on runs)
 #   EVENTS_SPLIT=1 bench/outcome_events.sh ...   (unlimited rounds add a third run between off and on:
 #     the outbox written but its drainer idle until the stop, so the ledger's share of the cost shows)
+#   OFF_ARGS="--no-callbacks" bench/outcome_events.sh ...   (more flags for the events-off runs: a bare ledger)
+#   KAFKA_MOCK=/tmp/a/pacer-kafka-mock PACERD_AB="/tmp/a/pacerd /tmp/b/pacerd" bench/outcome_events.sh ...   (A/B of two copied builds in one
+#     sitting: each off/on pair, and each paced pair, runs under A then B; lines name the build)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/../scripts/services.sh"
@@ -25,7 +28,8 @@ partitions=8
 preset=${PACER_BENCH_PRESET:-release}
 
 pacer_install_packages "${PACER_PACKAGES[@]}" jq >/dev/null
-pacer_build "$preset" >/dev/null
+# With PACERD_AB the builds are copies: nothing to build (the mock comes from build/PRESET).
+[ -n "${PACERD_AB:-}" ] || pacer_build "$preset" pacerd pacer-kafka-mock >/dev/null
 bin=build/$preset
 
 PACER_RUN_DIR=$(mktemp -d /tmp/pacer-bench-XXXXXX)
@@ -40,8 +44,8 @@ pacer_start_postgres "$PACER_RUN_DIR/pg"
 # One events topic per run, made here: an auto-created topic has 4
 # partitions, and the mock keeps at most 5 MiB of each.
 event_topics=()
-for i in $(seq 1 $((3 * runs + 2 * $(wc -w <<<"$paced")))); do event_topics+=(--topic "outcomes$i:16"); done
-pacer_start_kafka_mock "$bin/pacer-kafka-mock" "$PACER_RUN_DIR/kafka" --topic "messages:$partitions" \
+for i in $(seq 1 $((2 * (3 * runs + 2 * $(wc -w <<<"$paced"))))); do event_topics+=(--topic "outcomes$i:16"); done
+pacer_start_kafka_mock "${KAFKA_MOCK:-$bin/pacer-kafka-mock}" "$PACER_RUN_DIR/kafka" --topic "messages:$partitions" \
   "${event_topics[@]}"
 awk -v n="$messages" 'BEGIN { for (i = 0; i < n; i++) printf "c%d:{\"to\":\"+1555%07d\",\"text\":\"hello\"}\n", i % 20 + 1, i }' |
   kcat -P -b "$PACER_KAFKA" -t messages -K: -X queue.buffering.max.messages=1000000
@@ -57,7 +61,7 @@ run() {
   topic="outcomes$n"
   pacer_as_pg "$(pacer_pg_bin)/createdb" -h 127.0.0.1 -p "$PACER_PG_PORT" -U postgres "$db"
   conninfo="host=127.0.0.1 port=$PACER_PG_PORT user=postgres dbname=$db"
-  "$bin/pacerd" migrate --postgres "$conninfo" >/dev/null
+  "$pacerd" migrate --postgres "$conninfo" >/dev/null
   psql "$conninfo" -qAt -c "INSERT INTO campaigns (id, send_rate, burst) SELECT 'c' || g, ${rate:-NULL}, \
     ${rate:-1} FROM generate_series(1, 20) g"
   # shellcheck disable=SC2206 # EVENTS_ARGS: more pacerd flags for the events, split on spaces
@@ -66,7 +70,9 @@ run() {
   # for a minute, longer than a run (at the stop it publishes for at most 10 s).
   [ "$mode" = outbox ] && events=(--events-topic "$topic" --events-worker-id bench ${EVENTS_ARGS:-} \
     --events-poll-ms 60000)
-  "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --group "bench$n" --postgres "$conninfo" --no-migrate \
+  # shellcheck disable=SC2206 # OFF_ARGS: more pacerd flags for the events-off runs, split on spaces
+  [ "$mode" = off ] && events=(${OFF_ARGS:-})
+  "$pacerd" --brokers "$PACER_KAFKA" --topic messages --group "bench$n" --postgres "$conninfo" --no-migrate \
     --sink null --in-flight 10000 --exit-when-idle-ms 1000 --summary "$PACER_RUN_DIR/summary$n.json" \
     --session-timeout-ms 6000 --admin-listen off "${events[@]}" 2>"$PACER_RUN_DIR/pacerd$n.log"
   sent=$(jq .sent "$PACER_RUN_DIR/summary$n.json")
@@ -74,7 +80,7 @@ run() {
   rowrate=$(jq '.ledger_rows_per_s | floor' "$PACER_RUN_DIR/summary$n.json")
   in_ledger=$(psql "$conninfo" -qAt -c "SELECT count(*) FROM deliveries")
   [ "$sent" -eq "$messages" ] && [ "$in_ledger" -eq "$messages" ] || { echo "run $n lost messages" >&2; exit 1; }
-  line="run $n events $mode: $rate_out msg/s end to end, $rowrate ledger rows/s"
+  line="run $n${label:+ $label} events $mode: $rate_out msg/s end to end, $rowrate ledger rows/s"
   if [ "$mode" = on ]; then
     # Every event: its id, its Kafka timestamp, its ledger time.
     kcat -C -b "$PACER_KAFKA" -t "$topic" -e -q -f '%T %s\n' >"$PACER_RUN_DIR/events$n.txt"
@@ -102,31 +108,50 @@ run() {
   echo "$line"
 }
 
-off=()
-on=()
-outbox=()
-for r in $(seq 1 "$runs"); do
-  run off ""
-  off+=("$rate_out")
-  if [ -n "${EVENTS_SPLIT:-}" ]; then
-    run outbox ""
-    outbox+=("$rate_out")
-  fi
-  run on ""
-  on+=("$rate_out")
-done
+builds=(${PACERD_AB:-$bin/pacerd})
+[ ${#builds[@]} -le 2 ] || { echo "PACERD_AB: at most two builds" >&2; exit 1; }
+# use I: the pacerd of build I (0 or 1), and its label (A or B with PACERD_AB).
+use() {
+  pacerd=${builds[$1]}
+  label=
+  [ -z "${PACERD_AB:-}" ] || label=$([ "$1" = 0 ] && echo A || echo B)
+}
+[ -z "${PACERD_AB:-}" ] || { echo "A: ${builds[0]}"; echo "B: ${builds[1]}"; }
 median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
-moff=$(median "${off[@]}")
-mon=$(median "${on[@]}")
-echo "unlimited, median of $runs: events off $moff msg/s, events on $mon msg/s:" \
-  "cost $(awk -v a="$moff" -v b="$mon" 'BEGIN { printf "%.1f", (a - b) * 100 / a }')% (goal <= 10%)"
-if [ -n "${EVENTS_SPLIT:-}" ]; then
-  mbox=$(median "${outbox[@]}")
-  echo "outbox written, drainer idle, median of $runs: $mbox msg/s:" \
-    "cost $(awk -v a="$moff" -v b="$mbox" 'BEGIN { printf "%.1f", (a - b) * 100 / a }')%"
-fi
+declare -A off on outbox
+for r in $(seq 1 "$runs"); do
+  for b in "${!builds[@]}"; do
+    use "$b"
+    run off ""
+    off[$b]+=" $rate_out"
+    if [ -n "${EVENTS_SPLIT:-}" ]; then
+      run outbox ""
+      outbox[$b]+=" $rate_out"
+    fi
+    run on ""
+    on[$b]+=" $rate_out"
+  done
+done
+for b in "${!builds[@]}"; do
+  use "$b"
+  # shellcheck disable=SC2086 # the lists of rates, split on spaces
+  moff=$(median ${off[$b]})
+  # shellcheck disable=SC2086
+  mon=$(median ${on[$b]})
+  echo "${label:+$label }unlimited, median of $runs: events off $moff msg/s, events on $mon msg/s:" \
+    "cost $(awk -v a="$moff" -v b="$mon" 'BEGIN { printf "%.1f", (a - b) * 100 / a }')% (goal <= 10%)"
+  if [ -n "${EVENTS_SPLIT:-}" ]; then
+    # shellcheck disable=SC2086
+    mbox=$(median ${outbox[$b]})
+    echo "${label:+$label }outbox written, drainer idle, median of $runs: $mbox msg/s:" \
+      "cost $(awk -v a="$moff" -v b="$mbox" 'BEGIN { printf "%.1f", (a - b) * 100 / a }')%"
+  fi
+done
 for rate in $paced; do
   echo "paced at $rate msg/s ($((rate / 20))/s per campaign x 20):"
-  run off "$((rate / 20))"
-  run on "$((rate / 20))"
+  for b in "${!builds[@]}"; do
+    use "$b"
+    run off "$((rate / 20))"
+    run on "$((rate / 20))"
+  done
 done

@@ -79,6 +79,10 @@ struct CampaignInfo {
   // A message's lifetime from when it is read, milliseconds; 0: none. A
   // message's own deadline (pacer-expires-at) wins when it is earlier.
   std::int64_t default_ttl_ms = 0;
+  // The row names a callback URL (docs/callbacks.md). The core ignores it;
+  // pacerd leaves the callbacks' CTE out of the ledger statement while no
+  // campaign has one. The URL itself is read with each callback batch.
+  bool has_callback = false;
 };
 
 // A provider as configured (the providers table).

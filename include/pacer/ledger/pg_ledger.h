@@ -4,6 +4,7 @@
 // loopback, see ENVIRONMENT.md). Not thread-safe: one owner thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,6 +25,11 @@ struct PgLedgerOptions {
   // by this worker id, in the same statement (schema 014), with the id of
   // its outbox row when events are on too.
   std::string callback_worker{};
+  // With callback_worker set: whether any campaign has a callback URL now,
+  // asked once per ledger write (from the writer's thread; must be cheap and
+  // thread-safe). False: the statement leaves out the callbacks' CTE, so
+  // callbacks cost nothing while no campaign uses them. Empty: always true.
+  std::function<bool()> callbacks_wanted{};
 };
 
 LedgerInterfacePtr makePgLedger(const PgLedgerOptions& options);

@@ -87,18 +87,22 @@ std::string eventWrites(const EventWrites& w, std::string_view source) {
   return out;
 }
 
-// Runs `run` with the worker ids the statement's eventWrites() takes.
+// Runs `run` with the worker ids the statement of `w` (eventWrites()) takes.
 template <typename Run>
-auto withWorkers(const PgLedgerOptions& o, Run&& run) {
-  const bool events = !o.outbox_worker.empty(), callbacks = !o.callback_worker.empty();
-  if (events && callbacks) return run(o.outbox_worker, o.callback_worker);
-  if (events) return run(o.outbox_worker);
-  if (callbacks) return run(o.callback_worker);
+auto withWorkers(const PgLedgerOptions& o, const EventWrites& w, Run&& run) {
+  if (w.events && w.callbacks) return run(o.outbox_worker, o.callback_worker);
+  if (w.events) return run(o.outbox_worker);
+  if (w.callbacks) return run(o.callback_worker);
   return run();
 }
 
+// The callbacks' CTE only while some campaign has a URL (callbacks_wanted).
+bool callbacksNow(const PgLedgerOptions& o) {
+  return !o.callback_worker.empty() && (!o.callbacks_wanted || o.callbacks_wanted());
+}
+
 EventWrites eventWritesOf(const PgLedgerOptions& o, int first_param) {
-  return EventWrites{!o.outbox_worker.empty(), !o.callback_worker.empty(), first_param};
+  return EventWrites{!o.outbox_worker.empty(), callbacksNow(o), first_param};
 }
 
 // The batch statement of record(): inserts what is new, and counts the dead
@@ -171,14 +175,15 @@ class PgLedger final : public LedgerInterface {
     return guarded(conn_, options_, [&](pqxx::connection& c) {
       pqxx::work tx(c);
       // recordSql(): the rows, the dead tokens, and the clashes to record apart.
+      const EventWrites w = eventWritesOf(options_, 14);
       const auto run = [&](auto&&... extra) {
-        return tx.exec_params(recordSql(eventWritesOf(options_, 14)), textArray(ids), textArray(campaigns),
+        return tx.exec_params(recordSql(w), textArray(ids), textArray(campaigns),
                               textArray(topics), numberArray(partitions), numberArray(offsets), textArray(statuses),
                               numberArray(attempts), textArray(reasons), numberArray(fingerprints),
                               textArray(providers), textArray(provider_ids), textArray(tokens),
                               numberArray(invalid_since), extra...);
       };
-      const pqxx::result clash = withWorkers(options_, run);
+      const pqxx::result clash = withWorkers(options_, w, run);
       std::size_t added = clash.empty() ? 0 : clash[0][0].as<std::size_t>();
       for (const auto& row : clash) {
         if (row[1].is_null()) continue;
@@ -249,7 +254,7 @@ class PgLedger final : public LedgerInterface {
         tx.exec_params(upsert, textArray(providers), textArray(ids), textArray(statuses), textArray(codes),
                        textArray(texts), numberArray(done), numberArray(received), extra...);
       };
-      withWorkers(options_, run);
+      withWorkers(options_, w, run);
       tx.commit();
       return 0;
     });
@@ -272,7 +277,7 @@ class PgLedger final : public LedgerInterface {
                                             static_cast<std::int64_t>(same.fingerprint), extra...);
       return row[0].as<std::int64_t>();
     };
-    const std::int64_t inserted = withWorkers(options_, insert);
+    const std::int64_t inserted = withWorkers(options_, w, insert);
     // The token is dead whatever id its message came under.
     if (inserted == 1 && same.status == DeliveryStatus::kInvalidToken && !same.token.empty())
       tx.exec_params(fmt::format("WITH tokens AS (SELECT $1::text AS provider, $2::text AS token, $3::text AS "

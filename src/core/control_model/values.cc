@@ -237,6 +237,7 @@ std::optional<CampaignInfo> campaignInfoOf(const CampaignRow& row, std::string* 
   ci.default_ttl_ms = row.default_ttl_ms;
   ci.failover = row.failover;
   ci.routes = row.routes;
+  ci.has_callback = !row.callback_url.empty();
   for (auto why :
        {validation::failoverProblem("failover", ci.provider, ci.failover),
         prefixRoutesProblem("routes", ci.provider, ci.routes),

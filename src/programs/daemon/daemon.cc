@@ -8,7 +8,9 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
+#include <set>
 
 #include "daemon_parts.h"
 #include "pacer/conninfo.h"
@@ -67,7 +69,11 @@ class Daemon {
     const std::optional<admin::ListenAddress> admin_at = adminAddress(o_);
     ledger::PgLedgerOptions pg{o_.postgres};
     if (!o_.events_topic.empty()) pg.outbox_worker = eventsWorkerId(o_);
-    if (o_.callbacks) pg.callback_worker = eventsWorkerId(o_);
+    if (o_.callbacks) {
+      pg.callback_worker = eventsWorkerId(o_);
+      // No callbacks' CTE in the ledger statement while no campaign has a URL.
+      pg.callbacks_wanted = [this] { return callbacks_wanted_.load(std::memory_order_acquire); };
+    }
     std::vector<SmppSinkRef> smpp;
     sink_ = makeSink(
         o_, [this](std::string_view campaign) { return providerOf(campaign); }, log_, &smpp);
@@ -90,7 +96,10 @@ class Daemon {
     tellWallClock(start);
     feed_ = std::make_unique<control::ControlFeed>(
         control::ControlFeedOptions{o_.postgres, o_.refresh_interval, o_.tick}, *core_, *clock_, log_,
-        [this](const CampaignInfo& c) { noteProvider(c); });
+        [this](const CampaignInfo& c) {
+          noteProvider(c);
+          noteCallback(c);
+        });
     feed_->start(start);
     if (admin_at) admin_ = std::make_unique<AdminWiring>(o_, *admin_at, *clock_, log_);
     ingest_ = std::make_unique<ingest::KafkaIngest>(ingestOptions(o_), *core_, *ledger_, *clock_, log_);
@@ -147,6 +156,16 @@ class Daemon {
   void noteProvider(const CampaignInfo& c) {
     if (o_.provider_sinks.empty()) return;
     campaign_provider_[c.id] = c.provider;
+  }
+  // The campaigns applied with a callback URL. One deleted stays counted
+  // (the statement then filters on the table itself), which costs only the
+  // CTE; a URL newly set counts from the read that applies it.
+  void noteCallback(const CampaignInfo& c) {
+    if (!c.has_callback)
+      callback_campaigns_.erase(c.id);
+    else
+      callback_campaigns_.insert(c.id);
+    callbacks_wanted_.store(!callback_campaigns_.empty(), std::memory_order_release);
   }
   std::string_view providerOf(std::string_view campaign) const {
     auto it = campaign_provider_.find(campaign);
@@ -447,6 +466,8 @@ class Daemon {
   std::unique_ptr<AdminWiring> admin_;
   std::unique_ptr<ingest::KafkaIngest> ingest_;
   std::map<std::string, std::string, std::less<>> campaign_provider_;  // with provider sinks only
+  std::set<std::string, std::less<>> callback_campaigns_;  // noteCallback(); the control feed's thread
+  std::atomic<bool> callbacks_wanted_{false};              // read by the ledger writer
   std::map<std::string, std::pair<double, bool>> provider_logged_;     // effective rate and pause last logged
   std::map<std::string, std::uint64_t> verdicts_logged_;             // a provider's judge verdicts last logged
   // A campaign's route last logged (failover), a prefix route's under "ID\x1fPROVIDER".

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -261,6 +262,34 @@ TEST_F(CallbackWorkerTest, WithCallbacksOffTheLedgerWritesNoCallbackRows) {
   writeRows(*ledger, {"hooked"}, 10);
   EXPECT_EQ(scalar("SELECT count(*) FROM deliveries"), 10);
   EXPECT_EQ(scalar("SELECT count(*) FROM callback_outbox"), 0);
+}
+
+// While the worker knows of no campaign with a URL (callbacks_wanted says
+// false), the ledger statement carries no callbacks' CTE: the hooked
+// campaign's rows get no callback row, outcome events still get theirs.
+// Once it says true, the next writes get their callback rows, with the ids
+// of their outbox rows, and only the hooked campaign's.
+TEST_F(CallbackWorkerTest, NoCallbackRowsWhileNoCampaignIsKnownToHaveAUrl) {
+  campaign("hooked", "http://127.0.0.1:9/h");
+  campaign("plain", "");
+  pg_.outbox_worker = "worker-a";
+  auto wanted = std::make_shared<std::atomic<bool>>(false);
+  pg_.callbacks_wanted = [wanted] { return wanted->load(); };
+  const auto ledger = ledger::makePgLedger(pg_);
+  writeRows(*ledger, {"hooked", "plain"}, 10);
+  EXPECT_EQ(scalar("SELECT count(*) FROM outbox"), 20);
+  EXPECT_EQ(scalar("SELECT count(*) FROM callback_outbox"), 0);
+  wanted->store(true);
+  std::vector<DeliveryRecord> later;
+  for (std::int64_t i = 10; i < 15; ++i) {
+    later.push_back(row("hooked", i, DeliveryStatus::kSent));
+    later.push_back(row("plain", i, DeliveryStatus::kSent));
+  }
+  ledger->record(later);
+  EXPECT_EQ(scalar("SELECT count(*) FROM callback_outbox"), 5);
+  EXPECT_EQ(scalar("SELECT count(*) FROM callback_outbox c JOIN outbox o USING (id) WHERE c.campaign = 'hooked' "
+                   "AND o.message_id = c.message_id AND c.message_id >= 'hooked-m-10'"),
+            5);
 }
 
 }  // namespace

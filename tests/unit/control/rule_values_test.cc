@@ -102,8 +102,10 @@ TEST(ParseCallbackUrlText, TakesHttpAndHttpsUrlsAndNone) {
 
 TEST(CampaignInfoOf, SkipsARowWhoseCallbackUrlCannotBeUsed) {
   CampaignRow r = row();
+  EXPECT_FALSE(campaignInfoOf(r, nullptr)->has_callback);
   r.callback_url = "https://hooks.example.com/pacer";
-  EXPECT_TRUE(campaignInfoOf(r, nullptr));
+  ASSERT_TRUE(campaignInfoOf(r, nullptr));
+  EXPECT_TRUE(campaignInfoOf(r, nullptr)->has_callback);
   std::string problem;
   r.callback_url = "mailto:ops@example.com";
   EXPECT_FALSE(campaignInfoOf(r, &problem));
