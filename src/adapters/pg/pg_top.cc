@@ -150,4 +150,3 @@ TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
 
 }  // namespace pacer::control
 
-#undef PACER_UTC
