@@ -5,9 +5,15 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
 namespace pacer {
 
 using WallTime = std::chrono::sys_time<std::chrono::milliseconds>;
+
+// Whole seconds since the Unix epoch (a JWT's iat, an HTTP-date's instant).
+inline std::int64_t unixSeconds(WallTime t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
 
 }  // namespace pacer

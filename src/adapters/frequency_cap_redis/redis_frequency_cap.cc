@@ -20,12 +20,8 @@ namespace {
 
 using redis_cluster::kMaxAttempts;
 using redis_cluster::NodeFault;
+using redis_cluster::ReplyPtr;
 using Node = redis_cluster::ScriptNode;
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
 // Worse faults win when a batch sees several.
 CapFault worse(CapFault a, CapFault b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }

@@ -397,4 +397,3 @@ StatusReport PgControl::status() {
 
 }  // namespace pacer::control
 
-#undef PACER_UTC

@@ -62,4 +62,3 @@ std::int64_t PgControl::countInvalidTokens(const TokenFilter& f) {
 
 }  // namespace pacer::control
 
-#undef PACER_UTC

@@ -158,4 +158,3 @@ TopSnapshot PgControl::topSnapshot(double window_s, double settle_s) {
 
 }  // namespace pacer::control
 
-#undef PACER_UTC

@@ -23,12 +23,8 @@ using Clock = std::chrono::steady_clock;  // only to time round trips for the la
 using redis_cluster::kMaxAttempts;
 using redis_cluster::kSlots;
 using redis_cluster::NodeFault;
+using redis_cluster::ReplyPtr;
 using redis_cluster::ScriptNode;
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
 std::int64_t millis(MonoTime t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();

@@ -5,14 +5,6 @@
 #include <spdlog/spdlog.h>
 
 namespace pacer::redis_cluster {
-namespace {
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-}  // namespace
 
 spdlog::logger& ClusterNodes::log() const {
   return options_.log != nullptr ? *options_.log : *spdlog::default_logger_raw();

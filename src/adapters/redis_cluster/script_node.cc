@@ -11,12 +11,10 @@
 #include "pacer/error.h"
 
 namespace pacer::redis_cluster {
-namespace {
 
-struct ReplyDeleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+void ReplyDeleter::operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+
+namespace {
 
 timeval toTimeval(std::chrono::milliseconds ms) {
   timeval tv{};

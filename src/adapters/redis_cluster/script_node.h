@@ -15,14 +15,22 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "pacer/redis_cluster.h"
 
 struct redisContext;
+struct redisReply;
 
 namespace pacer::redis_cluster {
+
+// Owns a hiredis reply (freed with freeReplyObject).
+struct ReplyDeleter {
+  void operator()(redisReply* r) const noexcept;
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
 // What went wrong with a node, worst last.
 enum class NodeFault : std::uint8_t { kNone, kIo, kTimeout, kReply };

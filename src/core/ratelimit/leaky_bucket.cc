@@ -1,9 +1,6 @@
 #include "leaky_bucket.h"
 
 namespace pacer::ratelimit {
-namespace {
-constexpr std::int64_t kRebaseAfterNs = std::int64_t{1} << 40;
-}
 
 LeakyBucket::LeakyBucket(RateLimit limit, Nanos max_lateness, MonoTime now) noexcept
     : limit_{},

@@ -11,6 +11,10 @@ namespace pacer::ratelimit {
 
 inline std::int64_t toNs(MonoTime t) noexcept { return t.time_since_epoch().count(); }
 
+// A limiter counts in nanoseconds from its own origin, re-based once the
+// origin is this far behind (~18 minutes), so the counts stay small.
+inline constexpr std::int64_t kRebaseAfterNs = std::int64_t{1} << 40;
+
 // A rate a limiter can run with: NaN, negatives and infinities become 0
 // ("nothing passes"), the safe direction; validateLimit refuses them earlier.
 inline double sanitizeRate(double rate_per_s) noexcept {

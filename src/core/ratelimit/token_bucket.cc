@@ -4,8 +4,6 @@
 
 namespace pacer::ratelimit {
 namespace {
-// Re-base empty_at_ once the origin is this far behind (~18 minutes).
-constexpr std::int64_t kRebaseAfterNs = std::int64_t{1} << 40;
 // The longest span the bucket tracks, in ticks (2^48 ns, ~3.3 days): a burst
 // longer than that to fill is clipped to it. Half of rel()'s range, so
 // r - burst_span_ never overflows.

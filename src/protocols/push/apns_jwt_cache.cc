@@ -12,10 +12,6 @@ bool usableId(const std::string& id) {
          std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isalnum(c) != 0; });
 }
 
-std::int64_t unixSeconds(WallTime t) {
-  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
-}
-
 }  // namespace
 
 ApnsJwtCache::ApnsJwtCache(ApnsJwtOptions options, EcPrivateKey key)

@@ -16,8 +16,6 @@ constexpr std::int64_t kAssertionLifetimeS = 3600;
 // what Google grants (3599 s).
 constexpr std::int64_t kMaxExpiresInS = 86400;
 
-std::int64_t unixSeconds(WallTime t) { return duration_cast<std::chrono::seconds>(t.time_since_epoch()).count(); }
-
 // Error text from the endpoint, bounded and printable.
 std::string printable(const std::string& s) {
   std::string out = s.substr(0, 200);

@@ -30,9 +30,4 @@ void toHttpRequest(const std::string& base, push::PushRequest&& in, HttpRequest&
 // after the scheme ("bearer <jwt>", "Bearer <token>"); empty if none.
 std::string_view credentialOf(const HttpRequest& sent);
 
-// Whole seconds since the Unix epoch, as retryAfterValue measures an HTTP-date against.
-inline std::int64_t unixSeconds(WallTime t) {
-  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
-}
-
 }  // namespace pacer::sink
