@@ -5,12 +5,7 @@
 # URL; probe messages, one at a time, show when pacerd has applied it (a
 # probe's ledger row gets its callback row), and every one of the next 200
 # messages then gets its ledger row and exactly one accepted callback.
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
-tmp=$(mktemp -d)
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 daemon_pid=
 receiver_pid=
 cleanup() {

@@ -7,13 +7,8 @@
 # row, each event was POSTed exactly twice, "plain" got none, and pacerd's
 # stats line counts them.
 #   MESSAGES=2000
-set -euo pipefail
-pacerd=${PACERD:?}
-pacerctl=${PACERCTL:?}
-kafka_mock=${PACER_KAFKA_MOCK:?}
-source "${PACER_SOURCE:?}/scripts/services.sh"
+source "${PACER_SOURCE:?}/tests/support/pacerd_test.sh"
 messages=${MESSAGES:-2000}
-tmp=$(mktemp -d)
 daemon_pid=
 receiver_pid=
 cleanup() {
