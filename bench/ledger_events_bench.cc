@@ -7,8 +7,9 @@
 //   callbacks  the callbacks' outbox CTE, no campaign with a URL (the default)
 //   outbox     the events' outbox CTE (events on, --no-callbacks)
 //   both       the events' and the callbacks' CTEs (events on, the default)
-// and, with --drain, how fast one drainer's PostgreSQL side (read a batch,
-// delete the acknowledged one, one round trip) empties what `outbox` wrote.
+// and, with --drain, how fast one drainer's PostgreSQL side (read a batch and
+// store the cursor past the one before, one round trip; then the bulk delete
+// of the published rows) empties what `outbox` wrote.
 //   ledger_events_bench --postgres "host=... user=postgres" --db-prefix b
 //       [--rows 100000] [--batch 1000] [--rounds 5] [--variants ledger,callbacks,outbox,both] [--drain]
 // The databases <prefix>_<variant> must exist and be migrated (bench/ledger_events.sh).
@@ -26,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <pqxx/pqxx>
 #include <string>
@@ -104,7 +106,7 @@ std::vector<pacer::DeliveryRecord> rowsOf(const Args& a, int round) {
 void empty(const pacer::ledger::PgLedgerOptions& o) {
   pqxx::connection c(o.conninfo);
   pqxx::work tx(c);
-  tx.exec("TRUNCATE deliveries, outbox, callback_outbox, invalid_tokens");
+  tx.exec("TRUNCATE deliveries, outbox, outbox_cursor, callback_outbox, invalid_tokens");
   tx.exec("INSERT INTO campaigns (id) SELECT 'c' || g FROM generate_series(1, 20) g ON CONFLICT DO NOTHING");
   tx.commit();
   pqxx::nontransaction(c).exec("VACUUM ANALYZE");
@@ -182,26 +184,27 @@ Run recordRun(const Args& a, const pacer::ledger::PgLedgerOptions& o, const std:
   return run;
 }
 
-// Events per second a drainer's PostgreSQL side reads and deletes (the
-// batch before is deleted in the statement that reads the next), and
+// Events per second a drainer's PostgreSQL side reads and marks published
+// (the cursor past the batch before is stored in the statement that reads
+// the next), the bulk delete of what the cursor covers included, and
 // postgres's CPU per 1,000 events.
 Run drainRun(const Args& a, const pacer::ledger::PgLedgerOptions& o) {
   pacer::ledger::PgOutbox outbox(o);
   outbox.depth();  // connect outside the timing
   const CpuMark cpu{backendsOf(o.conninfo)};
   const Clock::time_point start = Clock::now();
-  std::vector<std::int64_t> done;
+  std::optional<std::int64_t> cursor;
   std::int64_t after = 0;
   std::size_t read = 0;
   for (;;) {
-    const std::vector<pacer::OutcomeEvent> events = outbox.next(after, a.batch, done);
+    const std::vector<pacer::OutcomeEvent> events = outbox.next(after, a.batch, cursor);
     if (events.empty()) break;
     read += events.size();
-    done.clear();
-    for (const pacer::OutcomeEvent& e : events) done.push_back(e.id);
-    after = done.back();
+    after = events.back().id;
+    cursor = after;
   }
-  outbox.remove(done);
+  outbox.store(after);
+  outbox.prune();
   return cpu.done(static_cast<double>(read), seconds(Clock::now() - start));
 }
 
@@ -254,7 +257,7 @@ int main(int argc, char** argv) try {
                a.rounds, v, m, against(v, m, rates), c, against(v, c, cpus), b, against(v, b, backend_cpus));
   }
   if (!drains.empty())
-    fmt::print("median of {} drain (read + delete, batch {}) {:.0f} events/s, its backend {:.1f} ms per 1000\n",
+    fmt::print("median of {} drain (read + cursor + bulk delete, batch {}) {:.0f} events/s, its backend {:.1f} ms per 1000\n",
                a.rounds, a.batch, median(drains), median(drain_cpus));
   return 0;
 } catch (const std::exception& e) {

@@ -88,6 +88,7 @@ struct DaemonOptions {
   std::size_t events_batch = 1000;                 // rows per read, produce and delete
   std::size_t events_in_flight = 4;                // batches produced and not yet acknowledged, at most
   std::chrono::milliseconds events_poll{20};       // an empty outbox is read again after this
+  std::chrono::milliseconds events_prune_interval{5000};  // published outbox rows are deleted in bulk this often
   std::map<std::string, std::string> events_kafka;  // any other producer property
   // HTTP callbacks (docs/callbacks.md): each ledger change of a campaign with
   // a callback URL is POSTed to it from a callbacks' outbox (schema 14),

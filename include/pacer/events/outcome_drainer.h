@@ -1,15 +1,17 @@
 // The outcome events' drainer: publishes the outbox rows this worker wrote
 // (pacer/ledger/pg_outbox.h) to a Kafka topic with librdkafka's idempotent
-// producer, key = campaign, value = encodeOutcomeEvent(), and deletes each
-// row only after its delivery report says the broker has it. A crash loses
-// nothing (the rows stay) and duplicates only what was produced and not yet
-// deleted; the same worker id publishes what is left when it starts again.
+// producer, key = campaign, value = encodeOutcomeEvent(), and moves the
+// worker's published-up-to cursor past a row only after its delivery report
+// says the broker has it. Published rows are deleted in bulk, at most once
+// per prune_interval. A crash loses nothing (the rows above the cursor stay)
+// and duplicates only what was produced and not yet covered by the stored
+// cursor; the same worker id publishes what is left when it starts again.
 //
 // The running drainer (start()) is pipelined (pacer/outbox_window.h): it
 // reads and produces the next batches while up to `in_flight` batches wait
-// for their reports, and deletes the acknowledged rows by id in the same
-// statement as its next read. It has its own PostgreSQL connection and
-// thread: it never shares the ledger writer's.
+// for their reports, and stores the cursor in the same statement as its next
+// read. It has its own PostgreSQL connection and thread: it never shares the
+// ledger writer's.
 //
 // Thread-safety: start()/stop() and stats() may be called from any thread;
 // publish(), acknowledge() and drainOnce() belong to one thread at a time
@@ -43,12 +45,13 @@ struct OutcomeDrainerOptions {
   std::size_t batch = 1000;                 // rows per read, produce and delete
   std::size_t in_flight = 4;                // batches produced and not yet acknowledged, at most (not 0)
   std::chrono::milliseconds poll{20};       // how long an empty outbox waits before it is read again
+  std::chrono::milliseconds prune_interval{5000};  // published rows are deleted in bulk this often
   std::chrono::milliseconds ack_timeout{30000};  // a batch waits this long for its reports (message.timeout.ms)
   std::map<std::string, std::string> kafka;      // any other producer property
 };
 
 struct OutcomeDrainerStats {
-  std::uint64_t published = 0;      // events the broker acknowledged (and deleted from the outbox)
+  std::uint64_t published = 0;      // events the broker acknowledged (covered by the stored cursor, or deleted)
   std::uint64_t failed = 0;         // produce or delivery failures (the rows stay and go again)
   std::uint64_t errors = 0;         // outbox reads/deletes that failed (PostgreSQL)
   std::int64_t depth = 0;           // this worker's outbox rows now (read at most once a second)
@@ -72,12 +75,13 @@ class OutcomeDrainer {
   // outbox.
   void stop();
 
-  // One round by hand: produces the next batch (at most `batch` rows, in id
-  // order) and waits for their reports (at most ack_timeout). Returns the ids
+  // One round by hand: produces the next batch (at most `batch` rows above
+  // the stored cursor, in id order) and waits for their reports (at most ack_timeout). Returns the ids
   // the broker acknowledged, ascending. Throws Ledger*Error when the outbox
   // cannot be read.
   std::vector<std::int64_t> publish();
-  // Deletes those rows from the outbox. Throws Ledger*Error.
+  // Marks those rows published: the cursor moves up to the round's first row
+  // without an ack, acknowledged rows above it are deleted. Throws Ledger*Error.
   void acknowledge(const std::vector<std::int64_t>& ids);
   // publish() then acknowledge(): how many rows were published.
   std::size_t drainOnce();
@@ -92,6 +96,15 @@ class OutcomeDrainer {
   bool pump(std::chrono::steady_clock::time_point now);
   // At the loop's end: waits for the reports in flight, deletes the acked.
   void finish();
+  // Before the first read: waits for the writers that were running, and
+  // starts the window from the stored cursor. Throws Ledger*Error.
+  void resume();
+  // Stores the window's cursor if it moved (and with `settle`, deletes the
+  // acked rows stranded above a failed one). Returns whether it wrote.
+  bool storeCursor(bool settle);
+  // Deletes the rows at or below the stored cursor, at most once per
+  // prune_interval unless `force`. Throws Ledger*Error.
+  void prune(std::chrono::steady_clock::time_point now, bool force);
   void produceEvents(const std::vector<OutcomeEvent>& events);
   void refreshDepth(bool force);
 
@@ -108,6 +121,9 @@ class OutcomeDrainer {
   std::atomic<double> lag_seconds_{0};
   std::chrono::steady_clock::time_point next_depth_{};
   // The running drainer's state (its thread only).
+  bool resumed_ = false;                                // the window starts from the stored cursor
+  std::int64_t pruned_up_to_ = 0;                       // the cursor the last prune deleted up to
+  std::chrono::steady_clock::time_point next_prune_{};  // no prune before (but at the stop)
   bool caught_up_ = false;                              // the last read came short
   std::chrono::steady_clock::time_point next_read_{};  // no read before (poll after a short one)
   std::chrono::steady_clock::time_point retry_at_{};   // after a failure, no rewind before

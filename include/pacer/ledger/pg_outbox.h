@@ -1,12 +1,15 @@
-// The outcome events' outbox (migration 011) as its drainer sees it: the
-// rows one worker id wrote, oldest first, and their removal once published.
-// One connection, opened lazily and again after it breaks. Not thread-safe:
-// one owner thread (the drainer's). Errors are LedgerUnavailableError /
-// LedgerRejectedError, as the ledger's.
+// The outcome events' outbox (migrations 11 and 15) as its drainer sees it:
+// the rows one worker id wrote, oldest first, and its published-up-to cursor
+// (table outbox_cursor): every row at or below the cursor has been published
+// and goes later, in bulk (prune()). One connection, opened lazily and again
+// after it breaks. Not thread-safe: one owner thread (the drainer's). Errors
+// are LedgerUnavailableError / LedgerRejectedError, as the ledger's.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,7 +20,7 @@
 namespace pacer::ledger {
 
 struct OutboxDepth {
-  std::int64_t rows = 0;           // this worker's rows not yet published
+  std::int64_t rows = 0;           // this worker's rows above its cursor (not yet published)
   double oldest_age_seconds = 0;   // how long the oldest of them has waited (0: none)
 };
 
@@ -29,16 +32,27 @@ class PgOutbox {
   PgOutbox(const PgOutbox&) = delete;
   PgOutbox& operator=(const PgOutbox&) = delete;
 
-  // At most `limit` of this worker's rows, in id order: those left from
-  // before a crash come first.
+  // This worker's stored cursor (0: none yet).
+  std::int64_t storedCursor();
+  // Waits until every transaction that was running when it was called has
+  // ended, at most `limit` (a row committed by a worker that died a moment
+  // ago lands before the first read). Returns whether they all ended.
+  bool awaitEarlierWriters(std::chrono::milliseconds limit);
+  // At most `limit` of this worker's rows above its stored cursor, in id
+  // order: those left from before a crash come first.
   std::vector<OutcomeEvent> next(std::size_t limit);
-  // One round trip of the pipelined drainer: deletes the rows `remove` (the
-  // broker has them; each at most `after`) and reads at most `limit` of this
-  // worker's rows with an id above `after`, in id order, in one transaction.
-  std::vector<OutcomeEvent> next(std::int64_t after, std::size_t limit, std::span<const std::int64_t> remove);
-  // Deletes the rows `ids` (the broker has them). Returns how many went.
-  std::size_t remove(std::span<const std::int64_t> ids);
-  // One count(*) over this worker's rows, with the age of the oldest.
+  // One round trip of the pipelined drainer: stores `cursor` (if given) and
+  // reads at most `limit` of this worker's rows with an id above `after`, in
+  // id order, in one transaction.
+  std::vector<OutcomeEvent> next(std::int64_t after, std::size_t limit, std::optional<std::int64_t> cursor);
+  // Stores `cursor` (the stored one never goes back) and deletes the rows
+  // `remove` (published, above the cursor), in one transaction.
+  void store(std::int64_t cursor, std::span<const std::int64_t> remove = {});
+  // Deletes this worker's rows at or below its stored cursor. Returns how
+  // many went.
+  std::size_t prune();
+  // One count(*) over this worker's rows above its cursor, with the age of
+  // the oldest.
   OutboxDepth depth();
 
  private:

@@ -295,11 +295,11 @@ void smppMetrics(Families& f, const MetricsSnapshot& s) {
 
 void eventMetrics(Families& f, const MetricsSnapshot& s) {
   if (!s.has_events) return;
-  f.single("pacer_events_published_total", "outcome events the broker acknowledged (deleted from the outbox)",
+  f.single("pacer_events_published_total", "outcome events the broker acknowledged (covered by the outbox cursor)",
            kCounter, d(s.events_published));
   f.single("pacer_events_failed_total", "outcome events not acknowledged (they stay in the outbox and go again)",
            kCounter, d(s.events_failed));
-  f.single("pacer_events_store_errors_total", "outbox reads or deletes that failed (PostgreSQL)", kCounter,
+  f.single("pacer_events_store_errors_total", "outbox reads, cursor updates or deletes that failed (PostgreSQL)", kCounter,
            d(s.events_store_errors));
   f.single("pacer_events_outbox_depth", "this worker's outbox rows not yet published", kGauge,
            static_cast<double>(s.events_outbox_depth));

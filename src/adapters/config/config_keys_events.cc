@@ -19,7 +19,7 @@ std::vector<Key> eventsKeys() {
        "this worker's name on its outbox rows, the same across restarts and unique per worker; empty: the host name",
        [](const Raw& r, Ctx& c) { c.o.events_worker_id = asString(r); }},
       {"events.batch", Shape::kScalar, "--events-batch", FlagForm::kValue, false, false,
-       "outbox rows per read, produce and delete (default 1000)",
+       "outbox rows per read, produce and cursor update (default 1000)",
        [](const Raw& r, Ctx& c) { c.o.events_batch = static_cast<std::size_t>(asInt(r, 1, 100000)); }},
       {"events.in_flight", Shape::kScalar, "--events-in-flight", FlagForm::kValue, false, false,
        "batches produced while earlier ones wait for their acknowledgements, at most (default 4)",
@@ -27,6 +27,9 @@ std::vector<Key> eventsKeys() {
       {"events.poll_ms", Shape::kScalar, "--events-poll-ms", FlagForm::kValue, false, false,
        "an empty outbox is read again after this (default 20)",
        [](const Raw& r, Ctx& c) { c.o.events_poll = ms(asInt(r, 1, 60000)); }},
+      {"events.prune_interval_ms", Shape::kScalar, "--events-prune-ms", FlagForm::kValue, false, false,
+       "published outbox rows (at or below the worker's cursor) are deleted in bulk this often (default 5000)",
+       [](const Raw& r, Ctx& c) { c.o.events_prune_interval = ms(asInt(r, 1, 3600000)); }},
       // Secret: it may hold sasl.password or ssl.key.password.
       {"events.properties", Shape::kMap, "--events-kafka", FlagForm::kRepeat, true, false,
        "any other producer property of the events topic, KEY=VALUE (repeatable)",

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "pacer/error.h"
 #include "pacer/ledger/pg_outbox.h"
@@ -47,6 +48,7 @@ struct OutcomeDrainer::Impl final : public RdKafka::DeliveryReportCb {
   ledger::PgOutbox outbox;
   std::unique_ptr<RdKafka::Producer> producer;
   OutboxBatch batch;
+  std::vector<std::int64_t> batch_ids;  // the round by hand's ids, ascending
   OutboxWindow window;
   std::atomic<std::uint64_t>& failed;
   std::string last_error;  // the first failure not yet logged
@@ -105,6 +107,7 @@ std::vector<std::int64_t> OutcomeDrainer::publish() {
   ids.reserve(events.size());
   for (const OutcomeEvent& e : events) ids.push_back(e.id);
   impl_->batch.start(ids);
+  impl_->batch_ids = ids;
   impl_->last_error.clear();
   produceEvents(events);
   // message.timeout.ms bounds every report; the margin covers the last poll.
@@ -121,9 +124,20 @@ std::vector<std::int64_t> OutcomeDrainer::publish() {
 }
 
 void OutcomeDrainer::acknowledge(const std::vector<std::int64_t>& ids) {
-  if (ids.empty()) return;
-  impl_->outbox.remove(ids);
-  published_ += ids.size();
+  if (ids.empty() || impl_->batch_ids.empty()) return;
+  // The cursor covers the batch up to its first row without an ack; acked
+  // rows above that go by id, so the next round repeats none of them.
+  const std::set<std::int64_t> acked(ids.begin(), ids.end());
+  std::int64_t cursor = impl_->batch_ids.front() - 1;
+  for (std::int64_t id : impl_->batch_ids) {
+    if (!acked.count(id)) break;
+    cursor = id;
+  }
+  std::vector<std::int64_t> above;
+  for (std::int64_t id : acked)
+    if (id > cursor) above.push_back(id);
+  impl_->outbox.store(cursor, above);
+  published_ += acked.size();
 }
 
 std::size_t OutcomeDrainer::drainOnce() {
@@ -149,8 +163,8 @@ void OutcomeDrainer::start() {
     log_->info("event=outcome_events_started topic={} worker={} batch={} left_from_before={}", options_.topic,
                options_.pg.outbox_worker, options_.batch, depth_.load());
   } catch (const LedgerRejectedError& e) {
-    // No outbox table: every ledger write would fail the same way.
-    throw InvalidError(fmt::format("outcome events: the outbox cannot be read ({}); the schema needs migration 11: "
+    // No outbox (or no cursor) table: an older schema.
+    throw InvalidError(fmt::format("outcome events: the outbox cannot be read ({}); the schema needs migration 15: "
                                    "run pacerd migrate",
                                    e.what()));
   } catch (const Error& e) {
@@ -168,62 +182,84 @@ void OutcomeDrainer::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void OutcomeDrainer::resume() {
+  // A worker that died a moment ago may still have a ledger commit on its
+  // way: it lands before the first read, so the cursor never passes it.
+  if (!impl_->outbox.awaitEarlierWriters(kStopDrainLimit))
+    log_->warn("event=outcome_events_writers_slow reason=\"transactions older than the drainer still run after {} s; "
+               "reading anyway\"",
+               std::chrono::duration_cast<std::chrono::seconds>(kStopDrainLimit).count());
+  impl_->window.restart(impl_->outbox.storedCursor());
+  resumed_ = true;
+}
+
+bool OutcomeDrainer::storeCursor(bool settle) {
+  OutboxWindow& w = impl_->window;
+  const std::int64_t cursor = w.cursor();
+  // After a failure, with nothing in flight, the acked rows above the
+  // failed one go by id, so the rewind repeats none of them.
+  const std::vector<std::int64_t> gone = settle ? w.stranded() : std::vector<std::int64_t>{};
+  if (cursor <= w.storedCursor() && gone.empty()) return false;
+  impl_->outbox.store(cursor, gone);
+  published_ += w.stored(cursor) + w.removed(gone);
+  return true;
+}
+
 bool OutcomeDrainer::pump(Clock::time_point now) {
   OutboxWindow& w = impl_->window;
   impl_->producer->poll(0);  // the reports that arrived
   if (now < store_retry_at_) return false;  // PostgreSQL failed a moment ago
-  if (w.settled() && w.failed()) {
+  if (!resumed_) resume();
+  if (w.failed() && w.inFlight() == 0) {
+    if (!w.settled()) return storeCursor(true);
     if (now < retry_at_) return false;
-    w.rewind();  // the failed rows are the oldest left: read them again
-  } else if (w.settled() && caught_up_) {
-    w.rewind();  // also finds a row that committed below the cursor
+    w.rewind();  // the failed rows are the first above the cursor: read them again
   }
   if (w.failed() && retry_at_ <= now) retry_at_ = now + kRetryAfterFailure;
-  // Room counts the acknowledged rows not yet deleted: at most in_flight
-  // batches are ever produced and not deleted (what a crash repeats).
+  // Room counts the acknowledged rows the stored cursor does not cover yet:
+  // at most in_flight batches are ever produced and not covered (what a
+  // crash repeats).
   const bool read = now >= next_read_ && w.mayRead(options_.batch);
-  std::vector<std::int64_t> done = w.takeAcknowledged();
-  try {
-    if (!read) {
-      // Deletes ride on the next read, unless nothing else is coming.
-      if (done.empty() || (w.inFlight() > 0 && done.size() < options_.batch)) {
-        w.giveBack(done);
-        return false;
-      }
-      impl_->outbox.remove(done);
-      published_ += done.size();
-      return true;
-    }
-    const std::vector<OutcomeEvent> events = impl_->outbox.next(w.after(), options_.batch, done);
-    published_ += done.size();
-    const bool deleted = !done.empty();
-    done.clear();
-    caught_up_ = events.size() < options_.batch;
-    if (caught_up_) next_read_ = now + options_.poll;
-    std::vector<std::int64_t> ids;
-    ids.reserve(events.size());
-    for (const OutcomeEvent& e : events) ids.push_back(e.id);
-    w.produced(ids);
-    produceEvents(events);
-    return !ids.empty() || deleted;
-  } catch (...) {
-    w.giveBack(done);
-    throw;
+  const std::int64_t cursor = w.cursor();
+  const bool move = cursor > w.storedCursor();
+  if (!read) {
+    // The cursor rides on the next read, unless nothing else is coming.
+    if (!move || (w.inFlight() > 0 && w.storable() < options_.batch)) return false;
+    return storeCursor(false);
   }
+  const std::vector<OutcomeEvent> events =
+      impl_->outbox.next(w.after(), options_.batch, move ? std::optional<std::int64_t>(cursor) : std::nullopt);
+  if (move) published_ += w.stored(cursor);
+  caught_up_ = events.size() < options_.batch;
+  if (caught_up_) next_read_ = now + options_.poll;
+  std::vector<std::int64_t> ids;
+  ids.reserve(events.size());
+  for (const OutcomeEvent& e : events) ids.push_back(e.id);
+  w.produced(ids);
+  produceEvents(events);
+  return !ids.empty() || move;
+}
+
+void OutcomeDrainer::prune(Clock::time_point now, bool force) {
+  const std::int64_t stored = impl_->window.storedCursor();
+  if (stored <= pruned_up_to_ || (!force && now < next_prune_)) return;
+  next_prune_ = now + options_.prune_interval;
+  impl_->outbox.prune();
+  pruned_up_to_ = stored;
 }
 
 void OutcomeDrainer::finish() {
   // What is in flight gets its reports (message.timeout.ms bounds them) and
-  // its delete; rows that do not stay for the next start.
+  // the cursor is stored; rows without an ack stay for the next start.
   const auto deadline = Clock::now() + options_.ack_timeout + std::chrono::seconds(5);
   while (impl_->window.inFlight() > 0 && Clock::now() < deadline) impl_->producer->poll(5);
-  const std::vector<std::int64_t> done = impl_->window.takeAcknowledged();
   try {
-    impl_->outbox.remove(done);
-    published_ += done.size();
+    if (resumed_) {
+      storeCursor(impl_->window.inFlight() == 0);
+      prune(Clock::now(), true);
+    }
     refreshDepth(true);
   } catch (const Error& e) {
-    impl_->window.giveBack(done);
     log_->warn("event=outcome_events_store_failed reason=\"{}\"", e.what());
   }
 }
@@ -236,6 +272,7 @@ void OutcomeDrainer::loop() {
     bool busy = false;
     try {
       busy = pump(now);
+      if (resumed_) prune(now, false);
       refreshDepth(false);
     } catch (const Error& e) {
       ++errors_;

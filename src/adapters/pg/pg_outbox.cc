@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <pqxx/pqxx>
+#include <thread>
 
 #include "pg_common.h"
 
@@ -52,17 +53,51 @@ std::vector<OutcomeEvent> events(const pqxx::result& res) {
 
 }  // namespace
 
-std::vector<OutcomeEvent> PgOutbox::next(std::size_t limit) {
+// Upserts the worker's cursor ($1, $2); it never goes back.
+constexpr const char* kStoreCursor =
+    "INSERT INTO outbox_cursor (worker, published_up_to, updated_at) VALUES ($1, $2, now()) "
+    "ON CONFLICT (worker) DO UPDATE SET published_up_to = greatest(outbox_cursor.published_up_to, "
+    "EXCLUDED.published_up_to), updated_at = EXCLUDED.updated_at";
+
+// The worker ($1)'s stored cursor, as an SQL expression.
+constexpr const char* kCursorOf =
+    "coalesce((SELECT published_up_to FROM outbox_cursor WHERE worker = $1), 0)";
+
+std::int64_t PgOutbox::storedCursor() {
   return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
     pqxx::read_transaction tx(c);
-    return events(tx.exec_params(fmt::format("SELECT {} FROM outbox WHERE worker = $1 ORDER BY id LIMIT $2", kColumns),
-                                 impl_->options.outbox_worker, static_cast<std::int64_t>(limit)));
+    return tx.exec_params1(fmt::format("SELECT {}", kCursorOf), impl_->options.outbox_worker)[0].as<std::int64_t>();
   });
 }
 
-std::vector<OutcomeEvent> PgOutbox::next(std::int64_t after, std::size_t limit,
-                                         std::span<const std::int64_t> remove) {
-  if (remove.empty()) {
+bool PgOutbox::awaitEarlierWriters(std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  const std::int64_t horizon = guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx(c);
+    return tx.exec1("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")[0].as<std::int64_t>();
+  });
+  for (;;) {
+    const std::int64_t oldest = guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+      pqxx::nontransaction tx(c);
+      return tx.exec1("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0].as<std::int64_t>();
+    });
+    if (oldest >= horizon) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::vector<OutcomeEvent> PgOutbox::next(std::size_t limit) {
+  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::read_transaction tx(c);
+    return events(tx.exec_params(
+        fmt::format("SELECT {} FROM outbox WHERE worker = $1 AND id > {} ORDER BY id LIMIT $2", kColumns, kCursorOf),
+        impl_->options.outbox_worker, static_cast<std::int64_t>(limit)));
+  });
+}
+
+std::vector<OutcomeEvent> PgOutbox::next(std::int64_t after, std::size_t limit, std::optional<std::int64_t> cursor) {
+  if (!cursor) {
     return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
       pqxx::read_transaction tx(c);
       return events(tx.exec_params(
@@ -70,29 +105,36 @@ std::vector<OutcomeEvent> PgOutbox::next(std::int64_t after, std::size_t limit,
           impl_->options.outbox_worker, after, static_cast<std::int64_t>(limit)));
     });
   }
-  const std::vector<std::int64_t> list(remove.begin(), remove.end());
   return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
     pqxx::work tx(c);
-    // The SELECT sees the rows as they were before the DELETE, but the ids
-    // removed are all at most `after`, so none of them is read again.
+    // One row updated per batch: the published rows stay until prune().
     pqxx::result res = tx.exec_params(
-        fmt::format("WITH gone AS (DELETE FROM outbox WHERE worker = $1 AND id = ANY($4::bigint[])) "
-                    "SELECT {} FROM outbox WHERE worker = $1 AND id > $2 ORDER BY id LIMIT $3",
-                    kColumns),
-        impl_->options.outbox_worker, after, static_cast<std::int64_t>(limit), numberArray(list));
+        fmt::format("WITH moved AS ({}) SELECT {} FROM outbox WHERE worker = $1 AND id > $3 ORDER BY id LIMIT $4",
+                    kStoreCursor, kColumns),
+        impl_->options.outbox_worker, *cursor, after, static_cast<std::int64_t>(limit));
     tx.commit();
     return events(res);
   });
 }
 
-std::size_t PgOutbox::remove(std::span<const std::int64_t> ids) {
-  if (ids.empty()) return 0;
-  const std::vector<std::int64_t> list(ids.begin(), ids.end());
+void PgOutbox::store(std::int64_t cursor, std::span<const std::int64_t> remove) {
+  const std::vector<std::int64_t> list(remove.begin(), remove.end());
+  guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    pqxx::work tx(c);
+    tx.exec_params(kStoreCursor, impl_->options.outbox_worker, cursor);
+    if (!list.empty())
+      tx.exec_params("DELETE FROM outbox WHERE worker = $1 AND id = ANY($2::bigint[])", impl_->options.outbox_worker,
+                     numberArray(list));
+    tx.commit();
+    return 0;
+  });
+}
+
+std::size_t PgOutbox::prune() {
   return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
     pqxx::work tx(c);
-    const pqxx::result r =
-        tx.exec_params("DELETE FROM outbox WHERE worker = $1 AND id = ANY($2::bigint[])",
-                       impl_->options.outbox_worker, numberArray(list));
+    const pqxx::result r = tx.exec_params(fmt::format("DELETE FROM outbox WHERE worker = $1 AND id <= {}", kCursorOf),
+                                          impl_->options.outbox_worker);
     tx.commit();
     return static_cast<std::size_t>(r.affected_rows());
   });
@@ -102,8 +144,9 @@ OutboxDepth PgOutbox::depth() {
   return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
     pqxx::read_transaction tx(c);
     const pqxx::row row = tx.exec_params1(
-        "SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(recorded_at)), 0)::float8 "
-        "FROM outbox WHERE worker = $1",
+        fmt::format("SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(recorded_at)), 0)::float8 "
+                    "FROM outbox WHERE worker = $1 AND id > {}",
+                    kCursorOf),
         impl_->options.outbox_worker);
     return OutboxDepth{row[0].as<std::int64_t>(), std::max(0.0, row[1].as<double>())};
   });

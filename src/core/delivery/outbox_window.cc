@@ -6,8 +6,15 @@ namespace pacer {
 
 OutboxWindow::OutboxWindow(std::size_t limit) : limit_(std::max<std::size_t>(limit, 1)) {}
 
+void OutboxWindow::restart(std::int64_t stored_cursor) {
+  after_ = stored_ = stored_cursor;
+  in_flight_.clear();
+  failed_ids_.clear();
+  acked_.clear();
+}
+
 bool OutboxWindow::mayRead(std::size_t n) const noexcept {
-  if (failed_) return false;
+  if (failed()) return false;
   const std::size_t held = in_flight_.size() + acked_.size();
   return held == 0 || held + n <= limit_;
 }
@@ -21,24 +28,44 @@ void OutboxWindow::produced(std::span<const std::int64_t> ids) {
 
 bool OutboxWindow::report(std::int64_t id, bool acknowledged) {
   if (in_flight_.erase(id) == 0) return false;
-  if (acknowledged) acked_.push_back(id);
-  else failed_ = true;
+  if (acknowledged) acked_.insert(id);
+  else failed_ids_.insert(id);
   return true;
 }
 
-std::vector<std::int64_t> OutboxWindow::takeAcknowledged() {
-  std::vector<std::int64_t> out;
-  out.swap(acked_);
-  std::sort(out.begin(), out.end());
-  return out;
+std::int64_t OutboxWindow::cursor() const noexcept {
+  std::int64_t c = after_;
+  if (!in_flight_.empty()) c = std::min(c, *in_flight_.begin() - 1);
+  if (!failed_ids_.empty()) c = std::min(c, *failed_ids_.begin() - 1);
+  return std::max(c, stored_);
 }
 
-void OutboxWindow::giveBack(std::span<const std::int64_t> ids) { acked_.insert(acked_.end(), ids.begin(), ids.end()); }
+std::size_t OutboxWindow::stored(std::int64_t cursor) {
+  stored_ = std::max(stored_, cursor);
+  const auto end = acked_.upper_bound(stored_);
+  const auto n = static_cast<std::size_t>(std::distance(acked_.begin(), end));
+  acked_.erase(acked_.begin(), end);
+  return n;
+}
+
+std::vector<std::int64_t> OutboxWindow::stranded() const {
+  return std::vector<std::int64_t>(acked_.upper_bound(cursor()), acked_.end());
+}
+
+std::size_t OutboxWindow::removed(std::span<const std::int64_t> ids) {
+  std::size_t n = 0;
+  for (std::int64_t id : ids) n += acked_.erase(id);
+  return n;
+}
+
+std::size_t OutboxWindow::storable() const noexcept {
+  return static_cast<std::size_t>(std::distance(acked_.begin(), acked_.upper_bound(cursor())));
+}
 
 bool OutboxWindow::rewind() noexcept {
   if (!settled()) return false;
-  after_ = 0;
-  failed_ = false;
+  after_ = stored_;
+  failed_ids_.clear();
   return true;
 }
 

@@ -26,6 +26,7 @@ std::unique_ptr<events::OutcomeDrainer> makeEvents(const DaemonOptions& o, const
   eo.batch = o.events_batch;
   eo.in_flight = o.events_in_flight;
   eo.poll = o.events_poll;
+  eo.prune_interval = o.events_prune_interval;
   eo.kafka = o.events_kafka;
   try {
     auto drainer = std::make_unique<events::OutcomeDrainer>(std::move(eo), log);

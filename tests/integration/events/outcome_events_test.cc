@@ -105,6 +105,18 @@ class OutcomeEventsTest : public ::testing::Test {
     return tx.exec1(sql)[0].as<std::int64_t>();
   }
 
+  // Rows of `worker` above its published-up-to cursor: not yet published.
+  std::int64_t unpublished(const std::string& worker = "worker-a") {
+    return scalar(fmt::format("SELECT count(*) FROM outbox WHERE worker = '{0}' AND id > coalesce((SELECT "
+                              "published_up_to FROM outbox_cursor WHERE worker = '{0}'), 0)",
+                              worker));
+  }
+
+  std::int64_t storedCursor(const std::string& worker = "worker-a") {
+    return scalar(
+        fmt::format("SELECT coalesce((SELECT published_up_to FROM outbox_cursor WHERE worker = '{}'), 0)", worker));
+  }
+
   // Every record of the topic, read from the start until `expected` arrived
   // and nothing more came for a second (or 30 s passed).
   std::vector<Seen> consumeAll(std::size_t expected) {
@@ -204,7 +216,8 @@ TEST_F(OutcomeEventsTest, EveryLedgerRowHasExactlyOneEventMatchedById) {
   OutcomeDrainer drainer(drainerOptions(400), log_);
   while (drainer.drainOnce() > 0) {
   }
-  EXPECT_EQ(scalar("SELECT count(*) FROM outbox"), 0);
+  EXPECT_EQ(unpublished(), 0);
+  EXPECT_EQ(storedCursor(), scalar("SELECT max(id) FROM outbox"));
   EXPECT_EQ(drainer.stats().published, 3001u);
   const std::vector<Seen> seen = consumeAll(3001);
   EXPECT_EQ(seen.size(), 3001u);
@@ -239,7 +252,7 @@ TEST_F(OutcomeEventsTest, AReceiptThatChangesItsRowIsAnEventOfItsOwn) {
   EXPECT_EQ(receipts["p-none"].at("status"), "undelivered");
 }
 
-TEST_F(OutcomeEventsTest, ACrashBetweenAckAndDeleteRepublishesOnlyTheBatchInFlight) {
+TEST_F(OutcomeEventsTest, ACrashBetweenAckAndCursorRepublishesOnlyTheBatchInFlight) {
   auto ledger = ledger::makePgLedger(pg_);
   writeRows(*ledger, 0, 2500);
   std::size_t in_flight = 0;
@@ -247,21 +260,56 @@ TEST_F(OutcomeEventsTest, ACrashBetweenAckAndDeleteRepublishesOnlyTheBatchInFlig
     OutcomeDrainer first(drainerOptions(500), log_);
     EXPECT_EQ(first.drainOnce(), 500u);
     EXPECT_EQ(first.drainOnce(), 500u);
-    // The broker has the third batch; the worker dies before the delete.
+    // The broker has the third batch; the worker dies before it stores the cursor.
     in_flight = first.publish().size();
     EXPECT_EQ(in_flight, 500u);
   }
-  EXPECT_EQ(scalar("SELECT count(*) FROM outbox"), 1500);
+  EXPECT_EQ(unpublished(), 1500);
   // More rows land while no drainer runs (the ledger writer goes on).
   writeRows(*ledger, 2500, 500);
   // The same worker id starts again and publishes what was left first.
   OutcomeDrainer second(drainerOptions(500), log_);
   while (second.drainOnce() > 0) {
   }
-  EXPECT_EQ(scalar("SELECT count(*) FROM outbox"), 0);
+  EXPECT_EQ(unpublished(), 0);
   const std::vector<Seen> seen = consumeAll(3000 + in_flight);
   EXPECT_EQ(seen.size(), 3000u + in_flight);
   // Duplicates: exactly the batch that was in flight, each carrying its event id.
+  EXPECT_EQ(matchOutcomes(seen), in_flight);
+}
+
+TEST_F(OutcomeEventsTest, ARestartResumesAfterTheStoredCursorWhileThePublishedRowsAreStillThere) {
+  auto ledger = ledger::makePgLedger(pg_);
+  writeRows(*ledger, 0, 2500);
+  const std::int64_t first_id = scalar("SELECT min(id) FROM outbox");
+  std::size_t in_flight = 0;
+  {
+    OutcomeDrainer first(drainerOptions(500), log_);
+    EXPECT_EQ(first.drainOnce(), 500u);
+    EXPECT_EQ(first.drainOnce(), 500u);
+    in_flight = first.publish().size();  // acknowledged, the cursor not stored: then the worker dies
+    EXPECT_EQ(in_flight, 500u);
+  }
+  // The published rows are not deleted one by one: the cursor says they are done.
+  EXPECT_EQ(scalar("SELECT count(*) FROM outbox"), 2500);
+  EXPECT_EQ(storedCursor(), first_id + 999);
+  writeRows(*ledger, 2500, 500);
+  // The running drainer of the same worker id, small batches, several in flight.
+  OutcomeDrainerOptions o = drainerOptions(100);
+  o.in_flight = 3;
+  OutcomeDrainer second(o, log_);
+  second.start();
+  pacer::testing::waitUntil([&] { return second.stats().published >= 2000; }, std::chrono::seconds(30),
+                            std::chrono::milliseconds(20));
+  second.stop();
+  // Not one of the 1000 rows at or below the cursor again; all of the rest.
+  EXPECT_EQ(second.stats().published, 2000u);
+  EXPECT_EQ(storedCursor(), first_id + 2999);
+  // At the stop the rows the cursor covers went, in bulk.
+  EXPECT_EQ(scalar("SELECT count(*) FROM outbox"), 0);
+  const std::vector<Seen> seen = consumeAll(3000 + in_flight);
+  EXPECT_EQ(seen.size(), 3000u + in_flight);
+  // Duplicates: the batch that was in flight at the crash, nothing else.
   EXPECT_EQ(matchOutcomes(seen), in_flight);
 }
 

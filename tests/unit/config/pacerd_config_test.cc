@@ -267,12 +267,15 @@ TEST(PacerdConfig, DeadTokenGuardKeysReachTheWorker) {
 }
 
 TEST(PacerdConfig, EventsKeysReachTheOptionsAndInFlightIsBounded) {
-  const Config c = load(fromText("events:\n  topic: outcomes\n  batch: 500\n  in_flight: 8\n  poll_ms: 50\n"));
+  const Config c = load(
+      fromText("events:\n  topic: outcomes\n  batch: 500\n  in_flight: 8\n  poll_ms: 50\n  prune_interval_ms: 250\n"));
   EXPECT_EQ(c.options.events_topic, "outcomes");
   EXPECT_EQ(c.options.events_batch, 500u);
   EXPECT_EQ(c.options.events_in_flight, 8u);
   EXPECT_EQ(c.options.events_poll, std::chrono::milliseconds(50));
+  EXPECT_EQ(c.options.events_prune_interval, std::chrono::milliseconds(250));
   EXPECT_EQ(load(fromText("events:\n  topic: t\n")).options.events_in_flight, 4u);
+  EXPECT_EQ(load(fromText("events:\n  topic: t\n")).options.events_prune_interval, std::chrono::milliseconds(5000));
   EXPECT_NE(errorOf(fromText("events:\n  in_flight: 0\n")).find("events.in_flight"), std::string::npos);
 }
 
