@@ -87,7 +87,14 @@ run() {
     local events_n unique left span
     events_n=$(wc -l <"$PACER_RUN_DIR/events$n.txt")
     unique=$(jq -r .event_id < <(cut -d' ' -f2- "$PACER_RUN_DIR/events$n.txt") | sort -u | wc -l)
-    left=$(psql "$conninfo" -qAt -c "SELECT count(*) FROM outbox")
+    # Not yet published: above the worker's cursor (schema 15), or any row
+    # (before it, published rows were deleted).
+    if [ "$(psql "$conninfo" -qAt -c "SELECT to_regclass('outbox_cursor') IS NOT NULL")" = t ]; then
+      left=$(psql "$conninfo" -qAt -c "SELECT count(*) FROM outbox o WHERE id > coalesce((SELECT published_up_to \
+        FROM outbox_cursor c WHERE c.worker = o.worker), 0)")
+    else
+      left=$(psql "$conninfo" -qAt -c "SELECT count(*) FROM outbox")
+    fi
     # Published rate: events over the span of their Kafka timestamps.
     span=$(awk '{ if (min == "" || $1 < min) min = $1; if ($1 > max) max = $1 } END { print (max - min) / 1000 }' \
       "$PACER_RUN_DIR/events$n.txt")
