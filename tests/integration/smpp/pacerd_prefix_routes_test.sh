@@ -50,7 +50,7 @@ produce +12025550143 $((per_country + 1))
 produce 33612345678 $((2 * per_country + 1))
 messages=$((3 * per_country))
 
-two_smscs_config pacer-prefix-routes a uk "exit_when_idle_ms: 4000"
+two_smscs_config pacer-prefix-routes a uk "admin:" "  listen: 127.0.0.1:0" "exit_when_idle_ms: 4000"
 start=$(date +%s.%N)
 SMSC_PASSWORD=s3cret timeout 150 "$pacerd" --config "$tmp/pacerd.yaml" >"$tmp/w1.out" 2>"$tmp/w1.log" &
 w1=$!
