@@ -182,6 +182,7 @@ class FakeParkWriter final : public ParkWriterInterface {
   explicit FakeParkWriter(ParkingInterface& store) : store_(store) {}
   void submit(std::vector<Message> messages, std::vector<WallTime> not_before) override {
     ++submits;
+    sizes.push_back(messages.size());
     pending_.push_back({std::move(messages), std::move(not_before)});
   }
   void requestUnclaimed() override {
@@ -217,6 +218,7 @@ class FakeParkWriter final : public ParkWriterInterface {
   }
   std::size_t pending() const { return pending_.size(); }
   int submits = 0, scans_asked = 0, waits = 0;
+  std::vector<std::size_t> sizes;  // of every batch submitted, in order
 
  private:
   ParkingInterface& store_;

@@ -193,10 +193,13 @@ struct WorkerCore::Impl {
   std::unordered_map<std::uint64_t, std::pair<Campaign*, Item>> inflight;
   std::uint64_t next_ticket = 1;
   std::multimap<MonoTime, std::pair<Campaign*, Item>> retries;
-  std::vector<std::pair<Campaign*, Item>> to_park;
+  // Waiting to be parked, in the order they came (a deque: a park writer
+  // takes batches off the front).
+  using ParkBatch = std::deque<std::pair<Campaign*, Item>>;
+  ParkBatch to_park;
   // With a park writer: the batches handed to it, oldest first, not yet
   // reported durable (their offsets are not finished before that).
-  std::deque<std::vector<std::pair<Campaign*, Item>>> park_sent;
+  std::deque<ParkBatch> park_sent;
   std::size_t park_sent_items = 0;
   bool scan_asked = false;  // a requestUnclaimed() not yet answered
   ParkWriterReport park_report;
@@ -311,13 +314,13 @@ struct WorkerCore::Impl {
 
   // --- parking ------------------------------------------------------------
 
-  // Inline: parks to_park now. With a park writer: hands it over (done
-  // when it is reported durable through collectParked).
+  // Inline: parks to_park now. With a park writer: hands its first
+  // ledger_batch over (done when reported durable through collectParked).
   bool writeParking(MonoTime now);
   // What the park writer finished: durable batches finish their offsets,
   // failed ones go back to to_park; an unclaimed scan's answer is noted.
   void collectParked(MonoTime now);
-  void parkedDurable(std::vector<std::pair<Campaign*, Item>>& batch, MonoTime now);
+  void parkedDurable(ParkBatch& batch, MonoTime now);
   void parkFailed(MonoTime now);
   void noteUnclaimed(const std::vector<std::pair<std::string, std::size_t>>& counts, MonoTime now);
   // Parks everything pending and waits for the park writer to finish it.

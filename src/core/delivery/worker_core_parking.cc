@@ -15,18 +15,24 @@ const WallTime kFarFuture{std::chrono::sys_days{std::chrono::year{9999} / 1 / 1}
 bool WorkerCore::Impl::writeParking(MonoTime now) {
   if (to_park.empty()) return true;
   if (options.park_writer) {
+    // At most ledger_batch a batch: the writer holds a copy of each message
+    // until it is durable, and a backlog waiting at the memory bound would
+    // double what is held.
+    const std::size_t n = std::min(to_park.size(), std::max<std::size_t>(1, options.ledger_batch));
+    const auto end = to_park.begin() + static_cast<std::ptrdiff_t>(n);
+    ParkBatch batch(std::make_move_iterator(to_park.begin()), std::make_move_iterator(end));
+    to_park.erase(to_park.begin(), end);
     std::vector<Message> messages;
     std::vector<WallTime> times;
-    messages.reserve(to_park.size());
-    times.reserve(to_park.size());
-    for (auto& [c, item] : to_park) {
+    messages.reserve(n);
+    times.reserve(n);
+    for (auto& [c, item] : batch) {
       messages.push_back(item.msg);
       times.push_back(item.not_before);
       ++c->park_in_flight;
     }
-    park_sent_items += to_park.size();
-    park_sent.push_back(std::move(to_park));
-    to_park.clear();
+    park_sent_items += n;
+    park_sent.push_back(std::move(batch));
     options.park_writer->submit(std::move(messages), std::move(times));
     return true;
   }
@@ -56,7 +62,7 @@ void WorkerCore::Impl::parkFailed(MonoTime now) {
 }
 
 // Only now may the offsets of `batch` be committed: its rows are durable.
-void WorkerCore::Impl::parkedDurable(std::vector<std::pair<Campaign*, Item>>& batch, MonoTime now) {
+void WorkerCore::Impl::parkedDurable(ParkBatch& batch, MonoTime now) {
   parking_failing = false;
   for (auto& [c, item] : batch) {
     if (item.tracked) tracker.finish(item.msg.position.topic, item.msg.position.partition, item.msg.position.offset);
@@ -80,10 +86,10 @@ void WorkerCore::Impl::collectParked(MonoTime now) {
   ParkWriterInterface* writer = options.park_writer;
   if (!writer || (park_sent.empty() && !scan_asked)) return;
   writer->poll(park_report);
-  std::vector<std::pair<Campaign*, Item>> failed;
+  ParkBatch failed;
   for (const bool durable : park_report.batches) {
     if (park_sent.empty()) break;  // more reports than batches: a writer's bug, nothing to finish
-    std::vector<std::pair<Campaign*, Item>> batch = std::move(park_sent.front());
+    ParkBatch batch = std::move(park_sent.front());
     park_sent.pop_front();
     park_sent_items -= batch.size();
     for (auto& [c, item] : batch) --c->park_in_flight;
@@ -132,21 +138,28 @@ void WorkerCore::Impl::noteUnclaimed(const std::vector<std::pair<std::string, st
 }
 
 bool WorkerCore::Impl::flushParking(MonoTime now) {
-  const bool handed = writeParking(now);
-  if (!options.park_writer) return handed;
-  if (!park_sent.empty()) options.park_writer->wait();
-  const std::uint64_t errors = totals.ledger_errors;
-  collectParked(now);
-  return park_sent.empty() && to_park.empty() && totals.ledger_errors == errors;
+  if (!options.park_writer) return writeParking(now);
+  const std::size_t in_flight = std::max<std::size_t>(1, options.park_batches_in_flight);
+  for (;;) {
+    while (!to_park.empty() && park_sent.size() < in_flight) writeParking(now);
+    if (park_sent.empty()) break;
+    options.park_writer->wait();
+    collectParked(now);
+    if (parking_failing) break;  // what failed is back in to_park: the caller retries
+  }
+  return park_sent.empty() && to_park.empty();
 }
 
 void WorkerCore::Impl::stepParking(MonoTime now) {
   collectParked(now);
-  const bool room = !options.park_writer || park_sent.size() < std::max<std::size_t>(1, options.park_batches_in_flight);
-  const bool park_due = !to_park.empty() && now >= park_retry_at && room &&
-                        (to_park.size() >= options.ledger_batch || !belowBounds() ||
-                         now - to_park_since >= options.ledger_flush_interval);
-  if (park_due) writeParking(now);
+  const std::size_t in_flight = options.park_writer ? std::max<std::size_t>(1, options.park_batches_in_flight) : 1;
+  // With a writer, as many batches as it may hold (each at most ledger_batch).
+  while (!to_park.empty() && now >= park_retry_at && park_sent.size() < in_flight &&
+         (to_park.size() >= options.ledger_batch || !belowBounds() ||
+          now - to_park_since >= options.ledger_flush_interval)) {
+    writeParking(now);
+    if (!options.park_writer) break;
+  }
   if (now >= next_scan) {
     next_scan = now + options.unclaimed_scan_interval;
     if (options.park_writer) {

@@ -180,5 +180,23 @@ TEST_F(WorkerParkWriterTest, AtMostTheConfiguredBatchesAreInTheWriter) {
   EXPECT_EQ(core_->stats().parked, 290u) << "all but the 10 kept";
 }
 
+// A backlog at the memory bound goes over in batches of at most ledger_batch
+// (the writer holds a copy of each message until it is durable), as many as
+// the writer may hold at once; flush() hands over and waits for the rest.
+TEST_F(WorkerParkWriterTest, ABacklogGoesOverInBatchesOfAtMostTheLedgerBatch) {
+  WorkerOptions o;
+  o.ledger_batch = 1000;
+  start(3510, o);
+  run(milliseconds(100));
+  EXPECT_EQ(writer_.sizes, (std::vector<std::size_t>{1000, 1000}));
+  writer_.finish(1);
+  run(milliseconds(5));
+  EXPECT_EQ(writer_.sizes, (std::vector<std::size_t>{1000, 1000, 1000}));
+  EXPECT_TRUE(core_->flush(clock_.now()));
+  EXPECT_EQ(writer_.sizes, (std::vector<std::size_t>{1000, 1000, 1000, 500}));
+  EXPECT_EQ(parking_.size(), 3500u);
+  EXPECT_EQ(core_->stats().parked, 3500u);
+}
+
 }  // namespace
 }  // namespace pacer
