@@ -138,6 +138,39 @@ class ParkingInterface {
 };
 using ParkingInterfacePtr = std::unique_ptr<ParkingInterface>;
 
+// Park writes and the scan for unclaimed parked messages off the loop's
+// thread (pacerd: a thread with its own PostgreSQL connection, see
+// pacer/ledger/park_writer.h). The core hands it batches and learns through
+// poll() which are durable; a message's offset may be committed only after
+// that. Thread-safety: every call comes from the core's one thread; the work
+// is done elsewhere.
+struct ParkWriterReport {
+  // One entry per batch that finished since the last poll(), in the order
+  // submitted: true when durable (ParkingInterface::park returned), false
+  // when the write failed (nothing of it may be taken as parked; the caller
+  // submits it again, which park() tolerates).
+  std::vector<bool> batches;
+  // The answer to requestUnclaimed(), once it came (ParkingInterface::unclaimed).
+  std::optional<std::vector<std::pair<std::string, std::size_t>>> unclaimed;
+  bool unclaimed_failed = false;  // the scan asked for failed (no answer follows)
+};
+
+class ParkWriterInterface {
+ public:
+  virtual ~ParkWriterInterface() = default;
+  // Hands a batch to be parked (ParkingInterface::park); returns at once.
+  // Batches are written and reported in the order submitted.
+  virtual void submit(std::vector<Message> messages, std::vector<WallTime> not_before) = 0;
+  // Asks for ParkingInterface::unclaimed(); the answer comes through poll().
+  virtual void requestUnclaimed() = 0;
+  // Moves what finished since the last call into `out` (cleared first).
+  virtual void poll(ParkWriterReport& out) = 0;
+  // Blocks until every batch submitted so far has finished (durable or
+  // failed); a scan asked for may still be running.
+  virtual void wait() = 0;
+};
+using ParkWriterInterfacePtr = std::unique_ptr<ParkWriterInterface>;
+
 struct WorkerOptions {
   DecodeOptions decode;
   SchedulerOptions scheduler;
@@ -182,6 +215,11 @@ struct WorkerOptions {
   std::size_t park_min_keep = 10;
   Nanos unclaimed_scan_interval = std::chrono::seconds(5);  // look for parked messages nobody holds
   Nanos renew_interval = std::chrono::seconds(20);          // keep this worker's claims
+  // Park writes and unclaimed scans through this (not owned) instead of
+  // `parking` on the caller's thread; claims, renewals and releases still go
+  // through `parking`. Null: everything inline.
+  ParkWriterInterface* park_writer = nullptr;
+  std::size_t park_batches_in_flight = 2;  // batches handed to park_writer and not yet reported, at most
   std::uint64_t seed = 1;                                   // for retry jitter and the lease pause jitter
   // The global quota (not owned; null: local limits only). With it, every
   // campaign's send_rate and every provider's rate are token buckets shared

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <exception>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -170,6 +172,60 @@ class FakeParking final : public ParkingInterface {
   bool available = true;
   std::set<std::string> ids;
   std::map<std::string, std::deque<Message>> parked;
+};
+
+// A park writer the test drives, as a thread would run it: batches wait
+// until finish() writes them to `store` in order (failed while the store is
+// unavailable), and an asked scan is answered by answerScan() or finish().
+class FakeParkWriter final : public ParkWriterInterface {
+ public:
+  explicit FakeParkWriter(ParkingInterface& store) : store_(store) {}
+  void submit(std::vector<Message> messages, std::vector<WallTime> not_before) override {
+    ++submits;
+    sizes.push_back(messages.size());
+    pending_.push_back({std::move(messages), std::move(not_before)});
+  }
+  void requestUnclaimed() override {
+    ++scans_asked;
+    scan_asked_ = true;
+  }
+  void poll(ParkWriterReport& out) override {
+    out.batches = std::exchange(done_, {});
+    out.unclaimed = std::exchange(unclaimed_, std::nullopt);
+    out.unclaimed_failed = false;
+  }
+  void wait() override {
+    ++waits;
+    finish();
+  }
+  // Writes the oldest `n` batches waiting and answers a scan asked for.
+  void finish(std::size_t n = SIZE_MAX) {
+    answerScan();
+    for (; n > 0 && !pending_.empty(); --n) {
+      bool durable = true;
+      try {
+        store_.park(pending_.front().first, pending_.front().second);
+      } catch (const std::exception&) {
+        durable = false;
+      }
+      done_.push_back(durable);
+      pending_.pop_front();
+    }
+  }
+  void answerScan() {
+    if (scan_asked_) unclaimed_ = store_.unclaimed();
+    scan_asked_ = false;
+  }
+  std::size_t pending() const { return pending_.size(); }
+  int submits = 0, scans_asked = 0, waits = 0;
+  std::vector<std::size_t> sizes;  // of every batch submitted, in order
+
+ private:
+  ParkingInterface& store_;
+  std::deque<std::pair<std::vector<Message>, std::vector<WallTime>>> pending_;
+  std::vector<bool> done_;
+  std::optional<std::vector<std::pair<std::string, std::size_t>>> unclaimed_;
+  bool scan_asked_ = false;
 };
 
 // The in-memory cap store, with a switch that makes it answer as a Redis

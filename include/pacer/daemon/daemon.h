@@ -77,6 +77,9 @@ struct DaemonOptions {
 
   WorkerOptions worker;
   bool parking = true;
+  // Park writes and the unclaimed scan on a thread with its own PostgreSQL
+  // connection (WorkerOptions::park_writer); off: on the loop's thread.
+  bool park_writer = true;
   std::chrono::seconds parking_lease{60};
 
   // Outcome events (docs/configuration.md "Outcome events"): every ledger

@@ -317,6 +317,10 @@ std::vector<Key> ledgerKeys() {
       {"ledger.parking", Shape::kScalar, "--parking", FlagForm::kValue, false, false,
        "park the excess of slow campaigns in PostgreSQL: on, off (default on)",
        [](const Raw& r, Ctx& c) { c.o.parking = asBool(r, "on or off"); }},
+      {"ledger.park_writer", Shape::kScalar, "--park-writer", FlagForm::kValue, false, false,
+       "write parked messages and scan for unclaimed ones on a thread with its own PostgreSQL connection: "
+       "on, off (default on)",
+       [](const Raw& r, Ctx& c) { c.o.park_writer = asBool(r, "on or off"); }},
       {"ledger.park_keep_s", Shape::kScalar, "--park-keep-s", FlagForm::kValue, false, false,
        "seconds of a campaign's send_rate kept in memory before parking (default 10)",
        [](const Raw& r, Ctx& c) {

@@ -13,6 +13,9 @@ using delivery_detail::samePartition;
 
 namespace {
 
+// How soon the loop looks again for what a park writer finished.
+constexpr Nanos kParkWriterPoll = std::chrono::milliseconds(2);
+
 std::optional<std::string> limitProblem(const char* rate_name, const std::optional<RateLimit>& limit) {
   if (!limit) return std::nullopt;
   if (auto why = validation::rateProblem(rate_name, limit->rate_per_s)) return why;
@@ -382,7 +385,10 @@ void WorkerCore::step(MonoTime now) {
   m.sink.poll(m.results);
   for (const SendResult& r : m.results) m.handle(r, now);
   if (m.draining) {
-    if (m.parking && !m.to_park.empty() && now >= m.park_retry_at) m.writeParking(now);
+    if (m.parking) {
+      m.collectParked(now);
+      if (!m.to_park.empty() && now >= m.park_retry_at && m.park_sent.empty()) m.writeParking(now);
+    }
     m.sink.pollReceipts(m.receipts);
     m.flushGiveBacks(now);
     if ((!m.rows.empty() || !m.receipts.empty()) && !m.rows_since) m.rows_since = now;
@@ -400,36 +406,7 @@ void WorkerCore::step(MonoTime now) {
   // spend tokens later than they fall due.
   bool blocked = false;
   m.dispatch(now, blocked);
-  if (m.parking) {
-    const bool park_due = !m.to_park.empty() && now >= m.park_retry_at &&
-                          (m.to_park.size() >= m.options.ledger_batch || !m.belowBounds() ||
-                           now - m.to_park_since >= m.options.ledger_flush_interval);
-    if (park_due) m.writeParking(now);
-    if (now >= m.next_scan) {
-      m.next_scan = now + m.options.unclaimed_scan_interval;
-      try {
-        for (const auto& [campaign, n] : m.parking->unclaimed()) {
-          auto it = m.campaigns.find(campaign);
-          if (it == m.campaigns.end()) continue;  // left parked until the campaign is known
-          Impl::Campaign* c = it->second.get();
-          c->parked_waiting = std::max(c->parked_waiting, n);
-          c->next_claim = std::min(c->next_claim, now);  // due rows (another worker's, say): not at a wake time
-          m.with_parked.insert(c);
-        }
-      } catch (const std::runtime_error&) {
-        ++m.totals.ledger_errors;
-      }
-    }
-    if (now >= m.next_renew) {
-      m.next_renew = now + m.options.renew_interval;
-      try {
-        m.parking->renew();
-      } catch (const std::runtime_error&) {
-        ++m.totals.ledger_errors;
-      }
-    }
-    if (!m.with_parked.empty()) m.claimBack(now);
-  }
+  if (m.parking) m.stepParking(now);
   // Stdout and null sinks finish at submit: take their results in the same step.
   m.results.clear();
   m.sink.poll(m.results);
@@ -443,7 +420,7 @@ void WorkerCore::step(MonoTime now) {
 bool WorkerCore::flush(MonoTime now) {
   Impl& m = *impl_;
   bool ok = true;
-  if (m.parking) ok = m.writeParking(now) && ok;
+  if (m.parking) ok = m.flushParking(now) && ok;
   ok = m.writeRows(now) && ok;
   return ok;
 }
@@ -478,12 +455,18 @@ MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
   // only once they are written.
   if (!m.rows.empty() || !m.receipts.empty())
     wake = std::min(wake, std::max(m.ledger_retry_at, m.rows_since.value_or(now) + m.options.ledger_flush_interval));
+  // A park writer's answers are collected by step(): soon, not at the next
+  // timeout (the offsets, and the memory bound, wait for them).
+  if (!m.park_sent.empty() || m.scan_asked) wake = std::min(wake, now + kParkWriterPoll);
+  const bool park_room = !m.options.park_writer || m.park_sent.size() < m.options.park_batches_in_flight;
+  if (!m.to_park.empty() && park_room)
+    wake = std::min(wake, std::max(m.park_retry_at, m.to_park_since + m.options.ledger_flush_interval));
   return std::max(wake, now);
 }
 
 bool WorkerCore::idle() const noexcept {
   const Impl& m = *impl_;
-  return m.queued == 0 && m.inflight.empty() && m.rows.empty() && m.to_park.empty() && m.retries.empty() &&
+  return m.queued == 0 && m.inflight.empty() && m.rows.empty() && m.to_park.empty() && m.park_sent.empty() && m.retries.empty() &&
          m.with_parked.empty() && m.unchecked == 0 && m.waiting == 0;
 }
 

@@ -89,7 +89,8 @@ struct WorkerCore::Impl {
     std::vector<Lane> lanes;
     std::optional<RateLimit> whole_limit;        // a routed campaign's send_rate and burst before its split
     delivery_detail::CampaignQueue<Item> queue;  // and the scheduler's backlog of it
-    std::size_t to_park = 0;                     // items of this campaign waiting in to_park
+    std::size_t to_park = 0;                     // items of this campaign waiting in to_park or park_sent
+    std::size_t park_in_flight = 0;              // of them, in park_sent (handed to the park writer)
     std::size_t parked_waiting = 0;              // parked, not yet claimed back (an estimate)
     MonoTime next_claim{};
     bool sched_paused = false;
@@ -192,7 +193,16 @@ struct WorkerCore::Impl {
   std::unordered_map<std::uint64_t, std::pair<Campaign*, Item>> inflight;
   std::uint64_t next_ticket = 1;
   std::multimap<MonoTime, std::pair<Campaign*, Item>> retries;
-  std::vector<std::pair<Campaign*, Item>> to_park;
+  // Waiting to be parked, in the order they came (a deque: a park writer
+  // takes batches off the front).
+  using ParkBatch = std::deque<std::pair<Campaign*, Item>>;
+  ParkBatch to_park;
+  // With a park writer: the batches handed to it, oldest first, not yet
+  // reported durable (their offsets are not finished before that).
+  std::deque<ParkBatch> park_sent;
+  std::size_t park_sent_items = 0;
+  bool scan_asked = false;  // a requestUnclaimed() not yet answered
+  ParkWriterReport park_report;
   MonoTime to_park_since{};
   MonoTime park_retry_at{};
   std::set<Campaign*> with_parked;
@@ -261,7 +271,7 @@ struct WorkerCore::Impl {
   // --- accounting -------------------------------------------------------
 
   std::size_t bufferedMessages() const {
-    return queued + to_park.size() + retries.size() + inflight.size() + unchecked + waiting;
+    return queued + to_park.size() + park_sent_items + retries.size() + inflight.size() + unchecked + waiting;
   }
   std::size_t unrecorded() const { return inflight.size() + rows.size(); }
   bool belowBounds() const;
@@ -304,9 +314,21 @@ struct WorkerCore::Impl {
 
   // --- parking ------------------------------------------------------------
 
+  // Inline: parks to_park now. With a park writer: hands its first
+  // ledger_batch over (done when reported durable through collectParked).
   bool writeParking(MonoTime now);
+  // What the park writer finished: durable batches finish their offsets,
+  // failed ones go back to to_park; an unclaimed scan's answer is noted.
+  void collectParked(MonoTime now);
+  void parkedDurable(ParkBatch& batch, MonoTime now);
+  void parkFailed(MonoTime now);
+  void noteUnclaimed(const std::vector<std::pair<std::string, std::size_t>>& counts, MonoTime now);
+  // Parks everything pending and waits for the park writer to finish it.
+  bool flushParking(MonoTime now);
 
   void claimBack(MonoTime now);
+  // A step's parking: writes due, the unclaimed scan, renewals, claims.
+  void stepParking(MonoTime now);
 
   // --- queues -------------------------------------------------------------
 

@@ -1,14 +1,9 @@
-// WorkerCore's ledger rows, parking and the ids it holds (worker_core_impl.h).
+// WorkerCore's ledger rows and the ids it holds (worker_core_impl.h).
 #include "worker_core_impl.h"
 
 namespace pacer {
 
 using delivery_detail::Item;
-
-namespace {
-// Later than any not_before (and still a valid PostgreSQL timestamp).
-const WallTime kFarFuture{std::chrono::sys_days{std::chrono::year{9999} / 1 / 1}};
-}  // namespace
 
 bool WorkerCore::Impl::belowBounds() const {
   return bufferedMessages() < options.max_buffered_messages && buffered_bytes < options.max_buffered_bytes;
@@ -158,108 +153,6 @@ bool WorkerCore::Impl::ledgerDue(MonoTime now, bool blocked) const {
   if ((rows.empty() && receipts.empty()) || now < ledger_retry_at) return false;
   return rows.size() + receipts.size() >= options.ledger_batch || blocked ||
          now - rows_since.value_or(now) >= options.ledger_flush_interval;
-}
-
-bool WorkerCore::Impl::writeParking(MonoTime now) {
-  if (to_park.empty()) return true;
-  scratch.clear();
-  scratch_times.clear();
-  for (auto& [c, item] : to_park) {
-    scratch.push_back(item.msg);
-    scratch_times.push_back(item.not_before);
-  }
-  try {
-    parking->park(scratch, scratch_times);
-  } catch (const LedgerUnavailableError&) {
-    ++totals.ledger_errors;
-    parking_failing = true;
-    park_retry_at = now + options.ledger_retry_interval;
-    return false;
-  } catch (const LedgerRejectedError&) {
-    ++totals.ledger_errors;
-    parking_failing = true;
-    park_retry_at = now + options.ledger_retry_interval;
-    return false;
-  }
-  parking_failing = false;
-  for (auto& [c, item] : to_park) {
-    if (item.tracked) tracker.finish(item.msg.position.topic, item.msg.position.partition, item.msg.position.offset);
-    release(item.msg);
-    buffered_bytes -= item.bytes();
-    --c->to_park;
-    if (item.not_before == WallTime{}) {
-      ++c->parked_waiting;  // claimable at once (a claim may have been put off until a wake time)
-      c->next_claim = std::min(c->next_claim, now + std::chrono::milliseconds(100));
-    } else {  // park_wakes says when to claim it; an earlier wake than the one planned brings the claim forward
-      c->next_claim = std::min(c->next_claim, monoAt(std::chrono::ceil<std::chrono::seconds>(item.not_before)));
-    }
-    ++c->stats.parked;
-    ++totals.parked;
-    with_parked.insert(c);
-  }
-  to_park.clear();
-  return true;
-}
-
-void WorkerCore::Impl::claimBack(MonoTime now) {
-  for (auto it = with_parked.begin(); it != with_parked.end();) {
-    Campaign* c = *it;
-    const char* closed = closedReason(c->info.state);
-    const bool cancelled = closed != nullptr;  // cancelled or completed: claimed to be given their rows
-    const std::size_t k = keep(*c);
-    const std::size_t held = c->queue.size() + c->unchecked.size();  // unchecked: waiting for the cap store
-    const bool room = cancelled || (c->info.state == CampaignState::kActive && held < k / 2);
-    if (!room || now < c->next_claim || c->to_park > 0) {
-      ++it;
-      continue;
-    }
-    const std::size_t want = cancelled ? options.ledger_batch : std::min(k - held, options.ledger_batch);
-    std::vector<Message> got;
-    try {
-      // A closed campaign's waiting messages get their rows now, not when due.
-      got = parking->claim(c->info.id, want, cancelled ? kFarFuture : wallAt(now));
-    } catch (const std::runtime_error&) {
-      ++totals.ledger_errors;
-      c->next_claim = now + options.ledger_retry_interval;
-      ++it;
-      continue;
-    }
-    c->next_claim = now + std::chrono::milliseconds(100);
-    c->stats.unparked += got.size();
-    totals.unparked += got.size();
-    for (Message& m : got) {
-      Item item;
-      item.msg = std::move(m);
-      item.msg.fingerprint = contentFingerprint(item.msg);
-      item.tracked = false;
-      hold(item.msg);
-      MessageCost cost = cancelled ? MessageCost{} : costOf(c, item.msg);
-      item.cost = cost.units;
-      if (cancelled) {
-        addRow(c, item, DeliveryStatus::kFailed, 0, closed);
-      } else if (cost.units == 0) {
-        addRow(c, item, DeliveryStatus::kRejected, 0, std::move(cost.error));
-      } else {
-        admit(c, std::move(item), now);  // quiet hours and caps again: it may have to wait
-      }
-    }
-    if (got.size() < want) {
-      // Nothing more is due now; what waits for a time is claimed when due.
-      c->parked_waiting = 0;
-      const WallTime wall = wallAt(now);
-      if (cancelled) c->park_wakes.clear();  // all claimed above, due or not
-      while (!c->park_wakes.empty() && *c->park_wakes.begin() <= wall) c->park_wakes.erase(c->park_wakes.begin());
-      if (c->park_wakes.empty()) {
-        it = with_parked.erase(it);
-      } else {
-        c->next_claim = monoAt(*c->park_wakes.begin());
-        ++it;
-      }
-    } else {
-      c->parked_waiting = c->parked_waiting > got.size() ? c->parked_waiting - got.size() : 1;
-      ++it;
-    }
-  }
 }
 
 }  // namespace pacer

@@ -16,6 +16,7 @@
 #include "pacer/conninfo.h"
 #include "pacer/control/control_feed.h"
 #include "pacer/ledger/pg_ledger.h"
+#include "pacer/ledger/park_writer.h"
 #include "pacer/ledger/pg_parking.h"
 
 namespace pacer::worker {
@@ -43,7 +44,10 @@ ingest::KafkaIngestOptions ingestOptions(const DaemonOptions& o) {
   return ingest::KafkaIngestOptions{o.brokers, o.topics, o.group, o.assignment, o.session_timeout_ms, o.kafka};
 }
 
-ParkingInterfacePtr makeParking(const DaemonOptions& o, const ledger::PgLedgerOptions& pg) {
+// Parking, and its writer thread with a connection of its own (the same
+// owner name: a message this worker claimed is handed back by either).
+ParkingInterfacePtr makeParking(const DaemonOptions& o, const ledger::PgLedgerOptions& pg,
+                                ParkWriterInterfacePtr& writer) {
   if (!o.parking) return nullptr;
   ledger::PgParkingOptions po;
   po.connection = pg;
@@ -51,6 +55,7 @@ ParkingInterfacePtr makeParking(const DaemonOptions& o, const ledger::PgLedgerOp
   ::gethostname(host, sizeof host - 1);
   po.owner = fmt::format("{}:{}:{}", host, ::getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
   po.lease = o.parking_lease;
+  if (o.park_writer) writer = ledger::makeThreadedParkWriter(ledger::makePgParking(po));
   return ledger::makePgParking(po);
 }
 
@@ -88,7 +93,7 @@ class Daemon {
                  redactConninfo(o_.postgres));
     }
     ledger_ = ledger::makePgLedger(pg);
-    parking_ = makeParking(o_, pg);
+    parking_ = makeParking(o_, pg, park_writer_);
     events_ = makeEvents(o_, pg, log_);
     callbacks_ = makeCallbacks(o_, pg, log_);
     const MonoTime start = clock_->now();
@@ -118,6 +123,7 @@ class Daemon {
  private:
   WorkerOptions workerOptions() {
     WorkerOptions wo = o_.worker;
+    wo.park_writer = park_writer_.get();
     wo.cost = cost_.get();
     wo.zones = rules_.zones;
     wo.caps = rules_.caps.get();
@@ -459,6 +465,7 @@ class Daemon {
   RecipientRules rules_;  // before core_: the core uses its store
   LedgerInterfacePtr ledger_;
   ParkingInterfacePtr parking_;
+  ParkWriterInterfacePtr park_writer_;  // null: parking writes on the loop (--park-writer off)
   std::unique_ptr<events::OutcomeDrainer> events_;  // null: outcome events off
   std::unique_ptr<events::CallbackWorker> callbacks_;  // null: callbacks off
   std::unique_ptr<WorkerCore> core_;

@@ -11,6 +11,7 @@
 #include <pqxx/pqxx>
 
 #include "pacer/ledger/pg_directory.h"
+#include "pacer/ledger/park_writer.h"
 #include "pacer/ledger/pg_parking.h"
 #include "pacer/sink.h"
 #include "pacer/time.h"
@@ -613,6 +614,62 @@ TEST_F(PgLedgerTest, UnreachableServerIsReportedAndTheLedgerRecoversWhenItReturn
   // The same rows, retried by the caller, land once the server is back.
   EXPECT_EQ(ledger->record(during), 1u);
   EXPECT_EQ(ledger->finishedOffsets("messages", 3, 0, 10), (std::vector<std::int64_t>{1, 2}));
+}
+
+// The park writer (pacerd's thread with its own connection): batches are
+// durable, in order, when it says so, and a scan asked for is answered; a
+// batch it cannot write is reported failed, never durable.
+TEST_F(PgLedgerTest, TheParkWriterReportsEachBatchDurableInOrderAndAnswersTheScan) {
+  migrate(options_);
+  auto writer = makeThreadedParkWriter(makePgParking(PgParkingOptions{options_, "test-worker"}));
+  for (int b = 0; b < 3; ++b) {
+    std::vector<Message> batch;
+    for (int i = 0; i < 1000; ++i) {
+      Message m;
+      m.id = fmt::format("w{}-{}", b, i);
+      m.campaign = b == 2 ? "camp-2" : "camp-1";
+      m.position = Position{"messages", 3, b * 1000 + i};
+      m.payload = "x";
+      batch.push_back(std::move(m));
+    }
+    writer->submit(std::move(batch), {});
+  }
+  writer->wait();
+  writer->requestUnclaimed();
+  writer->submit({}, {});  // a scan asked for goes before the next batch: answered once this one is
+  writer->wait();
+  ParkWriterReport report;
+  writer->poll(report);
+  EXPECT_EQ(report.batches, (std::vector<bool>{true, true, true, true}));
+  EXPECT_FALSE(report.unclaimed_failed);
+  ASSERT_TRUE(report.unclaimed.has_value());
+  std::map<std::string, std::size_t> counts(report.unclaimed->begin(), report.unclaimed->end());
+  EXPECT_EQ(counts, (std::map<std::string, std::size_t>{{"camp-1", 2000}, {"camp-2", 1000}}));
+  pqxx::connection c(options_.conninfo);
+  pqxx::read_transaction tx(c);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM parked")[0].as<std::int64_t>(), 3000);
+  writer->poll(report);
+  EXPECT_TRUE(report.batches.empty()) << "each batch reported once";
+}
+
+TEST(PgLedgerNoServer, TheParkWriterReportsABatchItCannotWriteAsFailed) {
+  PgLedgerOptions o;
+  o.conninfo = "host=127.0.0.1 port=" + std::to_string(pacer::testing::freeLoopbackPort()) + " user=postgres dbname=x";
+  o.connect_timeout_s = 2;
+  auto writer = makeThreadedParkWriter(makePgParking(PgParkingOptions{o, "test-worker"}));
+  Message m;
+  m.id = "m";
+  m.campaign = "c";
+  m.position = Position{"messages", 0, 1};
+  writer->submit(std::vector<Message>{m}, {});
+  writer->requestUnclaimed();
+  writer->submit(std::vector<Message>{m}, {});
+  writer->wait();
+  ParkWriterReport report;
+  writer->poll(report);
+  EXPECT_EQ(report.batches, (std::vector<bool>{false, false}));
+  EXPECT_TRUE(report.unclaimed_failed);
+  EXPECT_FALSE(report.unclaimed.has_value());
 }
 
 TEST(PgLedgerNoServer, ConnectionRefusedIsUnavailable) {

@@ -1,0 +1,16 @@
+// A ParkWriterInterface that runs a ParkingInterface's park() and
+// unclaimed() on a thread of its own, so the loop that hands it batches never
+// waits for them. The store it owns is used by that thread only (for
+// PostgreSQL: a connection of its own, beside the loop's). Batches are
+// written one at a time, in the order handed over; a requested scan goes
+// before the next batch. Destroying it waits for the batch being written and
+// leaves the others unwritten (never reported durable, so never committed).
+#pragma once
+
+#include "pacer/worker.h"
+
+namespace pacer::ledger {
+
+ParkWriterInterfacePtr makeThreadedParkWriter(ParkingInterfacePtr store);
+
+}  // namespace pacer::ledger
