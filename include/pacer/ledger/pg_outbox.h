@@ -24,6 +24,13 @@ struct OutboxDepth {
   double oldest_age_seconds = 0;   // how long the oldest of them has waited (0: none)
 };
 
+// Another running process drains the same worker id's outbox rows (it holds the id's
+// PostgreSQL advisory lock). The cursor relies on one writer per id: two would lose events.
+class OutboxWorkerBusyError : public LedgerRejectedError {
+ public:
+  using LedgerRejectedError::LedgerRejectedError;
+};
+
 class PgOutbox {
  public:
   // `options.outbox_worker` names the rows this reader owns (not empty).
@@ -32,6 +39,9 @@ class PgOutbox {
   PgOutbox(const PgOutbox&) = delete;
   PgOutbox& operator=(const PgOutbox&) = delete;
 
+  // Every call first holds the worker id's session advisory lock on this reader's connection
+  // (taken again after a reconnect), and throws OutboxWorkerBusyError while another session
+  // holds it.
   // This worker's stored cursor (0: none yet).
   std::int64_t storedCursor();
   // Waits until every transaction that was running when it was called has

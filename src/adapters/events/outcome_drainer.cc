@@ -165,6 +165,8 @@ void OutcomeDrainer::start() {
     refreshDepth(true);
     log_->info("event=outcome_events_started topic={} worker={} batch={} left_from_before={}", options_.topic,
                options_.pg.outbox_worker, options_.batch, depth_.load());
+  } catch (const ledger::OutboxWorkerBusyError& e) {
+    throw InvalidError(fmt::format("outcome events: {}", e.what()));
   } catch (const LedgerRejectedError& e) {
     // No outbox (or no cursor) table: an older schema.
     throw InvalidError(fmt::format("outcome events: the outbox cannot be read ({}); the schema needs migration 15: "

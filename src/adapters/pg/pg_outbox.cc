@@ -11,6 +11,28 @@ namespace pacer::ledger {
 struct PgOutbox::Impl {
   PgLedgerOptions options;
   std::unique_ptr<pqxx::connection> conn;
+  bool locked = false;  // the worker id's advisory lock is held on `conn`
+
+  // guarded(), on a connection that holds the worker id's lock: one drainer per id, or
+  // one's cursor could pass rows the other's writer commits later (lost events).
+  template <class Fn>
+  auto run(Fn&& fn) {
+    if (!conn || !conn->is_open()) locked = false;
+    return guarded(conn, options, [&](pqxx::connection& c) {
+      if (!locked) {
+        pqxx::nontransaction tx(c);
+        locked = tx.exec_params1("SELECT pg_try_advisory_lock(hashtextextended('pacer.outbox:' || $1, 0))",
+                                 options.outbox_worker)[0]
+                     .as<bool>();
+        if (!locked)
+          throw OutboxWorkerBusyError(fmt::format(
+              "events.worker_id '{}' is in use by another running pacerd (it holds the id's PostgreSQL advisory "
+              "lock); give each worker its own events.worker_id",
+              options.outbox_worker));
+      }
+      return fn(c);
+    });
+  }
 };
 
 PgOutbox::PgOutbox(PgLedgerOptions options) : impl_(std::make_unique<Impl>()) {
@@ -64,7 +86,7 @@ constexpr const char* kCursorOf =
     "coalesce((SELECT published_up_to FROM outbox_cursor WHERE worker = $1), 0)";
 
 std::int64_t PgOutbox::storedCursor() {
-  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+  return impl_->run([&](pqxx::connection& c) {
     pqxx::read_transaction tx(c);
     return tx.exec_params1(fmt::format("SELECT {}", kCursorOf), impl_->options.outbox_worker)[0].as<std::int64_t>();
   });
@@ -72,12 +94,12 @@ std::int64_t PgOutbox::storedCursor() {
 
 bool PgOutbox::awaitEarlierWriters(std::chrono::milliseconds limit) {
   const auto until = std::chrono::steady_clock::now() + limit;
-  const std::int64_t horizon = guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+  const std::int64_t horizon = impl_->run([&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
     return tx.exec1("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")[0].as<std::int64_t>();
   });
   for (;;) {
-    const std::int64_t oldest = guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    const std::int64_t oldest = impl_->run([&](pqxx::connection& c) {
       pqxx::nontransaction tx(c);
       return tx.exec1("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0].as<std::int64_t>();
     });
@@ -88,7 +110,7 @@ bool PgOutbox::awaitEarlierWriters(std::chrono::milliseconds limit) {
 }
 
 std::vector<OutcomeEvent> PgOutbox::next(std::size_t limit) {
-  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+  return impl_->run([&](pqxx::connection& c) {
     pqxx::read_transaction tx(c);
     return events(tx.exec_params(
         fmt::format("SELECT {} FROM outbox WHERE worker = $1 AND id > {} ORDER BY id LIMIT $2", kColumns, kCursorOf),
@@ -98,14 +120,14 @@ std::vector<OutcomeEvent> PgOutbox::next(std::size_t limit) {
 
 std::vector<OutcomeEvent> PgOutbox::next(std::int64_t after, std::size_t limit, std::optional<std::int64_t> cursor) {
   if (!cursor) {
-    return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+    return impl_->run([&](pqxx::connection& c) {
       pqxx::read_transaction tx(c);
       return events(tx.exec_params(
           fmt::format("SELECT {} FROM outbox WHERE worker = $1 AND id > $2 ORDER BY id LIMIT $3", kColumns),
           impl_->options.outbox_worker, after, static_cast<std::int64_t>(limit)));
     });
   }
-  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+  return impl_->run([&](pqxx::connection& c) {
     pqxx::work tx(c);
     // One row updated per batch: the published rows stay until prune().
     pqxx::result res = tx.exec_params(
@@ -119,7 +141,7 @@ std::vector<OutcomeEvent> PgOutbox::next(std::int64_t after, std::size_t limit, 
 
 void PgOutbox::store(std::int64_t cursor, std::span<const std::int64_t> remove) {
   const std::vector<std::int64_t> list(remove.begin(), remove.end());
-  guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+  impl_->run([&](pqxx::connection& c) {
     pqxx::work tx(c);
     tx.exec_params(kStoreCursor, impl_->options.outbox_worker, cursor);
     if (!list.empty())
@@ -131,7 +153,7 @@ void PgOutbox::store(std::int64_t cursor, std::span<const std::int64_t> remove) 
 }
 
 std::size_t PgOutbox::prune() {
-  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+  return impl_->run([&](pqxx::connection& c) {
     pqxx::work tx(c);
     const pqxx::result r = tx.exec_params(fmt::format("DELETE FROM outbox WHERE worker = $1 AND id <= {}", kCursorOf),
                                           impl_->options.outbox_worker);
@@ -141,7 +163,7 @@ std::size_t PgOutbox::prune() {
 }
 
 OutboxDepth PgOutbox::depth() {
-  return guarded(impl_->conn, impl_->options, [&](pqxx::connection& c) {
+  return impl_->run([&](pqxx::connection& c) {
     pqxx::read_transaction tx(c);
     const pqxx::row row = tx.exec_params1(
         fmt::format("SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(recorded_at)), 0)::float8 "

@@ -22,6 +22,7 @@
 #include "pacer/sink.h"
 #include "support/kafka_mock_process.h"
 #include "support/postgres_server.h"
+#include "support/thrown.h"
 #include "support/wait_until.h"
 
 namespace pacer::events {
@@ -311,6 +312,26 @@ TEST_F(OutcomeEventsTest, ARestartResumesAfterTheStoredCursorWhileThePublishedRo
   EXPECT_EQ(seen.size(), 3000u + in_flight);
   // Duplicates: the batch that was in flight at the crash, nothing else.
   EXPECT_EQ(matchOutcomes(seen), in_flight);
+}
+
+// Two running drainers of one worker id would each move the cursor past rows the other's
+// writer had not committed yet: the second refuses to start, naming the id, and takes over
+// once the first is gone (its session, and the id's advisory lock, with it).
+TEST_F(OutcomeEventsTest, ASecondDrainerOfTheSameWorkerIdRefusesWhileTheFirstRuns) {
+  auto ledger = ledger::makePgLedger(pg_);
+  writeRows(*ledger, 0, 300);
+  auto first = std::make_unique<OutcomeDrainer>(drainerOptions(100), log_);
+  EXPECT_EQ(first->drainOnce(), 100u);
+  OutcomeDrainer second(drainerOptions(100), log_);
+  const std::string refused = pacer::test_support::thrownBy<InvalidError>([&] { second.start(); });
+  EXPECT_NE(refused.find("events.worker_id 'worker-a' is in use by another running pacerd"), std::string::npos)
+      << refused;
+  EXPECT_THROW(second.drainOnce(), ledger::OutboxWorkerBusyError);
+  first.reset();
+  while (second.drainOnce() > 0) {
+  }
+  EXPECT_EQ(unpublished(), 0);
+  EXPECT_EQ(matchOutcomes(consumeAll(300)), 0u);
 }
 
 TEST_F(OutcomeEventsTest, TheRunningDrainerPublishesRowsAsTheyAreWrittenAndOnlyItsOwn) {
