@@ -7,10 +7,9 @@
 
 #include "pacer/control/values.h"
 #include "pacer/conninfo.h"
+#include "pacer/ledger/pg_sql.h"
 
 namespace pacer::console {
-
-#define PACER_UTC(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 
 struct ConsolePg::Connection {
   explicit Connection(const std::string& conninfo) : c(conninfo) {}

@@ -9,11 +9,9 @@
 #include <string>
 
 #include "pacer/control/values.h"
+#include "pacer/ledger/pg_sql.h"
 
 namespace pacer::ledger {
-
-// Timestamps as text in UTC, so nothing depends on the session's time zone.
-#define PACER_UTC(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 
 inline constexpr const char* kCampaignColumns =
     "id, name, state, send_rate, burst, weight, coalesce(provider, ''), " PACER_UTC("updated_at") ", total, "

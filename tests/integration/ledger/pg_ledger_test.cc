@@ -363,8 +363,8 @@ TEST_F(PgLedgerTest, FinishedOffsetsAnswersOneRangeOfOnePartition) {
   migrate(options_);
   auto ledger = makePgLedger(options_);
   std::vector<DeliveryRecord> batch{row("a", 10), row("b", 12), row("c", 15), row("d", 30)};
-  batch.push_back(DeliveryRecord{"other-partition", "camp-1", "messages", 4, 11, DeliveryStatus::kSent, 1, ""});
-  batch.push_back(DeliveryRecord{"other-topic", "camp-1", "other", 3, 13, DeliveryStatus::kSent, 1, ""});
+  batch.push_back(DeliveryRecord{.message_id = "other-partition", .campaign = "camp-1", .topic = "messages", .partition = 4, .offset = 11});
+  batch.push_back(DeliveryRecord{.message_id = "other-topic", .campaign = "camp-1", .topic = "other", .partition = 3, .offset = 13});
   ledger->record(batch);
   EXPECT_EQ(ledger->finishedOffsets("messages", 3, 10, 30), (std::vector<std::int64_t>{10, 12, 15}));
   EXPECT_EQ(ledger->finishedOffsets("messages", 3, 11, 12), (std::vector<std::int64_t>{}));
@@ -678,7 +678,7 @@ TEST(PgLedgerNoServer, ConnectionRefusedIsUnavailable) {
   o.connect_timeout_s = 2;
   EXPECT_THROW(migrate(o), LedgerUnavailableError);
   auto ledger = makePgLedger(o);
-  std::vector<DeliveryRecord> batch{DeliveryRecord{"m", "c", "t", 0, 0, DeliveryStatus::kSent, 1, ""}};
+  std::vector<DeliveryRecord> batch{DeliveryRecord{.message_id = "m", .campaign = "c", .topic = "t"}};
   EXPECT_THROW(ledger->record(batch), LedgerUnavailableError);
 }
 
