@@ -18,6 +18,7 @@
 
 #include "pacer/events/outcome_drainer.h"
 #include "pacer/ledger/pg_ledger.h"
+#include "pacer/ledger/pg_outbox.h"
 #include "pacer/logging/logging.h"
 #include "pacer/sink.h"
 #include "support/kafka_mock_process.h"

@@ -363,8 +363,10 @@ TEST_F(PgLedgerTest, FinishedOffsetsAnswersOneRangeOfOnePartition) {
   migrate(options_);
   auto ledger = makePgLedger(options_);
   std::vector<DeliveryRecord> batch{row("a", 10), row("b", 12), row("c", 15), row("d", 30)};
-  batch.push_back(DeliveryRecord{.message_id = "other-partition", .campaign = "camp-1", .topic = "messages", .partition = 4, .offset = 11});
-  batch.push_back(DeliveryRecord{.message_id = "other-topic", .campaign = "camp-1", .topic = "other", .partition = 3, .offset = 13});
+  batch.push_back(row("other-partition", 11));
+  batch.back().partition = 4;
+  batch.push_back(row("other-topic", 13));
+  batch.back().topic = "other";
   ledger->record(batch);
   EXPECT_EQ(ledger->finishedOffsets("messages", 3, 10, 30), (std::vector<std::int64_t>{10, 12, 15}));
   EXPECT_EQ(ledger->finishedOffsets("messages", 3, 11, 12), (std::vector<std::int64_t>{}));
@@ -678,7 +680,8 @@ TEST(PgLedgerNoServer, ConnectionRefusedIsUnavailable) {
   o.connect_timeout_s = 2;
   EXPECT_THROW(migrate(o), LedgerUnavailableError);
   auto ledger = makePgLedger(o);
-  std::vector<DeliveryRecord> batch{DeliveryRecord{.message_id = "m", .campaign = "c", .topic = "t"}};
+  std::vector<DeliveryRecord> batch(1);
+  batch[0].message_id = "m";
   EXPECT_THROW(ledger->record(batch), LedgerUnavailableError);
 }
 

@@ -318,7 +318,9 @@ TEST(LocalQuotaBackend, ReportsWithinTheHoldDecreaseOnceAndTheRateSettlesThenCli
     r = one(*b, adaptiveReq(0), t0 + milliseconds(400) + std::chrono::seconds(s));
     EXPECT_GE(r.effective_rate, last);
     EXPECT_LE(r.effective_rate, 400.0);
-    if (s == 96) EXPECT_LT(r.effective_rate, 390.0) << "a new probe past the band, not the fast climb";
+    if (s == 96) {
+      EXPECT_LT(r.effective_rate, 390.0) << "a new probe past the band, not the fast climb";
+    }
     last = r.effective_rate;
   }
   EXPECT_DOUBLE_EQ(last, 400.0) << "no 429 where the last came: the limit moved, climb to the ceiling";
