@@ -117,14 +117,15 @@ class ThrottleJudge {
   // What the whole provider accepted and throttled per second over the last
   // full second without a pause or its refill (every worker's AcceptedMeter,
   // summed by the quota; one worker's own without one). Once told, a
-  // measured cut (a deep excess) is made from it rather than from this
-  // judge's throttle share: limit = accepted / (1 - noise), keep = limit
-  // over the rate the cut applies to (the rate before the step back it
-  // confirms, else the held rate); the period waits up to one more period
-  // for a known figure. With them known, a test after a deep cut that found
-  // no throttle at all, here and provider-wide, raises the cut by
-  // `raise_step` (verdict kRaise) and tests again, until a throttle or the
-  // rate before the cut. Never told: the throttle share, and no raise.
+  // measured cut (a deep excess) is made from the provider's throttle share
+  // rather than this judge's: limit = held rate x accepted / (accepted +
+  // throttled) / (1 - noise), keep = limit over the rate the cut applies to
+  // (the rate before the step back it confirms, else the held rate); the
+  // period waits up to one more period for a known figure. With them known,
+  // a test after a deep cut that found no throttle at all, here and
+  // provider-wide, raises the cut by `raise_step` (verdict kRaise) and tests
+  // again, at most three times, until a throttle or the rate before the
+  // cut. Never told: the judge's own share, and no raise.
   void providerRates(AcceptedRates rates) noexcept;
 
   // Judges again from `now` after answers it did not see (another worker
@@ -167,6 +168,7 @@ class ThrottleJudge {
   bool wide_told_ = false;    // ... ever
   double step_held_ = 0;      // held_ when the pending step back was taken (the rate before its round)
   double raise_keep_ = 0;     // > 0: the last deep cut's keep, raised by quiet tests
+  int raises_ = 0;            // ... this many times
   std::uint64_t capacity_verdicts_ = 0;
   std::uint64_t noise_verdicts_ = 0;
   std::uint64_t noise_throttles_ = 0;

@@ -16,6 +16,10 @@ constexpr int kStalePeriods = 10;
 // A measured cut (or a raise) waits this many periods at most for the
 // provider's rates to be known (providerRates()).
 constexpr int kRatesWait = 2;
+// A deep cut is raised at most this many steps (a cut measured over the
+// whole provider is seldom more than a few percent off; the rest is the
+// probe's, which goes gently).
+constexpr int kMaxRaises = 3;
 
 double seconds(Nanos d) noexcept { return std::max(1e-3, std::chrono::duration<double>(d).count()); }
 
@@ -48,20 +52,25 @@ bool ThrottleJudge::awaitingRates(Nanos elapsed) const noexcept {
 }
 
 // The fraction of the rate the provider takes, measured: when known, from
-// what the whole provider accepted over the last clean second, for the cut
-// that confirms a step back or any deep excess; from the throttle share of
-// this judge's period for a small excess of its own (the probe touching the
-// limit: a throttle or two in a hundred, where a provider-wide figure a
-// little under the rate, the workers not spending all of it, would read as
-// a deep cut). A judge's own small share after a step back says little:
-// its bursts may have missed the provider's refusals.
+// the whole provider's throttle share over the last clean second (every
+// worker's answers), for the cut that confirms a step back or any deep
+// excess; from this judge's own share for a small excess of its own (the
+// probe touching the limit). The provider's share, not what it accepted:
+// when the workers send less than the held rate (their leases, a loaded
+// machine), what it accepted is what they sent, and a cut to it leaves the
+// rate under the ceiling; its share of throttles says by how much what they
+// sent was too much. The limit is the held rate times what was not refused
+// (over 1 - noise); keep is that over the rate the cut applies to (the rate
+// before the step back it confirms).
 double ThrottleJudge::measuredKeep(double share) const noexcept {
   const double by_share = std::clamp((1 - share) / (1 - noise_), options_.min_keep, 1.0);
-  if ((by_share >= options_.soft_keep && !soft_pending_) || !wide_.known() || !(wide_.accepted > 0)) return by_share;
+  const double answered = wide_.accepted + wide_.throttled;
+  if ((by_share >= options_.soft_keep && !soft_pending_) || !wide_.known() || !(answered > 0)) return by_share;
   const double base = soft_pending_ && step_held_ > 0 ? step_held_ : held_;
-  if (!(base > 0)) return by_share;
-  const double by_accepted = wide_.accepted / (1 - noise_) / base;
-  return by_accepted < 1 ? std::max(by_accepted, options_.min_keep) : by_share;
+  if (!(base > 0) || !(held_ > 0)) return by_share;
+  const double limit = held_ * (wide_.accepted / answered) / (1 - noise_);
+  const double by_provider = limit / base;
+  return by_provider < 1 ? std::max(by_provider, options_.min_keep) : by_share;
 }
 
 bool ThrottleJudge::excessive() const noexcept {
@@ -122,6 +131,7 @@ ThrottleVerdict ThrottleJudge::close(MonoTime now, ThrottleVerdict::Kind kind) n
     if (!confirmed) step_held_ = held_;
     // A deep measured cut is tested for being too deep too (judgeTest).
     raise_keep_ = confirmed && measured < options_.soft_keep ? measured : 0;
+    raises_ = 0;
     soft_pending_ = !confirmed;
     // A small excess (the probe touching the limit: a throttle or two in a
     // hundred) asking to wait no longer than a period is the window's own
@@ -215,7 +225,7 @@ ThrottleVerdict ThrottleJudge::judgeTest(MonoTime now) noexcept {
     v.kind = ThrottleVerdict::Kind::kRaise;
     v.keep = raise_keep_;
     v.noise = noise_;
-    if (raise_keep_ >= 1) {
+    if (raise_keep_ >= 1 || ++raises_ >= kMaxRaises) {
       raise_keep_ = 0;
     } else {
       testing_ = true;

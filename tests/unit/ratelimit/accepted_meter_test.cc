@@ -148,28 +148,50 @@ bool none(int) { return false; }
 // test; the first throttle anywhere ends the climb.
 TEST(ThrottleJudgeWithProviderRates, AQuietTestRaisesADeepCutInStepsUntilAThrottle) {
   ThrottleJudge judge({}, at(Nanos{0}));
-  const AcceptedRates saturated{300, 100};
+  // The judge's own answers are a quarter refused; the provider's, a tenth.
+  const AcceptedRates wide{360, 40};
   // A step back at 1 s, a period of settling, the measured cut at 3 s.
-  std::vector<ThrottleVerdict> v = feed(judge, 0, 3010, quarter, saturated);
+  std::vector<ThrottleVerdict> v = feed(judge, 0, 3010, quarter, wide);
   ASSERT_EQ(v.size(), 2u);
   EXPECT_EQ(v[0].keep, 1.0) << "a step back";
-  EXPECT_NEAR(v[1].keep, 300.0 / 490.0, 0.001) << "the measured cut from what the provider accepted";
-  const double cut = v[1].keep;
+  EXPECT_NEAR(v[1].keep, 0.9, 0.001) << "the measured cut from the provider's share, not the judge's";
   // Settling, then a test with no throttle here nor anywhere: a raise.
   v = feed(judge, 3010, 5020, none, AcceptedRates{300, 0});
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].kind, Kind::kRaise);
-  EXPECT_NEAR(v[0].keep, cut + 0.02, 1e-9);
+  EXPECT_NEAR(v[0].keep, 0.92, 1e-9);
   // Another quiet test: another step.
   v = feed(judge, 5020, 7030, none, AcceptedRates{300, 0});
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].kind, Kind::kRaise);
-  EXPECT_NEAR(v[0].keep, cut + 0.04, 1e-9);
+  EXPECT_NEAR(v[0].keep, 0.94, 1e-9);
   // Quiet here, but another worker was throttled: the climb ends.
   v = feed(judge, 7030, 9040, none, AcceptedRates{300, 2});
   EXPECT_TRUE(v.empty());
   v = feed(judge, 9040, 14000, none, AcceptedRates{300, 0});
   EXPECT_TRUE(v.empty()) << "no raise without a deep cut before it";
+}
+
+// Raises are bounded: three steps after one cut, however quiet.
+TEST(ThrottleJudgeWithProviderRates, ADeepCutIsRaisedAtMostThreeSteps) {
+  ThrottleJudge judge({}, at(Nanos{0}));
+  std::vector<ThrottleVerdict> v = feed(judge, 0, 3010, quarter, AcceptedRates{300, 100});
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_NEAR(v[1].keep, 0.75, 0.001);
+  v = feed(judge, 3010, 20000, none, AcceptedRates{300, 0});
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_NEAR(v[2].keep, 0.81, 1e-9);
+}
+
+// When the workers send less than the held rate, what the provider accepted
+// is what they sent: its share of throttles, not its accepted count, says
+// how far the rate was above its ceiling.
+TEST(ThrottleJudgeWithProviderRates, ACutIsNotDeepenedByWorkersSendingBelowTheHeldRate) {
+  ThrottleJudge judge({}, at(Nanos{0}));
+  // Held at 490, the workers sent 300 a second and 30 of them were refused.
+  const std::vector<ThrottleVerdict> v = feed(judge, 0, 3010, quarter, AcceptedRates{270, 30});
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_NEAR(v[1].keep, 0.9, 0.001) << "not 270 / 490";
 }
 
 // A quiet test with the provider's rates unknown (a worker's second still
