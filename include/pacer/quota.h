@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "pacer/accepted_meter.h"
 #include "pacer/adaptive_rate.h"
 #include "pacer/circuit_breaker.h"
 #include "pacer/rate_limiter.h"
@@ -71,6 +72,10 @@ struct AdaptiveLevel {
   // (ThrottleJudge::noise), kept by the backend for every worker when this
   // worker is the scope's judge (LeaseReply::judge). < 0: nothing to report.
   double noise = -1;
+  // What this worker's answers from the provider were over its last clean
+  // second (AcceptedMeter): the backend keeps each worker's last and sums
+  // them into LeaseReply::provider_rates. Unknown: this worker's is not.
+  AcceptedRates rates;
 };
 
 // Strict priority between classes sharing one level (a provider's bucket),
@@ -194,6 +199,11 @@ struct LeaseReply {
   // noise level as the backend holds it (0: none learned).
   bool judge = true;
   double noise = 0;
+  // With `adaptive` and a worker id: the provider's accepted and throttled
+  // answers per second, the sum of every active worker's last
+  // AdaptiveLevel::rates (reported in the last two seconds); unknown when
+  // one of them is, or fewer workers reported than are asking.
+  AcceptedRates provider_rates;
   // When the reply arrived, on the caller's monotonic clock (at least the
   // `now` given to acquire()): the grant's schedule starts here.
   MonoTime answered_at{};

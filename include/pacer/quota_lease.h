@@ -301,6 +301,10 @@ class QuotaLeaser {
   // for kFault answers, false for the others. Sent with the next request for
   // the provider, or on its own after report_interval.
   void reportAnswer(std::uint32_t provider, bool fault) noexcept;
+  // This worker's own answers from the provider per second over its last
+  // clean second (AcceptedMeter::last): sent with every request for the
+  // provider, summed by the backend for every worker.
+  void reportRates(std::uint32_t provider, AcceptedRates rates) noexcept;
   // Whether the provider's shared circuit breaker was open at the last answer.
   bool circuitOpen(std::uint32_t provider) const;
   // The workers sharing the provider as last heard (at least live_workers).
@@ -318,6 +322,9 @@ class QuotaLeaser {
   // judged by each worker alone: true.
   bool judges(std::uint32_t provider) const;
   double sharedNoise(std::uint32_t provider) const;
+  // The whole provider's accepted and throttled answers per second, as last
+  // heard (LeaseReply::provider_rates; unknown while degraded or not heard).
+  AcceptedRates providerRates(std::uint32_t provider) const;
 
   // Workers sharing each global rate from now on (>= 1; throws SchedulerError
   // otherwise): sizes the next leases and any local share entered later.

@@ -59,6 +59,7 @@
 
 #include <cstdint>
 
+#include "pacer/accepted_meter.h"
 #include "pacer/time.h"
 
 namespace pacer {
@@ -74,14 +75,17 @@ struct ThrottleJudgeOptions {
   double min_keep = 0.5;                   // one cut keeps at least this much of the rate (a provider
                                            // refusing all is a pause, not a capacity of 0)
   double soft_keep = 0.98;                 // a deeper cut needs two excessive periods in a row
+  double raise_step = 0.02;                // a quiet test after a deep cut raises it by this much of the rate
 };
 
 struct ThrottleVerdict {
-  enum class Kind : std::uint8_t { kNone, kCapacity, kNoise };
+  enum class Kind : std::uint8_t { kNone, kCapacity, kNoise, kRaise };
   Kind kind = Kind::kNone;
   // kCapacity: the fraction of the rate the provider takes, in (0, 1]; kNoise:
   // the same for the cut period, judged again with the noise now known (1:
-  // the cut was all noise; below 1: noise on top of a ceiling).
+  // the cut was all noise; below 1: noise on top of a ceiling); kRaise: the
+  // fraction of the rate before the cut the limit goes back to (a quiet test
+  // after a deep cut: AdaptiveRate::restoreLimit, as for kNoise).
   double keep = 1;
   double share = 0;  // the throttle share of the judged period
   double noise = 0;  // the noise level after the verdict
@@ -110,6 +114,20 @@ class ThrottleJudge {
   // than a small cut.
   void heldTo(double rate) noexcept { held_ = rate > 0 && rate < 1e12 ? rate : 0; }
 
+  // What the whole provider accepted and throttled per second over the last
+  // full second without a pause or its refill (every worker's AcceptedMeter,
+  // summed by the quota; one worker's own without one). Once told, a
+  // measured cut (a deep excess) is made from the provider's throttle share
+  // rather than this judge's: limit = held rate x accepted / (accepted +
+  // throttled) / (1 - noise), keep = limit over the rate the cut applies to
+  // (the rate before the step back it confirms, else the held rate); the
+  // period waits up to one more period for a known figure. With them known,
+  // a test after a deep cut that found no throttle at all, here and
+  // provider-wide, raises the cut by `raise_step` (verdict kRaise) and tests
+  // again, at most three times, until a throttle or the rate before the
+  // cut. Never told: the judge's own share, and no raise.
+  void providerRates(AcceptedRates rates) noexcept;
+
   // Judges again from `now` after answers it did not see (another worker
   // judged them): the period starts afresh, no cut is pending or tested,
   // and `noise` (what the other judge learned) is the noise level.
@@ -123,6 +141,8 @@ class ThrottleJudge {
 
  private:
   bool excessive() const noexcept;
+  bool awaitingRates(Nanos elapsed) const noexcept;
+  double measuredKeep(double share) const noexcept;
   ThrottleVerdict close(MonoTime now, ThrottleVerdict::Kind kind) noexcept;
   ThrottleVerdict judgeTest(MonoTime now) noexcept;
   void restart(MonoTime now) noexcept;
@@ -144,6 +164,11 @@ class ThrottleJudge {
   double held_ = 0;      // heldTo(), as last told
   double cut_held_ = 0;  // ... when the cut period ended
   std::uint64_t cut_answers_ = 1;
+  AcceptedRates wide_;        // providerRates(), as last told
+  bool wide_told_ = false;    // ... ever
+  double step_held_ = 0;      // held_ when the pending step back was taken (the rate before its round)
+  double raise_keep_ = 0;     // > 0: the last deep cut's keep, raised by quiet tests
+  int raises_ = 0;            // ... this many times
   std::uint64_t capacity_verdicts_ = 0;
   std::uint64_t noise_verdicts_ = 0;
   std::uint64_t noise_throttles_ = 0;

@@ -11,7 +11,8 @@
 --              last round of judged cuts, ct: when that round began, cs and
 --              cn: the sum and count of its measured keeps, cp: its pause, us), the circuit breaker (bws, bok, bf, bpok, bpf,
 --              bou, bn) and the throttle judge (jw: the worker that judges, jt: when it last reported answers,
---              us; nz: the noise level it learned)
+--              us; nz: the noise level it learned; ar: every worker's last accepted and throttled answers
+--              per second, 'id=accepted,throttled,when;' each, in thousandths and us)
 -- then, only with priority (ARGV[8] > 0): the scope's classes (a hash: rank ->
 --              when it last asked for tokens, us) and, when ARGV[8] is 2, this
 --              class's own bucket (its share of the shared level while lower
@@ -43,7 +44,9 @@
 --   noise, in whole or in part: the limit goes back to the rate at the cut
 --   times it, AdaptiveRate::restoreLimit; 0: none), and the throttle noise
 --   level the asking worker's judge learned, in millionths (-1: none; kept
---   only from the worker that judges).
+--   only from the worker that judges), and the asking worker's own accepted
+--   and throttled answers per second over its last clean second
+--   (AcceptedMeter), in thousandths (-1: not known).
 -- then, with priority, 6 more: the shared level (1-based), this class's rank
 --   (0 highest), the floor, the lower lookahead (us), the top lookahead (us),
 --   the window in which a class counts as asking (us) and how long a class
@@ -62,7 +65,10 @@
 --    scope's throttles for all: the one that judged last, until it has
 --    reported no answers for two seconds, then the next to report some;
 --    always 1 without an adaptive level or a worker id),
---    the judge's noise level in millionths}
+--    the judge's noise level in millionths, and the provider's accepted and
+--    throttled answers per second in thousandths: every active worker's last
+--    report summed (-1: one is not known, or fewer workers reported in the
+--    last two seconds than are asking; the script only sums)}
 -- integers only, because replies turn Lua fractions into truncated integers.
 -- A level the quota cannot hold gets the typed refusal {-1, code, level
 -- (0-based)} instead, before anything is taken: code 1, a rate or burst that
@@ -114,7 +120,7 @@ if nlev < 1 or want == nil or want < 0 or ahead == nil or ahead < 0 or min_grant
   return redis.error_reply('ERR pacer lease: bad arguments')
 end
 local nadaptive = 0
-if alevel > 0 then nadaptive = 17 end
+if alevel > 0 then nadaptive = 19 end
 local npri = 0
 if npk > 0 then npri = 7 end
 if #ARGV ~= 8 + 2 * nlev + nadaptive + npri then return redis.error_reply('ERR pacer lease: bad arguments') end
@@ -144,12 +150,13 @@ end
 -- The adaptive rate and breaker: read, brought to now, reports applied, written.
 local eff_milli, paused_us, open = -1, 0, 0
 local judge, noise_micro = 1, 0
+local wide_acc, wide_thr = -1, -1
 local eff_rate, eff_burst = nil, nil
 if alevel > 0 then
   local base = 8 + 2 * nlev
   local a = {}
   local names = {'floor', 'dec', 'holdf', 'fast', 'probe', 'hold', 'throttle', 'ok', 'faults',
-                 'bthr', 'bmin', 'bwin', 'bcool', 'bmax', 'keep', 'restore', 'noise'}
+                 'bthr', 'bmin', 'bwin', 'bcool', 'bmax', 'keep', 'restore', 'noise', 'acc', 'thr'}
   for i, name in ipairs(names) do
     a[name] = num(base + i)
     if a[name] == nil then return redis.error_reply('ERR pacer lease: bad adaptive argument ' .. name) end
@@ -161,7 +168,7 @@ if alevel > 0 then
   if ceiling ~= nil and ceiling > 0 and cburst ~= nil then
     local skey = KEYS[skey_index]
     local h = redis.call('HMGET', skey, 'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf',
-      'bou', 'bn', 'cf', 'cr', 'ct', 'cs', 'cn', 'cp', 'jt', 'nz', 'jw', 'ps')
+      'bou', 'bn', 'cf', 'cr', 'ct', 'cs', 'cn', 'cp', 'jt', 'nz', 'jw', 'ps', 'ar')
     local st = {}
     for i, name in ipairs({'r', 'lim', 'ts', 'dec', 'pu', 'sp', 'we', 'bws', 'bok', 'bf', 'bpok', 'bpf', 'bou', 'bn',
                            'cf', 'cr', 'ct', 'cs', 'cn', 'cp', 'jt', 'nz'}) do
@@ -186,6 +193,26 @@ if alevel > 0 then
       if judge == 1 and a.noise >= 0 then st.nz = math.min(a.noise, U) / U end
     end
     noise_micro = math.floor(st.nz * U)
+    -- Every worker's last rates (AcceptedMeter), this one's replaced: kept
+    -- for two seconds and summed.
+    local ar = ''
+    if counted then
+      local parts, sa, sth, n, known = {}, 0, 0, 0, true
+      for id, ea, et, ets in string.gmatch(h[25] or '', '([^=;]+)=(-?%d+),(-?%d+),(%d+);') do
+        if id ~= ARGV[5] and now - tonumber(ets) <= 2 * U then
+          parts[#parts + 1] = id .. '=' .. ea .. ',' .. et .. ',' .. ets .. ';'
+          ea, et = tonumber(ea), tonumber(et)
+          if ea < 0 or et < 0 then known = false end
+          sa, sth, n = sa + ea, sth + et, n + 1
+        end
+      end
+      local ma, mt = math.floor(a.acc), math.floor(a.thr)
+      if ma < 0 or mt < 0 then ma, mt, known = -1, -1, false end
+      parts[#parts + 1] = ARGV[5] .. '=' .. string.format('%d,%d,%.0f;', ma, mt, now)
+      sa, sth, n = sa + ma, sth + mt, n + 1
+      ar = table.concat(parts)
+      if known and n >= active then wide_acc, wide_thr = sa, sth end
+    end
     if st.cf == nil or st.cr == nil or st.ct == nil then st.cf, st.cr, st.ct = 0, 0, 0 end
     if st.cs == nil or st.cn == nil then st.cs, st.cn = 0, 0 end
     if st.cp == nil then st.cp = 0 end
@@ -342,7 +369,7 @@ if alevel > 0 then
       'cr', string.format('%.17g', st.cr), 'ct', string.format('%.0f', st.ct),
       'cs', string.format('%.17g', st.cs), 'cn', string.format('%.0f', st.cn), 'cp', string.format('%.0f', st.cp),
       'jw', st.jw, 'jt', string.format('%.0f', st.jt), 'nz', string.format('%.17g', st.nz),
-      'ps', string.format('%.17g', st.ps))
+      'ps', string.format('%.17g', st.ps), 'ar', ar)
     -- Forgotten after an hour idle: it comes back at the ceiling.
     pexpire(skey, 3600000 + math.max(st.pu - now, 0) / 1000)
     eff_milli = math.floor(st.r * 1000)
@@ -353,7 +380,8 @@ if alevel > 0 then
     if now < st.bou then open = 1 end
     if st.pu > now then
       paused_us = st.pu - now
-      return {0, paused_us, paused_us, alevel - 1, eff_milli, paused_us, 0, active, open, 0, judge, noise_micro}
+      return {0, paused_us, paused_us, alevel - 1, eff_milli, paused_us, 0, active, open, 0, judge, noise_micro,
+              wide_acc, wide_thr}
     end
   end
 end
@@ -512,4 +540,4 @@ end
 -- the shared level it is a share of.
 if bind > nlev then bind = plevel end
 return {grant, wait, full_in, bind - 1, eff_milli, paused_us, start, active, open, math.floor(srate * U), judge,
-        noise_micro}
+        noise_micro, wide_acc, wide_thr}

@@ -129,6 +129,7 @@ struct WorkerCore::Impl {
     std::optional<AdaptiveRate> adaptive;   // without a global quota (with one it is shared there)
     std::optional<CircuitBreaker> breaker;  // likewise
     std::optional<ThrottleJudge> judge;     // this worker's, whether or not the quota is global
+    AcceptedMeter meter;                    // its answers per second (shared: summed over workers by the quota)
     bool judging = true;                    // it judges (with a global quota, one worker does for all)
     double noise_sent = 0;                  // its noise level as last told to the global quota
     ThrottleVerdict last_verdict;           // the last verdict it acted on

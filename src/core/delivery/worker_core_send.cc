@@ -271,12 +271,21 @@ void WorkerCore::Impl::judge(Provider* p, const SendResult& r, MonoTime now) {
     p->judge->resume(now, leaser->sharedNoise(p->qid));
     p->noise_sent = p->judge->noise();
   }
-  p->judge->pausedUntil(shared ? std::max(p->paused_until, leaser->pausedUntil(p->qid)) : p->paused_until);
+  const MonoTime paused = shared ? std::max(p->paused_until, leaser->pausedUntil(p->qid)) : p->paused_until;
+  p->judge->pausedUntil(paused);
+  // What the provider took per second: this worker's own answers, summed
+  // over every worker by the quota when it is shared (and not degraded).
+  const bool throttled = r.outcome == SendOutcome::kThrottled;
+  p->meter.pausedUntil(paused);
+  p->meter.add(now, throttled);
+  const AcceptedRates own = p->meter.last(now);
+  if (shared) leaser->reportRates(p->qid, own);
+  p->judge->providerRates(shared && !leaser->degraded(p->qid) ? leaser->providerRates(p->qid) : own);
   const std::optional<double> held = shared ? leaser->effectiveRate(p->qid)
                                      : p->adaptive ? std::optional<double>(p->adaptive->rate(now))
                                                    : std::nullopt;
   p->judge->heldTo(held.value_or(0));
-  const ThrottleVerdict v = p->judge->answer(now, r.outcome == SendOutcome::kThrottled, r.retry_after);
+  const ThrottleVerdict v = p->judge->answer(now, throttled, r.retry_after);
   if (!judges) {
     if (v.kind == ThrottleVerdict::Kind::kNone) return;
     if (v.kind != ThrottleVerdict::Kind::kCapacity || v.share <= options.throttle_judge.max_noise) {
@@ -289,7 +298,9 @@ void WorkerCore::Impl::judge(Provider* p, const SendResult& r, MonoTime now) {
   }
   if (v.kind == ThrottleVerdict::Kind::kNone) return;
   p->last_verdict = v;
-  if (v.kind == ThrottleVerdict::Kind::kNoise) {
+  // A cut taken back, in whole or part: its throttles were noise, or a
+  // quiet test found it too deep (raised a step).
+  if (v.kind == ThrottleVerdict::Kind::kNoise || v.kind == ThrottleVerdict::Kind::kRaise) {
     ++p->noise_verdicts;
     if (p->adaptive) p->adaptive->restoreLimit(now, v.keep);
     if (shared) leaser->reportNoise(p->qid, v.keep);

@@ -56,6 +56,8 @@ class LocalQuotaBackend final : public QuotaBackend {
     std::uint64_t judge = 0;  // the worker that judges the throttles (lease.lua's jw), and when it last asked
     MonoTime judge_seen{};
     double noise = 0;
+    // Each worker's last AdaptiveLevel::rates and when it came (lease.lua's ar).
+    std::unordered_map<std::uint64_t, std::pair<AcceptedRates, MonoTime>> rates;
   };
   // How priority changes a request (LeasePriority in quota.h).
   struct PriorityView {
@@ -133,6 +135,7 @@ class LocalQuotaBackend final : public QuotaBackend {
       if (reply.judge && r.adaptive->noise >= 0) st.noise = std::min(r.adaptive->noise, 1.0);
     }
     reply.noise = st.noise;
+    if (r.worker != 0) reply.provider_rates = sumRates(st, r, now, reply.active_workers);
     if ((r.adaptive->ok > 0 || r.adaptive->faults > 0) && st.breaker->report(r.adaptive->ok, r.adaptive->faults, now))
       st.rate->onFaults(now, st.breaker->openUntil() - now);
     reply.effective_rate = st.rate->rate(now);
@@ -140,6 +143,20 @@ class LocalQuotaBackend final : public QuotaBackend {
     const MonoTime until = std::max(st.rate->pausedUntil(), st.breaker->openUntil());
     if (now < until) reply.paused = until - now;
     return &*st.rate;
+  }
+
+  // Every active worker's last rates, summed (as lease.lua does): unknown
+  // when one is, or fewer reported than are asking.
+  static AcceptedRates sumRates(ScopeState& st, const LeaseRequest& r, MonoTime now, std::uint32_t active) {
+    st.rates[r.worker] = {r.adaptive->rates, now};
+    std::erase_if(st.rates, [&](const auto& w) { return now - w.second.second > kActiveWindow; });
+    AcceptedRates sum{0, 0};
+    for (const auto& [id, w] : st.rates) {
+      if (!w.first.known()) return AcceptedRates{};
+      sum.accepted += w.first.accepted;
+      sum.throttled += w.first.throttled;
+    }
+    return st.rates.size() >= active ? sum : AcceptedRates{};
   }
 
   std::uint32_t countWorker(const LeaseRequest& r, MonoTime now) {

@@ -101,6 +101,7 @@ void QuotaLeaser::leaveDegraded(std::uint32_t provider, MonoTime now) noexcept {
 
 void QuotaLeaser::attachHealth(LeaseRequest& r, std::uint32_t provider) {
   Provider& p = providers_[provider];
+  if (r.adaptive) r.adaptive->rates = p.own_rates;
   if (!r.adaptive || (p.ok == 0 && p.faults == 0)) return;
   r.adaptive->ok = p.ok;
   r.adaptive->faults = p.faults;
@@ -135,7 +136,7 @@ std::size_t QuotaLeaser::addReports(MonoTime now) {
       r.want = 0;
       r.fill_new = !p.degraded;
       r.worker = options_.seed;
-      r.adaptive = AdaptiveLevel{0, *p.adaptive, p.breaker, pause, 0, 0, keep, restore, noise};
+      r.adaptive = AdaptiveLevel{0, *p.adaptive, p.breaker, pause, 0, 0, keep, restore, noise, AcceptedRates{}};
       attachHealth(r, pid);
       p.reported_at = now;
       if (throttle) ++metrics_.throttle_reports;
@@ -206,6 +207,7 @@ void QuotaLeaser::addCampaignRequest(CampaignId id, const Sizing& z, MonoTime no
   r.adaptive = c.request.adaptive;
   r.priority = c.request.priority;
   if (!p.asking) attachHealth(r, c.provider);
+  if (r.adaptive) r.adaptive->rates = p.own_rates;
   if (r.adaptive && r.adaptive->ok + r.adaptive->faults > 0) p.reported_at = now;
   p.asking = true;
   asked_.push_back(id);
@@ -335,6 +337,7 @@ void QuotaLeaser::heardAdaptive(std::uint32_t provider, const LeaseReply& reply,
   p.circuit_open = reply.circuit_open;
   p.judge = reply.judge;
   p.shared_noise = reply.noise;
+  p.wide_rates = reply.provider_rates;
   if (reply.paused <= Nanos{0}) return;
   const MonoTime until = now + reply.paused;
   // A pause this worker did not know of (another worker's 429, an open
@@ -383,6 +386,16 @@ void QuotaLeaser::reportAnswer(std::uint32_t provider, bool fault) noexcept {
     ++p.faults;
   else
     ++p.ok;
+}
+
+void QuotaLeaser::reportRates(std::uint32_t provider, AcceptedRates rates) noexcept {
+  if (provider < providers_.size()) providers_[provider].own_rates = rates;
+}
+
+AcceptedRates QuotaLeaser::providerRates(std::uint32_t provider) const {
+  if (provider >= providers_.size()) throw SchedulerError(fmt::format("unknown quota provider {}", provider));
+  const Provider& p = providers_[provider];
+  return p.degraded ? AcceptedRates{} : p.wide_rates;
 }
 
 bool QuotaLeaser::circuitOpen(std::uint32_t provider) const {

@@ -63,6 +63,8 @@ struct QuotaLeaser::Provider {
   bool judge = false;                // this worker judges its throttles for all, as last heard
   double shared_noise = 0;           // the judge's noise level, as last heard
   double noise_report = -1;          // this worker's judge's noise level to send (< 0: none)
+  AcceptedRates own_rates;           // this worker's answers per second, sent with every request
+  AcceptedRates wide_rates;          // the provider's, as last heard
   // Its rate adapts in the quota (an adaptive level beside its bucket).
   bool adapts() const { return adaptive && limit && limit->rate_per_s > 0; }
 };

@@ -13,6 +13,13 @@ namespace {
 // A period that gathered fewer than min_answers for this many periods is
 // started again: counts that old say nothing about the rate now.
 constexpr int kStalePeriods = 10;
+// A measured cut (or a raise) waits this many periods at most for the
+// provider's rates to be known (providerRates()).
+constexpr int kRatesWait = 2;
+// A deep cut is raised at most this many steps (a cut measured over the
+// whole provider is seldom more than a few percent off; the rest is the
+// probe's, which goes gently).
+constexpr int kMaxRaises = 3;
 
 double seconds(Nanos d) noexcept { return std::max(1e-3, std::chrono::duration<double>(d).count()); }
 
@@ -25,6 +32,45 @@ ThrottleJudge::ThrottleJudge(ThrottleJudgeOptions options, MonoTime now) noexcep
   options_.min_answers = std::max<std::uint32_t>(options_.min_answers, 1);
   options_.min_keep = std::clamp(options_.min_keep, 0.01, 1.0);
   options_.soft_keep = std::clamp(options_.soft_keep, options_.min_keep, 1.0);
+  options_.raise_step = std::clamp(options_.raise_step, 0.0, 1.0);
+}
+
+void ThrottleJudge::providerRates(AcceptedRates rates) noexcept {
+  const bool sane = std::isfinite(rates.accepted) && std::isfinite(rates.throttled) && rates.accepted < 1e12 &&
+                    rates.throttled < 1e12;
+  wide_ = sane ? rates : AcceptedRates{};
+  wide_told_ = true;
+}
+
+// A period that would end now waits for the provider's rates when they
+// decide the verdict: the measured cut that confirms a step back, or a
+// raise after a quiet test.
+bool ThrottleJudge::awaitingRates(Nanos elapsed) const noexcept {
+  if (!wide_told_ || wide_.known() || elapsed >= options_.period * kRatesWait) return false;
+  if (soft_pending_) return excessive();
+  return testing_ && raise_keep_ > 0 && throttles_ == 0;
+}
+
+// The fraction of the rate the provider takes, measured: when known, from
+// the whole provider's throttle share over the last clean second (every
+// worker's answers), for the cut that confirms a step back or any deep
+// excess; from this judge's own share for a small excess of its own (the
+// probe touching the limit). The provider's share, not what it accepted:
+// when the workers send less than the held rate (their leases, a loaded
+// machine), what it accepted is what they sent, and a cut to it leaves the
+// rate under the ceiling; its share of throttles says by how much what they
+// sent was too much. The limit is the held rate times what was not refused
+// (over 1 - noise); keep is that over the rate the cut applies to (the rate
+// before the step back it confirms).
+double ThrottleJudge::measuredKeep(double share) const noexcept {
+  const double by_share = std::clamp((1 - share) / (1 - noise_), options_.min_keep, 1.0);
+  const double answered = wide_.accepted + wide_.throttled;
+  if ((by_share >= options_.soft_keep && !soft_pending_) || !wide_.known() || !(answered > 0)) return by_share;
+  const double base = soft_pending_ && step_held_ > 0 ? step_held_ : held_;
+  if (!(base > 0) || !(held_ > 0)) return by_share;
+  const double limit = held_ * (wide_.accepted / answered) / (1 - noise_);
+  const double by_provider = limit / base;
+  return by_provider < 1 ? std::max(by_provider, options_.min_keep) : by_share;
 }
 
 bool ThrottleJudge::excessive() const noexcept {
@@ -54,7 +100,7 @@ ThrottleVerdict ThrottleJudge::answer(MonoTime now, bool throttled, Nanos retry_
     // period after it says nothing, the one after that is the test.
     settling_ = false;
     restart(now);
-  } else if (elapsed >= options_.period && answers_ >= options_.min_answers) {
+  } else if (elapsed >= options_.period && answers_ >= options_.min_answers && !awaitingRates(elapsed)) {
     v = testing_ ? judgeTest(now)
                  : close(now, excessive() ? ThrottleVerdict::Kind::kCapacity : ThrottleVerdict::Kind::kNone);
   } else if (elapsed >= options_.period * kStalePeriods) {
@@ -79,9 +125,13 @@ ThrottleVerdict ThrottleJudge::close(MonoTime now, ThrottleVerdict::Kind kind) n
     // A deep cut on one period's word could be a passing burst (a start, a
     // reconnect): the first only steps back from the rate it came at (keep
     // 1); a second excessive period in a row makes the measured cut.
-    const double measured = std::clamp((1 - v.share) / (1 - noise_), options_.min_keep, 1.0);
+    const double measured = measuredKeep(v.share);
     const bool confirmed = measured >= options_.soft_keep || soft_pending_;
     v.keep = confirmed ? measured : 1.0;
+    if (!confirmed) step_held_ = held_;
+    // A deep measured cut is tested for being too deep too (judgeTest).
+    raise_keep_ = confirmed && measured < options_.soft_keep ? measured : 0;
+    raises_ = 0;
     soft_pending_ = !confirmed;
     // A small excess (the probe touching the limit: a throttle or two in a
     // hundred) asking to wait no longer than a period is the window's own
@@ -116,6 +166,7 @@ void ThrottleJudge::resume(MonoTime now, double noise) noexcept {
   last_ = now;
   noise_ = std::isfinite(noise) ? std::clamp(noise, 0.0, options_.max_noise) : 0.0;
   testing_ = settling_ = soft_pending_ = false;
+  raise_keep_ = 0;
   restart(now);
 }
 
@@ -149,6 +200,7 @@ ThrottleVerdict ThrottleJudge::judgeTest(MonoTime now) noexcept {
   if (rate_fell && share_stayed && !soft_pending_) {
     noise_ = std::min(share, options_.max_noise);
     soft_pending_ = false;
+    raise_keep_ = 0;
     ++noise_verdicts_;
     noise_throttles_ += throttles_;
     restart(now);
@@ -163,6 +215,26 @@ ThrottleVerdict ThrottleJudge::judgeTest(MonoTime now) noexcept {
     v.keep = std::clamp((1 - cut_share_ + spread) / (1 - noise_), 0.01, 1.0);
     return v;
   }
+  // No throttle at all after a deep cut, here nor (when known) anywhere:
+  // the cut may have gone too deep (what the provider accepted in the cut
+  // period can fall short of what it takes). A step back towards the rate
+  // before the cut, and another test; the first throttle ends it.
+  if (raise_keep_ > 0 && throttles_ == 0 && wide_.known() && wide_.throttled == 0) {
+    raise_keep_ = std::min(1.0, raise_keep_ + options_.raise_step);
+    ThrottleVerdict v;
+    v.kind = ThrottleVerdict::Kind::kRaise;
+    v.keep = raise_keep_;
+    v.noise = noise_;
+    if (raise_keep_ >= 1 || ++raises_ >= kMaxRaises) {
+      raise_keep_ = 0;
+    } else {
+      testing_ = true;
+      settling_ = true;
+    }
+    restart(now);
+    return v;
+  }
+  raise_keep_ = 0;
   // A test quiet only because the step back paused the provider (its
   // window emptied) does not end a pending step back: the next excessive
   // period still makes the measured cut, where two steps of 2% each several
@@ -184,6 +256,7 @@ void validateThrottleJudge(const ThrottleJudgeOptions& o) {
   if (!(o.max_noise >= 0 && o.max_noise < 1)) bad("max_noise must be within [0, 1)");
   if (!(o.min_keep > 0 && o.min_keep <= 1)) bad("min_keep must be within (0, 1]");
   if (!(o.soft_keep >= o.min_keep && o.soft_keep <= 1)) bad("soft_keep must be within [min_keep, 1]");
+  if (!(o.raise_step >= 0 && o.raise_step <= 1)) bad("raise_step must be within [0, 1]");
 }
 
 }  // namespace pacer

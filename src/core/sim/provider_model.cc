@@ -59,7 +59,8 @@ void ProviderModel::control(MonoTime now, Answer a) {
       ThrottleJudge& judge = judges_[next_judge_++ % judges_.size()];
       const ThrottleVerdict v = judge.answer(now, throttled);
       if (v.kind == ThrottleVerdict::Kind::kCapacity) adaptive_.onCapacity(now, v.pause, v.keep);
-      if (v.kind == ThrottleVerdict::Kind::kNoise) adaptive_.restoreLimit(now, v.keep);
+      if (v.kind == ThrottleVerdict::Kind::kNoise || v.kind == ThrottleVerdict::Kind::kRaise)
+        adaptive_.restoreLimit(now, v.keep);
       return;
     }
   }

@@ -372,13 +372,15 @@ class Daemon {
     logged = verdicts;
     const ThrottleVerdict& v = p.last_verdict;
     const bool noise = v.kind == ThrottleVerdict::Kind::kNoise;
+    const bool raise = v.kind == ThrottleVerdict::Kind::kRaise;
     log_->info(
         "event=throttle_judged provider={} verdict={} throttle_share={:.3f} noise={:.3f} keep={:.3f} pause_ms={} "
         "effective={:.1f} why=\"{}\"",
-        p.id, noise ? "noise" : "ceiling", v.share, v.noise, noise ? 1.0 : v.keep,
+        p.id, noise ? "noise" : raise ? "raise" : "ceiling", v.share, v.noise, noise ? 1.0 : v.keep,
         std::chrono::duration_cast<milliseconds>(v.pause).count(), p.effective.value_or(0),
-        noise ? "the throttle share did not fall when the rate did: the cut is taken back"
-              : "throttles above the noise level: the rate comes down to what the provider accepted");
+        noise   ? "the throttle share did not fall when the rate did: the cut is taken back"
+        : raise ? "no throttle anywhere after a deep cut: the limit goes back up a step"
+                : "throttles above the noise level: the rate comes down to what the provider accepted");
   }
 
   // A provider's adaptive rate and pause, logged when they change (checked

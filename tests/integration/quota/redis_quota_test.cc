@@ -488,6 +488,40 @@ TEST(RedisQuota, OneWorkerJudgesForAllUntilItFallsSilent) {
   EXPECT_TRUE(ask(0, 5, -1).judge) << "without a worker id each judges alone";
 }
 
+// As the in-process backend: the script sums every active worker's last
+// answers per second, known only when every one of them is.
+TEST(RedisQuota, SumsEveryWorkersAnswersPerSecond) {
+  RedisServer server;
+  auto w = makeRedisQuotaBackend(optionsFor(server));
+  w->connect();
+  auto ask = [&](std::uint64_t worker, AcceptedRates rates) {
+    LeaseRequest r = request("sms", {{"c:a", {1e6, 1e6}}, {"p", {400, 40}}}, 1);
+    r.worker = worker;
+    r.adaptive = AdaptiveLevel{1, AdaptiveRateOptions{}, BreakerOptions{}, Nanos{-1}, 5, 0, 0, 0, -1, rates};
+    LeaseReply reply = one(*w, r);
+    EXPECT_EQ(reply.status, QuotaStatus::kOk);
+    return reply.provider_rates;
+  };
+  AcceptedRates sum = ask(1, AcceptedRates{100, 20});
+  ASSERT_TRUE(sum.known()) << "one worker: its own";
+  EXPECT_DOUBLE_EQ(sum.accepted, 100);
+  sum = ask(2, AcceptedRates{150.5, 30});
+  ASSERT_TRUE(sum.known());
+  EXPECT_DOUBLE_EQ(sum.accepted, 250.5);
+  EXPECT_DOUBLE_EQ(sum.throttled, 50);
+  sum = ask(1, AcceptedRates{110, 0});
+  EXPECT_DOUBLE_EQ(sum.accepted, 260.5) << "a worker's last report replaces its earlier one";
+  EXPECT_DOUBLE_EQ(sum.throttled, 30);
+  EXPECT_FALSE(ask(3, AcceptedRates{}).known()) << "one worker's second held a pause";
+  EXPECT_FALSE(ask(1, AcceptedRates{110, 0}).known());
+  const std::int64_t last = redisMicros(server);
+  ASSERT_TRUE(waitUntil([&] { return redisMicros(server) - last > 2'100'000; }, milliseconds(4000), milliseconds(20)));
+  ask(2, AcceptedRates{150, 0});
+  sum = ask(1, AcceptedRates{110, 0});
+  ASSERT_TRUE(sum.known()) << "worker 3 fell silent two seconds ago";
+  EXPECT_DOUBLE_EQ(sum.accepted, 260);
+}
+
 // The script grants ahead of time up to the lookahead and says where each
 // grant's tokens start, as the in-process backend does.
 TEST(RedisQuota, GrantsAheadOfTimeAndSaysWhereTheyStart) {

@@ -272,6 +272,37 @@ TEST(LocalQuotaBackend, OneWorkerJudgesForAllUntilItFallsSilent) {
   EXPECT_TRUE(one(*b, req(1, {1e6, 1e6}, RateLimit{400, 40}), t0).judge);
 }
 
+// Every worker reports its own answers per second; the backend sums the
+// last report of each worker heard in the last two seconds, and knows the
+// sum only when every active worker's is known (lease.lua does the same).
+TEST(LocalQuotaBackend, SumsEveryWorkersAnswersPerSecond) {
+  auto b = makeLocalQuotaBackend();
+  const MonoTime t0 = MonoTime{} + std::chrono::seconds(10);
+  auto ask = [&](std::uint64_t worker, AcceptedRates rates, MonoTime now) {
+    LeaseRequest r = adaptiveReq(1, Nanos{-1}, 5);
+    r.worker = worker;
+    r.adaptive->rates = rates;
+    return one(*b, r, now).provider_rates;
+  };
+  AcceptedRates sum = ask(1, AcceptedRates{100, 20}, t0);
+  ASSERT_TRUE(sum.known()) << "one worker: its own";
+  EXPECT_DOUBLE_EQ(sum.accepted, 100);
+  sum = ask(2, AcceptedRates{150, 30}, t0 + milliseconds(10));
+  ASSERT_TRUE(sum.known());
+  EXPECT_DOUBLE_EQ(sum.accepted, 250);
+  EXPECT_DOUBLE_EQ(sum.throttled, 50);
+  sum = ask(1, AcceptedRates{110, 0}, t0 + milliseconds(20));
+  EXPECT_DOUBLE_EQ(sum.accepted, 260) << "a worker's last report replaces its earlier one";
+  EXPECT_DOUBLE_EQ(sum.throttled, 30);
+  EXPECT_FALSE(ask(3, AcceptedRates{}, t0 + milliseconds(30)).known()) << "one worker's second held a pause";
+  EXPECT_FALSE(ask(1, AcceptedRates{110, 0}, t0 + milliseconds(40)).known());
+  // Worker 3 falls silent; after two seconds only 1 and 2 ask and report.
+  ask(2, AcceptedRates{150, 0}, t0 + milliseconds(2100));
+  sum = ask(1, AcceptedRates{110, 0}, t0 + milliseconds(2110));
+  ASSERT_TRUE(sum.known());
+  EXPECT_DOUBLE_EQ(sum.accepted, 260);
+}
+
 TEST(LocalQuotaBackend, AThrottleReportSlowsAndPausesTheScopeForEveryRequest) {
   auto b = makeLocalQuotaBackend();
   const MonoTime t0 = MonoTime{} + std::chrono::seconds(10);
