@@ -75,7 +75,7 @@ struct AdaptiveLevel {
   // What this worker's answers from the provider were over its last clean
   // second (AcceptedMeter): the backend keeps each worker's last and sums
   // them into LeaseReply::provider_rates. Unknown: this worker's is not.
-  AcceptedRates rates;
+  AcceptedRates rates{};
 };
 
 // Strict priority between classes sharing one level (a provider's bucket),
