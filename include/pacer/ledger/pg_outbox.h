@@ -44,9 +44,10 @@ class PgOutbox {
   // holds it.
   // This worker's stored cursor (0: none yet).
   std::int64_t storedCursor();
-  // Waits until every transaction that was running when it was called has
-  // ended, at most `limit` (a row committed by a worker that died a moment
-  // ago lands before the first read). Returns whether they all ended.
+  // Waits until every transaction that had written in this database when it
+  // was called has ended, at most `limit` (a row committed by a worker that
+  // died a moment ago lands before the first read). Returns whether they all
+  // ended.
   bool awaitEarlierWriters(std::chrono::milliseconds limit);
   // At most `limit` of this worker's rows above its stored cursor, in id
   // order: those left from before a crash come first.

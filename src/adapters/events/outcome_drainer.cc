@@ -279,6 +279,14 @@ void OutcomeDrainer::loop() {
       busy = pump(now);
       if (resumed_) prune(now, false);
       refreshDepth(false);
+    } catch (const ledger::OutboxWorkerBusyError& e) {
+      // Another running pacerd took the id while this one was away from PostgreSQL: nothing is
+      // published (its rows stay), and an operator must give one of them another id.
+      ++errors_;
+      limited.write(spdlog::level::err, "outcome_events_worker_id_busy",
+                    fmt::format("event=outcome_events_worker_id_busy reason=\"{}\"", e.what()),
+                    std::chrono::time_point_cast<Nanos>(now));
+      store_retry_at_ = now + std::chrono::seconds(1);
     } catch (const Error& e) {
       ++errors_;
       limited.write(spdlog::level::warn, "outcome_events_store_failed",

@@ -93,17 +93,27 @@ std::int64_t PgOutbox::storedCursor() {
 }
 
 bool PgOutbox::awaitEarlierWriters(std::chrono::milliseconds limit) {
+  // Only a transaction that has written (it holds a transaction id) in this database can commit
+  // an outbox row: a long reader, a backup or another database's work does not hold this up, as
+  // the cluster-wide snapshot horizon did.
   const auto until = std::chrono::steady_clock::now() + limit;
-  const std::int64_t horizon = impl_->run([&](pqxx::connection& c) {
+  const std::string writers = impl_->run([&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
-    return tx.exec1("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")[0].as<std::int64_t>();
+    return tx
+        .exec1("SELECT coalesce(string_agg(backend_xid::text, ','), '') FROM pg_stat_activity "
+               "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL")[0]
+        .as<std::string>();
   });
+  if (writers.empty()) return true;
   for (;;) {
-    const std::int64_t oldest = impl_->run([&](pqxx::connection& c) {
+    const std::int64_t left = impl_->run([&](pqxx::connection& c) {
       pqxx::nontransaction tx(c);
-      return tx.exec1("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0].as<std::int64_t>();
+      return tx
+          .exec_params1("SELECT count(*) FROM pg_stat_activity WHERE backend_xid::text = ANY(string_to_array($1, ','))",
+                        writers)[0]
+          .as<std::int64_t>();
     });
-    if (oldest >= horizon) return true;
+    if (left == 0) return true;
     if (std::chrono::steady_clock::now() >= until) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
