@@ -7,10 +7,16 @@
 // leaves the others unwritten (never reported durable, so never committed).
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "pacer/worker.h"
 
 namespace pacer::ledger {
 
-ParkWriterInterfacePtr makeThreadedParkWriter(ParkingInterfacePtr store);
+// `on_error`, if given, hears why a batch or a scan failed (called on the writer's thread, at
+// most once per 10 s, with how many failed since the last call): the core only counts them.
+using ParkWriterErrorFn = std::function<void(const std::string& reason, std::uint64_t failures)>;
+ParkWriterInterfacePtr makeThreadedParkWriter(ParkingInterfacePtr store, ParkWriterErrorFn on_error = {});
 
 }  // namespace pacer::ledger

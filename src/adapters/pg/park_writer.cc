@@ -1,5 +1,8 @@
 #include "pacer/ledger/park_writer.h"
 
+#include <fmt/format.h>
+
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -12,7 +15,8 @@ namespace {
 
 class ThreadedParkWriter final : public ParkWriterInterface {
  public:
-  explicit ThreadedParkWriter(ParkingInterfacePtr store) : store_(std::move(store)), thread_([this] { run(); }) {}
+  ThreadedParkWriter(ParkingInterfacePtr store, ParkWriterErrorFn on_error)
+      : store_(std::move(store)), on_error_(std::move(on_error)), thread_([this] { run(); }) {}
 
   ~ThreadedParkWriter() override {
     {
@@ -72,7 +76,8 @@ class ThreadedParkWriter final : public ParkWriterInterface {
         std::optional<std::vector<std::pair<std::string, std::size_t>>> counts;
         try {
           counts = store_->unclaimed();
-        } catch (const std::exception&) {
+        } catch (const std::exception& e) {
+          failed("the scan for unclaimed parked messages failed", e);
         }
         lock.lock();
         scan_failed_ = scan_failed_ || !counts;
@@ -86,8 +91,9 @@ class ThreadedParkWriter final : public ParkWriterInterface {
       bool durable = true;
       try {
         store_->park(batch.messages, batch.not_before);
-      } catch (const std::exception&) {  // reported: the core hands the batch over again
+      } catch (const std::exception& e) {  // reported: the core hands the batch over again
         durable = false;
+        failed(fmt::format("a batch of {} could not be parked", batch.messages.size()), e);
       }
       lock.lock();
       writing_ = false;
@@ -96,7 +102,20 @@ class ThreadedParkWriter final : public ParkWriterInterface {
     }
   }
 
+  // On the writer's thread, without the lock: tells on_error_ at most once per 10 s.
+  void failed(const std::string& what, const std::exception& e) {
+    ++failures_;
+    const auto now = std::chrono::steady_clock::now();
+    if (!on_error_ || (told_at_ && now - *told_at_ < std::chrono::seconds(10))) return;
+    told_at_ = now;
+    on_error_(fmt::format("{}: {}", what, e.what()), failures_);
+    failures_ = 0;
+  }
+
   ParkingInterfacePtr store_;
+  ParkWriterErrorFn on_error_;
+  std::uint64_t failures_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> told_at_;
   std::mutex mu_;
   std::condition_variable work_, finished_;
   std::deque<Batch> queue_;
@@ -108,8 +127,8 @@ class ThreadedParkWriter final : public ParkWriterInterface {
 
 }  // namespace
 
-ParkWriterInterfacePtr makeThreadedParkWriter(ParkingInterfacePtr store) {
-  return std::make_unique<ThreadedParkWriter>(std::move(store));
+ParkWriterInterfacePtr makeThreadedParkWriter(ParkingInterfacePtr store, ParkWriterErrorFn on_error) {
+  return std::make_unique<ThreadedParkWriter>(std::move(store), std::move(on_error));
 }
 
 }  // namespace pacer::ledger

@@ -47,7 +47,7 @@ ingest::KafkaIngestOptions ingestOptions(const DaemonOptions& o) {
 // Parking, and its writer thread with a connection of its own (the same
 // owner name: a message this worker claimed is handed back by either).
 ParkingInterfacePtr makeParking(const DaemonOptions& o, const ledger::PgLedgerOptions& pg,
-                                ParkWriterInterfacePtr& writer) {
+                                ParkWriterInterfacePtr& writer, const logging::LoggerPtr& log) {
   if (!o.parking) return nullptr;
   ledger::PgParkingOptions po;
   po.connection = pg;
@@ -55,7 +55,11 @@ ParkingInterfacePtr makeParking(const DaemonOptions& o, const ledger::PgLedgerOp
   ::gethostname(host, sizeof host - 1);
   po.owner = fmt::format("{}:{}:{}", host, ::getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
   po.lease = o.parking_lease;
-  if (o.park_writer) writer = ledger::makeThreadedParkWriter(ledger::makePgParking(po));
+  if (o.park_writer)
+    writer = ledger::makeThreadedParkWriter(ledger::makePgParking(po), [log](const std::string& reason,
+                                                                            std::uint64_t failures) {
+      log->warn("event=park_write_failed failures={} reason=\"{}\"", failures, reason);
+    });
   return ledger::makePgParking(po);
 }
 
@@ -93,7 +97,7 @@ class Daemon {
                  redactConninfo(o_.postgres));
     }
     ledger_ = ledger::makePgLedger(pg);
-    parking_ = makeParking(o_, pg, park_writer_);
+    parking_ = makeParking(o_, pg, park_writer_, log_);
     events_ = makeEvents(o_, pg, log_);
     callbacks_ = makeCallbacks(o_, pg, log_);
     const MonoTime start = clock_->now();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <mutex>
 
 #include <memory>
 #include <optional>
@@ -658,7 +659,13 @@ TEST(PgLedgerNoServer, TheParkWriterReportsABatchItCannotWriteAsFailed) {
   PgLedgerOptions o;
   o.conninfo = "host=127.0.0.1 port=" + std::to_string(pacer::testing::freeLoopbackPort()) + " user=postgres dbname=x";
   o.connect_timeout_s = 2;
-  auto writer = makeThreadedParkWriter(makePgParking(PgParkingOptions{o, "test-worker"}));
+  std::mutex mu;
+  std::vector<std::string> told;
+  auto writer = makeThreadedParkWriter(makePgParking(PgParkingOptions{o, "test-worker"}),
+                                       [&](const std::string& reason, std::uint64_t failures) {
+                                         std::lock_guard lock(mu);
+                                         told.push_back(fmt::format("{} {}", failures, reason));
+                                       });
   Message m;
   m.id = "m";
   m.campaign = "c";
@@ -672,6 +679,12 @@ TEST(PgLedgerNoServer, TheParkWriterReportsABatchItCannotWriteAsFailed) {
   EXPECT_EQ(report.batches, (std::vector<bool>{false, false}));
   EXPECT_TRUE(report.unclaimed_failed);
   EXPECT_FALSE(report.unclaimed.has_value());
+  // Said once (three failures within 10 s; the first may be the scan or a batch), with the
+  // reason: PostgreSQL is not there.
+  std::lock_guard lock(mu);
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].rfind("1 ", 0), 0u) << told[0];
+  EXPECT_NE(told[0].find("PostgreSQL unreachable"), std::string::npos) << told[0];
 }
 
 TEST(PgLedgerNoServer, ConnectionRefusedIsUnavailable) {
