@@ -44,8 +44,7 @@ ingest::KafkaIngestOptions ingestOptions(const DaemonOptions& o) {
   return ingest::KafkaIngestOptions{o.brokers, o.topics, o.group, o.assignment, o.session_timeout_ms, o.kafka};
 }
 
-// Parking, and its writer thread with a connection of its own (the same
-// owner name: a message this worker claimed is handed back by either).
+// Parking, and its writer thread on a connection of its own (one owner name: either hands back a claim).
 ParkingInterfacePtr makeParking(const DaemonOptions& o, const ledger::PgLedgerOptions& pg,
                                 ParkWriterInterfacePtr& writer, const logging::LoggerPtr& log) {
   if (!o.parking) return nullptr;
@@ -55,11 +54,10 @@ ParkingInterfacePtr makeParking(const DaemonOptions& o, const ledger::PgLedgerOp
   ::gethostname(host, sizeof host - 1);
   po.owner = fmt::format("{}:{}:{}", host, ::getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
   po.lease = o.parking_lease;
-  if (o.park_writer)
-    writer = ledger::makeThreadedParkWriter(ledger::makePgParking(po), [log](const std::string& reason,
-                                                                            std::uint64_t failures) {
-      log->warn("event=park_write_failed failures={} reason=\"{}\"", failures, reason);
-    });
+  auto told = [log](const std::string& why, std::uint64_t n) {
+    log->warn("event=park_write_failed failures={} reason=\"{}\"", n, why);
+  };
+  if (o.park_writer) writer = ledger::makeThreadedParkWriter(ledger::makePgParking(po), told);
   return ledger::makePgParking(po);
 }
 
