@@ -194,8 +194,8 @@ if alevel > 0 then
     end
     noise_micro = math.floor(st.nz * U)
     -- Every worker's last rates (AcceptedMeter), this one's replaced: kept
-    -- for two seconds and summed.
-    local ar = ''
+    -- for two seconds and summed. A request without a worker id leaves them.
+    local ar = h[25] or ''
     if counted then
       local parts, sa, sth, n, known = {}, 0, 0, 0, true
       for id, ea, et, ets in string.gmatch(h[25] or '', '([^=;]+)=(-?%d+),(-?%d+),(%d+);') do
