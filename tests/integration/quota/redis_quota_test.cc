@@ -520,6 +520,10 @@ TEST(RedisQuota, SumsEveryWorkersAnswersPerSecond) {
   sum = ask(1, AcceptedRates{110, 0});
   ASSERT_TRUE(sum.known()) << "worker 3 fell silent two seconds ago";
   EXPECT_DOUBLE_EQ(sum.accepted, 260);
+  ask(0, AcceptedRates{});  // a request without a worker id: not counted, and it keeps the reports
+  sum = ask(2, AcceptedRates{150, 0});
+  ASSERT_TRUE(sum.known()) << "a request without a worker id wiped the workers' reports";
+  EXPECT_DOUBLE_EQ(sum.accepted, 260);
 }
 
 // The script grants ahead of time up to the lookahead and says where each

@@ -301,6 +301,10 @@ TEST(LocalQuotaBackend, SumsEveryWorkersAnswersPerSecond) {
   sum = ask(1, AcceptedRates{110, 0}, t0 + milliseconds(2110));
   ASSERT_TRUE(sum.known());
   EXPECT_DOUBLE_EQ(sum.accepted, 260);
+  ask(0, AcceptedRates{}, t0 + milliseconds(2120));  // without a worker id: not counted, the reports kept
+  sum = ask(2, AcceptedRates{150, 0}, t0 + milliseconds(2130));
+  ASSERT_TRUE(sum.known()) << "a request without a worker id wiped the workers' reports";
+  EXPECT_DOUBLE_EQ(sum.accepted, 260);
 }
 
 TEST(LocalQuotaBackend, AThrottleReportSlowsAndPausesTheScopeForEveryRequest) {
