@@ -5,7 +5,9 @@
 //   - direct: no global quota (WorkerOptions::quota null);
 //   - leaser: the in-process quota backend (makeLocalQuotaBackend()), counted.
 // The provider's rate binds (100,000/s: 500 a step); each campaign's rate is
-// twice its share, so it never binds alone. Counters: msgs_per_s (messages
+// twice its share, so it never binds alone. Arguments: campaigns, and the
+// backlog kept queued in steps of the provider's rate (2: about one message
+// per campaign at 1000 campaigns; 40: twenty). Counters: msgs_per_s (messages
 // sent per second of this process's CPU), round_trips_per_msg (backend
 // acquire() calls per message sent), requests_per_msg (lease requests).
 //
@@ -78,6 +80,7 @@ class CountingBackend final : public QuotaBackend {
 
 void BM_WorkerCoreStep(benchmark::State& state, bool leaser) {
   const int campaigns = static_cast<int>(state.range(0));
+  const double backlog_steps = static_cast<double>(state.range(1));
   CountingLedger ledger;
   AnsweringSink sink;
   CountingBackend backend;
@@ -97,8 +100,7 @@ void BM_WorkerCoreStep(benchmark::State& state, bool leaser) {
     ids.push_back(c.id);
   }
   core.assign(TopicPartition{"t", 0}, {});
-  // Keep about two steps of the provider's rate queued.
-  const std::uint64_t backlog = static_cast<std::uint64_t>(2 * kProviderRate * 0.005);
+  const std::uint64_t backlog = static_cast<std::uint64_t>(backlog_steps * kProviderRate * 0.005);
   std::int64_t offset = 0;
   RawMessage raw;
   raw.value = "p";
@@ -131,8 +133,12 @@ void BM_WorkerCoreStep(benchmark::State& state, bool leaser) {
   state.counters["requests_per_msg"] = sent > 0 ? static_cast<double>(backend.requests_ - req0) / sent : 0;
 }
 
-BENCHMARK_CAPTURE(BM_WorkerCoreStep, direct, false)->Arg(1)->Arg(10)->Arg(100)->Arg(1000);
-BENCHMARK_CAPTURE(BM_WorkerCoreStep, leaser, true)->Arg(1)->Arg(10)->Arg(100)->Arg(1000);
+void Shapes(benchmark::internal::Benchmark* b) {
+  for (int n : {1, 10, 100, 1000}) b->Args({n, 2});
+  b->Args({1000, 40});
+}
+BENCHMARK_CAPTURE(BM_WorkerCoreStep, direct, false)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_WorkerCoreStep, leaser, true)->Apply(Shapes);
 
 }  // namespace
 }  // namespace pacer
