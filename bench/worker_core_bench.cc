@@ -9,7 +9,8 @@
 // backlog kept queued in steps of the provider's rate (2: about one message
 // per campaign at 1000 campaigns; 40: twenty). Counters: msgs_per_s (messages
 // sent per second of this process's CPU), round_trips_per_msg (backend
-// acquire() calls per message sent), requests_per_msg (lease requests).
+// acquire() calls per message sent), requests_per_msg (lease requests),
+// empty_per_msg (of them, requests for tokens answered with none).
 //
 //   build/default/bench/worker_core_bench --benchmark_repetitions=5
 //       (add --benchmark_report_aggregates_only=true for medians only)
@@ -73,9 +74,10 @@ class CountingBackend final : public QuotaBackend {
     ++calls_;
     requests_ += requests.size();
     inner_->acquire(requests, now, replies);
+    for (std::size_t i = 0; i < requests.size(); ++i) empty_ += requests[i].want > 0 && replies[i].granted == 0;
   }
   QuotaBackendPtr inner_ = makeLocalQuotaBackend();
-  std::uint64_t calls_ = 0, requests_ = 0;
+  std::uint64_t calls_ = 0, requests_ = 0, empty_ = 0;  // empty_: asked for tokens, granted none
 };
 
 void BM_WorkerCoreStep(benchmark::State& state, bool leaser) {
@@ -119,7 +121,7 @@ void BM_WorkerCoreStep(benchmark::State& state, bool leaser) {
     now += kTick;
     core.step(now);
   }
-  const std::uint64_t sent0 = sink.sent_, calls0 = backend.calls_, req0 = backend.requests_;
+  const std::uint64_t sent0 = sink.sent_, calls0 = backend.calls_, req0 = backend.requests_, empty0 = backend.empty_;
   for (auto _ : state) {
     top_up();
     now += kTick;
@@ -131,6 +133,7 @@ void BM_WorkerCoreStep(benchmark::State& state, bool leaser) {
   state.counters["msgs_per_step"] = sent / static_cast<double>(state.iterations());
   state.counters["round_trips_per_msg"] = sent > 0 ? static_cast<double>(backend.calls_ - calls0) / sent : 0;
   state.counters["requests_per_msg"] = sent > 0 ? static_cast<double>(backend.requests_ - req0) / sent : 0;
+  state.counters["empty_per_msg"] = sent > 0 ? static_cast<double>(backend.empty_ - empty0) / sent : 0;
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
