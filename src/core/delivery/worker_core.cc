@@ -293,7 +293,7 @@ void WorkerCore::Impl::rejectRow(const Position& pos, std::string campaign, std:
   r.status = status;
   r.attempts = 0;
   r.reason = std::move(reason);
-  pushRow(std::move(r), true);
+  to_ledger.push(std::move(r), true);
   count(c, status);
 }
 
@@ -317,7 +317,7 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
   ++m.totals.read;
   const Position pos = raw.position;
   if (m.skipFinished(pos)) return;
-  if (!m.rows_since && !m.rows.empty()) m.rows_since = now;
+  m.to_ledger.markRows(now);
   Decoded d = decodeMessage(std::move(raw), m.options.decode);
   if (!d.message) {
     // The key may be anything here: the row names no campaign.
@@ -353,7 +353,7 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
     m.rejectRow(pos, msg.campaign, reusedIdKey(r),
                 fmt::format("message id '{}' already names another message this worker holds; not sent", msg.id),
                 DeliveryStatus::kRejected, c);
-    m.rows.back().fingerprint = msg.fingerprint;
+    m.to_ledger.last().fingerprint = msg.fingerprint;
     return;
   }
   MessageCost cost = m.costOf(c, msg);
@@ -389,9 +389,9 @@ void WorkerCore::step(MonoTime now) {
       m.collectParked(now);
       if (!m.to_park.empty() && now >= m.park_retry_at && m.park_sent.empty()) m.writeParking(now);
     }
-    m.sink.pollReceipts(m.receipts);
+    m.sink.pollReceipts(m.to_ledger.receipts());
     m.flushGiveBacks(now);
-    if ((!m.rows.empty() || !m.receipts.empty()) && !m.rows_since) m.rows_since = now;
+    m.to_ledger.mark(now);
     if (m.ledgerDue(now, false)) m.writeRows(now);
     return;
   }
@@ -411,9 +411,9 @@ void WorkerCore::step(MonoTime now) {
   m.results.clear();
   m.sink.poll(m.results);
   for (const SendResult& r : m.results) m.handle(r, now);
-  m.sink.pollReceipts(m.receipts);
+  m.sink.pollReceipts(m.to_ledger.receipts());
   m.flushGiveBacks(now);
-  if ((!m.rows.empty() || !m.receipts.empty()) && !m.rows_since) m.rows_since = now;
+  m.to_ledger.mark(now);
   if (m.ledgerDue(now, blocked)) m.writeRows(now);
 }
 
@@ -453,8 +453,7 @@ MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
     if (!c->waiting.empty()) wake = std::min(wake, m.monoAt(c->waiting.begin()->first));
   // Receipts too: the provider waits for their acknowledgement, which comes
   // only once they are written.
-  if (!m.rows.empty() || !m.receipts.empty())
-    wake = std::min(wake, std::max(m.ledger_retry_at, m.rows_since.value_or(now) + m.options.ledger_flush_interval));
+  if (const auto due = m.to_ledger.wake(now, m.options.ledger_flush_interval)) wake = std::min(wake, *due);
   // A park writer's answers are collected by step(): soon, not at the next
   // timeout (the offsets, and the memory bound, wait for them).
   if (!m.park_sent.empty() || m.scan_asked) wake = std::min(wake, now + kParkWriterPoll);
@@ -466,7 +465,7 @@ MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
 
 bool WorkerCore::idle() const noexcept {
   const Impl& m = *impl_;
-  return m.queued == 0 && m.inflight.empty() && m.rows.empty() && m.to_park.empty() && m.park_sent.empty() && m.retries.empty() &&
+  return m.queued == 0 && m.inflight.empty() && m.to_ledger.rows() == 0 && m.to_park.empty() && m.park_sent.empty() && m.retries.empty() &&
          m.with_parked.empty() && m.unchecked == 0 && m.waiting == 0;
 }
 

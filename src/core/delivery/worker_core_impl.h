@@ -19,6 +19,7 @@
 #include "pacer/adaptive_rate.h"
 #include "pacer/circuit_breaker.h"
 #include "pacer/worker.h"
+#include "ledger_batch.h"
 
 namespace pacer {
 namespace delivery_detail {
@@ -210,13 +211,8 @@ struct WorkerCore::Impl {
   MonoTime next_scan;
   MonoTime next_renew;
 
-  std::vector<DeliveryRecord> rows;       // pending, in the order made
-  std::vector<DeliveryReceipt> receipts;  // from the sink, not yet in the ledger (written with the rows)
-  std::vector<char> rows_tracked;         // per row: its offset is in the tracker
-  std::optional<MonoTime> rows_since;     // when the oldest pending row was made (set at the step that made it)
-  MonoTime ledger_retry_at{};
-  bool ledger_failing = false;   // the last ledger write failed
-  bool parking_failing = false;  // the last park() failed
+  delivery_detail::LedgerBatch to_ledger;  // rows and receipts not yet written (ledger_batch.h)
+  bool parking_failing = false;            // the last park() failed
 
   MonoTime now{};         // of the current step or offer
   bool draining = false;  // drain(): no new sends
@@ -274,7 +270,7 @@ struct WorkerCore::Impl {
   std::size_t bufferedMessages() const {
     return queued + to_park.size() + park_sent_items + retries.size() + inflight.size() + unchecked + waiting;
   }
-  std::size_t unrecorded() const { return inflight.size() + rows.size(); }
+  std::size_t unrecorded() const { return inflight.size() + to_ledger.rows(); }
   bool belowBounds() const;
 
   std::size_t keep(const Campaign& c) const;
@@ -296,8 +292,6 @@ struct WorkerCore::Impl {
 
   bool clashes(const Message& m) const;
 
-  void pushRow(DeliveryRecord r, bool tracked);
-
   void count(Campaign* c, DeliveryStatus status);
 
   // A dead-letter row for a message read at `pos` that will not be sent.
@@ -307,10 +301,8 @@ struct WorkerCore::Impl {
   // True (and the offset finished) when the ledger already holds the message at `pos`.
   bool skipFinished(const Position& pos);
 
+  // Writes what to_ledger holds (LedgerBatch::write); whether it is due.
   bool writeRows(MonoTime now);
-
-  bool writeReceipts(MonoTime now);
-  bool receiptsFailed(MonoTime now);
   bool ledgerDue(MonoTime now, bool blocked) const;
 
   // --- parking ------------------------------------------------------------

@@ -37,9 +37,9 @@ DeliveryRecord& WorkerCore::Impl::addRow(Campaign* c, const Item& item, Delivery
   r.provider_message_id = std::move(provider_message_id);
   if (c && status != DeliveryStatus::kSent && item.caps_counted) giveBack(item, c);  // counted, not sent: give it back
   release(item.msg);
-  pushRow(std::move(r), item.tracked);
+  DeliveryRecord& row = to_ledger.push(std::move(r), item.tracked);
   count(c, status);
-  return rows.back();
+  return row;
 }
 
 void WorkerCore::Impl::hold(const Message& m) {
@@ -56,11 +56,6 @@ void WorkerCore::Impl::release(const Message& m) {
 bool WorkerCore::Impl::clashes(const Message& m) const {
   auto it = held_ids.find(m.id);
   return it != held_ids.end() && it->second.first != m.fingerprint;
-}
-
-void WorkerCore::Impl::pushRow(DeliveryRecord r, bool tracked) {
-  rows.push_back(std::move(r));
-  rows_tracked.push_back(tracked ? 1 : 0);
 }
 
 void WorkerCore::Impl::count(Campaign* c, DeliveryStatus status) {
@@ -97,62 +92,11 @@ void WorkerCore::Impl::count(Campaign* c, DeliveryStatus status) {
 }
 
 bool WorkerCore::Impl::writeRows(MonoTime now) {
-  if (rows.empty()) return writeReceipts(now);
-  try {
-    totals.ledger_rows += ledger.record(rows);
-  } catch (const LedgerUnavailableError&) {
-    ++totals.ledger_errors;
-    ledger_failing = true;
-    ledger_retry_at = now + options.ledger_retry_interval;
-    return false;
-  } catch (const LedgerRejectedError&) {
-    // Never dropped: the rows stay and the write is tried again.
-    ++totals.ledger_errors;
-    ledger_failing = true;
-    ledger_retry_at = now + options.ledger_retry_interval;
-    return false;
-  }
-  ledger_failing = false;
-  ++totals.ledger_writes;
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    if (rows_tracked[i]) tracker.finish(rows[i].topic, rows[i].partition, rows[i].offset);
-  rows.clear();
-  rows_tracked.clear();
-  rows_since.reset();
-  return writeReceipts(now);
-}
-
-bool WorkerCore::Impl::receiptsFailed(MonoTime now) {
-  ++totals.ledger_errors;
-  ledger_failing = true;
-  ledger_retry_at = now + options.ledger_retry_interval;
-  if (!rows_since) rows_since = now;
-  return false;
-}
-
-// After the rows (a receipt may name a row of this batch): the same retry,
-// nothing dropped. Only once the ledger holds them does the sink acknowledge
-// them to the provider (SMPP deliver_sm_resp); until then the provider keeps
-// them and sends them again if the connection, or this process, goes away.
-bool WorkerCore::Impl::writeReceipts(MonoTime now) {
-  if (receipts.empty()) return true;
-  try {
-    ledger.recordReceipts(receipts);
-  } catch (const LedgerUnavailableError&) {
-    return receiptsFailed(now);
-  } catch (const LedgerRejectedError&) {
-    return receiptsFailed(now);
-  }
-  sink.receiptsRecorded(receipts);
-  totals.receipts += receipts.size();
-  receipts.clear();
-  return true;
+  return to_ledger.write(ledger, sink, tracker, totals, now, options.ledger_retry_interval);
 }
 
 bool WorkerCore::Impl::ledgerDue(MonoTime now, bool blocked) const {
-  if ((rows.empty() && receipts.empty()) || now < ledger_retry_at) return false;
-  return rows.size() + receipts.size() >= options.ledger_batch || blocked ||
-         now - rows_since.value_or(now) >= options.ledger_flush_interval;
+  return to_ledger.due(now, blocked, options.ledger_batch, options.ledger_flush_interval);
 }
 
 }  // namespace pacer

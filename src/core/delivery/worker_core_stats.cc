@@ -9,10 +9,10 @@ WorkerStats WorkerCore::stats() const {
   s.buffered_messages = impl_->bufferedMessages();
   s.buffered_bytes = impl_->buffered_bytes;
   s.unrecorded = impl_->unrecorded();
-  s.pending_rows = impl_->rows.size();
-  s.pending_receipts = impl_->receipts.size();
-  if (!impl_->rows.empty()) s.oldest_pending_row = impl_->rows_since.value_or(impl_->now);
-  s.store_failing = impl_->ledger_failing || impl_->parking_failing;
+  s.pending_rows = impl_->to_ledger.rows();
+  s.pending_receipts = impl_->to_ledger.pendingReceipts();
+  if (impl_->to_ledger.rows() > 0) s.oldest_pending_row = impl_->to_ledger.since().value_or(impl_->now);
+  s.store_failing = impl_->to_ledger.failing() || impl_->parking_failing;
   s.waiting = impl_->waiting;
   if (impl_->leaser) s.quota = impl_->leaser->metrics();
   return s;
