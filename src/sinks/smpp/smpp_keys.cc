@@ -42,12 +42,14 @@ std::optional<std::uint8_t> autoOr(const KeyValue& value, bool (*ok)(std::uint8_
 std::vector<SinkKey> smppKeys() {
   return {
       {"sink.smpp.host", KeyShape::kScalar, "--smpp-host", KeyFlag::kValue, false,
-       "sink smpp: the SMSC's host (default 127.0.0.1)", [](const KeyValue& v, SinkSettings& s) { s.smpp.host = v.asNonEmpty(); }},
+       "sink smpp: the SMSC's host (default 127.0.0.1)",
+       [](const KeyValue& v, SinkSettings& s) { s.smpp.host = v.asNonEmpty(); }},
       {"sink.smpp.port", KeyShape::kScalar, "--smpp-port", KeyFlag::kValue, false,
        "sink smpp: the SMSC's port (default 2775)",
        [](const KeyValue& v, SinkSettings& s) { s.smpp.port = static_cast<int>(v.asInt(1, 65535)); }},
       {"sink.smpp.system_id", KeyShape::kScalar, "--smpp-system-id", KeyFlag::kValue, false,
-       "sink smpp: the account (system_id) to bind as", [](const KeyValue& v, SinkSettings& s) { s.smpp.system_id = v.asString(); }},
+       "sink smpp: the account (system_id) to bind as",
+       [](const KeyValue& v, SinkSettings& s) { s.smpp.system_id = v.asString(); }},
       {"sink.smpp.password_env", KeyShape::kScalar, "--smpp-password-env", KeyFlag::kValue, false,
        "sink smpp: the environment variable holding the bind password (default PACER_SMPP_PASSWORD)",
        [](const KeyValue& v, SinkSettings& s) { s.smpp_password_env = v.asNonEmpty(); }},
@@ -58,8 +60,8 @@ std::vector<SinkKey> smppKeys() {
        "sink smpp: transceiver, or transmitter-receiver (two connections per bind) (default transceiver)",
        [](const KeyValue& v, SinkSettings& s) {
          s.smpp.bind_mode = v.asChoice({"transceiver", "transmitter-receiver"}) == "transceiver"
-                                  ? SmppBindMode::kTransceiver
-                                  : SmppBindMode::kTransmitterReceiver;
+                                ? SmppBindMode::kTransceiver
+                                : SmppBindMode::kTransmitterReceiver;
        }},
       {"sink.smpp.binds", KeyShape::kScalar, "--smpp-binds", KeyFlag::kValue, false,
        "sink smpp: binds per worker (default 1)",
@@ -69,7 +71,9 @@ std::vector<SinkKey> smppKeys() {
        [](const KeyValue& v, SinkSettings& s) { s.smpp.window = static_cast<std::size_t>(v.asInt(1, 10000)); }},
       {"sink.smpp.enquire_link_ms", KeyShape::kScalar, "--smpp-enquire-link-ms", KeyFlag::kValue, false,
        "sink smpp: enquire_link on an idle bind this often (default 30000)",
-       [](const KeyValue& v, SinkSettings& s) { s.smpp.enquire_link_interval = std::chrono::milliseconds(v.asInt(100)); }},
+       [](const KeyValue& v, SinkSettings& s) {
+         s.smpp.enquire_link_interval = std::chrono::milliseconds(v.asInt(100));
+       }},
       {"sink.smpp.response_timeout_ms", KeyShape::kScalar, "--smpp-response-timeout-ms", KeyFlag::kValue, false,
        "sink smpp: an unanswered request is retried on another connection after this (default 10000)",
        [](const KeyValue& v, SinkSettings& s) { s.smpp.response_timeout = std::chrono::milliseconds(v.asInt(10)); }},
@@ -82,7 +86,9 @@ std::vector<SinkKey> smppKeys() {
       {"sink.smpp.throttle_pause_ms", KeyShape::kScalar, "--smpp-throttle-pause-ms", KeyFlag::kValue, false,
        "sink smpp: ESME_RTHROTTLED/ESME_RMSGQFUL pause the provider this long, then the message is retried "
        "(default 250)",
-       [](const KeyValue& v, SinkSettings& s) { s.smpp.throttle_retry_after = std::chrono::milliseconds(v.asInt(1, 60000)); }},
+       [](const KeyValue& v, SinkSettings& s) {
+         s.smpp.throttle_retry_after = std::chrono::milliseconds(v.asInt(1, 60000));
+       }},
       {"sink.smpp.source_addr", KeyShape::kScalar, "--smpp-source-addr", KeyFlag::kValue, false,
        "sink smpp: the sender address (default empty: the SMSC's)",
        [](const KeyValue& v, SinkSettings& s) {
@@ -100,8 +106,8 @@ std::vector<SinkKey> smppKeys() {
        [](const KeyValue& v, SinkSettings& s) {
          const std::string text = v.asChoice({"first", "all", "none"});
          s.smpp.submit.receipts = text == "first" ? smpp::ReceiptRequest::kFirst
-                                    : text == "all" ? smpp::ReceiptRequest::kAll
-                                                 : smpp::ReceiptRequest::kNone;
+                                  : text == "all" ? smpp::ReceiptRequest::kAll
+                                                  : smpp::ReceiptRequest::kNone;
        }},
   };
 }
@@ -121,7 +127,9 @@ std::vector<SinkKey> smppCarrierKeys() {
        }},
       {"sink.smpp.dest_addr_ton", KeyShape::kScalar, "--smpp-dest-addr-ton", KeyFlag::kValue, false,
        "sink smpp: the recipient's TON, 0-6 (default 1, international)",
-       [](const KeyValue& v, SinkSettings& s) { s.smpp.submit.dest_addr_ton = asCode(v, isTon, "an integer from 0 to 6"); }},
+       [](const KeyValue& v, SinkSettings& s) {
+         s.smpp.submit.dest_addr_ton = asCode(v, isTon, "an integer from 0 to 6");
+       }},
       {"sink.smpp.dest_addr_npi", KeyShape::kScalar, "--smpp-dest-addr-npi", KeyFlag::kValue, false,
        "sink smpp: the recipient's NPI (default 1, E.164)",
        [](const KeyValue& v, SinkSettings& s) {
@@ -146,7 +154,9 @@ std::vector<SinkKey> smppCarrierKeys() {
        }},
       {"sink.smpp.priority_flag", KeyShape::kScalar, "--smpp-priority-flag", KeyFlag::kValue, false,
        "sink smpp: submit_sm priority_flag, 0-3 (default 0)",
-       [](const KeyValue& v, SinkSettings& s) { s.smpp.submit.priority_flag = static_cast<std::uint8_t>(v.asInt(0, 3)); }},
+       [](const KeyValue& v, SinkSettings& s) {
+         s.smpp.submit.priority_flag = static_cast<std::uint8_t>(v.asInt(0, 3));
+       }},
       {"sink.smpp.receipt_ids", KeyShape::kScalar, "--smpp-receipt-ids", KeyFlag::kValue, false,
        "sink smpp: how the SMSC writes message ids in submit_sm_resp and in receipts: as-is, hex-decimal, "
        "decimal-hex or auto (default as-is)",

@@ -50,17 +50,17 @@ TEST(SinkKeys, EveryKeyASinkDeclaresIsAKeyOfPacerdWithItsFlag) {
 TEST(SinkKeys, ADeclaredKeyReachesTheDefaultSinksAndAProvidersSettings) {
   const std::map<std::string, std::string> env{{"PACER_SINK_SMPP_BINDS", "3"},
                                                {"PACER_PROVIDERS_SMS_SINK_HTTP_TIMEOUT_MS", "750"}};
-  const Config c = load(fromText("sink:\n  kind: smpp\n  smpp:\n    window: 50\n"
-                                 "providers:\n  sms:\n    sink:\n      kind: http\n      http:\n"
-                                 "        url: http://sms/{recipient}\n        method: PUT\n",
-                                 FlagValues{{"sink.smpp.receipts", {"all"}}},
-                                 [&env](const char* name) -> const char* {
-                                   auto it = env.find(name);
-                                   return it == env.end() ? nullptr : it->second.c_str();
-                                 }));
-  EXPECT_EQ(c.options.smpp.window, 50u);                                      // the file
-  EXPECT_EQ(c.options.smpp.binds, 3u);                                        // the environment
-  EXPECT_EQ(c.options.smpp.submit.receipts, smpp::ReceiptRequest::kAll);      // a flag
+  const Config c =
+      load(fromText("sink:\n  kind: smpp\n  smpp:\n    window: 50\n"
+                    "providers:\n  sms:\n    sink:\n      kind: http\n      http:\n"
+                    "        url: http://sms/{recipient}\n        method: PUT\n",
+                    FlagValues{{"sink.smpp.receipts", {"all"}}}, [&env](const char* name) -> const char* {
+                      auto it = env.find(name);
+                      return it == env.end() ? nullptr : it->second.c_str();
+                    }));
+  EXPECT_EQ(c.options.smpp.window, 50u);                                  // the file
+  EXPECT_EQ(c.options.smpp.binds, 3u);                                    // the environment
+  EXPECT_EQ(c.options.smpp.submit.receipts, smpp::ReceiptRequest::kAll);  // a flag
   const sink::SinkSettings& sms = c.options.provider_sinks.at("sms");
   EXPECT_EQ(sms.http.url, "http://sms/{recipient}");
   EXPECT_EQ(sms.http.method, "PUT");
@@ -81,20 +81,31 @@ TEST(SinkKeys, ABadValueOfADeclaredKeyIsAnErrorNamingTheKey) {
             "--smpp-window: sink.smpp.window: expected an integer >= 1, got \"x\"");
 }
 
+void writeFile(const std::string& path, const char* text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(text, f);
+  std::fclose(f);
+}
+
 TEST(SinkKeys, AFileMapFillsTheKeyItIsForAndAProvidersSinkDropsTheDefaultsSecrets) {
   const std::string file = ::testing::TempDir() + "sink_keys_test_header";
-  std::FILE* f = std::fopen(file.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  std::fputs("Bearer from-file\n", f);
-  std::fclose(f);
-  const Config c = load(fromText("sink:\n  http:\n    headers:\n      X-A: a\n    header_files:\n      Authorization: " +
-                                 file + "\nproviders:\n  sms:\n    sink:\n      in_flight: 5\n"));
-  std::remove(file.c_str());
+  const std::string yaml =
+      "sink:\n  http:\n    headers:\n      X-A: a\n    header_files:\n      Authorization: " + file +
+      "\nproviders:\n  sms:\n    sink:\n      in_flight: 5\n";
+  writeFile(file, "Bearer from-file\n");
+  const Config c = load(fromText(yaml));
   const std::vector<std::pair<std::string, std::string>> headers{{"X-A", "a"}, {"Authorization", "Bearer from-file"}};
   EXPECT_EQ(c.options.http.headers, headers);
   EXPECT_TRUE(c.options.provider_sinks.at("sms").http.headers.empty());
   EXPECT_EQ(c.options.provider_sinks.at("sms").sink_in_flight, 5u);
-  EXPECT_TRUE(c.values.count("sink.http.header_files (contents)"));
+
+  // A rotated file is a change that needs a restart, though no key's value changed.
+  writeFile(file, "Bearer rotated\n");
+  const Config rotated = load(fromText(yaml));
+  std::remove(file.c_str());
+  EXPECT_EQ(rotated.options.http.headers[1].second, "Bearer rotated");
+  EXPECT_EQ(planReload(c, rotated).needs_restart, (std::vector<std::string>{"sink.http.header_files (contents)"}));
 }
 
 }  // namespace
