@@ -61,7 +61,8 @@ struct SinkKey {
   void (*apply)(const KeyValue& value, SinkSettings& settings);
   // A map of NAME: FILE whose files' contents (trailing newlines cut) are
   // given to the key at `files_for` as its entry NAME, after every other key
-  // (sink.http.header_files for sink.http.headers). Its apply is not called.
+  // (sink.http.header_files for sink.http.headers). Its own apply only
+  // checks the map; `files_for` names a map key of the same sink.
   const char* files_for = nullptr;
   // For a provider's own sink: clears what it does not take from the default
   // sink's settings (credentials for another host), before its own keys.

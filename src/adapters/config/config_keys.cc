@@ -356,9 +356,9 @@ std::string applyFileMaps(DaemonOptions& o, const Pending& pending, const std::s
     const Raw& r = f.raw;
     const sink::SinkKey* target = findKey(f.key->files_for)->sink_key;
     const auto ranks = pending.map_rank.find(target->path);
+    const std::map<std::string, Rank> none;
+    const auto& given = ranks == pending.map_rank.end() ? none : ranks->second;
     for (const auto& [name, file] : r.map) {
-      const std::map<std::string, Rank> none;
-      const auto& given = ranks == pending.map_rank.end() ? none : ranks->second;
       auto it = given.find(name);
       if (it != given.end() && it->second > r.rank) continue;
       if (it != given.end() && it->second == r.rank)

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -105,6 +106,16 @@ TEST(SinkRegistry, KeysAreTheKindsOwnInTheirOrderEachOnce) {
   EXPECT_EQ(unique.size(), paths.size());
   for (const SinkKey& k : findSinkKind("http")->keys) EXPECT_EQ(std::string(k.path).rfind("sink.http.", 0), 0u) << k.path;
   EXPECT_TRUE(findSinkKind("stdout")->keys.empty());
+  for (const SinkKey& k : sinkKeys()) {
+    EXPECT_NE(k.apply, nullptr) << k.path;
+    if (!k.files_for) continue;
+    // The key a file map fills is a map of the same registry.
+    const auto target = std::find_if(sinkKeys().begin(), sinkKeys().end(),
+                                     [&k](const SinkKey& t) { return std::string_view(t.path) == k.files_for; });
+    ASSERT_NE(target, sinkKeys().end()) << k.path << " fills " << k.files_for;
+    EXPECT_EQ(target->shape, KeyShape::kMap) << k.files_for;
+    EXPECT_EQ(k.shape, KeyShape::kMap) << k.path;
+  }
   ASSERT_FALSE(paths.empty());
   EXPECT_EQ(paths.front(), "sink.http.url");
   EXPECT_EQ(paths.back(), "sink.push.timeout_ms");
