@@ -33,7 +33,8 @@ class DaemonConfigError : public InvalidError {
 // sink with the provider's overrides (pacer/sinks/sink_registry.h).
 using ProviderSinkOptions = sink::SinkSettings;
 
-struct DaemonOptions {
+// The default sink's settings (sink.*) are the SinkSettings it is made of.
+struct DaemonOptions : sink::SinkSettings {
   // Kafka
   std::string brokers;                  // bootstrap.servers
   std::vector<std::string> topics;      // topics to consume
@@ -46,17 +47,9 @@ struct DaemonOptions {
   std::string postgres;                 // libpq conninfo
   bool migrate = true;                  // apply migrations at start
 
-  // Sink
-  std::string sink = "stdout";          // a kind in sink::sinkKinds(): stdout, null, http, kafka, smpp, apns, fcm
-  std::size_t sink_in_flight = 1000;
-  sink::HttpSinkOptions http;           // sink = http (its max_in_flight is sink_in_flight)
-  std::string sink_topic;               // sink = kafka: the outbound topic
-  std::string sink_brokers;             // sink = kafka: empty means `brokers`
-  sink::SmppSinkOptions smpp;           // sink = smpp: the SMSC (docs/smpp.md)
-  std::string smpp_password_env = "PACER_SMPP_PASSWORD";  // sink = smpp: the variable holding the password
-  sink::PushSinkOptions push;           // sink = apns or fcm: provider, credential, HTTP/2 transport
-  // Providers with a sink of their own: their campaigns' messages go there,
-  // every other message through the sink above.
+  // Sink: the default one is the SinkSettings above (sink.kind, sink.in_flight,
+  // each kind's own keys). Providers with a sink of their own: their
+  // campaigns' messages go there, every other message through the default.
   std::map<std::string, ProviderSinkOptions> provider_sinks;
 
   // The global quota on Redis: "HOST:PORT" nodes (empty: local limits only,
@@ -134,10 +127,7 @@ struct DaemonOptions {
 };
 
 // The default sink's settings as a provider's sink takes them.
-inline ProviderSinkOptions defaultSinkOptions(const DaemonOptions& o) {
-  return ProviderSinkOptions{o.sink, o.sink_in_flight, o.http, o.sink_topic, o.sink_brokers,
-                             o.smpp, o.smpp_password_env, o.push};
-}
+inline ProviderSinkOptions defaultSinkOptions(const DaemonOptions& o) { return o; }
 
 // A configuration reload (SIGHUP in pacerd). The signal handler only sets
 // `requested`; the loop checks it once per turn and calls `reload`, which

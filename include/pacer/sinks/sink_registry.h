@@ -1,19 +1,23 @@
 // The sink registry: every kind of sink pacerd can use (sink.kind), each
 // declared by its own folder under src/sinks/ with its name, whether a
-// message costs its SMS segments there, and its factory. pacerd's wiring
-// and the sink.kind check iterate this list instead of naming sinks.
-// Adding a sink: docs/sinks.md.
+// message costs its SMS segments there, its configuration keys and its
+// factory. pacerd's wiring, the sink.kind check and the key table iterate
+// this list instead of naming sinks. Adding a sink: docs/sinks.md.
 #pragma once
 
+#include <any>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
+#include <typeindex>
 #include <vector>
 
 #include "pacer/sink.h"
 #include "pacer/sinks/http_sink.h"
 #include "pacer/sinks/push_sink.h"
+#include "pacer/sinks/sink_keys.h"
 #include "pacer/sinks/smpp_sink.h"
 
 namespace pacer::sink {
@@ -29,6 +33,25 @@ struct SinkSettings {
   SmppSinkOptions smpp;  // sink = smpp (its password read from smpp_password_env at start)
   std::string smpp_password_env = "PACER_SMPP_PASSWORD";
   PushSinkOptions push;  // sink = apns or fcm (docs/push.md)
+
+  // The settings of a sink that keeps them in a struct of its own folder
+  // (its keys' apply writes own<T>(), its factory reads it): one T per type,
+  // default-constructed until a key sets it, copied with these settings.
+  template <class T>
+  T& own() {
+    std::any& slot = own_[std::type_index(typeid(T))];
+    if (!slot.has_value()) slot = T{};
+    return std::any_cast<T&>(slot);
+  }
+  template <class T>
+  const T& own() const {
+    static const T kDefault{};
+    auto it = own_.find(std::type_index(typeid(T)));
+    return it == own_.end() ? kDefault : std::any_cast<const T&>(it->second);
+  }
+
+ private:
+  std::map<std::type_index, std::any> own_;
 };
 
 // What a factory gets besides the settings.
@@ -49,6 +72,9 @@ struct SinkKind {
   // that a bad setting stops pacerd at start. Throws InvalidError whose
   // message names build.where and the setting.
   SinkInterfacePtr (*make)(const SinkBuild& build);
+  // Its configuration keys, sink.<kind>.* (pacer/sinks/sink_keys.h); kinds
+  // of one folder may share them (apns and fcm: sink.push.*).
+  std::vector<SinkKey> keys = {};
 };
 
 // Every kind, in the order --help names them. Built once; thread-safe.
@@ -57,5 +83,7 @@ const std::vector<SinkKind>& sinkKinds();
 const SinkKind* findSinkKind(std::string_view name);
 // "stdout, null, http, ...": the names in order, for help and errors.
 std::string sinkKindNames();
+// Every kind's keys, in the kinds' order, each path once (the first kind's).
+const std::vector<SinkKey>& sinkKeys();
 
 }  // namespace pacer::sink

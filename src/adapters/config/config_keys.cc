@@ -96,7 +96,8 @@ std::vector<Key> redisKeys() {
   };
 }
 
-// sink
+// sink: the kind and the in-flight limit; then each kind's own keys
+// (sink.<kind>.*), declared by its folder (sinkKindKeys).
 std::vector<Key> sinkKeys() {
   // The kinds are the sink registry's (pacer/sinks/sink_registry.h).
   static const std::string kind_help = fmt::format("where messages go: {} (default stdout)", sink::sinkKindNames());
@@ -109,110 +110,6 @@ std::vector<Key> sinkKeys() {
       {"sink.in_flight", Shape::kScalar, "--in-flight", FlagForm::kValue, false, false,
        "messages in the sink at once, at most (default 1000)",
        [](const Raw& r, Ctx& c) { c.o.sink_in_flight = static_cast<std::size_t>(asInt(r, 1)); }},
-      {"sink.http.url", Shape::kScalar, "--http-url", FlagForm::kValue, false, false,
-       "sink http: URL template; may contain {recipient} and {campaign}",
-       [](const Raw& r, Ctx& c) { c.o.http.url = asString(r); }},
-      {"sink.http.method", Shape::kScalar, "--http-method", FlagForm::kValue, false, false,
-       "sink http: method (default POST)", [](const Raw& r, Ctx& c) { c.o.http.method = asNonEmpty(r); }},
-      {"sink.http.content_type", Shape::kScalar, "--http-content-type", FlagForm::kValue, false, false,
-       "sink http: Content-Type (default application/json)",
-       [](const Raw& r, Ctx& c) { c.o.http.content_type = asString(r); }},
-      {"sink.http.headers", Shape::kMap, "--http-header", FlagForm::kRepeat, true, false,
-       "sink http: static header NAME=VALUE (repeatable; never logged)",
-       [](const Raw& r, Ctx& c) {
-         auto& hs = c.o.http.headers;
-         for (const auto& [k, v] : asMap(r)) {
-           const std::string& key = k;  // (Clang 14 cannot capture a structured binding)
-           hs.erase(std::remove_if(hs.begin(), hs.end(), [&](const auto& h) { return h.first == key; }), hs.end());
-           hs.emplace_back(k, v);
-           c.p.header_rank[k] = r.rank;
-         }
-       }},
-      {"sink.http.header_files", Shape::kMap, nullptr, FlagForm::kNone, false, false, "",
-       [](const Raw& r, Ctx& c) {
-         c.p.header_files = asMap(r);
-         c.p.header_files_rank = r.rank;
-       }},
-      {"sink.http.timeout_ms", Shape::kScalar, "--http-timeout-ms", FlagForm::kValue, false, false,
-       "sink http: total timeout per request (default 10000)",
-       [](const Raw& r, Ctx& c) { c.o.http.total_timeout = ms(asInt(r, 1)); }},
-      {"sink.kafka.topic", Shape::kScalar, "--sink-topic", FlagForm::kValue, false, false,
-       "sink kafka: the outbound topic", [](const Raw& r, Ctx& c) { c.o.sink_topic = asString(r); }},
-      {"sink.kafka.brokers", Shape::kList, "--sink-brokers", FlagForm::kValue, false, false,
-       "sink kafka: bootstrap servers (default: --brokers)",
-       [](const Raw& r, Ctx& c) {
-         std::string joined;
-         for (const std::string& b : asList(r)) joined += (joined.empty() ? "" : ",") + b;
-         c.o.sink_brokers = joined;
-       }},
-  };
-}
-
-// sink.smpp (docs/smpp.md): an SMSC over SMPP 3.4
-std::vector<Key> smppKeys() {
-  return {
-      {"sink.smpp.host", Shape::kScalar, "--smpp-host", FlagForm::kValue, false, false,
-       "sink smpp: the SMSC's host (default 127.0.0.1)", [](const Raw& r, Ctx& c) { c.o.smpp.host = asNonEmpty(r); }},
-      {"sink.smpp.port", Shape::kScalar, "--smpp-port", FlagForm::kValue, false, false,
-       "sink smpp: the SMSC's port (default 2775)",
-       [](const Raw& r, Ctx& c) { c.o.smpp.port = static_cast<int>(asInt(r, 1, 65535)); }},
-      {"sink.smpp.system_id", Shape::kScalar, "--smpp-system-id", FlagForm::kValue, false, false,
-       "sink smpp: the account (system_id) to bind as", [](const Raw& r, Ctx& c) { c.o.smpp.system_id = asString(r); }},
-      {"sink.smpp.password_env", Shape::kScalar, "--smpp-password-env", FlagForm::kValue, false, false,
-       "sink smpp: the environment variable holding the bind password (default PACER_SMPP_PASSWORD)",
-       [](const Raw& r, Ctx& c) { c.o.smpp_password_env = asNonEmpty(r); }},
-      {"sink.smpp.system_type", Shape::kScalar, "--smpp-system-type", FlagForm::kValue, false, false,
-       "sink smpp: system_type in the bind (default empty)",
-       [](const Raw& r, Ctx& c) { c.o.smpp.system_type = asString(r); }},
-      {"sink.smpp.bind_mode", Shape::kScalar, "--smpp-bind-mode", FlagForm::kValue, false, false,
-       "sink smpp: transceiver, or transmitter-receiver (two connections per bind) (default transceiver)",
-       [](const Raw& r, Ctx& c) {
-         c.o.smpp.bind_mode = asChoice(r, {"transceiver", "transmitter-receiver"}) == "transceiver"
-                                  ? sink::SmppBindMode::kTransceiver
-                                  : sink::SmppBindMode::kTransmitterReceiver;
-       }},
-      {"sink.smpp.binds", Shape::kScalar, "--smpp-binds", FlagForm::kValue, false, false,
-       "sink smpp: binds per worker (default 1)",
-       [](const Raw& r, Ctx& c) { c.o.smpp.binds = static_cast<std::size_t>(asInt(r, 1, 64)); }},
-      {"sink.smpp.window", Shape::kScalar, "--smpp-window", FlagForm::kValue, false, false,
-       "sink smpp: outstanding submit_sm per bind (default 10)",
-       [](const Raw& r, Ctx& c) { c.o.smpp.window = static_cast<std::size_t>(asInt(r, 1, 10000)); }},
-      {"sink.smpp.enquire_link_ms", Shape::kScalar, "--smpp-enquire-link-ms", FlagForm::kValue, false, false,
-       "sink smpp: enquire_link on an idle bind this often (default 30000)",
-       [](const Raw& r, Ctx& c) { c.o.smpp.enquire_link_interval = ms(asInt(r, 100)); }},
-      {"sink.smpp.response_timeout_ms", Shape::kScalar, "--smpp-response-timeout-ms", FlagForm::kValue, false, false,
-       "sink smpp: an unanswered request is retried on another connection after this (default 10000)",
-       [](const Raw& r, Ctx& c) { c.o.smpp.response_timeout = ms(asInt(r, 10)); }},
-      {"sink.smpp.reconnect_backoff_ms", Shape::kScalar, "--smpp-reconnect-backoff-ms", FlagForm::kValue, false,
-       false, "sink smpp: the first reconnect wait, doubling up to 60 times it, at most 30 s (default 500)",
-       [](const Raw& r, Ctx& c) {
-         c.o.smpp.reconnect_backoff_min = ms(asInt(r, 1, 30000));
-         c.o.smpp.reconnect_backoff_max = std::max<Nanos>(ms(30000), c.o.smpp.reconnect_backoff_min);
-       }},
-      {"sink.smpp.throttle_pause_ms", Shape::kScalar, "--smpp-throttle-pause-ms", FlagForm::kValue, false, false,
-       "sink smpp: ESME_RTHROTTLED/ESME_RMSGQFUL pause the provider this long, then the message is retried "
-       "(default 250)",
-       [](const Raw& r, Ctx& c) { c.o.smpp.throttle_retry_after = ms(asInt(r, 1, 60000)); }},
-      {"sink.smpp.source_addr", Shape::kScalar, "--smpp-source-addr", FlagForm::kValue, false, false,
-       "sink smpp: the sender address (default empty: the SMSC's)",
-       [](const Raw& r, Ctx& c) {
-         c.o.smpp.submit.source_addr = asString(r);
-         if (c.o.smpp.submit.source_addr.size() > 20) fail(r, "at most 20 characters");
-       }},
-      {"sink.smpp.concatenation", Shape::kScalar, "--smpp-concatenation", FlagForm::kValue, false, false,
-       "sink smpp: how long texts are joined: udh or sar (default udh)",
-       [](const Raw& r, Ctx& c) {
-         c.o.smpp.submit.concatenation =
-             asChoice(r, {"udh", "sar"}) == "udh" ? smpp::Concatenation::kUdh : smpp::Concatenation::kSar;
-       }},
-      {"sink.smpp.receipts", Shape::kScalar, "--smpp-receipts", FlagForm::kValue, false, false,
-       "sink smpp: which segments ask for a delivery receipt: first, all, none (default first)",
-       [](const Raw& r, Ctx& c) {
-         const std::string v = asChoice(r, {"first", "all", "none"});
-         c.o.smpp.submit.receipts = v == "first" ? smpp::ReceiptRequest::kFirst
-                                    : v == "all" ? smpp::ReceiptRequest::kAll
-                                                 : smpp::ReceiptRequest::kNone;
-       }},
   };
 }
 
@@ -410,12 +307,80 @@ std::vector<Key> topLevelKeys() {
   };
 }
 
+// The sink registry's keys, in its kinds' order (pacer/sinks/sink_keys.h).
+std::vector<Key> sinkKindKeys() {
+  std::vector<Key> out;
+  for (const sink::SinkKey& k : sink::sinkKeys())
+    out.push_back(Key{k.path, k.shape, k.flag, k.form, k.secret, false, k.help, nullptr, &k});
+  return out;
+}
+
+// A sink key's value as its checks see it (pacer/sinks/sink_keys.h).
+class RawValue final : public sink::KeyValue {
+ public:
+  explicit RawValue(const Raw& r) : r_(r) {}
+  std::string asString() const override { return detail::asString(r_); }
+  std::string asNonEmpty() const override { return detail::asNonEmpty(r_); }
+  long long asInt(long long min, long long max) const override { return detail::asInt(r_, min, max); }
+  double asDouble(bool (*ok)(double), std::string_view expected) const override {
+    return detail::asDouble(r_, ok, expected);
+  }
+  bool asBool(std::string_view expected) const override { return detail::asBool(r_, expected); }
+  std::string asChoice(std::initializer_list<const char*> choices) const override {
+    return detail::asChoice(r_, choices);
+  }
+  std::vector<std::string> asList() const override { return detail::asList(r_); }
+  const std::vector<std::pair<std::string, std::string>>& asMap() const override { return detail::asMap(r_); }
+  [[noreturn]] void fail(std::string_view expected) const override { detail::fail(r_, expected); }
+
+ private:
+  const Raw& r_;
+};
+
 }  // namespace
+
+void applyKey(const Key& k, const Raw& r, Ctx& c) {
+  if (!k.sink_key) return k.apply(r, c);
+  const sink::SinkKey& sk = *k.sink_key;
+  sk.apply(RawValue(r), c.o);
+  if (sk.files_for) {
+    c.p.file_maps.push_back({&sk, r});
+  } else if (sk.shape == Shape::kMap) {
+    for (const auto& entry : r.map) c.p.map_rank[sk.path][entry.first] = r.rank;
+  }
+}
+
+std::string applyFileMaps(DaemonOptions& o, const Pending& pending, const std::string& shown) {
+  std::string held;
+  for (const Pending::FileMap& f : pending.file_maps) {
+    const Raw& r = f.raw;
+    const sink::SinkKey* target = findKey(f.key->files_for)->sink_key;
+    const auto ranks = pending.map_rank.find(target->path);
+    const std::map<std::string, Rank> none;
+    const auto& given = ranks == pending.map_rank.end() ? none : ranks->second;
+    for (const auto& [name, file] : r.map) {
+      auto it = given.find(name);
+      if (it != given.end() && it->second > r.rank) continue;
+      if (it != given.end() && it->second == r.rank)
+        throw ConfigError(fmt::format("{}: {}{} and {}{} both give {}; give one", r.origin, shown, target->path, shown,
+                                      f.key->path, name));
+      Raw one = r;
+      one.path = shown + target->path;
+      one.secret = true;
+      one.map = {{name, readSecretFile(r, file)}};
+      held += name + '\n' + one.map[0].second + '\n';
+      Pending scratch;  // the entry's rank is settled above
+      Ctx ctx{o, scratch};
+      applyKey(*findKey(target->path), one, ctx);
+    }
+  }
+  return held;
+}
 
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = [] {
     std::vector<Key> all;
-    for (auto section : {kafkaKeys, postgresKeys, redisKeys, capsKeys, sinkKeys, smppKeys, smppCarrierKeys, pushKeys,
+    for (auto section : {kafkaKeys, postgresKeys, redisKeys, capsKeys, sinkKeys, sinkKindKeys,
                          schedulerKeys, priorityKeys, limitsKeys, deadTokenKeys, ledgerKeys, eventsKeys, callbacksKeys,
                          adminKeys, loggingKeys, topLevelKeys}) {
       std::vector<Key> keys = section();

@@ -1,7 +1,8 @@
 // pacerd's configuration keys (private to src/adapters/config): what a
 // value looks like before it is checked (Raw), the checks every key's
 // apply() uses, and the table of keys (config_keys.cc), one entry per
-// setting with its flag, whether it is secret or live, and its help.
+// setting with its flag, whether it is secret or live, and its help. The
+// sinks' own keys come from the sink registry (pacer/sinks/sink_keys.h).
 #pragma once
 
 #include <chrono>
@@ -15,16 +16,15 @@
 #include <vector>
 
 #include "pacer/config/pacerd_config.h"
+#include "pacer/sinks/sink_keys.h"
 
 namespace pacer::config::detail {
 
 using worker::DaemonOptions;
 
-// What a key holds.
-enum class Shape { kScalar, kList, kMap };
-// How its flag is given: --x VALUE (the last wins), --x VALUE repeatable
-// (a list, or NAME=VALUE entries of a map), or a bare flag that sets true/false.
-enum class FlagForm { kNone, kValue, kRepeat, kSetTrue, kSetFalse };
+// What a key holds, and how its flag is given (pacer/sinks/sink_keys.h).
+using Shape = sink::KeyShape;
+using FlagForm = sink::KeyFlag;
 
 // Later sources win: a value from the file loses to the environment, which
 // loses to a flag.
@@ -45,9 +45,13 @@ struct Raw {
 // Values that need more than one key before they reach DaemonOptions.
 struct Pending {
   std::optional<Raw> password, password_file, token, token_file;
-  std::vector<std::pair<std::string, std::string>> header_files;  // header name, file
-  std::map<std::string, Rank> header_rank;                        // who gave headers[name]
-  Rank header_files_rank = Rank::kFile;
+  // A sink key's map of NAME: FILE (SinkKey::files_for), read after the other keys.
+  struct FileMap {
+    const sink::SinkKey* key;
+    Raw raw;
+  };
+  std::vector<FileMap> file_maps;
+  std::map<std::string, std::map<std::string, Rank>> map_rank;  // a sink key's map entry: who gave it
 };
 
 struct Ctx {
@@ -84,23 +88,29 @@ struct Key {
   bool secret;
   bool live;  // SIGHUP applies it
   const char* help;
-  Apply apply;
+  Apply apply;                              // nullptr for a sink's key
+  const sink::SinkKey* sink_key = nullptr;  // a sink's key (sink::sinkKeys())
 };
+
+// Checks and applies `r`, the value of `k`: the table's apply, or a sink
+// key's on the sink settings in c.o (DaemonOptions is one).
+void applyKey(const Key& k, const Raw& r, Ctx& c);
+// After every key: a sink key's map of NAME: FILE (sink.http.header_files)
+// gives each file's contents to entry NAME of the key it is for
+// (sink.http.headers), unless a later source gave that entry. `shown` goes
+// before paths in errors ("providers.sms."). Returns what the files held.
+std::string applyFileMaps(DaemonOptions& o, const Pending& pending, const std::string& shown);
 
 inline std::chrono::milliseconds ms(long long v) { return std::chrono::milliseconds(v); }
 
 // The table: every setting of pacerd. Order is the order of
 // config/pacerd.example.yaml and of the checks.
 const std::vector<Key>& keys();
-// The push sinks' section of the table (config_keys_push.cc).
-std::vector<Key> pushKeys();
 std::vector<Key> deadTokenKeys();  // limits.dead_token_* (config_keys_push.cc)
 // Priority classes (config_keys_priority.cc), and the check that needs
 // more than one of their keys (the default class is one of the classes).
 std::vector<Key> priorityKeys();
 void checkPriority(const DaemonOptions& o);
-// The SMPP sink's carrier settings, after the rest of sink.smpp (config_keys_smpp.cc).
-std::vector<Key> smppCarrierKeys();
 // The frequency caps' section (config_keys_caps.cc).
 std::vector<Key> capsKeys();
 // The outcome events' section (config_keys_events.cc).

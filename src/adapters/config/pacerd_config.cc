@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "config_keys.h"
+#include "pacer/sinks/sink_registry.h"
 
 namespace pacer::config {
 namespace {
@@ -327,23 +328,6 @@ std::optional<std::string> secretFrom(const std::optional<Raw>& value, const std
   return std::nullopt;
 }
 
-// sink.http.header_files: each file's contents become the header's value.
-void applyHeaderFiles(DaemonOptions& o, const Pending& pending, const Merged& merged, const std::string& shown) {
-  if (pending.header_files.empty()) return;
-  const Raw& r = merged.at("sink.http.header_files");
-  for (const auto& [name, file] : pending.header_files) {
-    auto given = pending.header_rank.find(name);
-    if (given != pending.header_rank.end() && given->second > pending.header_files_rank) continue;
-    if (given != pending.header_rank.end() && given->second == pending.header_files_rank)
-      throw ConfigError(fmt::format("{}: {}sink.http.headers and {}sink.http.header_files both give {}; give one",
-                                    r.origin, shown, shown, name));
-    const std::string value = readSecretFile(r, file);
-    auto& hs = o.http.headers;
-    hs.erase(std::remove_if(hs.begin(), hs.end(), [&n = name](const auto& h) { return h.first == n; }), hs.end());
-    hs.emplace_back(name, value);
-  }
-}
-
 }  // namespace
 
 std::string envName(std::string_view path) {
@@ -397,7 +381,7 @@ Config load(const Sources& sources) {
   for (const Key& k : keys()) {
     auto it = merged.find(k.path);
     if (it == merged.end()) continue;
-    k.apply(it->second, ctx);
+    applyKey(k, it->second, ctx);
     config.values[k.path] = canonical(it->second);
   }
 
@@ -406,33 +390,32 @@ Config load(const Sources& sources) {
   if (auto pw = secretFrom(pending.password, pending.password_file); pw && !o.postgres.empty())
     o.postgres = withPassword(o.postgres, *pw);
   if (auto token = secretFrom(pending.token, pending.token_file)) o.admin_token = *token;
-  applyHeaderFiles(o, pending, merged, "");
+  const std::string files_held = applyFileMaps(o, pending, "");
   // What the secret files held, as fingerprints (never the secrets): a reload
   // that reads a rotated file says it needs a restart instead of saying nothing.
   const auto fingerprint = [](const std::string& s) { return fmt::format("{:016x}", std::hash<std::string>{}(s)); };
   if (pending.password_file) config.values["postgres.password_file (contents)"] = fingerprint(o.postgres);
   if (pending.token_file) config.values["admin.token_file (contents)"] = fingerprint(o.admin_token);
-  if (!pending.header_files.empty()) {
-    std::string all;
-    for (const auto& [name, value] : o.http.headers) all += name + '\n' + value + '\n';
-    config.values["sink.http.header_files (contents)"] = fingerprint(all);
-  }
+  for (const Pending::FileMap& f : pending.file_maps)
+    config.values[std::string(f.key->path) + " (contents)"] = fingerprint(files_held);
 
   // Each provider's sink: the default sink's settings with its own on top,
-  // except the headers: they carry one host's credentials, and a provider's
-  // sink usually talks to another host.
+  // except what a sink key resets for a provider (the HTTP headers: they
+  // carry one host's credentials, and a provider's sink usually talks to
+  // another host).
   for (const auto& [id, m] : providers) {
     DaemonOptions p = o;
-    p.http.headers.clear();
+    for (const sink::SinkKey& k : sink::sinkKeys())
+      if (k.provider_reset) k.provider_reset(p);
     Pending pp;
     Ctx pctx{p, pp};
     for (const Key& k : keys()) {
       auto it = m.find(k.path);
       if (it == m.end()) continue;
-      k.apply(it->second, pctx);
+      applyKey(k, it->second, pctx);
       config.values["providers." + id + "." + k.path] = canonical(it->second);
     }
-    applyHeaderFiles(p, pp, m, "providers." + id + ".");
+    applyFileMaps(p, pp, "providers." + id + ".");
     config.values["providers." + id] = "provider";  // a provider added or removed is a change too
     o.provider_sinks[id] = worker::defaultSinkOptions(p);
   }

@@ -1,6 +1,7 @@
-// The registry's entries for APNs and FCM (sink.apns.*, sink.fcm.*,
-// docs/push.md). The credential is read when the sink is made, so a missing
-// key file stops pacerd at start with the key named, not at the first message.
+// The registry's entries for APNs and FCM (their keys, sink.apns.*,
+// sink.fcm.*, sink.push.*: push_keys.cc; docs/push.md). The credential is
+// read when the sink is made, so a missing key file stops pacerd at start
+// with the key named, not at the first message.
 #include <fmt/format.h>
 
 #include "pacer/error.h"
@@ -34,12 +35,15 @@ SinkInterfacePtr makePush(const SinkBuild& b, MakePush make) {
 
 }  // namespace
 
+std::vector<SinkKey> pushSinkKeys();  // push_keys.cc
+
+// Both kinds take the same keys (the registry names each once).
 SinkKind apnsSinkKind() {
-  return {"apns", false, [](const SinkBuild& b) { return makePush(b, &makeApnsSink); }};
+  return {"apns", false, [](const SinkBuild& b) { return makePush(b, &makeApnsSink); }, pushSinkKeys()};
 }
 
 SinkKind fcmSinkKind() {
-  return {"fcm", false, [](const SinkBuild& b) { return makePush(b, &makeFcmSink); }};
+  return {"fcm", false, [](const SinkBuild& b) { return makePush(b, &makeFcmSink); }, pushSinkKeys()};
 }
 
 }  // namespace pacer::sink

@@ -4,6 +4,8 @@
 // of src/sinks/CMakeLists.txt, so nothing here changes when a sink is added.
 #include "pacer/sinks/sink_registry.h"
 
+#include <set>
+
 namespace pacer::sink {
 
 #define PACER_SINK_KIND(name) SinkKind name##SinkKind();
@@ -29,6 +31,18 @@ std::string sinkKindNames() {
   std::string out;
   for (const SinkKind& k : sinkKinds()) out += (out.empty() ? "" : ", ") + std::string(k.name);
   return out;
+}
+
+const std::vector<SinkKey>& sinkKeys() {
+  static const std::vector<SinkKey> keys = [] {
+    std::vector<SinkKey> all;
+    std::set<std::string_view> seen;
+    for (const SinkKind& k : sinkKinds())
+      for (const SinkKey& key : k.keys)
+        if (seen.insert(key.path).second) all.push_back(key);
+    return all;
+  }();
+  return keys;
 }
 
 }  // namespace pacer::sink

@@ -1,4 +1,4 @@
-// The registry's entry for the SMPP sink (sink.smpp.*, docs/smpp.md): a
+// The registry's entry for the SMPP sink (its keys, sink.smpp.*: smpp_keys.cc; docs/smpp.md): a
 // message costs its SMS segments. The bind password comes from the
 // environment variable the settings name (never from the file, never
 // logged); `provider` goes into each receipt (empty for the default sink:
@@ -11,6 +11,8 @@
 #include "pacer/sinks/sink_registry.h"
 
 namespace pacer::sink {
+
+std::vector<SinkKey> smppSinkKeys();  // smpp_keys.cc
 
 SinkKind smppSinkKind() {
   return {"smpp", true, [](const SinkBuild& b) -> SinkInterfacePtr {
@@ -30,7 +32,8 @@ SinkKind smppSinkKind() {
             } catch (const InvalidError& e) {
               throw InvalidError(fmt::format("{} smpp: {}", b.where, e.what()));
             }
-          }};
+          },
+          smppSinkKeys()};
 }
 
 }  // namespace pacer::sink

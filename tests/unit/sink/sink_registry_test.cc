@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pacer/error.h"
 
@@ -75,6 +78,47 @@ TEST(SinkRegistry, KafkaAndPushErrorsArePrefixedOnlyForAProvidersSink) {
   apns.sink = "apns";  // no topic
   EXPECT_EQ(errorOf(apns, "sink"), "sink.apns.topic: required (the app's bundle id)");
   EXPECT_EQ(errorOf(apns, "providers.p.sink"), "providers.p.sink: sink.apns.topic: required (the app's bundle id)");
+}
+
+// A sink's settings in a struct of its own folder (SinkSettings::own).
+struct ScratchOptions {
+  std::string ident = "pacer";
+  int facility = 1;
+};
+
+TEST(SinkRegistry, ASinksOwnSettingsStartAtTheirDefaultsAndTravelWithTheSettings) {
+  SinkSettings d;
+  const SinkSettings& read = d;
+  EXPECT_EQ(read.own<ScratchOptions>().ident, "pacer");  // never set: the struct's defaults
+  d.own<ScratchOptions>().facility = 7;
+  SinkSettings provider = d;  // a provider's sink starts from the default's settings
+  provider.own<ScratchOptions>().ident = "sms";
+  EXPECT_EQ(read.own<ScratchOptions>().facility, 7);
+  EXPECT_EQ(read.own<ScratchOptions>().ident, "pacer") << "a copy's change stays in the copy";
+  EXPECT_EQ(std::as_const(provider).own<ScratchOptions>().ident, "sms");
+  EXPECT_EQ(std::as_const(provider).own<ScratchOptions>().facility, 7);
+}
+
+TEST(SinkRegistry, KeysAreTheKindsOwnInTheirOrderEachOnce) {
+  std::vector<std::string> paths;
+  for (const SinkKey& k : sinkKeys()) paths.emplace_back(k.path);
+  std::set<std::string> unique(paths.begin(), paths.end());
+  EXPECT_EQ(unique.size(), paths.size());
+  for (const SinkKey& k : findSinkKind("http")->keys) EXPECT_EQ(std::string(k.path).rfind("sink.http.", 0), 0u) << k.path;
+  EXPECT_TRUE(findSinkKind("stdout")->keys.empty());
+  for (const SinkKey& k : sinkKeys()) {
+    EXPECT_NE(k.apply, nullptr) << k.path;
+    if (!k.files_for) continue;
+    // The key a file map fills is a map of the same registry.
+    const auto target = std::find_if(sinkKeys().begin(), sinkKeys().end(),
+                                     [&k](const SinkKey& t) { return std::string_view(t.path) == k.files_for; });
+    ASSERT_NE(target, sinkKeys().end()) << k.path << " fills " << k.files_for;
+    EXPECT_EQ(target->shape, KeyShape::kMap) << k.files_for;
+    EXPECT_EQ(k.shape, KeyShape::kMap) << k.path;
+  }
+  ASSERT_FALSE(paths.empty());
+  EXPECT_EQ(paths.front(), "sink.http.url");
+  EXPECT_EQ(paths.back(), "sink.push.timeout_ms");
 }
 
 }  // namespace
