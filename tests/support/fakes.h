@@ -208,6 +208,10 @@ class FakeParkWriter final : public ParkWriterInterface {
       } catch (const std::exception&) {
         durable = false;
       }
+      if (durable && lose_answers > 0) {  // committed, and told as failed
+        --lose_answers;
+        durable = false;
+      }
       done_.push_back(durable);
       pending_.pop_front();
     }
@@ -219,6 +223,9 @@ class FakeParkWriter final : public ParkWriterInterface {
   std::size_t pending() const { return pending_.size(); }
   int submits = 0, scans_asked = 0, waits = 0;
   std::vector<std::size_t> sizes;  // of every batch submitted, in order
+  // The next this many batches written are reported failed all the same: a
+  // commit that succeeded while its answer was lost (a commit in doubt).
+  std::size_t lose_answers = 0;
 
  private:
   ParkingInterface& store_;

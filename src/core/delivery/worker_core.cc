@@ -231,11 +231,12 @@ void WorkerCore::revoke(const TopicPartition& tp) {
       ++it;
     }
   }
-  std::erase_if(m.to_park, [&](std::pair<Impl::Campaign*, Item>& e) {
-    if (!e.second.tracked || !samePartition(e.second.msg.position, tp)) return false;
-    m.buffered_bytes -= e.second.bytes();
-    m.release(e.second.msg);
-    --e.first->to_park;
+  m.to_park.removeIf([&](Impl::Campaign* c, Item& item) {
+    if (!item.tracked || !samePartition(item.msg.position, tp)) return false;
+    m.buffered_bytes -= item.bytes();
+    m.release(item.msg);
+    --c->to_park;
+    if (item.park_in_doubt) --c->park_in_doubt;
     return true;
   });
   m.skip.erase(tp);

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "campaign_queue.h"
+#include "park_queue.h"
 #include "pacer/adaptive_rate.h"
 #include "pacer/circuit_breaker.h"
 #include "pacer/worker.h"
@@ -41,6 +42,7 @@ struct Item {
   std::uint8_t caps_counted = 0;
   std::uint8_t caps_gen = 0;  // the campaign's caps_gen when counted: which list bit i names
   bool waiting_quiet = false;
+  bool park_in_doubt = false;  // back from a park batch that failed: its row may be durable all the same
   std::array<WallTime, 2> counted_at{};
   WallTime not_before{};
   std::size_t bytes() const {
@@ -92,6 +94,8 @@ struct WorkerCore::Impl {
     delivery_detail::CampaignQueue<Item> queue;  // and the scheduler's backlog of it
     std::size_t to_park = 0;                     // items of this campaign waiting in to_park or park_sent
     std::size_t park_in_flight = 0;              // of them, in park_sent (handed to the park writer)
+    std::size_t park_in_doubt = 0;               // of them, in to_park with Item::park_in_doubt
+    bool claim_waits = false;                    // a claim waits for its batch in flight: no new batch takes its messages
     std::size_t parked_waiting = 0;              // parked, not yet claimed back (an estimate)
     MonoTime next_claim{};
     bool sched_paused = false;
@@ -195,10 +199,11 @@ struct WorkerCore::Impl {
   std::unordered_map<std::uint64_t, std::pair<Campaign*, Item>> inflight;
   std::uint64_t next_ticket = 1;
   std::multimap<MonoTime, std::pair<Campaign*, Item>> retries;
-  // Waiting to be parked, in the order they came (a deque: a park writer
-  // takes batches off the front).
-  using ParkBatch = std::deque<std::pair<Campaign*, Item>>;
-  ParkBatch to_park;
+  // Waiting to be parked, per campaign in the order they came; a batch is
+  // taken round-robin over the campaigns (park_queue.h).
+  using ParkQueue = delivery_detail::ParkQueue<Campaign*, Item>;
+  using ParkBatch = ParkQueue::Batch;
+  ParkQueue to_park;
   // With a park writer: the batches handed to it, oldest first, not yet
   // reported durable (their offsets are not finished before that).
   std::deque<ParkBatch> park_sent;
@@ -307,9 +312,12 @@ struct WorkerCore::Impl {
 
   // --- parking ------------------------------------------------------------
 
-  // Inline: parks to_park now. With a park writer: hands its first
-  // ledger_batch over (done when reported durable through collectParked).
+  // Inline: parks to_park now. With a park writer: hands a batch of at most
+  // ledger_batch over (done when reported durable through collectParked);
+  // false when it had nothing to hand over (every campaign waiting holds back).
   bool writeParking(MonoTime now);
+  // A failed batch back in front of to_park, each message in doubt.
+  void backToPark(ParkBatch& failed, MonoTime now);
   // What the park writer finished: durable batches finish their offsets,
   // failed ones go back to to_park; an unclaimed scan's answer is noted.
   void collectParked(MonoTime now);

@@ -10,6 +10,14 @@ using delivery_detail::Item;
 namespace {
 // Later than any not_before (and still a valid PostgreSQL timestamp).
 const WallTime kFarFuture{std::chrono::sys_days{std::chrono::year{9999} / 1 / 1}};
+
+// Handed to parking again: what happens to this copy decides.
+template <typename Campaign>
+void notInDoubt(Campaign* c, Item& item) {
+  if (!item.park_in_doubt) return;
+  item.park_in_doubt = false;
+  --c->park_in_doubt;
+}
 }  // namespace
 
 bool WorkerCore::Impl::writeParking(MonoTime now) {
@@ -17,42 +25,64 @@ bool WorkerCore::Impl::writeParking(MonoTime now) {
   if (options.park_writer) {
     // At most ledger_batch a batch: the writer holds a copy of each message
     // until it is durable, and a backlog waiting at the memory bound would
-    // double what is held.
-    const std::size_t n = std::min(to_park.size(), std::max<std::size_t>(1, options.ledger_batch));
-    const auto end = to_park.begin() + static_cast<std::ptrdiff_t>(n);
-    ParkBatch batch(std::make_move_iterator(to_park.begin()), std::make_move_iterator(end));
-    to_park.erase(to_park.begin(), end);
+    // double what is held. Round-robin over the campaigns: one with a few
+    // waiting is not put behind another's backlog. A campaign whose claim
+    // waits for its batch in the writer gives it nothing new meanwhile, unless
+    // some of its messages are in doubt (those go again first).
+    const std::size_t n = std::max<std::size_t>(1, options.ledger_batch);
+    ParkBatch batch = to_park.take(
+        n, [](const Campaign* c) { return c->claim_waits && c->park_in_flight > 0 && c->park_in_doubt == 0; });
+    if (batch.empty()) {
+      to_park_since = now;  // looked at again when a batch is reported, or after the flush interval
+      return false;
+    }
     std::vector<Message> messages;
     std::vector<WallTime> times;
-    messages.reserve(n);
-    times.reserve(n);
+    messages.reserve(batch.size());
+    times.reserve(batch.size());
     for (auto& [c, item] : batch) {
+      notInDoubt(c, item);
       messages.push_back(item.msg);
       times.push_back(item.not_before);
       ++c->park_in_flight;
     }
-    park_sent_items += n;
+    park_sent_items += batch.size();
     park_sent.push_back(std::move(batch));
     options.park_writer->submit(std::move(messages), std::move(times));
     return true;
   }
+  ParkBatch batch = to_park.takeAll();
   scratch.clear();
   scratch_times.clear();
-  for (auto& [c, item] : to_park) {
+  for (auto& [c, item] : batch) {
+    notInDoubt(c, item);
     scratch.push_back(item.msg);
     scratch_times.push_back(item.not_before);
   }
   try {
     parking->park(scratch, scratch_times);
   } catch (const LedgerUnavailableError&) {  // kept and retried
+    backToPark(batch, now);
     parkFailed(now);
     return false;
   } catch (const LedgerRejectedError&) {
+    backToPark(batch, now);
     parkFailed(now);
     return false;
   }
-  parkedDurable(to_park, now);
+  parkedDurable(batch, now);
   return true;
+}
+
+void WorkerCore::Impl::backToPark(ParkBatch& failed, MonoTime now) {
+  // Its commit may have succeeded with the answer lost: until it is written
+  // again, a claim could take a row this batch will hand back (claimBack).
+  for (auto& [c, item] : failed) {
+    if (!item.park_in_doubt) ++c->park_in_doubt;
+    item.park_in_doubt = true;
+  }
+  to_park.pushFront(failed);
+  to_park_since = now;
 }
 
 void WorkerCore::Impl::parkFailed(MonoTime now) {
@@ -110,11 +140,7 @@ void WorkerCore::Impl::collectParked(MonoTime now) {
       }
     }
   }
-  if (!failed.empty()) {
-    for (auto& e : to_park) failed.push_back(std::move(e));
-    to_park = std::move(failed);
-    to_park_since = now;
-  }
+  if (!failed.empty()) backToPark(failed, now);
   if (park_report.unclaimed) {
     scan_asked = false;
     noteUnclaimed(*park_report.unclaimed, now);
@@ -141,7 +167,8 @@ bool WorkerCore::Impl::flushParking(MonoTime now) {
   if (!options.park_writer) return writeParking(now);
   const std::size_t in_flight = std::max<std::size_t>(1, options.park_batches_in_flight);
   for (;;) {
-    while (!to_park.empty() && park_sent.size() < in_flight) writeParking(now);
+    while (!to_park.empty() && park_sent.size() < in_flight && writeParking(now)) {
+    }
     if (park_sent.empty()) break;
     options.park_writer->wait();
     collectParked(now);
@@ -152,13 +179,15 @@ bool WorkerCore::Impl::flushParking(MonoTime now) {
 
 void WorkerCore::Impl::stepParking(MonoTime now) {
   collectParked(now);
+  // Claims before new batches: a claim that waited for its campaign's batch
+  // in the writer goes as soon as that batch is reported.
+  if (!with_parked.empty()) claimBack(now);
   const std::size_t in_flight = options.park_writer ? std::max<std::size_t>(1, options.park_batches_in_flight) : 1;
   // With a writer, as many batches as it may hold (each at most ledger_batch).
   while (!to_park.empty() && now >= park_retry_at && park_sent.size() < in_flight &&
          (to_park.size() >= options.ledger_batch || !belowBounds() ||
           now - to_park_since >= options.ledger_flush_interval)) {
-    writeParking(now);
-    if (!options.park_writer) break;
+    if (!writeParking(now) || !options.park_writer) break;
   }
   if (now >= next_scan) {
     next_scan = now + options.unclaimed_scan_interval;
@@ -181,7 +210,6 @@ void WorkerCore::Impl::stepParking(MonoTime now) {
       ++totals.ledger_errors;
     }
   }
-  if (!with_parked.empty()) claimBack(now);
 }
 
 void WorkerCore::Impl::claimBack(MonoTime now) {
@@ -192,12 +220,23 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
     const std::size_t k = keep(*c);
     const std::size_t held = c->queue.size() + c->unchecked.size();  // unchecked: waiting for the cap store
     const bool room = cancelled || (c->info.state == CampaignState::kActive && held < k / 2);
-    // Not while some of its messages wait to be handed to parking (those in a
-    // park writer's batch are newer than any claim can return).
-    if (!room || now < c->next_claim || c->to_park > c->park_in_flight) {
+    if (!room || now < c->next_claim) {
+      c->claim_waits = false;
       ++it;
       continue;
     }
+    // Not while a batch of its own is in the park writer or back from one that
+    // failed: a batch whose commit succeeded but whose answer was lost is
+    // written again, and that hands back (unowned) a row claimed meanwhile,
+    // which is then sent twice. Its newer messages wait out of new batches
+    // meanwhile (writeParking), so a campaign that parks without pause still
+    // gets its turn; another campaign's batch does not hold it.
+    if (c->park_in_flight > 0 || c->park_in_doubt > 0) {
+      c->claim_waits = true;
+      ++it;
+      continue;
+    }
+    c->claim_waits = false;
     const std::size_t want = cancelled ? options.ledger_batch : std::min(k - held, options.ledger_batch);
     std::vector<Message> got;
     try {

@@ -125,7 +125,7 @@ void WorkerCore::Impl::toPark(Campaign* c, Item item, MonoTime now) {
   if (to_park.empty()) to_park_since = now;
   buffered_bytes += item.bytes();
   ++c->to_park;
-  to_park.emplace_back(c, std::move(item));
+  to_park.push(c, std::move(item));
 }
 
 void WorkerCore::Impl::toQueue(Campaign* c, Item item) {

@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include <memory>
 #include <optional>
@@ -17,6 +19,7 @@
 #include "pacer/sink.h"
 #include "pacer/time.h"
 #include "pacer/worker.h"
+#include "support/fakes.h"
 #include "support/postgres_server.h"
 
 namespace pacer::ledger {
@@ -619,6 +622,23 @@ TEST_F(PgLedgerTest, UnreachableServerIsReportedAndTheLedgerRecoversWhenItReturn
   EXPECT_EQ(ledger->finishedOffsets("messages", 3, 0, 10), (std::vector<std::int64_t>{1, 2}));
 }
 
+// The lease renewal (every 20 s, on the worker's loop) and the release find a
+// worker's claimed rows by the partial index on owner, not by a scan of a
+// backlog of a million parked rows (about 300-500 ms, nothing sent meanwhile).
+TEST_F(PgLedgerTest, RenewalsAndReleasesFindClaimedRowsByAnIndexNotAScan) {
+  migrate(options_);
+  pqxx::connection c(options_.conninfo);
+  pqxx::work tx(c);
+  tx.exec0("SET LOCAL enable_seqscan = off");  // a table of no rows: the plan shows what can be used
+  for (const char* statement :
+       {"UPDATE parked SET lease_until = now() + make_interval(secs => 60) WHERE owner = 'w1'",
+        "UPDATE parked SET owner = NULL, lease_until = NULL WHERE owner = 'w1'"}) {
+    std::string plan;
+    for (const auto& row : tx.exec(std::string("EXPLAIN ") + statement)) plan += row[0].as<std::string>() + "\n";
+    EXPECT_NE(plan.find("parked_owner"), std::string::npos) << statement << "\n" << plan;
+  }
+}
+
 // The park writer (pacerd's thread with its own connection): batches are
 // durable, in order, when it says so, and a scan asked for is answered; a
 // batch it cannot write is reported failed, never durable.
@@ -741,6 +761,124 @@ TEST_F(PgLedgerTest, ACampaignIsCompletedOnceItsTotalIsInTheLedgerAndNothingIsPa
   for (int i = 0; i < 50 && heard.payloads.empty(); ++i) listen.await_notification(0, 100000);
   ASSERT_EQ(heard.payloads.size(), 1u);
   EXPECT_EQ(heard.payloads[0], R"({"kind":"campaign","id":"camp-1","change":"completed"})");
+}
+
+}  // namespace
+}  // namespace pacer::ledger
+
+namespace pacer::ledger {
+namespace {
+
+// A parking store whose second park() commits and then loses its answer (as a
+// connection dropped after COMMIT: PostgreSQL's "commit in doubt"), and whose
+// third waits until the test opens it. The rest goes to PostgreSQL as is.
+class AnswerLostParking final : public ParkingInterface {
+ public:
+  explicit AnswerLostParking(ParkingInterfacePtr inner) : inner_(std::move(inner)) {}
+  std::size_t park(std::span<const Message> messages, std::span<const WallTime> not_before) override {
+    int call = 0;
+    {
+      std::unique_lock lock(mu_);
+      call = ++calls_;
+      opened_.wait(lock, [&] { return call != 3 || open_; });
+    }
+    const std::size_t n = inner_->park(messages, not_before);
+    if (call == 2) throw LedgerUnavailableError("server closed the connection unexpectedly (after COMMIT)");
+    return n;
+  }
+  std::vector<Message> claim(const std::string& c, std::size_t max, WallTime now) override {
+    return inner_->claim(c, max, now);
+  }
+  std::vector<std::pair<std::string, std::size_t>> unclaimed() override { return inner_->unclaimed(); }
+  void renew() override { inner_->renew(); }
+  std::size_t release() override { return inner_->release(); }
+  void open() {
+    {
+      std::lock_guard lock(mu_);
+      open_ = true;
+    }
+    opened_.notify_all();
+  }
+  int calls() {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+
+ private:
+  ParkingInterfacePtr inner_;
+  std::mutex mu_;
+  std::condition_variable opened_;
+  int calls_ = 0;
+  bool open_ = false;
+};
+
+// The commit in doubt, end to end on PostgreSQL: the park writer's batch is
+// committed but reported failed, and handed over again; the second write would
+// hand back (owner NULL) any of its rows the loop claimed meanwhile, which
+// would then be claimed, and sent, a second time. No claim of the campaign
+// while its batch is in the writer: each message is sent once.
+TEST_F(PgLedgerTest, ABatchWhoseCommitAnswerWasLostSendsNothingTwice) {
+  migrate(options_);
+  auto ledger = makePgLedger(options_);
+  auto loop_parking = makePgParking(PgParkingOptions{options_, "w1"});
+  auto store = std::make_unique<AnswerLostParking>(makePgParking(PgParkingOptions{options_, "w1"}));
+  AnswerLostParking& doubt = *store;
+  auto writer = makeThreadedParkWriter(std::move(store));
+  test_support::FakeSink sink(100);
+  SimulatedTimeSource clock(monoAt(std::chrono::seconds(1000)));
+  WorkerOptions o;
+  o.park_min_keep = 10;
+  o.park_keep_for = std::chrono::seconds(1);
+  o.ledger_flush_interval = std::chrono::milliseconds(50);
+  o.ledger_retry_interval = std::chrono::milliseconds(500);
+  o.park_writer = writer.get();
+  WorkerCore core(o, *ledger, sink, loop_parking.get(), clock.now());
+  CampaignInfo a;
+  a.id = "a";
+  a.limit = RateLimit{10, 1};
+  core.upsertCampaign(a, clock.now());
+  const auto offer = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      RawMessage raw;
+      raw.position = Position{"messages", 0, i};
+      raw.key = "a";
+      raw.headers.emplace_back("message-id", "m-" + std::to_string(i));
+      raw.value = "x";
+      core.offer(std::move(raw), clock.now());
+    }
+  };
+  const auto run = [&](std::chrono::milliseconds d) {
+    for (auto end = clock.now() + d; clock.now() < end;) {
+      clock.advance(std::chrono::milliseconds(10));
+      core.step(clock.now());
+    }
+  };
+  offer(0, 20);  // 10 kept, 10 parked: the campaign has rows to claim
+  run(std::chrono::milliseconds(100));
+  writer->wait();
+  run(std::chrono::milliseconds(100));
+  offer(20, 200);
+  run(std::chrono::milliseconds(100));
+  writer->wait();  // the 180: committed, the answer lost
+  run(std::chrono::milliseconds(1000));
+  for (int i = 0; i < 500 && doubt.calls() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(doubt.calls(), 3) << "handed over again after the retry interval";
+  run(std::chrono::seconds(3));  // the second write waits in the writer
+  doubt.open();
+  writer->wait();
+  for (int i = 0; i < 3000; ++i) {
+    run(std::chrono::milliseconds(10));
+    writer->wait();
+  }
+  ASSERT_TRUE(core.flush(clock.now()));
+  std::map<std::string, int> times;
+  for (const Message& m : sink.submitted) ++times[m.id];
+  for (const auto& [id, n] : times) EXPECT_EQ(n, 1) << id << " sent " << n << " times";
+  EXPECT_EQ(times.size(), 200u);
+  EXPECT_EQ(count("status = 'sent'"), 200);
+  pqxx::connection c(options_.conninfo);
+  pqxx::read_transaction tx(c);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM parked")[0].as<std::int64_t>(), 0);
 }
 
 }  // namespace
