@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "pacer/error.h"
 #include "pacer/ledger/pg_outbox.h"
@@ -23,6 +24,11 @@ constexpr auto kStopDrainLimit = std::chrono::seconds(10);
 // After a failed delivery, the running drainer reads the failed row again
 // this much later (a broker that refuses every event is not hammered).
 constexpr auto kRetryAfterFailure = std::chrono::seconds(1);
+
+// At start, how long a worker id held by another session may still be the
+// session of a pacerd that has just ended (its lock goes when the server
+// has ended that session).
+constexpr auto kBusyWait = std::chrono::seconds(3);
 
 // The producer and the outbox, with the bookkeeping between them: `batch`
 // for the rounds by hand (publish()), `window` for the running drainer's
@@ -162,7 +168,17 @@ void OutcomeDrainer::start() {
   if (thread_.joinable()) return;
   stop_ = false;
   try {
-    refreshDepth(true);
+    // A pacerd of this id that ended a moment ago (SIGKILL, a crash) still holds the lock until
+    // the server has ended its session: wait that long before calling the id taken.
+    for (auto give_up = Clock::now() + kBusyWait;;) {
+      try {
+        refreshDepth(true);
+        break;
+      } catch (const ledger::OutboxWorkerBusyError&) {
+        if (Clock::now() >= give_up) throw;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
     log_->info("event=outcome_events_started topic={} worker={} batch={} left_from_before={}", options_.topic,
                options_.pg.outbox_worker, options_.batch, depth_.load());
   } catch (const ledger::OutboxWorkerBusyError& e) {

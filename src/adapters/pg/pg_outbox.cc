@@ -40,7 +40,18 @@ PgOutbox::PgOutbox(PgLedgerOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
 }
 
-PgOutbox::~PgOutbox() = default;
+// The lock goes back before the connection closes: the server frees a closed session's locks
+// only when its backend ends, a moment later, and a pacerd started at once (a restart) would
+// find the id taken.
+PgOutbox::~PgOutbox() {
+  if (!impl_->locked || !impl_->conn || !impl_->conn->is_open()) return;
+  try {
+    pqxx::nontransaction tx(*impl_->conn);
+    tx.exec_params("SELECT pg_advisory_unlock(hashtextextended('pacer.outbox:' || $1, 0))",
+                   impl_->options.outbox_worker);
+  } catch (const std::exception&) {  // closing anyway: the server frees it then
+  }
+}
 
 namespace {
 

@@ -27,9 +27,7 @@ provider_pid=
 cleanup() {
   [ -n "$daemon_pid" ] && kill -9 "$daemon_pid" 2>/dev/null || true
   [ -n "$provider_pid" ] && kill "$provider_pid" 2>/dev/null || true
-  pacer_stop_kafka_mock
-  pacer_stop_postgres
-  if [ -n "${PACER_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+  pacer_stop_services "$tmp"
 }
 trap cleanup EXIT
 # fail (scripts/services.sh) shows these logs.

@@ -191,8 +191,12 @@ TEST(RedisQuota, ConcurrentWorkersNeverOverGrant) {
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i)
     threads.emplace_back([&, i] {
-      auto b = makeRedisQuotaBackend(optionsFor(server));
-      const LeaseRequest r = request("shared", {{"c:" + std::to_string(i), {1e6, 1e6}}, {"p", {rate, burst}}}, 7);
+      RedisQuotaOptions o = optionsFor(server);
+      o.link.command_timeout = milliseconds(1000);  // a loaded machine once timed out the default
+      auto b = makeRedisQuotaBackend(o);
+      // 50 a request: four threads keep the bucket empty with 40 round trips a second between
+      // them, even on a loaded machine (at 7 a request they needed 290, and once fell short).
+      const LeaseRequest r = request("shared", {{"c:" + std::to_string(i), {1e6, 1e6}}, {"p", {rate, burst}}}, 50);
       while (!stop.load()) {
         const LeaseReply reply = one(*b, r);
         if (reply.status == QuotaStatus::kOk) total += reply.granted;
