@@ -2,6 +2,7 @@
 // (src/adapters/redis_cluster): redirects and CLUSTER SLOTS replies, read
 // from RESP bytes by hiredis's own reader as they would come off a socket.
 #include "cluster_routing.h"
+#include "script_node.h"  // ReplyPtr
 
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
@@ -11,11 +12,6 @@
 
 namespace pacer::redis_cluster {
 namespace {
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
 ReplyPtr parse(const std::string& resp) {
   redisReader* reader = redisReaderCreate();
