@@ -80,6 +80,13 @@ void WorkerCore::Impl::providerPauses(MonoTime now) {
       p->paused = paused;
       for (Campaign* c : p->campaigns) applyPause(c);
     }
+    // Shared, this worker's answers a second go with every lease request, heard or not: one
+    // that hears nothing (its binds lost, a provider that stopped answering it) would report
+    // its last second heard for as long as it leases.
+    if (leaser && p->qid != UINT32_MAX) {
+      p->meter.pausedUntil(std::max(p->paused_until, leaser->pausedUntil(p->qid)));
+      leaser->reportRates(p->qid, p->meter.last(now));
+    }
     if (p->adaptive && p->info.limit) {
       const double r = p->adaptive->rate(now);
       if (std::abs(r - p->applied_rate) > 0.01 * p->applied_rate) {

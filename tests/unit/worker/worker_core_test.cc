@@ -9,6 +9,7 @@
 #include <set>
 
 #include "pacer/worker.h"
+#include "support/quota_requests.h"
 #include "support/series.h"
 #include "support/worker_fixture.h"
 
@@ -904,6 +905,53 @@ void a429AtOneWorkerPausesTheProviderAtEveryWorker(int refused) {
 TEST(WorkerCoreQuota, A429AtOneWorkerPausesTheProviderAtEveryWorker) {
   a429AtOneWorkerPausesTheProviderAtEveryWorker(0);
   a429AtOneWorkerPausesTheProviderAtEveryWorker(1);
+}
+
+// What the provider accepted a second, summed by the quota over every worker's
+// report, asked as a worker of its own that took nothing (want 0, rates 0).
+AcceptedRates providerWideRates(QuotaBackend& quota, MonoTime now) {
+  LeaseRequest r;
+  r.scope = "sms";
+  r.levels.assign(1, QuotaLevel{"p", RateLimit{200, 20}});
+  r.want = 0;
+  r.worker = 99;
+  r.adaptive = AdaptiveLevel{};
+  r.adaptive->rates = AcceptedRates{0, 0};
+  return testing::acquireOne(quota, r, now).provider_rates;
+}
+
+// A worker that goes on leasing but hears no answers (a provider that stopped
+// answering it, its binds lost) reports the seconds it heard nothing, not the
+// last second it heard: a stale report would count what it no longer gets
+// accepted into the whole provider's figure, which the throttle judge's cut
+// and raise are measured against.
+TEST(WorkerCoreQuota, AWorkerThatHearsNoAnswersStopsReportingItsLastSecond) {
+  QuotaBackendPtr shared = makeLocalQuotaBackend();
+  const MonoTime t0{};
+  std::vector<std::unique_ptr<QuotaWorker>> ws;
+  for (int w = 0; w < 2; ++w) {
+    ws.push_back(std::make_unique<QuotaWorker>(shared.get(), static_cast<std::uint64_t>(w) + 1, t0));
+    ws.back()->core->upsertProvider(ProviderInfo{"sms", RateLimit{200, 20}}, t0);
+    ws.back()->core->upsertCampaign(campaign("c" + std::to_string(w), std::nullopt, 1, "sms"), t0);
+    for (int i = 0; i < 5000; ++i) ws.back()->core->offer(raw(i, "c" + std::to_string(w), w), t0);
+  }
+  auto run = [&](int from_ms, int to_ms) {
+    for (int ms = from_ms; ms < to_ms; ms += 5)
+      for (int w = 0; w < 2; ++w) ws[static_cast<std::size_t>(w)]->core->step(t0 + milliseconds(ms) + std::chrono::microseconds(2500 * w));
+  };
+  run(0, 3000);
+  const AcceptedRates both = providerWideRates(*shared, t0 + milliseconds(3000));
+  ASSERT_TRUE(both.known());
+  EXPECT_GE(both.accepted, 180.0) << "both workers' answers, about 100 a second each";
+  // Worker 0's sends now go unanswered; it keeps sending, so it keeps leasing.
+  ws[0]->sink.instant = false;
+  const std::size_t sent_before = ws[0]->sink.submitted.size();
+  run(3000, 6000);
+  ASSERT_GT(ws[0]->sink.submitted.size(), sent_before + 100) << "it went on sending, and leasing";
+  const AcceptedRates one = providerWideRates(*shared, t0 + milliseconds(6000));
+  ASSERT_TRUE(one.known());
+  EXPECT_LE(one.accepted, 0.7 * both.accepted) << "worker 0's last answered second still counted";
+  EXPECT_GE(one.accepted, 0.3 * both.accepted) << "worker 1's answers";
 }
 
 }  // namespace
