@@ -21,6 +21,7 @@
 #include "pacer/worker.h"
 #include "support/fakes.h"
 #include "support/postgres_server.h"
+#include "support/wait_until.h"
 
 namespace pacer::ledger {
 namespace {
@@ -861,7 +862,7 @@ TEST_F(PgLedgerTest, ABatchWhoseCommitAnswerWasLostSendsNothingTwice) {
   run(std::chrono::milliseconds(100));
   writer->wait();  // the 180: committed, the answer lost
   run(std::chrono::milliseconds(1000));
-  for (int i = 0; i < 500 && doubt.calls() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  pacer::testing::waitUntil([&] { return doubt.calls() >= 3; }, std::chrono::seconds(5), std::chrono::milliseconds(10));
   ASSERT_EQ(doubt.calls(), 3) << "handed over again after the retry interval";
   run(std::chrono::seconds(3));  // the second write waits in the writer
   doubt.open();

@@ -826,6 +826,19 @@ TEST(WorkerCoreQuota, TwoWorkersShareAProviderRateAcrossCampaigns) {
   EXPECT_GE(static_cast<double>(total(per_ms)), 0.95 * 150 * 10);
 }
 
+// Two workers on `shared`, each with a campaign of 5,000 messages on provider
+// "sms" (200/s, burst 20).
+std::vector<std::unique_ptr<QuotaWorker>> twoSmsWorkers(QuotaBackend* shared, MonoTime t0) {
+  std::vector<std::unique_ptr<QuotaWorker>> ws;
+  for (int w = 0; w < 2; ++w) {
+    ws.push_back(std::make_unique<QuotaWorker>(shared, static_cast<std::uint64_t>(w) + 1, t0));
+    ws.back()->core->upsertProvider(ProviderInfo{"sms", RateLimit{200, 20}}, t0);
+    ws.back()->core->upsertCampaign(campaign("c" + std::to_string(w), std::nullopt, 1, "sms"), t0);
+    for (int i = 0; i < 5000; ++i) ws.back()->core->offer(raw(i, "c" + std::to_string(w), w), t0);
+  }
+  return ws;
+}
+
 // One worker's 429s, judged a ceiling, pause the provider for the other
 // worker too (through the shared quota), and both see the provider's shared
 // rate come down to what it accepted. Worker 0 reports first, so it is the
@@ -836,13 +849,7 @@ void a429AtOneWorkerPausesTheProviderAtEveryWorker(int refused) {
   const int other = 1 - refused;
   QuotaBackendPtr shared = makeLocalQuotaBackend();
   const MonoTime t0{};
-  std::vector<std::unique_ptr<QuotaWorker>> ws;
-  for (int w = 0; w < 2; ++w) {
-    ws.push_back(std::make_unique<QuotaWorker>(shared.get(), static_cast<std::uint64_t>(w) + 1, t0));
-    ws.back()->core->upsertProvider(ProviderInfo{"sms", RateLimit{200, 20}}, t0);
-    ws.back()->core->upsertCampaign(campaign("c" + std::to_string(w), std::nullopt, 1, "sms"), t0);
-    for (int i = 0; i < 5000; ++i) ws.back()->core->offer(raw(i, "c" + std::to_string(w), w), t0);
-  }
+  std::vector<std::unique_ptr<QuotaWorker>> ws = twoSmsWorkers(shared.get(), t0);
   bool throttle = false;
   int throttled_ms = -1;
   ws[static_cast<std::size_t>(refused)]->sink.answer = [&](const Message&) {
@@ -928,13 +935,7 @@ AcceptedRates providerWideRates(QuotaBackend& quota, MonoTime now) {
 TEST(WorkerCoreQuota, AWorkerThatHearsNoAnswersStopsReportingItsLastSecond) {
   QuotaBackendPtr shared = makeLocalQuotaBackend();
   const MonoTime t0{};
-  std::vector<std::unique_ptr<QuotaWorker>> ws;
-  for (int w = 0; w < 2; ++w) {
-    ws.push_back(std::make_unique<QuotaWorker>(shared.get(), static_cast<std::uint64_t>(w) + 1, t0));
-    ws.back()->core->upsertProvider(ProviderInfo{"sms", RateLimit{200, 20}}, t0);
-    ws.back()->core->upsertCampaign(campaign("c" + std::to_string(w), std::nullopt, 1, "sms"), t0);
-    for (int i = 0; i < 5000; ++i) ws.back()->core->offer(raw(i, "c" + std::to_string(w), w), t0);
-  }
+  std::vector<std::unique_ptr<QuotaWorker>> ws = twoSmsWorkers(shared.get(), t0);
   auto run = [&](int from_ms, int to_ms) {
     for (int ms = from_ms; ms < to_ms; ms += 5)
       for (int w = 0; w < 2; ++w) ws[static_cast<std::size_t>(w)]->core->step(t0 + milliseconds(ms) + std::chrono::microseconds(2500 * w));
