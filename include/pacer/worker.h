@@ -194,7 +194,8 @@ struct WorkerOptions {
   DeadTokenGuardOptions dead_token_guard;
   // Memory bound: messages and bytes held in memory (queued, waiting to be
   // parked or retried, in the sink). Above either, wantsMore() is false and
-  // the consumer pauses.
+  // the consumer pauses the partitions whose reads park; at 5/4 of either
+  // (belowCeiling()), all of them.
   std::size_t max_buffered_messages = 100'000;
   std::size_t max_buffered_bytes = 256u << 20;
   // Messages handed to the sink whose ledger row is not yet durable, at most.
@@ -433,6 +434,13 @@ class WorkerCore {
   // Whether reading, once paused for the bounds, may resume: below 3/4 of
   // both (so the consumer does not flap between pause and resume).
   bool mayResume() const noexcept;
+  // Above the bounds, a partition whose messages are kept in memory (their
+  // campaigns have room) may still be read, up to 5/4 of both bounds; one
+  // whose last message went to parking may not. So a campaign that keeps up
+  // is not starved by another's backlog that fills the bounds while it parks.
+  bool belowCeiling() const noexcept;
+  // The last message read from `tp` (since it was assigned) was parked.
+  bool readsPark(const TopicPartition& tp) const;
 
   // One pass of the loop: sink results, retries, provider pauses, parking,
   // a scheduler tick and dispatch, and a ledger write when one is due.

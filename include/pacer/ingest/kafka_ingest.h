@@ -63,6 +63,13 @@ class KafkaIngest {
 
   // Stops (true) or resumes (false) fetching for every assigned partition.
   void setPaused(bool paused);
+  // Flow control at the core's memory bounds, once a turn. When the core wants
+  // no more, stops fetching each partition whose last message was parked
+  // (WorkerCore::readsPark), and every partition above the core's ceiling; the
+  // others are read on, so a campaign that keeps up is not starved by another's
+  // backlog. Once the core may resume, resumes them all.
+  void limit();
+  // Some partition's fetching is stopped.
   bool paused() const noexcept;
 
   // Commits every partition's committable offset that moved (sync waits for

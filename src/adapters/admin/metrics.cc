@@ -175,7 +175,7 @@ void intakeMetrics(Families& f, const MetricsSnapshot& s) {
            d(s.rejected_without_campaign));
   f.single("pacer_buffered_messages", "messages held in memory", kGauge, d(s.buffered_messages));
   f.single("pacer_buffered_bytes", "bytes held in memory", kGauge, d(s.buffered_bytes));
-  f.single("pacer_intake_paused", "1 while reading is paused at the memory bound", kGauge, s.intake_paused ? 1 : 0);
+  f.single("pacer_intake_paused", "1 while reading of some partition is paused at the memory bound", kGauge, s.intake_paused ? 1 : 0);
   auto& lag = f.family("pacer_kafka_offset_lag", "high watermark minus committed offset", kGauge);
   auto& committed = f.family("pacer_kafka_committed_offset", "the offset committed (next to read)", kGauge);
   for (const PartitionMetrics& p : s.partitions) {

@@ -119,13 +119,13 @@ std::vector<Key> schedulerKeys() {
       {"scheduler.tick_ms", Shape::kScalar, "--tick-ms", FlagForm::kValue, false, false, "scheduler tick (default 5)",
        [](const Raw& r, Ctx& c) { c.o.tick = ms(asInt(r, 1)); }},
       {"scheduler.max_buffered", Shape::kScalar, "--max-buffered", FlagForm::kValue, false, false,
-       "messages held in memory, at most (default 100000)",
+       "messages held in memory before only kept reads go on (default 100000; 5/4 of it at most)",
        [](const Raw& r, Ctx& c) {
          c.o.worker.max_buffered_messages =
              static_cast<std::size_t>(asInt(r, 1, std::numeric_limits<long long>::max()));
        }},
       {"scheduler.max_buffered_bytes", Shape::kScalar, "--max-buffered-bytes", FlagForm::kValue, false, false,
-       "bytes held in memory, at most (default 268435456)",
+       "bytes held in memory before only kept reads go on (default 268435456; 5/4 of it at most)",
        [](const Raw& r, Ctx& c) {
          c.o.worker.max_buffered_bytes = static_cast<std::size_t>(asInt(r, 1, std::numeric_limits<long long>::max()));
        }},

@@ -76,7 +76,8 @@ struct KafkaIngest::Impl {
   std::set<TopicPartition> at_end;
   std::map<TopicPartition, std::int64_t> last_committed;
   std::map<TopicPartition, std::int64_t> assigned_from;  // where reading started, for the offset lag
-  bool paused = false;
+  std::set<TopicPartition> paused;  // fetching stopped (limit(), setPaused())
+  bool at_bounds = false;           // at the core's memory bounds, until it may resume
   bool stopping = false;
   bool ever_assigned = false;
 
@@ -122,7 +123,10 @@ struct KafkaIngest::Impl {
       c->incremental_assign(parts);
     else
       c->assign(parts);
-    if (paused) c->pause(parts);
+    if (at_bounds) {  // above the bounds: what it holds is not known yet
+      c->pause(parts);
+      for (RdKafka::TopicPartition* p : parts) paused.insert(TopicPartition{p->topic(), p->partition()});
+    }
   }
 
   // What has an outcome goes to the ledger, and its offsets are committed
@@ -156,6 +160,7 @@ struct KafkaIngest::Impl {
       assigned.erase(tp);
       at_end.erase(tp);
       last_committed.erase(tp);
+      paused.erase(tp);
       log->info("event=revoked topic={} partition={} lost={}", tp.topic, tp.partition, lost);
     }
     if (c->rebalance_protocol() == "COOPERATIVE")
@@ -170,6 +175,26 @@ struct KafkaIngest::Impl {
       if (it != last_committed.end() && it->second == p->offset()) last_committed.erase(it);
     }
     warnLimited("commit_failed", fmt::format("event=commit_failed error=\"{}\"", RdKafka::err2str(err)));
+  }
+
+  // Pauses (or resumes) the assigned partitions that are not yet so and that `which` picks.
+  void pauseOrResume(bool pause, const std::function<bool(const TopicPartition&)>& which) {
+    std::vector<RdKafka::TopicPartition*> parts;
+    std::vector<TopicPartition> picked;
+    for (const TopicPartition& tp : assigned) {
+      if (paused.contains(tp) == pause || !which(tp)) continue;
+      parts.push_back(RdKafka::TopicPartition::create(tp.topic, tp.partition));
+      picked.push_back(tp);
+    }
+    if (parts.empty()) return;
+    const RdKafka::ErrorCode e = pause ? consumer->pause(parts) : consumer->resume(parts);
+    RdKafka::TopicPartition::destroy(parts);
+    if (e != RdKafka::ERR_NO_ERROR) return;  // tried again at the next turn
+    for (const TopicPartition& tp : picked) pause ? (void)paused.insert(tp) : (void)paused.erase(tp);
+    const WorkerStats s = core.stats();
+    log->info("event={} partitions={} paused={}/{} buffered_messages={} buffered_bytes={}",
+              pause ? "intake_paused" : "intake_resumed", picked.size(), paused.size(), assigned.size(),
+              s.buffered_messages, s.buffered_bytes);
   }
 
   void make() {
@@ -239,30 +264,37 @@ void KafkaIngest::poll(std::chrono::milliseconds timeout, int max,
       m.warnLimited("kafka_error", fmt::format("event=kafka_error error=\"{}\"", msg->errstr()));
       break;
     }
-    m.at_end.erase(TopicPartition{msg->topic_name(), msg->partition()});
+    TopicPartition tp{msg->topic_name(), msg->partition()};
+    m.at_end.erase(tp);
     RawMessage raw = toRaw(*msg);
     if ((i & 63) == 0) now = m.clock.now();  // one clock read per 64 records is plenty
     if (raw.key && !m.core.knowsCampaign(*raw.key) && unknown_campaign) unknown_campaign(*raw.key);
     m.core.offer(std::move(raw), now);
-    if (!m.core.wantsMore()) break;
+    // Above the bounds, reading goes on while what is read is kept (limit()).
+    if (!m.core.wantsMore() && (!m.core.belowCeiling() || m.core.readsPark(tp))) break;
   }
 }
 
 void KafkaIngest::setPaused(bool paused) {
   Impl& m = *impl_;
-  if (paused == m.paused) return;
-  std::vector<RdKafka::TopicPartition*> parts;
-  m.consumer->assignment(parts);
-  const RdKafka::ErrorCode e = paused ? m.consumer->pause(parts) : m.consumer->resume(parts);
-  RdKafka::TopicPartition::destroy(parts);
-  if (e != RdKafka::ERR_NO_ERROR) return;
-  m.paused = paused;
-  const WorkerStats s = m.core.stats();
-  m.log->info("event={} buffered_messages={} buffered_bytes={}", paused ? "intake_paused" : "intake_resumed",
-              s.buffered_messages, s.buffered_bytes);
+  m.at_bounds = paused;
+  m.pauseOrResume(paused, [](const TopicPartition&) { return true; });
 }
 
-bool KafkaIngest::paused() const noexcept { return impl_->paused; }
+void KafkaIngest::limit() {
+  Impl& m = *impl_;
+  if (m.at_bounds && m.core.mayResume()) {
+    m.at_bounds = false;
+    m.pauseOrResume(false, [](const TopicPartition&) { return true; });
+    return;
+  }
+  if (!m.at_bounds && m.core.wantsMore()) return;
+  m.at_bounds = true;
+  const bool all = !m.core.belowCeiling();
+  m.pauseOrResume(true, [&](const TopicPartition& tp) { return all || m.core.readsPark(tp); });
+}
+
+bool KafkaIngest::paused() const noexcept { return !impl_->paused.empty(); }
 
 void KafkaIngest::commit(bool sync) {
   Impl& m = *impl_;

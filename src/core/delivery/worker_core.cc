@@ -240,6 +240,7 @@ void WorkerCore::revoke(const TopicPartition& tp) {
     return true;
   });
   m.skip.erase(tp);
+  m.parking_reads.erase(tp);
   m.tracker.revoke(tp.topic, tp.partition);
   // What is in the sink now is let go when it comes back for a retry.
   ++m.revokes;
@@ -368,7 +369,18 @@ void WorkerCore::offer(RawMessage raw, MonoTime now) {
   item.read_after = m.revokes;
   m.applyTtl(c, item, now);
   m.hold(item.msg);
+  const std::size_t parked_before = m.to_park.size();
   m.admit(c, std::move(item), now);
+  m.noteRead(pos, m.to_park.size() > parked_before);
+}
+
+void WorkerCore::Impl::noteRead(const Position& pos, bool parked) {
+  if (!parked && parking_reads.empty()) return;  // the usual case: nothing parks
+  TopicPartition tp{pos.topic, pos.partition};
+  if (parked)
+    parking_reads.insert(std::move(tp));
+  else
+    parking_reads.erase(tp);
 }
 
 bool WorkerCore::wantsMore() const noexcept { return impl_->belowBounds(); }
@@ -378,6 +390,14 @@ bool WorkerCore::mayResume() const noexcept {
   return m.bufferedMessages() < m.options.max_buffered_messages / 4 * 3 &&
          m.buffered_bytes < m.options.max_buffered_bytes / 4 * 3;
 }
+
+bool WorkerCore::belowCeiling() const noexcept {
+  const Impl& m = *impl_;
+  return m.bufferedMessages() < m.options.max_buffered_messages / 4 * 5 &&
+         m.buffered_bytes < m.options.max_buffered_bytes / 4 * 5;
+}
+
+bool WorkerCore::readsPark(const TopicPartition& tp) const { return impl_->parking_reads.contains(tp); }
 
 void WorkerCore::step(MonoTime now) {
   Impl& m = *impl_;

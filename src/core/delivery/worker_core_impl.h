@@ -188,6 +188,7 @@ struct WorkerCore::Impl {
   std::vector<Campaign*> by_sid;
   std::unordered_map<std::string, std::unique_ptr<Provider>> providers;
   std::map<TopicPartition, std::vector<std::int64_t>> skip;  // finished offsets per assigned partition
+  std::set<TopicPartition> parking_reads;  // partitions whose last message read was parked
   // Revokes so far, and each revoked partition's latest (its number): a
   // message read before its partition's latest revoke belongs to the new
   // owner, which reads it again (revoke() lets go of what it holds; one in
@@ -305,6 +306,8 @@ struct WorkerCore::Impl {
 
   // True (and the offset finished) when the ledger already holds the message at `pos`.
   bool skipFinished(const Position& pos);
+  // Remembers whether the message just read from pos's partition was parked (readsPark()).
+  void noteRead(const Position& pos, bool parked);
 
   // Writes what to_ledger holds (LedgerBatch::write); whether it is due.
   bool writeRows(MonoTime now);

@@ -195,7 +195,7 @@ class Daemon {
     MonoTime now = clock_->now();
     const bool hup = reload_.requested && reload_.requested->exchange(false);
     if (hup || (admin_ && admin_->takeReloadRequest())) reloadConfig(now);
-    if (ingest_->paused() ? core_->mayResume() : !core_->wantsMore()) ingest_->setPaused(!ingest_->paused());
+    ingest_->limit();
     ingest_->poll(readWait(now), 2000, [this](const std::string&) { feed_->unknownCampaign(clock_->now()); });
     feed_->poll(clock_->now());
     now = clock_->now();  // reading a notice's row may take a round trip to PostgreSQL

@@ -673,6 +673,33 @@ TEST_F(WorkerCoreTest, ASlowCampaignsExcessIsParkedSoTheOffsetAdvances) {
   EXPECT_EQ(committed(), static_cast<std::int64_t>(sentOf("slow")));
 }
 
+TEST_F(WorkerCoreTest, AboveTheBoundOnlyPartitionsWhoseReadsParkAreToPauseUpToTheCeiling) {
+  WorkerOptions o;
+  o.park_min_keep = 10;
+  o.park_keep_for = seconds(5);
+  o.max_buffered_messages = 100;
+  make(o, true);
+  core_->upsertCampaign(campaign("slow", 1), clock_.now());        // keeps 10
+  core_->upsertCampaign(campaign("fast", 100, 10), clock_.now());  // keeps 500
+  const TopicPartition p0{"t", 0}, p1{"t", 1};
+  int next = 0;
+  while (core_->wantsMore()) core_->offer(raw(next++, "slow", 1), clock_.now());
+  EXPECT_EQ(next, 100) << "the slow backlog fills the bound on its way to parking";
+  EXPECT_TRUE(core_->readsPark(p1));
+  EXPECT_FALSE(core_->readsPark(p0)) << "nothing read from it yet";
+  int fast = 0;
+  while (core_->belowCeiling()) core_->offer(raw(fast++, "fast", 0), clock_.now());
+  EXPECT_EQ(fast, 25) << "kept messages may go on to 5/4 of the bound";
+  EXPECT_FALSE(core_->readsPark(p0)) << "the fast campaign keeps what it read";
+  EXPECT_FALSE(core_->wantsMore());
+  core_->offer(raw(fast++, "slow", 0), clock_.now());
+  EXPECT_TRUE(core_->readsPark(p0)) << "the partition's last message was parked";
+  core_->offer(raw(fast++, "fast", 0), clock_.now());
+  EXPECT_FALSE(core_->readsPark(p0));
+  core_->revoke(p1);
+  EXPECT_FALSE(core_->readsPark(p1)) << "a revoked partition forgets";
+}
+
 TEST_F(WorkerCoreTest, ParkedMessagesComeBackInOrderAndLeaveParkingWithTheirLedgerRow) {
   WorkerOptions o;
   o.park_min_keep = 10;
