@@ -96,6 +96,6 @@ check() { if ! eval "$1"; then echo "FAIL: $2"; ok=0; fi; }
 check '[ "$distinct" -eq "$total" ]' "not every message reached the provider"
 check '[ "$twice" -eq 0 ]' "messages accepted twice"
 check '[ "$sent" -eq "$total" ] && [ "$other" -eq 0 ]' "the ledger does not hold every message as sent"
-check '[ "$(echo "$after / $span >= 0.95 * $quota" | bc)" = 1 ]' "under 95% of the quota used"
+check '[ "$(echo "$after / $span >= 0.95 * $quota" | bc -l)" = 1 ]' "under 95% of the quota used"
 [ "$ok" = 1 ] && echo "PASS"
 [ "$ok" = 1 ]

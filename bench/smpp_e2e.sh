@@ -205,17 +205,17 @@ fi
 check '[ "$l_delivered" -eq "$r_delivered" ] && [ "$l_undelivered" -eq "$r_undelivered" ]' "receipts in the ledger differ from the SMSC's"
 case "$mode" in
   strict | kill) check '[ "$peak_sub" -le $((quota + 5)) ]' "a 1 s window above the quota + burst" ;;
-  noisy) check '[ "$(echo "$late_acc / $late_span >= 0.8 * $would_accept" | bc)" = 1 ]' "under 80% of what the SMSC takes" ;;
+  noisy) check '[ "$(echo "$late_acc / $late_span >= 0.8 * $would_accept" | bc -l)" = 1 ]' "under 80% of what the SMSC takes" ;;
   over)
-    check '[ "$(echo "$late_acc / $late_span >= 0.9 * $quota" | bc)" = 1 ]' "under 90% of the real quota"
-    check '[ "$(echo "$late_thr / $late_span * 60 <= 5" | bc)" = 1 ]' "more than 5 throttles a minute after the first 10 s" ;;
+    check '[ "$(echo "$late_acc / $late_span >= 0.9 * $quota" | bc -l)" = 1 ]' "under 90% of the real quota"
+    check '[ "$(echo "$late_thr / $late_span * 60 <= 5" | bc -l)" = 1 ]' "more than 5 throttles a minute after the first 10 s" ;;
   outage)
     check '[ "$out_peak" -le $((quota + 5)) ]' "a second after the outage above the quota + burst"
     check '[ "$(echo "$recover_s >= 0 && $recover_s <= 5" | bc)" = 1 ]' "more than 5 s to 90% of the quota after the outage" ;;
 esac
 if [ "$mode" = strict ]; then
   check '[ "$dup_segments" -eq 0 ]' "segments accepted twice"
-  check '[ "$(echo "$after_acc / $span >= 0.95 * $quota" | bc)" = 1 ]' "under 95% of the quota used"
+  check '[ "$(echo "$after_acc / $span >= 0.95 * $quota" | bc -l)" = 1 ]' "under 95% of the quota used"
 elif [ "$mode" != kill ]; then
   echo "segments accepted twice: $dup_segments"
 else

@@ -154,19 +154,19 @@ check '[ "$duplicates" -eq 0 ]' "$duplicates messages accepted twice"
 check '[ "$missing" -eq 0 ] && [ "$rows" -eq "$good" ]' "messages missing from the provider or the ledger"
 case "$mode" in
   strict)
-    check '[ "$(echo "$after_acc / $span >= 0.95 * $rate" | bc)" = 1 ]' "under 95% of the provider's rate used"
-    check '[ "$(echo "$after_thr / $span * 60 <= 5" | bc)" = 1 ]' "more than 5 429s per minute after warm-up"
+    check '[ "$(echo "$after_acc / $span >= 0.95 * $rate" | bc -l)" = 1 ]' "under 95% of the provider's rate used"
+    check '[ "$(echo "$after_thr / $span * 60 <= 5" | bc -l)" = 1 ]' "more than 5 429s per minute after warm-up"
     check '[ "$(echo "$per_message <= 0.05" | bc)" = 1 ]' "more than 0.05 Redis round trips per message" ;;
   faults)
-    check '[ "$(echo "$after_req / $span >= 0.9 * $rate" | bc)" = 1 ]' "requests under 90% of the provider's rate" ;;
+    check '[ "$(echo "$after_req / $span >= 0.9 * $rate" | bc -l)" = 1 ]' "requests under 90% of the provider's rate" ;;
   noisy)
     printf 'accepted %.1f%% of the %d/s the provider takes\n' "$(echo "$after_acc / $span / $takes * 100" | bc -l)" "$takes"
     grep -h 'event=throttle_judged' "$PACER_RUN_DIR"/pacerd*.log | head -4 || true
-    check '[ "$(echo "$after_acc / $span >= 0.8 * $takes" | bc)" = 1 ]' "under 80% of what the provider takes" ;;
+    check '[ "$(echo "$after_acc / $span >= 0.8 * $takes" | bc -l)" = 1 ]' "under 80% of what the provider takes" ;;
   over)
     grep -h 'event=throttle_judged' "$PACER_RUN_DIR"/pacerd*.log | head -4 || true
-    check '[ "$(echo "$after_acc / $span >= 0.9 * $rate" | bc)" = 1 ]' "under 90% of the provider's real rate"
-    check '[ "$(echo "$after_thr / $span * 60 <= 5" | bc)" = 1 ]' "more than 5 429s per minute after warm-up" ;;
+    check '[ "$(echo "$after_acc / $span >= 0.9 * $rate" | bc -l)" = 1 ]' "under 90% of the provider's real rate"
+    check '[ "$(echo "$after_thr / $span * 60 <= 5" | bc -l)" = 1 ]' "more than 5 429s per minute after warm-up" ;;
   redis-down)
     echo "(lenient provider: every request is accepted and counted; pacer's provider rate 400/s, burst 5)"
     check '[ "$peak_req" -le $((rate + 5)) ]' "a 1 s window above the provider's rate + burst" ;;
