@@ -26,7 +26,7 @@
 
 #include "pacer/ledger/pg_ledger.h"
 #include "pacer/ledger/pg_directory.h"
-#include "support/kafka_delivery_counter.h"
+#include "support/kafka_test_producer.h"
 #include "support/http_request.h"
 #include "support/kafka_mock_process.h"
 #include "support/postgres_server.h"
@@ -66,26 +66,8 @@ double sample(const std::string& text, const std::string& series) {
 }
 
 void produce(const std::string& bootstraps, const std::string& campaign, int count, int partitions) {
-  testing::DeliveryCounter reports;
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  std::string err;
-  ASSERT_EQ(conf->set("bootstrap.servers", bootstraps, err), RdKafka::Conf::CONF_OK) << err;
-  ASSERT_EQ(conf->set("dr_cb", &reports, err), RdKafka::Conf::CONF_OK) << err;
-  std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf.get(), err));
-  ASSERT_NE(p, nullptr) << err;
-  for (int i = 0; i < count; ++i) {
-    RdKafka::Headers* headers = RdKafka::Headers::create();
-    headers->add("message-id", campaign + "-" + std::to_string(i));
-    std::string value = "payload " + std::to_string(i);
-    const RdKafka::ErrorCode e =
-        p->produce("messages", i % partitions, RdKafka::Producer::RK_MSG_COPY, value.data(), value.size(),
-                   campaign.data(), campaign.size(), 0, headers, nullptr);
-    if (e != RdKafka::ERR_NO_ERROR) delete headers;
-    ASSERT_EQ(e, RdKafka::ERR_NO_ERROR) << RdKafka::err2str(e);
-    p->poll(0);
-  }
-  ASSERT_EQ(p->flush(20000), RdKafka::ERR_NO_ERROR);
-  ASSERT_EQ(reports.delivered, count);
+  ASSERT_NO_FATAL_FAILURE(
+      testing::produceRecords(bootstraps, "messages", testing::campaignRecords(campaign, count, partitions)));
 }
 
 // pacerd as a child process, its stderr in a file; killed on destruction if

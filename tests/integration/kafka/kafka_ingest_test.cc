@@ -7,12 +7,13 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pacer/ingest/kafka_ingest.h"
 #include "pacer/logging/logging.h"
 #include "pacer/worker.h"
 #include "support/fakes.h"
-#include "support/kafka_delivery_counter.h"
+#include "support/kafka_test_producer.h"
 #include "support/kafka_mock_process.h"
 #include "support/wait_until.h"
 
@@ -31,26 +32,9 @@ CampaignInfo ratedCampaign(const std::string& id, double rate, double burst) {
 // Produces `count` records of campaign `key` to one partition of `topic`, ids "<key>-<first + i>".
 void produceKeyed(const std::string& bootstraps, const std::string& topic, int partition, const std::string& key,
                   int first, int count) {
-  testing::DeliveryCounter reports;
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  std::string err;
-  ASSERT_EQ(conf->set("bootstrap.servers", bootstraps, err), RdKafka::Conf::CONF_OK) << err;
-  ASSERT_EQ(conf->set("dr_cb", &reports, err), RdKafka::Conf::CONF_OK) << err;
-  std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), err));
-  ASSERT_NE(producer, nullptr) << err;
-  for (int i = first; i < first + count; ++i) {
-    RdKafka::Headers* headers = RdKafka::Headers::create();
-    headers->add("message-id", key + "-" + std::to_string(i));
-    const std::string value = "p";
-    const RdKafka::ErrorCode e = producer->produce(topic, partition, RdKafka::Producer::RK_MSG_COPY,
-                                                   const_cast<char*>(value.data()), value.size(), key.data(),
-                                                   key.size(), 0, headers, nullptr);
-    if (e != RdKafka::ERR_NO_ERROR) delete headers;  // kept by librdkafka only on success
-    ASSERT_EQ(e, RdKafka::ERR_NO_ERROR) << RdKafka::err2str(e);
-    producer->poll(0);
-  }
-  ASSERT_EQ(producer->flush(10000), RdKafka::ERR_NO_ERROR);
-  ASSERT_EQ(reports.delivered, count);
+  std::vector<testing::TestRecord> records = testing::campaignRecords(key, count, 1, first);
+  for (testing::TestRecord& r : records) r.partition = partition;
+  ASSERT_NO_FATAL_FAILURE(testing::produceRecords(bootstraps, topic, records));
 }
 
 // The slow campaign's backlog cannot park (PostgreSQL is slow or away), so it fills the bound

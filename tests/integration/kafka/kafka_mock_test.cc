@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "pacer/offset_tracker.h"
-#include "support/kafka_delivery_counter.h"
+#include "support/kafka_test_producer.h"
 #include "support/kafka_mock_process.h"
 
 namespace pacer {
@@ -59,32 +59,14 @@ struct Seen {
   std::string value;
 };
 
-using pacer::testing::DeliveryCounter;
-
 // Produces `count` records to `topic`: record i goes to partition i % partitions
 // with key "campaign-<i % 5>", header message-id "m-<i>" and value "payload-<i>".
 void produce(const std::string& bootstraps, const std::string& topic, int partitions, int count) {
-  DeliveryCounter reports;
-  auto conf = makeConf({{"bootstrap.servers", bootstraps}, {"linger.ms", "5"}});
-  std::string err;
-  ASSERT_EQ(conf->set("dr_cb", &reports, err), RdKafka::Conf::CONF_OK) << err;
-  std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), err));
-  ASSERT_NE(producer, nullptr) << err;
-  for (int i = 0; i < count; ++i) {
-    const std::string key = "campaign-" + std::to_string(i % 5);
-    const std::string id = "m-" + std::to_string(i);
-    std::string value = "payload-" + std::to_string(i);
-    RdKafka::Headers* headers = RdKafka::Headers::create();
-    headers->add("message-id", id);
-    const RdKafka::ErrorCode e = producer->produce(topic, i % partitions, RdKafka::Producer::RK_MSG_COPY, value.data(),
-                                                   value.size(), key.data(), key.size(), 0, headers, nullptr);
-    if (e != RdKafka::ERR_NO_ERROR) delete headers;  // kept by librdkafka only on success
-    ASSERT_EQ(e, RdKafka::ERR_NO_ERROR) << RdKafka::err2str(e);
-    producer->poll(0);
-  }
-  ASSERT_EQ(producer->flush(10000), RdKafka::ERR_NO_ERROR);
-  EXPECT_EQ(reports.delivered, count);
-  EXPECT_EQ(reports.failed, 0);
+  std::vector<pacer::testing::TestRecord> records;
+  for (int i = 0; i < count; ++i)
+    records.push_back({i % partitions, "campaign-" + std::to_string(i % 5), "m-" + std::to_string(i),
+                       "payload-" + std::to_string(i)});
+  ASSERT_NO_FATAL_FAILURE(pacer::testing::produceRecords(bootstraps, topic, records));
 }
 
 std::unique_ptr<RdKafka::KafkaConsumer> makeConsumer(const std::string& bootstraps, const std::string& group) {

@@ -20,7 +20,7 @@
 #include "pacer/fakes/fake_provider.h"
 #include "pacer/ledger/pg_ledger.h"
 #include "pacer/ledger/pg_directory.h"
-#include "support/kafka_delivery_counter.h"
+#include "support/kafka_test_producer.h"
 #include "support/kafka_mock_process.h"
 #include "support/loopback.h"
 #include "support/postgres_server.h"
@@ -41,48 +41,14 @@ testing::PostgresServer& server() {
   return s;
 }
 
-struct Record {
-  std::int32_t partition = 0;
-  std::optional<std::string> key;
-  std::optional<std::string> id;  // message-id header
-  std::string value;
-};
-
-using pacer::testing::DeliveryCounter;
+using Record = testing::TestRecord;
 
 void produce(const std::string& bootstraps, const std::string& topic, const std::vector<Record>& records) {
-  DeliveryCounter reports;
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  std::string err;
-  ASSERT_EQ(conf->set("bootstrap.servers", bootstraps, err), RdKafka::Conf::CONF_OK) << err;
-  ASSERT_EQ(conf->set("linger.ms", "5", err), RdKafka::Conf::CONF_OK) << err;
-  ASSERT_EQ(conf->set("dr_cb", &reports, err), RdKafka::Conf::CONF_OK) << err;
-  std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), err));
-  ASSERT_NE(producer, nullptr) << err;
-  for (const Record& r : records) {
-    RdKafka::Headers* headers = RdKafka::Headers::create();
-    if (r.id) headers->add("message-id", *r.id);
-    RdKafka::ErrorCode e;
-    do {
-      e = producer->produce(topic, r.partition, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(r.value.data()),
-                            r.value.size(), r.key ? r.key->data() : nullptr, r.key ? r.key->size() : 0, 0, headers,
-                            nullptr);
-      if (e == RdKafka::ERR__QUEUE_FULL) producer->poll(10);
-    } while (e == RdKafka::ERR__QUEUE_FULL);
-    if (e != RdKafka::ERR_NO_ERROR) delete headers;
-    ASSERT_EQ(e, RdKafka::ERR_NO_ERROR) << RdKafka::err2str(e);
-    producer->poll(0);
-  }
-  ASSERT_EQ(producer->flush(20000), RdKafka::ERR_NO_ERROR);
-  ASSERT_EQ(reports.delivered, static_cast<int>(records.size()));
+  ASSERT_NO_FATAL_FAILURE(testing::produceRecords(bootstraps, topic, records));
 }
 
-// `count` records for `campaign`, spread over `partitions`, ids "<campaign>-<i>".
 std::vector<Record> records(const std::string& campaign, int count, int partitions, int first = 0) {
-  std::vector<Record> out;
-  for (int i = first; i < first + count; ++i)
-    out.push_back(Record{i % partitions, campaign, campaign + "-" + std::to_string(i), "payload " + std::to_string(i)});
-  return out;
+  return testing::campaignRecords(campaign, count, partitions, first);
 }
 
 // pacer_directory_rows_skipped_total from the daemon's /metrics, found through
