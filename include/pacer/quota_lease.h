@@ -31,9 +31,10 @@
 // share * horizon * (1 - refill_fraction) messages, as an uncontended one does.
 //
 // The granted tokens go into the campaign's LeaseLimiter, which the Scheduler
-// spends like any limiter; tokens due but not spent (no message, a pause)
-// accrue for at most max(4 ticks, 20 ms) of the rate, after which the rest
-// shift later: a worker never catches up in one burst.
+// spends like any limiter; a token due but not spent (no message, a pause,
+// a loop that came late) stays spendable for 1.5 ticks (the lag), after
+// which it is forfeited (counted in tokens_expired and tokens_late): a
+// worker never catches up in one burst.
 //
 // A provider may adapt (QuotaProviderSpec::adaptive): its rate below the
 // configured one, its 429 pause and its circuit breaker are then one state in
@@ -49,7 +50,8 @@
 //
 //     sent <= r * w + b + (tokens due but unspent at the window's start)
 //
-// and the last term is at most max(4 ticks, 20 ms) of each worker's rate.
+// and the last term is at most the lag (1.5 ticks) of each worker's rate,
+// which the burst asked of the bucket leaves room for (tickSafe()).
 //
 // Degraded mode. A request answered kUnavailable puts its provider (all of
 // its campaigns) into degraded mode at once; the Redis backend answers within
@@ -152,6 +154,7 @@ struct QuotaMetrics {
   std::uint64_t requests = 0;            // lease requests sent
   std::uint64_t tokens_granted = 0;      // tokens received in leases
   std::uint64_t tokens_expired = 0;      // lease tokens that expired unspent
+  std::uint64_t tokens_late = 0;         // ... of them, due and not spent within the lag (a late loop)
   std::uint64_t unavailable = 0;         // requests answered kUnavailable
   std::uint64_t degraded_entered = 0;    // provider transitions into degraded mode
   std::uint64_t degraded_left = 0;       // ... and out of it
@@ -206,6 +209,8 @@ class LeaseLimiter final : public RateLimitingInterface {
   std::uint64_t localSpentLastSecond(MonoTime now) noexcept;
   // Lease tokens that expired or were forfeited unspent so far.
   std::uint64_t expired() const noexcept { return expired_; }
+  // ... of them, forfeited because they fell due and were not spent within the lag.
+  std::uint64_t late() const noexcept { return late_; }
   // Gives up every held token now (counted as expired).
   void drop() noexcept;
 
@@ -229,6 +234,7 @@ class LeaseLimiter final : public RateLimitingInterface {
   MonoTime expires_at_{};
   Nanos lag_{0};
   std::uint64_t expired_ = 0;
+  std::uint64_t late_ = 0;
   RateLimitingInterfacePtr local_;
   MonoTime local_from_{};
   std::vector<std::pair<MonoTime, std::uint64_t>> local_spent_;  // (when, how many), the last second

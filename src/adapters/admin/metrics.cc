@@ -218,6 +218,10 @@ void quotaMetrics(Families& f, const MetricsSnapshot& s) {
   f.single("pacer_quota_lease_requests_total", "lease requests sent", kCounter, d(q.requests));
   f.single("pacer_quota_tokens_granted_total", "tokens received in leases", kCounter, d(q.tokens_granted));
   f.single("pacer_quota_tokens_expired_total", "lease tokens that expired unspent", kCounter, d(q.tokens_expired));
+  f.single("pacer_quota_tokens_late_total",
+           "of the expired lease tokens, those forfeited because they fell due and this worker's loop did not spend "
+           "them within 1.5 ticks",
+           kCounter, d(q.tokens_late));
   f.single("pacer_quota_unavailable_total", "lease requests the quota did not answer", kCounter, d(q.unavailable));
   f.single("pacer_quota_degraded_entered_total", "provider transitions into degraded mode", kCounter,
            d(q.degraded_entered));

@@ -36,6 +36,7 @@ void LeaseLimiter::advance(MonoTime now) noexcept {
       g.used = overdue;
       tokens_ -= lost;
       expired_ += lost;
+      late_ += lost;
     }
   }
   std::erase_if(segments_, [](const Segment& g) { return g.used >= g.n; });

@@ -172,6 +172,8 @@ QuotaLeaser::Sizing QuotaLeaser::size(CampaignId id, MonoTime now) {
   z.held = c.lease->held(now);
   metrics_.tokens_expired += c.lease->expired() - c.expired_seen;
   c.expired_seen = c.lease->expired();
+  metrics_.tokens_late += c.lease->late() - c.late_seen;
+  c.late_seen = c.lease->late();
   std::uint64_t backlog = 0;
   try {
     backlog = scheduler_.backlog(id);

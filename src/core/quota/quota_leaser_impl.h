@@ -80,6 +80,7 @@ struct QuotaLeaser::Campaign {
   double min_rate = 0.0;           // the tightest level's configured rate
   MonoTime retry_at{};             // do not ask before this (the quota refused a grant)
   std::uint64_t expired_seen = 0;  // lease->expired() already counted in the metrics
+  std::uint64_t late_seen = 0;     // lease->late() likewise
   int provider_level = -1;         // index of the provider's level in request.levels, or -1
   std::uint32_t rank = 0;          // its priority class's rank
 };

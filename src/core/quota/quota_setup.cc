@@ -194,7 +194,10 @@ void QuotaLeaser::removeCampaign(CampaignId id) {
   if (id >= campaigns_.size() || !campaigns_[id].alive) throw SchedulerError(fmt::format("unknown campaign id {}", id));
   auto& list = providers_[campaigns_[id].provider].campaigns;
   list.erase(std::remove(list.begin(), list.end(), id), list.end());
-  if (campaigns_[id].lease) metrics_.tokens_expired += campaigns_[id].lease->expired() - campaigns_[id].expired_seen;
+  if (campaigns_[id].lease) {
+    metrics_.tokens_expired += campaigns_[id].lease->expired() - campaigns_[id].expired_seen;
+    metrics_.tokens_late += campaigns_[id].lease->late() - campaigns_[id].late_seen;
+  }
   campaigns_[id] = Campaign{};
   scheduler_.removeCampaign(id);
 }

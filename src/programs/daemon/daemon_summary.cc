@@ -36,6 +36,7 @@ json totals(const WorkerStats& s, bool with_quota) {
                   {"requests", s.quota.requests},
                   {"tokens_granted", s.quota.tokens_granted},
                   {"tokens_expired", s.quota.tokens_expired},
+                  {"tokens_late", s.quota.tokens_late},
                   {"unavailable", s.quota.unavailable},
                   {"degraded_entered", s.quota.degraded_entered},
                   {"throttle_reports", s.quota.throttle_reports},

@@ -285,6 +285,7 @@ TEST(QuotaLeaser, UnspentLeaseTokensAreForfeitedOrExpire) {
   EXPECT_EQ(w.scheduler.limiterOf(a)->available(MonoTime{} + milliseconds(8), 1000), 0u);
   w.leaser.refresh(MonoTime{} + milliseconds(300));
   EXPECT_GE(w.leaser.metrics().tokens_expired, 50u);
+  EXPECT_EQ(w.leaser.metrics().tokens_late, 50u) << "all 50 fell due and were not spent within the lag";
 
   // 10/s with a burst of 1: a lease of 1 due now, and nothing more is due
   // soon; asked again it waits for its turn, then expires if never spent.
@@ -299,6 +300,9 @@ TEST(QuotaLeaser, UnspentLeaseTokensAreForfeitedOrExpire) {
   EXPECT_EQ(u.leaser.held(b, MonoTime{} + milliseconds(199)), held - 2)
       << "the first two (due at 0 and 100 ms) were forfeited; the rest are not due yet";
   EXPECT_EQ(u.leaser.held(b, MonoTime{} + milliseconds(200)), 0u) << "the rest expired at the ttl";
+  u.leaser.refresh(MonoTime{} + milliseconds(200));
+  EXPECT_EQ(u.leaser.metrics().tokens_late, 2u) << "late: the two forfeited, not those the ttl took";
+  EXPECT_EQ(u.leaser.metrics().tokens_expired, held) << "expired: all of them";
 }
 
 TEST(QuotaLeaser, RateZeroSendsNothing) {
