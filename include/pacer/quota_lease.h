@@ -354,6 +354,8 @@ class QuotaLeaser {
   std::optional<RateLimit> providerShare(const Provider& p) const;
   void applyProviderLimit(Provider& p, MonoTime now, bool start_empty);
   void rebuildLevels(Campaign& c);
+  // Adds to the metrics what the campaign's lease forfeited since last counted.
+  void countForfeited(Campaign& c) noexcept;
   // Appends the batch's leading requests (throttle and health reports that
   // go alone); returns how many.
   std::size_t addReports(MonoTime now);

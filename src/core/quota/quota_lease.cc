@@ -170,10 +170,7 @@ QuotaLeaser::Sizing QuotaLeaser::size(CampaignId id, MonoTime now) {
   const double share = rate * secs(options_.horizon);
   z.target = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(std::min(share, 1e15))));
   z.held = c.lease->held(now);
-  metrics_.tokens_expired += c.lease->expired() - c.expired_seen;
-  c.expired_seen = c.lease->expired();
-  metrics_.tokens_late += c.lease->late() - c.late_seen;
-  c.late_seen = c.lease->late();
+  countForfeited(c);
   std::uint64_t backlog = 0;
   try {
     backlog = scheduler_.backlog(id);

@@ -190,14 +190,18 @@ void QuotaLeaser::setCampaignPriority(CampaignId id, std::uint32_t rank) {
   rebuildLevels(campaigns_[id]);
 }
 
+void QuotaLeaser::countForfeited(Campaign& c) noexcept {
+  metrics_.tokens_expired += c.lease->expired() - c.expired_seen;
+  c.expired_seen = c.lease->expired();
+  metrics_.tokens_late += c.lease->late() - c.late_seen;
+  c.late_seen = c.lease->late();
+}
+
 void QuotaLeaser::removeCampaign(CampaignId id) {
   if (id >= campaigns_.size() || !campaigns_[id].alive) throw SchedulerError(fmt::format("unknown campaign id {}", id));
   auto& list = providers_[campaigns_[id].provider].campaigns;
   list.erase(std::remove(list.begin(), list.end(), id), list.end());
-  if (campaigns_[id].lease) {
-    metrics_.tokens_expired += campaigns_[id].lease->expired() - campaigns_[id].expired_seen;
-    metrics_.tokens_late += campaigns_[id].lease->late() - campaigns_[id].late_seen;
-  }
+  if (campaigns_[id].lease) countForfeited(campaigns_[id]);
   campaigns_[id] = Campaign{};
   scheduler_.removeCampaign(id);
 }
