@@ -64,40 +64,7 @@ grep -q "event=outcome_events_started.*left_from_before=" "$tmp/pacerd.log" || f
 
 kcat -C -b "$PACER_KAFKA" -t outcomes -e -q -f '%k %s\n' >"$tmp/events.txt"
 pacer_psql -c "SELECT message_id, status, campaign FROM deliveries ORDER BY 1" >"$tmp/ledger.txt"
-python3 - "$tmp/events.txt" "$tmp/ledger.txt" "$messages" "$batch" <<'PY' || fail "events do not match the ledger"
-import json, sys
-events_file, ledger_file, messages, batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-ledger = {}
-for line in open(ledger_file):
-    mid, status, campaign = line.rstrip("\n").split("|")
-    ledger[mid] = (status, campaign)
-by_event, per_message, duplicates, bad = {}, {}, 0, []
-for line in open(events_file):
-    key, value = line.rstrip("\n").split(" ", 1)
-    e = json.loads(value)
-    if e["event_id"] in by_event:
-        duplicates += 1
-        if by_event[e["event_id"]] != e["message_id"]:
-            bad.append(f"event {e['event_id']} names two messages")
-        continue
-    by_event[e["event_id"]] = e["message_id"]
-    per_message[e["message_id"]] = per_message.get(e["message_id"], 0) + 1
-    if key != e["campaign"]:
-        bad.append(f"event {e['event_id']}: key {key} is not its campaign")
-    row = ledger.get(e["message_id"])
-    if row is None:
-        bad.append(f"event {e['event_id']}: no ledger row for {e['message_id']}")
-    elif row != (e["status"], e["campaign"]):
-        bad.append(f"event {e['event_id']}: {e['status']}/{e['campaign']} against the ledger's {row}")
-missing = [m for m in ledger if m not in per_message]
-twice = [m for m, n in per_message.items() if n > 1]
-print(f"ledger rows {len(ledger)}, events {len(by_event) + duplicates} ({len(by_event)} distinct), "
-      f"duplicates {duplicates} (at most {batch}), ledger rows without an event {len(missing)}, "
-      f"messages with two distinct events {len(twice)}, other problems {len(bad)}")
-for b in bad[:10]:
-    print(b)
-ok = len(ledger) == messages and not missing and not twice and not bad and duplicates <= batch
-sys.exit(0 if ok else 1)
-PY
+python3 "$PACER_SOURCE/scripts/check-events" "$tmp/events.txt" "$tmp/ledger.txt" --expected "$messages" \
+  --max-duplicates "$batch" || fail "events do not match the ledger"
 [ "$(pacer_psql -c "SELECT count(*) FROM outbox")" -eq 0 ] || fail "rows left in the outbox after a clean stop"
 echo "PASS: every ledger row has its event, none without a row, duplicates only from the batch in flight"
