@@ -159,6 +159,8 @@ read -r in_outage first_s last_s <<<"$(pacer_psql -F' ' -c "SELECT count(*) FILT
   - $fail_unix_ms / 1000.0 AS t FROM deliveries WHERE status = 'expired') e")"
 echo "lifetime $lifetime s: expired $expired of $total (never sent); $in_outage of them recorded during the" \
   "outage; first ${first_s} s, last ${last_s} s from sms-a's failure"
+pacer_psql -c "SELECT message_id, campaign, provider, attempts, round(extract(epoch FROM recorded_at) * 1000 - $fail_unix_ms), \
+  reason FROM deliveries WHERE status = 'expired' ORDER BY recorded_at" >"$PACER_RUN_DIR/expired.txt"
 [ -n "$arrival" ] || exit 0
 
 # The same scenario in pacer-sim: time 0 is sms-a's first submit_sm (the

@@ -139,13 +139,24 @@ bool SmppSink::progress(std::size_t slot, MonoTime now) {
   return false;
 }
 
-// A message that found no bound transmitter within response_timeout fails
-// as a fault (the worker retries it with backoff) instead of waiting forever.
+// A message that found no bound transmitter fails as a fault (the worker
+// retries it with backoff) instead of waiting forever: after
+// response_timeout, or at once when the last transmitting bind went away
+// while it waited. Then the worker marks the provider down (no bound
+// session), and the retry goes to a failover provider or waits in the
+// worker, not here for a bind that may be 30 s away.
 void SmppSink::expireWaiting(MonoTime now) {
+  bool last_bind_lost = false;
+  if (transmitter_lost_) {
+    transmitter_lost_ = false;
+    last_bind_lost = std::none_of(conns_.begin(), conns_.end(), [](const std::unique_ptr<Conn>& c) {
+      return c->transmits && c->session.state() == SessionState::kBound;
+    });
+  }
   std::size_t keep = 0;
   for (std::size_t i = 0; i < waiting_.size(); ++i) {
     Slot& s = slots_[waiting_[i]];
-    if (s.conn < 0 && now - s.accepted_at >= options_.response_timeout) {
+    if (s.conn < 0 && (last_bind_lost || now - s.accepted_at >= options_.response_timeout)) {
       SendResult r;
       r.ticket = s.ticket;
       r.outcome = SendOutcome::kFault;

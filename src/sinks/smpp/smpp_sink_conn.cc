@@ -125,6 +125,7 @@ void SmppSink::lose(Conn& c, const std::string& reason, MonoTime now) {
 }
 
 void SmppSink::closeConn(Conn& c, MonoTime now) {
+  transmitter_lost_ = transmitter_lost_ || c.transmits;  // expireWaiting() looks at the binds left
   if (c.fd >= 0) ::close(c.fd);
   c.fd = -1;
   c.phase = Conn::Phase::kDown;

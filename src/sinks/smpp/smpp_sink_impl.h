@@ -244,6 +244,7 @@ class SmppSink final : public SmppSinkInterface {
   std::mt19937_64 rng_;
   std::size_t max_in_flight_ = 0;
   std::vector<std::unique_ptr<Conn>> conns_;
+  bool transmitter_lost_ = false;  // a transmitting connection closed since the last expireWaiting()
   std::vector<Slot> slots_;
   std::vector<std::size_t> free_;
   // Every slot in use is in one of these two until its result, or has a

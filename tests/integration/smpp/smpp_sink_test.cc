@@ -243,6 +243,39 @@ TEST(SmppSinkIntegration, LostConnectionReturnsTheWindowAndReconnects) {
   EXPECT_GE(sink->stats().connects, 2u);
 }
 
+// Messages waiting for window room when the only bind is lost, with binds
+// refused after it, come back as faults at once: they never reached the
+// SMSC, and the worker retries them elsewhere (a failover provider) or holds
+// them, rather than leaving them here until response_timeout.
+TEST(SmppSinkIntegration, WaitingMessagesFailAtOnceWhenTheBindsAreDown) {
+  auto o = smscOptions();
+  o.response_delay_ms = 1000;  // the window stays full
+  o.outage_at_ms = 200;        // then every bind dropped, and binds refused
+  o.outage_ms = 20000;
+  fake::FakeSmsc smsc(o);
+  auto so = sinkOptions(smsc.start());
+  so.window = 2;
+  so.max_in_flight = 5;
+  so.response_timeout = 8s;
+  auto sink = makeSmppSink(so);
+  for (std::uint64_t t = 0; t < 5; ++t) ASSERT_TRUE(sink->submit(msg("m" + std::to_string(t), "123", "hi"), t));
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<SendResult> results;
+  drive(*sink, results, 5);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(results.size(), 5u);
+  std::size_t lost = 0, no_bind = 0;
+  for (const auto& r : results) {
+    EXPECT_EQ(r.outcome, SendOutcome::kFault) << r.ticket;
+    lost += r.reason.rfind("connection lost", 0) == 0 ? 1 : 0;
+    no_bind += r.reason.rfind("no SMPP bind available: ", 0) == 0 ? 1 : 0;
+  }
+  EXPECT_EQ(lost, 2u);     // the window, sent and unanswered
+  EXPECT_EQ(no_bind, 3u);  // the rest, never sent
+  EXPECT_LT(took, so.response_timeout) << "the waiting messages sat out the response timeout";
+  EXPECT_EQ(acc(smsc.report(), "submits"), 2u);
+}
+
 TEST(SmppSinkIntegration, UnbindFromSmscIsAnsweredAndTheSinkRebinds) {
   auto o = smscOptions();
   o.response_delay_ms = 1000;
