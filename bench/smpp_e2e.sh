@@ -18,7 +18,8 @@
 #
 # Environment: MESSAGES (default 20000), WORKERS (4), PACER_KEEP=1 keeps the run directory,
 # PACER_BENCH_PRESET (default release) the CMake preset whose binaries run, PACER_PACERD another
-# build's pacerd to run instead of this one's (an A/B against the same fakes and script).
+# build's pacerd to run instead of this one's (an A/B against the same fakes and script),
+# PACERD_ARGS more pacerd flags for every worker (split on spaces).
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/../scripts/services.sh"
@@ -98,7 +99,7 @@ start_worker() {
     --no-migrate --redis "$PACER_REDIS" --live-workers "$workers" --refresh-ms 500 \
     --sink smpp --smpp-port "$smsc_port" --smpp-system-id pacer "${window_flag[@]}" \
     --session-timeout-ms 6000 --summary "$PACER_RUN_DIR/summary$1.json" --admin-listen 127.0.0.1:0 \
-    >"$PACER_RUN_DIR/pacerd$1.log" 2>&1 &
+    ${PACERD_ARGS:-} >"$PACER_RUN_DIR/pacerd$1.log" 2>&1 &  # PACERD_ARGS: split on spaces
   pids+=($!)
 }
 for w in $(seq 1 "$workers"); do start_worker "$w"; done

@@ -67,6 +67,7 @@ bool LedgerBatch::writeReceipts(LedgerInterface& ledger, SinkInterface& sink, Wo
   sink.receiptsRecorded(receipts_);
   totals.receipts += receipts_.size();
   receipts_.clear();
+  since_.reset();  // nothing pends now (the rows went first): the next entry starts a new interval
   return true;
 }
 

@@ -1204,6 +1204,27 @@ TEST_F(WorkerCoreTest, TheProvidersIdGoesIntoTheRowAndReceiptsReachTheLedgerThro
   EXPECT_EQ(core_->stats().receipts, 1u);
 }
 
+// Receipts arriving steadily with no rows to write (the receipts of what was
+// sent a moment ago) are written a batch per flush interval, not one write per
+// step once the first interval has passed: each write is a PostgreSQL commit
+// on the worker's loop.
+TEST_F(WorkerCoreTest, ReceiptsAloneAreWrittenOncePerFlushInterval) {
+  make();
+  core_->upsertProvider(ProviderInfo{"sms", std::nullopt}, clock_.now());
+  for (int i = 0; i < 200; ++i) {  // one receipt every 5 ms step, for 1 s
+    DeliveryReceipt r;
+    r.provider = "sms";
+    r.provider_message_id = "smsc-" + std::to_string(i);
+    r.status = ReceiptStatus::kDelivered;
+    sink_.receipts.push_back(r);
+    run(milliseconds(5));
+  }
+  run(milliseconds(100));
+  EXPECT_EQ(ledger_.receipts.size(), 200u);
+  EXPECT_LE(ledger_.calls, 21) << "1 s of receipts at a 50 ms flush interval";
+  EXPECT_GE(ledger_.calls, 19);
+}
+
 DeliveryReceipt receiptFor(std::string id, std::uint64_t ack) {
   DeliveryReceipt r;
   r.provider = "sms";
