@@ -102,7 +102,7 @@ WorkerCore::Impl::Campaign* WorkerCore::Impl::upsertOne(const std::string& key, 
     auto c = std::make_unique<Impl::Campaign>();
     c->info = info;
     c->stats.id = info.id;
-    m.setRules(c.get());
+    c->stats.priority_class = m.gate.setRules(c->rules, c->info);
     m.setRoutes(c.get(), info, now);
     c->provider = m.provider(info.provider, now);
     c->sid = m.registerCampaign(info, c->provider, now);
@@ -150,7 +150,7 @@ WorkerCore::Impl::Campaign* WorkerCore::Impl::upsertOne(const std::string& key, 
   // row with the reason, never a stall.
   const char* closed_now = info.state != c->info.state ? closedReason(info.state) : nullptr;
   c->info = info;
-  m.setRules(c);
+  c->stats.priority_class = m.gate.setRules(c->rules, c->info);
   c->held = false;
   c->refused.clear();
   m.applyPause(c);
@@ -207,13 +207,13 @@ void WorkerCore::revoke(const TopicPartition& tp) {
   // was counted here is given back).
   const auto let_go = [&](Impl::Campaign* c, Item& item) {
     if (!item.tracked || !samePartition(item.msg.position, tp)) return false;
-    m.giveBack(item, c);
+    m.gate.giveBack(item, c->rules);
     m.release(item.msg);
     return true;
   };
   for (auto& entry : m.campaigns) {
     Impl::Campaign* c = entry.second.get();  // not a structured binding: lambdas capture it (Clang)
-    m.dropRuleHeld(c, [&](Item& item) { return let_go(c, item); });
+    m.gate.dropHeld(c, [&](Item& item) { return let_go(c, item); });
     if (c->queue.empty()) continue;
     m.queued -= c->queue.removeIf([&](Item& item) {
       if (!let_go(c, item)) return false;
@@ -411,7 +411,7 @@ void WorkerCore::step(MonoTime now) {
       if (!m.to_park.empty() && now >= m.park_retry_at && m.park_sent.empty()) m.writeParking(now);
     }
     m.sink.pollReceipts(m.to_ledger.receipts());
-    m.flushGiveBacks(now);
+    m.gate.flushGiveBacks(now);
     m.to_ledger.mark(now);
     if (m.ledgerDue(now, false)) m.writeRows(now);
     return;
@@ -420,8 +420,8 @@ void WorkerCore::step(MonoTime now) {
   m.releaseRetries(now);
   m.providerPauses(now);
   m.followRoutes(now);
-  m.releaseWaiting(now);
-  m.checkCaps(now);  // before the tick: only cleared messages are its backlog
+  m.gate.releaseWaiting(now);
+  m.gate.checkCaps(now);  // before the tick: only cleared messages are its backlog
   // Sending first, at `now`: the store's I/O below (parking, scans, claims)
   // can take a while, and a tick that ran after it on the same `now` would
   // spend tokens later than they fall due.
@@ -433,7 +433,7 @@ void WorkerCore::step(MonoTime now) {
   m.sink.poll(m.results);
   for (const SendResult& r : m.results) m.handle(r, now);
   m.sink.pollReceipts(m.to_ledger.receipts());
-  m.flushGiveBacks(now);
+  m.gate.flushGiveBacks(now);
   m.to_ledger.mark(now);
   if (m.ledgerDue(now, blocked)) m.writeRows(now);
 }
@@ -470,8 +470,7 @@ MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
   MonoTime wake = now + max;
   if (!m.retries.empty()) wake = std::min(wake, m.retries.begin()->first);
   if (m.with_deadlines && m.bufferedMessages() > 0) wake = std::min(wake, m.next_expiry_scan);
-  for (const Impl::Campaign* c : m.with_waiting)
-    if (!c->waiting.empty()) wake = std::min(wake, m.monoAt(c->waiting.begin()->first));
+  if (const auto due = m.gate.nextDue()) wake = std::min(wake, m.monoAt(*due));
   // Receipts too: the provider waits for their acknowledgement, which comes
   // only once they are written.
   if (const auto due = m.to_ledger.wake(now, m.options.ledger_flush_interval)) wake = std::min(wake, *due);
@@ -486,8 +485,8 @@ MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
 
 bool WorkerCore::idle() const noexcept {
   const Impl& m = *impl_;
-  return m.queued == 0 && m.inflight.empty() && m.to_ledger.rows() == 0 && m.to_park.empty() && m.park_sent.empty() && m.retries.empty() &&
-         m.with_parked.empty() && m.unchecked == 0 && m.waiting == 0;
+  return m.queued == 0 && m.inflight.empty() && m.to_ledger.rows() == 0 && m.to_park.empty() && m.park_sent.empty() &&
+         m.retries.empty() && m.with_parked.empty() && m.gate.unchecked() == 0 && m.gate.waiting() == 0;
 }
 
 }  // namespace pacer

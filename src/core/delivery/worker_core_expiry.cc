@@ -78,8 +78,8 @@ void WorkerCore::Impl::expireHeld(MonoTime now) {
         return true;
       });
     }
-    if (!c->unchecked.empty() || !c->waiting.empty()) {
-      dropRuleHeld(c, [&](Item& item) {
+    if (!c->rules.unchecked.empty() || !c->rules.waiting.empty()) {
+      gate.dropHeld(c, [&](Item& item) {
         if (!due(item)) return false;
         expiredRow(c, item, now);
         return true;

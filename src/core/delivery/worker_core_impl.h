@@ -1,7 +1,9 @@
 // WorkerCore's state and the steps it is made of, shared by the files that
 // implement it (worker_core.cc: the public calls; worker_core_ledger.cc:
 // ledger rows, parking and the ids held; worker_core_send.cc: queues,
-// providers, dispatch and answers). Private to src/core/delivery.
+// providers, dispatch and answers). Its parts with a state of their own are
+// classes of their own: the ledger batch (ledger_batch.h) and the recipient
+// rules (rules_gate.h). Private to src/core/delivery.
 #pragma once
 
 #include <algorithm>
@@ -16,46 +18,15 @@
 #include <unordered_map>
 
 #include "campaign_queue.h"
-#include "park_queue.h"
+#include "ledger_batch.h"
 #include "pacer/adaptive_rate.h"
 #include "pacer/circuit_breaker.h"
 #include "pacer/worker.h"
-#include "ledger_batch.h"
+#include "park_queue.h"
+#include "rules_gate.h"
+#include "worker_item.h"
 
 namespace pacer {
-namespace delivery_detail {
-
-// A message on its way through the worker.
-struct Item {
-  Message msg;
-  int attempts = 0;                                      // attempts so far, of every kind
-  int faults = 0;                                        // of them, answered kFault
-  int throttled = 0;                                     // of them, answered kThrottled
-  bool tracked = true;                                   // its offset is in the tracker (false: it came from parking)
-  std::uint64_t read_after = 0;                          // Impl::revokes when it was read (staleAfterRevoke)
-  std::uint32_t cost = 1;                                // quota units (MessageCostInterface; SMS segments)
-  std::optional<MonoTime> first_attempt = std::nullopt;  // when the first attempt was handed to the sink
-  // Recipient rules: caps_counted bit i = counted under the campaign's cap i
-  // at counted_at[i] (a reservation, given back if the message fails for
-  // good); not_before = when it may go (parked with it); waiting_quiet = it
-  // waits for quiet hours (else for a deferred cap).
-  std::uint8_t caps_counted = 0;
-  std::uint8_t caps_gen = 0;  // the campaign's caps_gen when counted: which list bit i names
-  bool waiting_quiet = false;
-  bool park_in_doubt = false;  // back from a park batch that failed: its row may be durable all the same
-  std::array<WallTime, 2> counted_at{};
-  WallTime not_before{};
-  std::size_t bytes() const {
-    return sizeof(Item) + msg.id.size() + msg.campaign.size() + msg.recipient.size() + msg.payload.size() +
-           msg.position.topic.size() + msg.time_zone.size();
-  }
-};
-
-inline bool samePartition(const Position& p, const TopicPartition& tp) {
-  return p.partition == tp.partition && p.topic == tp.topic;
-}
-
-}  // namespace delivery_detail
 
 // Why a campaign in this state sends nothing more: its messages still held
 // here get a row with this reason; nullptr while it may send.
@@ -105,24 +76,7 @@ struct WorkerCore::Impl {
     std::size_t in_flight = 0;  // in the sink
     std::size_t retrying = 0;   // in `retries`
     CampaignStats stats;
-    // Recipient rules, from info (setRules).
-    std::optional<QuietWindow> quiet;  // its quiet hours; nullopt: none
-    std::string quiet_error;           // quiet_hours that do not parse (rowProblem names it too)
-    struct Cap {
-      std::string scope;  // "campaign:<id>" or "class:<name>"
-      FrequencyCapRule rule;
-      CapPolicy policy;
-    };
-    std::vector<Cap> caps;                 // 0 to 2
-    // The list before the last change of the campaign's caps, and a count of
-    // changes: a message counted under the old list gives back the right
-    // scopes (older ones than that are left to expire: capping early, never late).
-    std::vector<Cap> prev_caps;
-    std::uint8_t caps_gen = 0;
-    std::deque<Item> unchecked;            // capped campaigns: not yet asked (not the scheduler's backlog)
-    MonoTime cap_retry_at{};               // after the cap store could not answer
-    std::multimap<WallTime, Item> waiting;  // until their time (quiet hours, a deferred cap), in memory
-    std::size_t quiet_waiting = 0;          // of `waiting`, for quiet hours
+    delivery_detail::CampaignRules rules;   // its recipient rules and the messages they hold (rules_gate.h)
     std::set<WallTime> park_wakes;          // when messages parked to wait fall due (rounded up to a second)
   };
   struct Provider {
@@ -165,12 +119,6 @@ struct WorkerCore::Impl {
       lo.seed = options.seed;
       lo.priority.enabled = lo.priority.enabled || options.priority_classes.size() > 1;
       leaser.emplace(scheduler, *options.quota, lo, options.quota_observer);
-    }
-    if (options.zones) quiet_hours.emplace(options.zones);
-    caps = options.caps;
-    if (!caps) {
-      own_caps = makeMemoryFrequencyCapStore();
-      caps = own_caps.get();
     }
   }
 
@@ -231,50 +179,32 @@ struct WorkerCore::Impl {
   std::vector<Message> scratch;
   std::vector<WallTime> scratch_times;
 
-  // --- recipient rules (worker_core_rules.cc) ------------------------------
-  std::optional<QuietHours> quiet_hours;  // with options.zones
-  FrequencyCapStorePtr own_caps;          // without options.caps
-  FrequencyCapStore* caps = nullptr;
-  WallTime wall_base{};
-  MonoTime mono_base{};
-  std::size_t unchecked = 0;  // in campaigns' `unchecked`
-  std::size_t waiting = 0;    // in campaigns' `waiting`
-  std::set<Campaign*> with_unchecked, with_waiting;
-  std::vector<std::pair<Campaign*, Item>> cap_items;  // the batch being asked
-  std::vector<CapQuery> cap_queries;
-  std::vector<CapDecision> cap_out;
-  struct CapGiveBack {
-    std::string recipient, scope;
-    WallTime at;
+  // --- recipient rules (rules_gate.h; worker_core_rules.cc) ----------------
+  delivery_detail::WallClock clock;  // setWallClock
+  // What the rules hand back: rows, the queue, parking, a new admit().
+  struct RulesHost final : delivery_detail::RulesGate<Campaign>::Host {
+    explicit RulesHost(Impl& impl) : m(impl) {}
+    void row(Campaign* c, Item& item, DeliveryStatus status, std::string reason) override;
+    void enqueue(Campaign* c, Item item) override;
+    void park(Campaign* c, Item item, WallTime until, MonoTime now) override;
+    void admit(Campaign* c, Item item, MonoTime now) override;
+    Impl& m;
   };
-  std::vector<CapGiveBack> cap_give_back;  // reservations to release() at the end of the step
-  std::vector<CapRelease> cap_release_views;
+  RulesHost rules_host{*this};
+  delivery_detail::RulesGate<Campaign> gate{options, rules_host, clock, parking != nullptr, buffered_bytes, totals};
 
-  WallTime wallAt(MonoTime t) const {
-    return wall_base + std::chrono::duration_cast<std::chrono::milliseconds>(t - mono_base);
-  }
-  MonoTime monoAt(WallTime w) const { return mono_base + std::chrono::duration_cast<Nanos>(w - wall_base); }
-  void setRules(Campaign* c);
-  // A message ready to go (new, claimed from parking, or done waiting): quiet
-  // hours first, then route() and the cap check.
+  WallTime wallAt(MonoTime t) const { return clock.wallAt(t); }
+  MonoTime monoAt(WallTime w) const { return clock.monoAt(w); }
+  // A message ready to go (new, claimed from parking, or done waiting): its
+  // deadline, quiet hours, then route() and the cap check.
   void admit(Campaign* c, Item item, MonoTime now);
-  // Quiet now (it waits, true), or rejected (true), or free to go (false).
-  bool holdForQuiet(Campaign* c, Item& item, MonoTime now);
-  void waitUntil(Campaign* c, Item item, WallTime until, MonoTime now);
   void toPark(Campaign* c, Item item, MonoTime now);
-  // Into the campaign's queue: through the cap check when it has caps.
-  void toQueue(Campaign* c, Item item);
-  void releaseWaiting(MonoTime now);
-  void checkCaps(MonoTime now);
-  bool capAnswered(Campaign* c, Item& item, const CapDecision* d, MonoTime now);
-  void giveBack(const Item& item, const Campaign* c);
-  void flushGiveBacks(MonoTime now);
-  void dropRuleHeld(Campaign* c, const std::function<bool(Item&)>& drop);
 
   // --- accounting -------------------------------------------------------
 
   std::size_t bufferedMessages() const {
-    return queued + to_park.size() + park_sent_items + retries.size() + inflight.size() + unchecked + waiting;
+    return queued + to_park.size() + park_sent_items + retries.size() + inflight.size() + gate.unchecked() +
+           gate.waiting();
   }
   std::size_t unrecorded() const { return inflight.size() + to_ledger.rows(); }
   bool belowBounds() const;

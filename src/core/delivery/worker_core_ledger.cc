@@ -35,7 +35,8 @@ DeliveryRecord& WorkerCore::Impl::addRow(Campaign* c, const Item& item, Delivery
   else if (c)
     r.provider = c->info.provider;
   r.provider_message_id = std::move(provider_message_id);
-  if (c && status != DeliveryStatus::kSent && item.caps_counted) giveBack(item, c);  // counted, not sent: give it back
+  if (c && status != DeliveryStatus::kSent && item.caps_counted)
+    gate.giveBack(item, c->rules);  // counted, not sent: give it back
   release(item.msg);
   DeliveryRecord& row = to_ledger.push(std::move(r), item.tracked);
   count(c, status);

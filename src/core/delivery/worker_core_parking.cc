@@ -218,7 +218,7 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
     const char* closed = closedReason(c->info.state);
     const bool cancelled = closed != nullptr;  // cancelled or completed: claimed to be given their rows
     const std::size_t k = keep(*c);
-    const std::size_t held = c->queue.size() + c->unchecked.size();  // unchecked: waiting for the cap store
+    const std::size_t held = c->queue.size() + c->rules.unchecked.size();  // unchecked: waiting for the cap store
     const bool room = cancelled || (c->info.state == CampaignState::kActive && held < k / 2);
     if (!room || now < c->next_claim) {
       c->claim_waits = false;

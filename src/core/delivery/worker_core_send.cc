@@ -27,7 +27,7 @@ void WorkerCore::Impl::enqueue(Campaign* c, Item item, bool at_front) {
 // more in memory than it can send soon.
 void WorkerCore::Impl::route(Campaign* c, Item item, MonoTime now) {
   // With prefix routes, what its lanes hold and can send soon counts too.
-  std::size_t held = c->queue.size() + c->unchecked.size();
+  std::size_t held = c->queue.size() + c->rules.unchecked.size();
   std::size_t can_send = keep(*c);
   for (const Campaign::Lane& l : c->lanes) {
     held += l.lane->queue.size();
@@ -39,7 +39,7 @@ void WorkerCore::Impl::route(Campaign* c, Item item, MonoTime now) {
     toPark(c, std::move(item), now);
     return;
   }
-  toQueue(c, std::move(item));
+  gate.toQueue(c, std::move(item));
 }
 
 Item WorkerCore::Impl::take(Campaign* c) {
@@ -57,7 +57,7 @@ void WorkerCore::Impl::failQueued(Campaign* c, const std::string& reason) {
     addRow(c, item, DeliveryStatus::kFailed, item.attempts, reason);
     return true;
   });
-  dropRuleHeld(c, [&](Item& item) {
+  gate.dropHeld(c, [&](Item& item) {
     addRow(c, item, DeliveryStatus::kFailed, item.attempts, reason);
     return true;
   });
@@ -235,7 +235,7 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
     // Its partition moved while it was in the sink: its new owner reads it
     // again (its offset was not committed), so holding it here too would
     // count it, and send it, twice.
-    giveBack(item, c);
+    gate.giveBack(item, c->rules);
     release(item.msg);
     return;
   }
@@ -400,10 +400,10 @@ bool WorkerCore::Impl::sendPaid(Campaign* c, MonoTime now) {
     Item item = take(c);
     // Quiet again since it was queued (a retry, or a long wait in the
     // queue): it waits again; its token is spent (under the rate, never over).
-    if (c->quiet && holdForQuiet(c, item, now)) continue;
+    if (c->rules.quiet && gate.holdForQuiet(c, item, now)) continue;
     // Queued before the campaign had a cap (held, or a cap added since): asked first.
-    if (!c->caps.empty() && item.caps_counted == 0) {
-      toQueue(c, std::move(item));
+    if (!c->rules.caps.empty() && item.caps_counted == 0) {
+      gate.toQueue(c, std::move(item));
       continue;
     }
     if (!item.first_attempt) item.first_attempt = now;

@@ -13,7 +13,7 @@ WorkerStats WorkerCore::stats() const {
   s.pending_receipts = impl_->to_ledger.pendingReceipts();
   if (impl_->to_ledger.rows() > 0) s.oldest_pending_row = impl_->to_ledger.since().value_or(impl_->now);
   s.store_failing = impl_->to_ledger.failing() || impl_->parking_failing;
-  s.waiting = impl_->waiting;
+  s.waiting = impl_->gate.waiting();
   if (impl_->leaser) s.quota = impl_->leaser->metrics();
   return s;
 }
@@ -105,9 +105,9 @@ std::vector<CampaignStats> WorkerCore::campaignStats() const {
   std::vector<CampaignStats> lanes;
   for (const auto& [id, c] : impl_->campaigns) {
     CampaignStats s = c->stats;
-    s.queued = c->queue.size() + c->unchecked.size();
-    s.quiet_waiting = c->quiet_waiting;
-    s.cap_waiting = c->waiting.size() - std::min(c->waiting.size(), c->quiet_waiting);
+    s.queued = c->queue.size() + c->rules.unchecked.size();
+    s.quiet_waiting = c->rules.quiet_waiting;
+    s.cap_waiting = c->rules.waiting.size() - std::min(c->rules.waiting.size(), c->rules.quiet_waiting);
     s.provider = c->info.provider;
     s.priority_class = c->info.priority_class;  // empty: the default class (shown as "default")
     s.limit = c->info.limit;
