@@ -87,11 +87,11 @@ class RulesGate {
     // The message ends here with a row of this status (rejected, suppressed).
     virtual void row(Campaign* c, Item& item, DeliveryStatus status, std::string reason) = 0;
     // Cleared (or not capped): into the campaign's queue, at the back.
-    virtual void enqueue(Campaign* c, Item item) = 0;
+    virtual void enqueue(Campaign* c, Item&& item) = 0;
     // Parked until `until` (only asked of a worker with parking).
-    virtual void park(Campaign* c, Item item, WallTime until, MonoTime now) = 0;
+    virtual void park(Campaign* c, Item&& item, WallTime until, MonoTime now) = 0;
     // Done waiting: through the worker's checks again, as a new message.
-    virtual void admit(Campaign* c, Item item, MonoTime now) = 0;
+    virtual void admit(Campaign* c, Item&& item, MonoTime now) = 0;
   };
 
   // `options` (zones, caps, class_caps, cap_* and the waits), `clock`,
@@ -119,7 +119,7 @@ class RulesGate {
   // Quiet now (it waits, true), or rejected (true), or free to go (false).
   bool holdForQuiet(Campaign* c, Item& item, MonoTime now);
   // Into the campaign's queue: through the cap check when it has caps.
-  void toQueue(Campaign* c, Item item);
+  void toQueue(Campaign* c, Item&& item);
   // Each step: the waiting messages whose time has come go to Host::admit.
   void releaseWaiting(MonoTime now);
   // Each step, before the tick: one decide() for every capped campaign whose
@@ -253,7 +253,7 @@ void RulesGate<Campaign>::waitUntil(Campaign* c, Item item, WallTime until, Mono
 }
 
 template <typename Campaign>
-void RulesGate<Campaign>::toQueue(Campaign* c, Item item) {
+void RulesGate<Campaign>::toQueue(Campaign* c, Item&& item) {
   CampaignRules& r = c->rules;
   if (r.caps.empty() || item.caps_counted != 0) {
     host_.enqueue(c, std::move(item));

@@ -185,9 +185,9 @@ struct WorkerCore::Impl {
   struct RulesHost final : delivery_detail::RulesGate<Campaign>::Host {
     explicit RulesHost(Impl& impl) : m(impl) {}
     void row(Campaign* c, Item& item, DeliveryStatus status, std::string reason) override;
-    void enqueue(Campaign* c, Item item) override;
-    void park(Campaign* c, Item item, WallTime until, MonoTime now) override;
-    void admit(Campaign* c, Item item, MonoTime now) override;
+    void enqueue(Campaign* c, Item&& item) override;
+    void park(Campaign* c, Item&& item, WallTime until, MonoTime now) override;
+    void admit(Campaign* c, Item&& item, MonoTime now) override;
     Impl& m;
   };
   RulesHost rules_host{*this};

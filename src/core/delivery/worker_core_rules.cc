@@ -29,15 +29,15 @@ void WorkerCore::Impl::RulesHost::row(Campaign* c, Item& item, DeliveryStatus st
   m.addRow(c, item, status, item.attempts, std::move(reason));
 }
 
-void WorkerCore::Impl::RulesHost::enqueue(Campaign* c, Item item) { m.enqueue(c, std::move(item), false); }
+void WorkerCore::Impl::RulesHost::enqueue(Campaign* c, Item&& item) { m.enqueue(c, std::move(item), false); }
 
 // Parked with its time: park_wakes says when to claim it back.
-void WorkerCore::Impl::RulesHost::park(Campaign* c, Item item, WallTime until, MonoTime now) {
+void WorkerCore::Impl::RulesHost::park(Campaign* c, Item&& item, WallTime until, MonoTime now) {
   item.not_before = until;
   c->park_wakes.insert(std::chrono::ceil<std::chrono::seconds>(until));
   m.toPark(c, std::move(item), now);
 }
 
-void WorkerCore::Impl::RulesHost::admit(Campaign* c, Item item, MonoTime now) { m.admit(c, std::move(item), now); }
+void WorkerCore::Impl::RulesHost::admit(Campaign* c, Item&& item, MonoTime now) { m.admit(c, std::move(item), now); }
 
 }  // namespace pacer

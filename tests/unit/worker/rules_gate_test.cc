@@ -45,14 +45,14 @@ struct FakeHost final : Gate::Host {
     rows.push_back(Row{status, std::move(reason)});
     ids.push_back(item.msg.id);
   }
-  void enqueue(FakeCampaign* c, Item item) override {
+  void enqueue(FakeCampaign* c, Item&& item) override {
     ++c->queue.n;
     queued.push_back(std::move(item));
   }
-  void park(FakeCampaign*, Item item, WallTime until, MonoTime) override {
+  void park(FakeCampaign*, Item&& item, WallTime until, MonoTime) override {
     parked.emplace_back(until, std::move(item));
   }
-  void admit(FakeCampaign*, Item item, MonoTime) override { admitted.push_back(std::move(item)); }
+  void admit(FakeCampaign*, Item&& item, MonoTime) override { admitted.push_back(std::move(item)); }
 
   std::vector<Row> rows;
   std::vector<std::string> ids;  // of the rows
