@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/wall_time.h"
+
 namespace pacer {
 namespace {
 
@@ -11,10 +13,7 @@ using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-WallTime utc(int y, unsigned mo, unsigned d, int h, int mi, int s = 0) {
-  const std::chrono::sys_days day{std::chrono::year{y} / std::chrono::month{mo} / std::chrono::day{d}};
-  return WallTime(day) + hours(h) + minutes(mi) + seconds(s);
-}
+using test::utc;
 
 QuietWindow win(const char* text) {
   const QuietWindowParse p = parseQuietWindow(text);

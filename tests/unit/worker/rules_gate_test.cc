@@ -8,6 +8,8 @@
 
 #include <vector>
 
+#include "support/wall_time.h"
+
 namespace pacer::delivery_detail {
 namespace {
 
@@ -15,10 +17,7 @@ using std::chrono::hours;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-WallTime utc(int y, unsigned mo, unsigned d, int h, int mi = 0, int s = 0) {
-  using namespace std::chrono;
-  return WallTime{sys_days{year{y} / month{mo} / day{d}}} + hours(h) + minutes(mi) + seconds(s);
-}
+using test::utc;
 
 // The members of the worker's campaign that the gate uses, and no more.
 struct FakeCampaign {
@@ -77,6 +76,14 @@ class RulesGateTest : public ::testing::Test {
     c_.info = info;
     c_.stats.priority_class = gate_->setRules(c_.rules, c_.info);
   }
+  // Campaign "c" quiet from 21:00 to 08:00 in `zone` (none: no zone of its own).
+  void setQuietNights(const char* zone = "Etc/UTC") {
+    CampaignInfo info;
+    info.id = "c";
+    info.quiet_hours = "21:00-08:00";
+    if (zone != nullptr) info.time_zone = zone;
+    setRules(info);
+  }
   static Item item(std::string id, std::string recipient) {
     Item i;
     i.msg.id = std::move(id);
@@ -98,11 +105,7 @@ class RulesGateTest : public ::testing::Test {
 
 TEST_F(RulesGateTest, AQuietMessageWaitsInMemoryAndIsAdmittedAgainWhenTheWindowEnds) {
   make(utc(2024, 6, 1, 22));
-  CampaignInfo info;
-  info.id = "c";
-  info.quiet_hours = "21:00-08:00";
-  info.time_zone = "Etc/UTC";
-  setRules(info);
+  setQuietNights();
   Item i = item("m1", "r1");
   const std::size_t size = i.bytes();
   EXPECT_TRUE(gate_->holdForQuiet(&c_, i, start_));
@@ -125,11 +128,7 @@ TEST_F(RulesGateTest, AQuietMessageWaitsInMemoryAndIsAdmittedAgainWhenTheWindowE
 
 TEST_F(RulesGateTest, AWaitLongerThanParkWaitAfterIsParkedWithItsTime) {
   make(utc(2024, 6, 1, 22), true);
-  CampaignInfo info;
-  info.id = "c";
-  info.quiet_hours = "21:00-08:00";
-  info.time_zone = "Etc/UTC";
-  setRules(info);
+  setQuietNights();
   Item i = item("m1", "r1");
   EXPECT_TRUE(gate_->holdForQuiet(&c_, i, start_));
   ASSERT_EQ(host_.parked.size(), 1u);
@@ -142,10 +141,7 @@ TEST_F(RulesGateTest, QuietHoursWithoutAZoneTableAreARejectedRow) {
   make(utc(2024, 6, 1, 12));
   options_.zones = nullptr;
   gate_.emplace(options_, host_, clock_, false, bytes_, totals_);
-  CampaignInfo info;
-  info.id = "c";
-  info.quiet_hours = "21:00-08:00";
-  setRules(info);
+  setQuietNights(nullptr);
   Item i = item("m1", "r1");
   EXPECT_TRUE(gate_->holdForQuiet(&c_, i, start_));
   ASSERT_EQ(host_.rows.size(), 1u);

@@ -7,6 +7,7 @@
 
 #include "pacer/worker.h"
 #include "support/worker_fixture.h"
+#include "support/wall_time.h"
 
 namespace pacer {
 namespace {
@@ -17,10 +18,7 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-WallTime utc(int y, unsigned mo, unsigned d, int h, int mi = 0, int s = 0) {
-  using namespace std::chrono;
-  return WallTime{sys_days{year{y} / month{mo} / day{d}}} + hours(h) + minutes(mi) + seconds(s);
-}
+using test::utc;
 
 RawMessage raw(std::int64_t offset, std::string campaign, std::string recipient = "", std::string tz = "") {
   RawMessage r;
