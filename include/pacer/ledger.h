@@ -3,6 +3,7 @@
 #pragma once
 
 #include "pacer/error.h"
+#include "pacer/time.h"
 
 #include <cstdint>
 #include <memory>
@@ -101,5 +102,41 @@ class LedgerInterface {
   virtual void recordReceipts(std::span<const DeliveryReceipt> receipts) = 0;
 };
 using LedgerInterfacePtr = std::unique_ptr<LedgerInterface>;
+
+// Ledger writes off the loop's thread (pacerd: a thread with its own
+// PostgreSQL connection, see pacer/ledger/ledger_writer.h), so the loop never
+// waits on a commit while lease tokens fall due. The core hands it one batch
+// at a time and learns through poll() whether it is durable; a row's offset
+// is finished, and a receipt acknowledged, only after that. Thread-safety:
+// every call comes from the core's one thread; the work is done elsewhere.
+struct LedgerWriteReport {
+  // record() returned (also when the batch had no rows): the rows are durable.
+  bool rows_durable = false;
+  std::size_t new_rows = 0;  // what record() returned
+  // recordReceipts() returned (also when there were none). Tried only once
+  // the rows are durable (a receipt may name a row of its batch).
+  bool receipts_durable = false;
+  // When either failed: why (LedgerUnavailableError, LedgerRejectedError, or
+  // kUnavailable for anything else thrown). The core retries either way.
+  ErrorKind error = ErrorKind::kUnavailable;
+  std::string reason;
+  bool durable() const noexcept { return rows_durable && receipts_durable; }
+};
+
+class LedgerWriterInterface {
+ public:
+  virtual ~LedgerWriterInterface() = default;
+  // Hands a batch over: record(rows), then recordReceipts(receipts); returns
+  // at once. Batches are written one at a time and reported in the order
+  // submitted.
+  virtual void submit(std::vector<DeliveryRecord> rows, std::vector<DeliveryReceipt> receipts) = 0;
+  // Moves the reports of the batches finished since the last call into `out`
+  // (cleared first), oldest first.
+  virtual void poll(std::vector<LedgerWriteReport>& out) = 0;
+  // Blocks until every batch submitted so far has finished, or for `max` at
+  // most (nanoseconds); true when they all finished.
+  virtual bool wait(Nanos max) = 0;
+};
+using LedgerWriterInterfacePtr = std::unique_ptr<LedgerWriterInterface>;
 
 }  // namespace pacer

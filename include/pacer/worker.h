@@ -207,6 +207,11 @@ struct WorkerOptions {
   // well below the SMSC's response timeout for deliver_sm).
   Nanos ledger_flush_interval = std::chrono::milliseconds(50);
   Nanos ledger_retry_interval = std::chrono::milliseconds(500);  // after the store was unavailable
+  // Ledger writes through this (not owned), one batch at a time, instead of
+  // `ledger` on the caller's thread; flush() waits for it ledger_flush_wait
+  // at most per call. Null: every write inline.
+  LedgerWriterInterface* ledger_writer = nullptr;
+  Nanos ledger_flush_wait = std::chrono::seconds(2);
   // Parking (when a ParkingInterface is given): a campaign keeps at most
   // max(park_min_keep, send_rate * park_keep_for) messages in memory; the rest
   // is parked and claimed back as the queue drains. The kept messages hold the
@@ -447,8 +452,10 @@ class WorkerCore {
   void step(MonoTime now);
   // Writes every pending ledger row, receipt and parked message now (before a
   // commit on revoke or shutdown). False if the store was unavailable; rows are
-  // kept. Receipts, whichever call writes them, are passed to the sink's
-  // receiptsRecorded() right after the ledger took them, never before.
+  // kept. With a ledger writer it hands over what is pending and waits for
+  // the report, ledger_flush_wait at most: false too when the batch is still
+  // being written then. Receipts, whichever call writes them, are passed to
+  // the sink's receiptsRecorded() right after the ledger took them, never before.
   bool flush(MonoTime now);
 
   // A graceful stop: from now on step() starts no new send (no dispatch, no

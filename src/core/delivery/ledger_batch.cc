@@ -2,6 +2,8 @@
 #include "ledger_batch.h"
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 
 namespace pacer::delivery_detail {
 
@@ -12,12 +14,12 @@ DeliveryRecord& LedgerBatch::push(DeliveryRecord r, bool tracked) {
 }
 
 bool LedgerBatch::due(MonoTime now, bool blocked, std::size_t batch, Nanos flush_interval) const noexcept {
-  if ((rows_.empty() && receipts_.empty()) || now < retry_at_) return false;
+  if ((rows_.empty() && receipts_.empty()) || in_flight_ || now < retry_at_) return false;
   return rows_.size() + receipts_.size() >= batch || blocked || now - since_.value_or(now) >= flush_interval;
 }
 
 std::optional<MonoTime> LedgerBatch::wake(MonoTime now, Nanos flush_interval) const noexcept {
-  if (rows_.empty() && receipts_.empty()) return std::nullopt;
+  if ((rows_.empty() && receipts_.empty()) || in_flight_) return std::nullopt;
   return std::max(retry_at_, since_.value_or(now) + flush_interval);
 }
 
@@ -69,6 +71,59 @@ bool LedgerBatch::writeReceipts(LedgerInterface& ledger, SinkInterface& sink, Wo
   receipts_.clear();
   since_.reset();  // nothing pends now (the rows went first): the next entry starts a new interval
   return true;
+}
+
+std::optional<MonoTime> LedgerBatch::since() const noexcept {
+  if (sent_since_ && (!since_ || *sent_since_ < *since_)) return sent_since_;
+  return since_;
+}
+
+void LedgerBatch::submit(LedgerWriterInterface& writer) {
+  // Swapped, not moved: the emptied vectors keep their room for the next batch.
+  rows_.swap(sent_rows_);
+  tracked_.swap(sent_tracked_);
+  receipts_.swap(sent_receipts_);
+  sent_since_ = std::exchange(since_, std::nullopt);
+  in_flight_ = true;
+  // Copies: the batch stays here to finish its offsets and acknowledge its
+  // receipts once it is durable, or to be put back if it is not.
+  writer.submit(sent_rows_, sent_receipts_);
+}
+
+bool LedgerBatch::finished(const LedgerWriteReport& report, SinkInterface& sink, OffsetTracker& tracker,
+                           WorkerStats& totals, MonoTime now, Nanos retry_interval) {
+  in_flight_ = false;
+  if (report.rows_durable && !sent_rows_.empty()) {
+    totals.ledger_rows += report.new_rows;
+    ++totals.ledger_writes;
+    for (std::size_t i = 0; i < sent_rows_.size(); ++i)
+      if (sent_tracked_[i]) tracker.finish(sent_rows_[i].topic, sent_rows_[i].partition, sent_rows_[i].offset);
+  }
+  if (report.rows_durable) {
+    sent_rows_.clear();
+    sent_tracked_.clear();
+  }
+  if (report.durable()) {
+    failing_ = false;
+    // Only now may the provider stop sending them again (write() says why).
+    if (!sent_receipts_.empty()) sink.receiptsRecorded(sent_receipts_);
+    totals.receipts += sent_receipts_.size();
+    sent_receipts_.clear();
+    sent_since_.reset();
+    return true;
+  }
+  // In front of what came meanwhile, in their order: nothing is dropped, and
+  // the oldest still go first.
+  rows_.insert(rows_.begin(), std::make_move_iterator(sent_rows_.begin()), std::make_move_iterator(sent_rows_.end()));
+  tracked_.insert(tracked_.begin(), sent_tracked_.begin(), sent_tracked_.end());
+  receipts_.insert(receipts_.begin(), std::make_move_iterator(sent_receipts_.begin()),
+                   std::make_move_iterator(sent_receipts_.end()));
+  sent_rows_.clear();
+  sent_tracked_.clear();
+  sent_receipts_.clear();
+  since_ = since().value_or(now);
+  sent_since_.reset();
+  return failed(totals, now, retry_interval);
 }
 
 }  // namespace pacer::delivery_detail

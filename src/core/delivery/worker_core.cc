@@ -13,8 +13,8 @@ using delivery_detail::samePartition;
 
 namespace {
 
-// How soon the loop looks again for what a park writer finished.
-constexpr Nanos kParkWriterPoll = std::chrono::milliseconds(2);
+// How soon the loop looks again for what a park or ledger writer finished.
+constexpr Nanos kWriterPoll = std::chrono::milliseconds(2);
 
 std::optional<std::string> limitProblem(const char* rate_name, const std::optional<RateLimit>& limit) {
   if (!limit) return std::nullopt;
@@ -405,6 +405,7 @@ void WorkerCore::step(MonoTime now) {
   m.results.clear();
   m.sink.poll(m.results);
   for (const SendResult& r : m.results) m.handle(r, now);
+  m.collectLedger(now);  // before dispatch: rows now durable no longer count against max_unrecorded
   if (m.draining) {
     if (m.parking) {
       m.collectParked(now);
@@ -413,7 +414,7 @@ void WorkerCore::step(MonoTime now) {
     m.sink.pollReceipts(m.to_ledger.receipts());
     m.gate.flushGiveBacks(now);
     m.to_ledger.mark(now);
-    if (m.ledgerDue(now, false)) m.writeRows(now);
+    m.stepLedger(now, false);
     return;
   }
   m.expireHeld(now);  // before releasing retries and the tick: an expired message is granted nothing
@@ -435,14 +436,14 @@ void WorkerCore::step(MonoTime now) {
   m.sink.pollReceipts(m.to_ledger.receipts());
   m.gate.flushGiveBacks(now);
   m.to_ledger.mark(now);
-  if (m.ledgerDue(now, blocked)) m.writeRows(now);
+  m.stepLedger(now, blocked);
 }
 
 bool WorkerCore::flush(MonoTime now) {
   Impl& m = *impl_;
   bool ok = true;
   if (m.parking) ok = m.flushParking(now) && ok;
-  ok = m.writeRows(now) && ok;
+  ok = m.flushLedger(now) && ok;
   return ok;
 }
 
@@ -474,9 +475,9 @@ MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
   // Receipts too: the provider waits for their acknowledgement, which comes
   // only once they are written.
   if (const auto due = m.to_ledger.wake(now, m.options.ledger_flush_interval)) wake = std::min(wake, *due);
-  // A park writer's answers are collected by step(): soon, not at the next
+  // A park or ledger writer's answers are collected by step(): soon, not at the next
   // timeout (the offsets, and the memory bound, wait for them).
-  if (!m.park_sent.empty() || m.scan_asked) wake = std::min(wake, now + kParkWriterPoll);
+  if (!m.park_sent.empty() || m.scan_asked || m.to_ledger.inFlight()) wake = std::min(wake, now + kWriterPoll);
   const bool park_room = !m.options.park_writer || m.park_sent.size() < m.options.park_batches_in_flight;
   if (!m.to_park.empty() && park_room)
     wake = std::min(wake, std::max(m.park_retry_at, m.to_park_since + m.options.ledger_flush_interval));

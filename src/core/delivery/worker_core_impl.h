@@ -166,6 +166,7 @@ struct WorkerCore::Impl {
   MonoTime next_renew;
 
   delivery_detail::LedgerBatch to_ledger;  // rows and receipts not yet written (ledger_batch.h)
+  std::vector<LedgerWriteReport> ledger_reports;  // the ledger writer's, as last polled
   bool parking_failing = false;            // the last park() failed
 
   MonoTime now{};         // of the current step or offer
@@ -242,6 +243,15 @@ struct WorkerCore::Impl {
   // Writes what to_ledger holds (LedgerBatch::write); whether it is due.
   bool writeRows(MonoTime now);
   bool ledgerDue(MonoTime now, bool blocked) const;
+  // With a ledger writer: takes its reports on the batch in flight (false
+  // when it failed). Without one: nothing to do.
+  bool collectLedger(MonoTime now);
+  // The end of a step: the writer's report, then a write (inline) or a
+  // batch handed over (to the writer) when one is due.
+  void stepLedger(MonoTime now, bool blocked);
+  // Writes everything pending now; with a writer, hands it over and waits
+  // for the report (ledger_flush_wait at most). False unless all is durable.
+  bool flushLedger(MonoTime now);
 
   // --- parking ------------------------------------------------------------
 

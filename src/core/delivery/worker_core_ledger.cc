@@ -100,4 +100,44 @@ bool WorkerCore::Impl::ledgerDue(MonoTime now, bool blocked) const {
   return to_ledger.due(now, blocked, options.ledger_batch, options.ledger_flush_interval);
 }
 
+bool WorkerCore::Impl::collectLedger(MonoTime now) {
+  LedgerWriterInterface* writer = options.ledger_writer;
+  if (!writer || !to_ledger.inFlight()) return true;
+  writer->poll(ledger_reports);
+  bool ok = true;
+  for (const LedgerWriteReport& report : ledger_reports) {
+    if (!to_ledger.inFlight()) break;  // more reports than batches: a writer's bug, nothing to finish
+    ok = to_ledger.finished(report, sink, tracker, totals, now, options.ledger_retry_interval) && ok;
+  }
+  return ok;
+}
+
+void WorkerCore::Impl::stepLedger(MonoTime now, bool blocked) {
+  collectLedger(now);
+  if (!ledgerDue(now, blocked)) return;
+  if (options.ledger_writer)
+    to_ledger.submit(*options.ledger_writer);  // the loop goes on; its report comes through collectLedger
+  else
+    writeRows(now);
+}
+
+// Before a commit (revoke, shutdown): every offset the caller may commit
+// must have its row durable, so this waits for the writer, within bounds (a
+// rebalance callback must return). A failed or unfinished batch is reported
+// as not flushed, and the caller commits only what is finished.
+bool WorkerCore::Impl::flushLedger(MonoTime now) {
+  LedgerWriterInterface* writer = options.ledger_writer;
+  if (!writer) return writeRows(now);
+  collectLedger(now);  // one that failed before is handed over again at once, as an inline flush writes at once
+  for (;;) {
+    if (!to_ledger.inFlight()) {
+      if (to_ledger.rows() == 0 && to_ledger.pendingReceipts() == 0) return true;
+      to_ledger.submit(*writer);
+    }
+    const bool finished = writer->wait(options.ledger_flush_wait);
+    if (!collectLedger(now)) return false;                // back in pending, tried again later
+    if (!finished || to_ledger.inFlight()) return false;  // still being written: not durable yet
+  }
+}
+
 }  // namespace pacer
