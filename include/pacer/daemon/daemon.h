@@ -69,6 +69,10 @@ struct DaemonOptions : sink::SinkSettings {
   bool caps_cluster = false;
 
   WorkerOptions worker;
+  // Ledger writes on a thread with its own PostgreSQL connection
+  // (WorkerOptions::ledger_writer; ledger.writer thread); false (inline): on
+  // the loop's thread, which then waits on every commit.
+  bool ledger_writer = true;
   bool parking = true;
   // Park writes and the unclaimed scan on a thread with its own PostgreSQL
   // connection (WorkerOptions::park_writer); off: on the loop's thread.

@@ -211,6 +211,12 @@ std::vector<Key> ledgerKeys() {
       {"ledger.flush_ms", Shape::kScalar, "--ledger-flush-ms", FlagForm::kValue, false, false,
        "a ledger row waits at most this long (default 50)",
        [](const Raw& r, Ctx& c) { c.o.worker.ledger_flush_interval = ms(asInt(r, 0)); }},
+      {"ledger.writer", Shape::kScalar, "--ledger-writer", FlagForm::kValue, false, false,
+       "where ledger rows and receipts are written: thread (its own PostgreSQL connection; the loop never "
+       "waits on a commit) or inline (on the loop's thread) (default thread)",
+       [](const Raw& r, Ctx& c) {
+         c.o.ledger_writer = asChoice(r, {"thread", "inline"}) == "thread";
+       }},
       {"ledger.parking", Shape::kScalar, "--parking", FlagForm::kValue, false, false,
        "park the excess of slow campaigns in PostgreSQL: on, off (default on)",
        [](const Raw& r, Ctx& c) { c.o.parking = asBool(r, "on or off"); }},

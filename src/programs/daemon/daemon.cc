@@ -16,8 +16,6 @@
 #include "pacer/conninfo.h"
 #include "pacer/control/control_feed.h"
 #include "pacer/ledger/pg_ledger.h"
-#include "pacer/ledger/park_writer.h"
-#include "pacer/ledger/pg_parking.h"
 
 namespace pacer::worker {
 namespace {
@@ -42,23 +40,6 @@ void checkRequired(const DaemonOptions& o) {
 
 ingest::KafkaIngestOptions ingestOptions(const DaemonOptions& o) {
   return ingest::KafkaIngestOptions{o.brokers, o.topics, o.group, o.assignment, o.session_timeout_ms, o.kafka};
-}
-
-// Parking, and its writer thread on a connection of its own (one owner name: either hands back a claim).
-ParkingInterfacePtr makeParking(const DaemonOptions& o, const ledger::PgLedgerOptions& pg,
-                                ParkWriterInterfacePtr& writer, const logging::LoggerPtr& log) {
-  if (!o.parking) return nullptr;
-  ledger::PgParkingOptions po;
-  po.connection = pg;
-  char host[256] = "host";
-  ::gethostname(host, sizeof host - 1);
-  po.owner = fmt::format("{}:{}:{}", host, ::getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
-  po.lease = o.parking_lease;
-  auto told = [log](const std::string& why, std::uint64_t n) {
-    log->warn("event=park_write_failed failures={} reason=\"{}\"", n, why);
-  };
-  if (o.park_writer) writer = ledger::makeThreadedParkWriter(ledger::makePgParking(po), told);
-  return ledger::makePgParking(po);
 }
 
 class Daemon {
@@ -95,6 +76,7 @@ class Daemon {
                  redactConninfo(o_.postgres));
     }
     ledger_ = ledger::makePgLedger(pg);
+    if (o_.ledger_writer) ledger_writer_ = makeLedgerWriter(pg, log_);
     parking_ = makeParking(o_, pg, park_writer_, log_);
     events_ = makeEvents(o_, pg, log_);
     callbacks_ = makeCallbacks(o_, pg, log_);
@@ -126,6 +108,7 @@ class Daemon {
   WorkerOptions workerOptions() {
     WorkerOptions wo = o_.worker;
     wo.park_writer = park_writer_.get();
+    wo.ledger_writer = ledger_writer_.get();
     wo.cost = cost_.get();
     wo.zones = rules_.zones;
     wo.caps = rules_.caps.get();
@@ -468,6 +451,7 @@ class Daemon {
   QuotaBackendPtr quota_;
   RecipientRules rules_;  // before core_: the core uses its store
   LedgerInterfacePtr ledger_;
+  LedgerWriterInterfacePtr ledger_writer_;  // null: ledger writes on the loop (--ledger-writer inline)
   ParkingInterfacePtr parking_;
   ParkWriterInterfacePtr park_writer_;  // null: parking writes on the loop (--park-writer off)
   std::unique_ptr<events::OutcomeDrainer> events_;  // null: outcome events off

@@ -109,6 +109,14 @@ std::unique_ptr<events::OutcomeDrainer> makeEvents(const DaemonOptions& o, const
 // `pg` must carry the callbacks' worker id.
 std::unique_ptr<events::CallbackWorker> makeCallbacks(const DaemonOptions& o, const ledger::PgLedgerOptions& pg,
                                                       const logging::LoggerPtr& log);
+// Parking when it is on (else null), and its writer thread into `writer`
+// when park_writer is on; one owner name for both: either hands back a claim.
+ParkingInterfacePtr makeParking(const DaemonOptions& o, const ledger::PgLedgerOptions& pg,
+                                ParkWriterInterfacePtr& writer, const logging::LoggerPtr& log);
+// The ledger writer thread on a connection of its own, with `pg` (the
+// outbox and callback worker ids of the loop's ledger); failures logged.
+LedgerWriterInterfacePtr makeLedgerWriter(const ledger::PgLedgerOptions& pg, const logging::LoggerPtr& log);
+
 // events_worker_id, or the host name when it is empty.
 std::string eventsWorkerId(const DaemonOptions& o);
 
