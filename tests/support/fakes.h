@@ -235,6 +235,55 @@ class FakeParkWriter final : public ParkWriterInterface {
   bool scan_asked_ = false;
 };
 
+// A ledger writer the test drives, as a thread would run it: batches wait
+// until finish() writes them to `store` in order (rows, then receipts; failed
+// while the store is unavailable). wait() finishes them too, unless `stalled`
+// (a commit that takes longer than the wait).
+class FakeLedgerWriter final : public LedgerWriterInterface {
+ public:
+  explicit FakeLedgerWriter(LedgerInterface& store) : store_(store) {}
+  void submit(std::vector<DeliveryRecord> rows, std::vector<DeliveryReceipt> receipts) override {
+    ++submits;
+    std::vector<std::string> ids;
+    for (const DeliveryRecord& r : rows) ids.push_back(r.message_id);
+    batches.push_back(std::move(ids));
+    pending_.push_back({std::move(rows), std::move(receipts)});
+  }
+  void poll(std::vector<LedgerWriteReport>& out) override { out = std::exchange(done_, {}); }
+  bool wait(Nanos) override {
+    ++waits;
+    if (!stalled) finish();
+    return pending_.empty();
+  }
+  // Writes the oldest `n` batches waiting.
+  void finish(std::size_t n = SIZE_MAX) {
+    for (; n > 0 && !pending_.empty(); --n) {
+      auto& [rows, receipts] = pending_.front();
+      LedgerWriteReport r;
+      try {
+        if (!rows.empty()) r.new_rows = store_.record(rows);
+        r.rows_durable = true;
+        if (!receipts.empty()) store_.recordReceipts(receipts);
+        r.receipts_durable = true;
+      } catch (const Error& e) {
+        r.error = e.kind();
+        r.reason = e.what();
+      }
+      done_.push_back(std::move(r));
+      pending_.pop_front();
+    }
+  }
+  std::size_t pending() const { return pending_.size(); }
+  int submits = 0, waits = 0;
+  bool stalled = false;
+  std::vector<std::vector<std::string>> batches;  // the row ids of every batch submitted, in order
+
+ private:
+  LedgerInterface& store_;
+  std::deque<std::pair<std::vector<DeliveryRecord>, std::vector<DeliveryReceipt>>> pending_;
+  std::vector<LedgerWriteReport> done_;
+};
+
 // The in-memory cap store, with a switch that makes it answer as a Redis
 // that cannot be reached, and counters of what it was asked.
 class FakeCapStore final : public FrequencyCapStore {
