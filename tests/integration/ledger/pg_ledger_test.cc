@@ -14,6 +14,7 @@
 #include <pqxx/pqxx>
 
 #include "pacer/ledger/pg_directory.h"
+#include "pacer/ledger/ledger_writer.h"
 #include "pacer/ledger/park_writer.h"
 #include "pacer/ledger/pg_parking.h"
 #include "pacer/sink.h"
@@ -708,6 +709,75 @@ TEST(PgLedgerNoServer, TheParkWriterReportsABatchItCannotWriteAsFailed) {
   EXPECT_NE(told[0].find("PostgreSQL unreachable"), std::string::npos) << told[0];
 }
 
+// The ledger writer (pacerd's thread with its own connection): batches are
+// durable, in order, when it says so, with the rows each made new (a row
+// already in the ledger is not new), and a receipt is written after its
+// batch's rows.
+TEST_F(PgLedgerTest, TheLedgerWriterReportsEachBatchDurableInOrderWithItsNewRows) {
+  migrate(options_);
+  auto writer = makeThreadedLedgerWriter(makePgLedger(options_));
+  for (int b = 0; b < 3; ++b) {
+    std::vector<DeliveryRecord> rows;
+    for (int i = 0; i < 1000; ++i)
+      rows.push_back(row(fmt::format("w{}-{}", b == 1 && i < 400 ? 0 : b, i), b * 1000 + i));
+    std::vector<DeliveryReceipt> receipts;
+    if (b == 2) {
+      rows[0].provider = "sms";
+      rows[0].provider_message_id = "smsc-1";
+      DeliveryReceipt r;
+      r.provider = "sms";
+      r.provider_message_id = "smsc-1";
+      r.status = ReceiptStatus::kDelivered;
+      receipts.push_back(r);
+    }
+    writer->submit(std::move(rows), std::move(receipts));
+  }
+  ASSERT_TRUE(writer->wait(std::chrono::seconds(30)));
+  std::vector<LedgerWriteReport> reports;
+  writer->poll(reports);
+  ASSERT_EQ(reports.size(), 3u);
+  for (const LedgerWriteReport& r : reports) EXPECT_TRUE(r.durable()) << r.reason;
+  EXPECT_EQ(reports[0].new_rows, 1000u);
+  EXPECT_EQ(reports[1].new_rows, 600u) << "400 ids of the first batch again: already there";
+  EXPECT_EQ(reports[2].new_rows, 1000u);
+  EXPECT_EQ(count(), 2600);
+  pqxx::connection c(options_.conninfo);
+  pqxx::read_transaction tx(c);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM delivery_receipts WHERE message_id = 'w2-0'")[0].as<std::int64_t>(), 1);
+  writer->poll(reports);
+  EXPECT_TRUE(reports.empty()) << "each batch reported once";
+}
+
+TEST(PgLedgerNoServer, TheLedgerWriterReportsABatchItCannotWriteAsFailed) {
+  PgLedgerOptions o;
+  o.conninfo = "host=127.0.0.1 port=" + std::to_string(pacer::testing::freeLoopbackPort()) + " user=postgres dbname=x";
+  o.connect_timeout_s = 2;
+  std::mutex mu;
+  std::vector<std::string> told;
+  auto writer = makeThreadedLedgerWriter(makePgLedger(o), [&](const std::string& reason, std::uint64_t failures) {
+    std::lock_guard lock(mu);
+    told.push_back(fmt::format("{} {}", failures, reason));
+  });
+  std::vector<DeliveryRecord> rows(1);
+  rows[0].message_id = "m";
+  writer->submit(rows, {});
+  writer->submit(rows, {});
+  ASSERT_TRUE(writer->wait(std::chrono::seconds(30)));
+  std::vector<LedgerWriteReport> reports;
+  writer->poll(reports);
+  ASSERT_EQ(reports.size(), 2u);
+  for (const LedgerWriteReport& r : reports) {
+    EXPECT_FALSE(r.rows_durable);
+    EXPECT_FALSE(r.durable());
+    EXPECT_EQ(r.error, ErrorKind::kUnavailable);
+  }
+  // Said once (two failures within 10 s), with the reason: PostgreSQL is not there.
+  std::lock_guard lock(mu);
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].rfind("1 ", 0), 0u) << told[0];
+  EXPECT_NE(told[0].find("PostgreSQL unreachable"), std::string::npos) << told[0];
+}
+
 TEST(PgLedgerNoServer, ConnectionRefusedIsUnavailable) {
   PgLedgerOptions o;
   o.conninfo = "host=127.0.0.1 port=" + std::to_string(pacer::testing::freeLoopbackPort()) + " user=postgres dbname=x";
@@ -880,6 +950,50 @@ TEST_F(PgLedgerTest, ABatchWhoseCommitAnswerWasLostSendsNothingTwice) {
   pqxx::connection c(options_.conninfo);
   pqxx::read_transaction tx(c);
   EXPECT_EQ(tx.exec1("SELECT count(*) FROM parked")[0].as<std::int64_t>(), 0);
+}
+
+// End to end on PostgreSQL with the threaded ledger writer: the offsets
+// advance as its reports come in, and a flush hands over the last rows and
+// waits for them.
+TEST_F(PgLedgerTest, AWorkerCoresRowsReachPostgresqlThroughTheLedgerWriterAndFlushWaitsForTheLast) {
+  migrate(options_);
+  auto loop_ledger = makePgLedger(options_);
+  auto writer = makeThreadedLedgerWriter(makePgLedger(options_));
+  test_support::FakeSink sink(1000);
+  SimulatedTimeSource clock(monoAt(std::chrono::seconds(1000)));
+  WorkerOptions o;
+  o.ledger_flush_interval = std::chrono::milliseconds(50);
+  o.ledger_writer = writer.get();
+  WorkerCore core(o, *loop_ledger, sink, nullptr, clock.now());
+  CampaignInfo a;
+  a.id = "a";
+  core.upsertCampaign(a, clock.now());
+  const auto offer = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      RawMessage raw;
+      raw.position = Position{"messages", 0, i};
+      raw.key = "a";
+      raw.headers.emplace_back("message-id", "m-" + std::to_string(i));
+      raw.value = "x";
+      core.offer(std::move(raw), clock.now());
+    }
+  };
+  const TopicPartition tp{"messages", 0};
+  const auto step = [&] {
+    clock.advance(std::chrono::milliseconds(10));
+    core.step(clock.now());
+    return core.committable(tp).value_or(0);
+  };
+  offer(0, 500);
+  EXPECT_TRUE(pacer::testing::waitUntil([&] { return step() == 500; }, std::chrono::seconds(30)));
+  EXPECT_EQ(count("status = 'sent'"), 500);
+  EXPECT_EQ(core.stats().ledger_rows, 500u);
+  offer(500, 600);
+  core.step(clock.now());
+  ASSERT_TRUE(core.flush(clock.now()));
+  EXPECT_EQ(core.committable(tp), 600);
+  EXPECT_EQ(count("status = 'sent'"), 600);
+  EXPECT_EQ(core.stats().unrecorded, 0u);
 }
 
 }  // namespace
