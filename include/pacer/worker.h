@@ -372,7 +372,7 @@ struct WorkerStats {
   std::size_t buffered_messages = 0;
   std::size_t buffered_bytes = 0;
   std::size_t unrecorded = 0;                  // in the sink or awaiting the ledger
-  std::size_t pending_rows = 0;                // outcomes known, not yet written to the ledger
+  std::size_t pending_rows = 0;                // outcomes known, not yet durable (pending, or in the ledger writer)
   std::optional<MonoTime> oldest_pending_row;  // the step that made the oldest of them
   bool store_failing = false;                  // the last ledger or parking write failed; retried (rows are kept)
   QuotaMetrics quota;                          // the global quota's counters (all zero without one)

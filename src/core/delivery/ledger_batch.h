@@ -25,7 +25,7 @@ namespace pacer::delivery_detail {
 class LedgerBatch {
  public:
   // Appends a row (`tracked`: its offset is in the tracker, finished once
-  // the row is written). The reference lives until the next push or write.
+  // the row is written). The reference lives until the next push, write or submit.
   DeliveryRecord& push(DeliveryRecord r, bool tracked);
   // The last row pushed (rows must not be empty).
   DeliveryRecord& last() { return rows_.back(); }
