@@ -8,7 +8,8 @@
 # over 2 campaigns at 300/s each, every message to its own device token, so
 # the fake's record (one line per accepted request) tells lost from twice.
 #
-#   bench/fcm_e2e.sh            (MESSAGES=20000 WORKERS=4 PACER_BENCH_PRESET=release PACER_KEEP=1)
+#   bench/fcm_e2e.sh            (MESSAGES=20000 WORKERS=4 PACER_BENCH_PRESET=release PACER_KEEP=1
+#                                PACERD_ARGS="more pacerd flags")
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/../scripts/services.sh"
@@ -56,7 +57,7 @@ for w in $(seq 1 "$workers"); do
     --redis "$PACER_REDIS" --live-workers "$workers" --refresh-ms 500 --sink fcm --in-flight 100 \
     --fcm-url "https://127.0.0.1:$port" --fcm-service-account-file "$dir/sa.json" --push-ca-file "$dir/ca.pem" \
     --session-timeout-ms 6000 --summary "$dir/summary$w.json" --admin-listen 127.0.0.1:0 \
-    >"$dir/pacerd$w.log" 2>&1 &
+    ${PACERD_ARGS:-} >"$dir/pacerd$w.log" 2>&1 &  # PACERD_ARGS: more pacerd flags, split on spaces
   pids+=($!)
 done
 deadline=$(($(date +%s) + total / 100 + 180))
