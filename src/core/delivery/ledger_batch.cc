@@ -30,22 +30,43 @@ bool LedgerBatch::failed(WorkerStats& totals, MonoTime now, Nanos retry_interval
   return false;
 }
 
+namespace {
+
+// Rows the ledger now holds, written on the loop or by a writer: their
+// offsets are finished and they are counted.
+void rowsDurable(std::vector<DeliveryRecord>& rows, std::vector<char>& tracked, std::size_t new_rows,
+                 OffsetTracker& tracker, WorkerStats& totals) {
+  totals.ledger_rows += new_rows;
+  ++totals.ledger_writes;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (tracked[i]) tracker.finish(rows[i].topic, rows[i].partition, rows[i].offset);
+  rows.clear();
+  tracked.clear();
+}
+
+// Receipts the ledger now holds: only now may the provider stop sending them
+// again (SMPP deliver_sm_resp), so the sink acknowledges them here.
+void receiptsDurable(std::vector<DeliveryReceipt>& receipts, SinkInterface& sink, WorkerStats& totals) {
+  if (!receipts.empty()) sink.receiptsRecorded(receipts);
+  totals.receipts += receipts.size();
+  receipts.clear();
+}
+
+}  // namespace
+
 bool LedgerBatch::write(LedgerInterface& ledger, SinkInterface& sink, OffsetTracker& tracker, WorkerStats& totals,
                         MonoTime now, Nanos retry_interval) {
   if (rows_.empty()) return writeReceipts(ledger, sink, totals, now, retry_interval);
+  std::size_t new_rows = 0;
   try {
-    totals.ledger_rows += ledger.record(rows_);
+    new_rows = ledger.record(rows_);
   } catch (const LedgerUnavailableError&) {
     return failed(totals, now, retry_interval);
   } catch (const LedgerRejectedError&) {
     return failed(totals, now, retry_interval);  // never dropped: the rows stay and are tried again
   }
   failing_ = false;
-  ++totals.ledger_writes;
-  for (std::size_t i = 0; i < rows_.size(); ++i)
-    if (tracked_[i]) tracker.finish(rows_[i].topic, rows_[i].partition, rows_[i].offset);
-  rows_.clear();
-  tracked_.clear();
+  rowsDurable(rows_, tracked_, new_rows, tracker, totals);
   since_.reset();
   return writeReceipts(ledger, sink, totals, now, retry_interval);
 }
@@ -66,9 +87,7 @@ bool LedgerBatch::writeReceipts(LedgerInterface& ledger, SinkInterface& sink, Wo
     if (!since_) since_ = now;
     return failed(totals, now, retry_interval);
   }
-  sink.receiptsRecorded(receipts_);
-  totals.receipts += receipts_.size();
-  receipts_.clear();
+  receiptsDurable(receipts_, sink, totals);
   since_.reset();  // nothing pends now (the rows went first): the next entry starts a new interval
   return true;
 }
@@ -93,22 +112,10 @@ void LedgerBatch::submit(LedgerWriterInterface& writer) {
 bool LedgerBatch::finished(const LedgerWriteReport& report, SinkInterface& sink, OffsetTracker& tracker,
                            WorkerStats& totals, MonoTime now, Nanos retry_interval) {
   in_flight_ = false;
-  if (report.rows_durable && !sent_rows_.empty()) {
-    totals.ledger_rows += report.new_rows;
-    ++totals.ledger_writes;
-    for (std::size_t i = 0; i < sent_rows_.size(); ++i)
-      if (sent_tracked_[i]) tracker.finish(sent_rows_[i].topic, sent_rows_[i].partition, sent_rows_[i].offset);
-  }
-  if (report.rows_durable) {
-    sent_rows_.clear();
-    sent_tracked_.clear();
-  }
+  if (report.rows_durable && !sent_rows_.empty()) rowsDurable(sent_rows_, sent_tracked_, report.new_rows, tracker, totals);
   if (report.durable()) {
     failing_ = false;
-    // Only now may the provider stop sending them again (write() says why).
-    if (!sent_receipts_.empty()) sink.receiptsRecorded(sent_receipts_);
-    totals.receipts += sent_receipts_.size();
-    sent_receipts_.clear();
+    receiptsDurable(sent_receipts_, sink, totals);
     sent_since_.reset();
     return true;
   }
