@@ -33,6 +33,7 @@
 #include "pacer/message.h"
 #include "pacer/message_cost.h"
 #include "pacer/offset_tracker.h"
+#include "pacer/parking.h"
 #include "pacer/quiet_hours.h"
 #include "pacer/quota.h"
 #include "pacer/quota_lease.h"
@@ -103,73 +104,6 @@ struct RowProblem {
   std::string id;
   std::string reason;
 };
-
-// Durable storage for the excess of campaigns that cannot keep up, so their
-// Kafka offsets can advance and a slow campaign does not hold back a fast one
-// sharing its partition. A parked message leaves parking in the same
-// transaction that writes its ledger row (DeliveryRecord::unpark).
-// Errors: LedgerUnavailableError / LedgerRejectedError, as the ledger.
-class ParkingInterface {
- public:
-  virtual ~ParkingInterface() = default;
-  // Stores `messages` durably (all or nothing), with their `time_zone`. A
-  // message whose id is already in the ledger, or parked and not claimed by
-  // this worker, is left as it is; one this worker claimed is handed back
-  // (unclaimed) with its new not_before. `not_before` is empty (every message may go at once) or one instant
-  // per message: no claim hands it out before then (quiet hours, a deferred
-  // frequency cap); WallTime{} (the epoch) means no wait. Returns how many
-  // were new.
-  virtual std::size_t park(std::span<const Message> messages, std::span<const WallTime> not_before) = 0;
-  // Claims up to `max` of `campaign`'s parked messages for this worker, oldest
-  // first, skipping those another live worker holds and those whose
-  // not_before is after `now` (the caller's wall clock). A claim lasts a
-  // lease; renew() extends this worker's claims.
-  virtual std::vector<Message> claim(const std::string& campaign, std::size_t max, WallTime now) = 0;
-  // Parked messages no live worker holds, per campaign (after a crash, or
-  // parked by this worker and not yet claimed), counting only those whose
-  // not_before has passed (by the store's own clock: a hint to claim).
-  virtual std::vector<std::pair<std::string, std::size_t>> unclaimed() = 0;
-  // Extends the lease of every claim this worker holds.
-  virtual void renew() = 0;
-  // Gives back every claim this worker holds (a graceful stop): the messages
-  // stay parked and any worker may claim them at once, without waiting for
-  // the lease to run out. Returns how many were given back.
-  virtual std::size_t release() = 0;
-};
-using ParkingInterfacePtr = std::unique_ptr<ParkingInterface>;
-
-// Park writes and the scan for unclaimed parked messages off the loop's
-// thread (pacerd: a thread with its own PostgreSQL connection, see
-// pacer/ledger/park_writer.h). The core hands it batches and learns through
-// poll() which are durable; a message's offset may be committed only after
-// that. Thread-safety: every call comes from the core's one thread; the work
-// is done elsewhere.
-struct ParkWriterReport {
-  // One entry per batch that finished since the last poll(), in the order
-  // submitted: true when durable (ParkingInterface::park returned), false
-  // when the write failed (nothing of it may be taken as parked; the caller
-  // submits it again, which park() tolerates).
-  std::vector<bool> batches;
-  // The answer to requestUnclaimed(), once it came (ParkingInterface::unclaimed).
-  std::optional<std::vector<std::pair<std::string, std::size_t>>> unclaimed;
-  bool unclaimed_failed = false;  // the scan asked for failed (no answer follows)
-};
-
-class ParkWriterInterface {
- public:
-  virtual ~ParkWriterInterface() = default;
-  // Hands a batch to be parked (ParkingInterface::park); returns at once.
-  // Batches are written and reported in the order submitted.
-  virtual void submit(std::vector<Message> messages, std::vector<WallTime> not_before) = 0;
-  // Asks for ParkingInterface::unclaimed(); the answer comes through poll().
-  virtual void requestUnclaimed() = 0;
-  // Moves what finished since the last call into `out` (cleared first).
-  virtual void poll(ParkWriterReport& out) = 0;
-  // Blocks until every batch submitted so far has finished (durable or
-  // failed); a scan asked for may still be running.
-  virtual void wait() = 0;
-};
-using ParkWriterInterfacePtr = std::unique_ptr<ParkWriterInterface>;
 
 struct WorkerOptions {
   DecodeOptions decode;

@@ -158,7 +158,11 @@ class FakeParking final : public ParkingInterface {
   int park_calls = 0;
   std::set<std::string> claimed;  // claimed and not yet parked again
   std::map<std::string, WallTime> not_before;
-  void renew() override {}
+  void renew() override {
+    if (!available) throw LedgerUnavailableError("down");
+    ++renewals;
+  }
+  int renewals = 0;
   std::size_t release() override {
     ++releases;
     return 0;
@@ -177,6 +181,8 @@ class FakeParking final : public ParkingInterface {
 // A park writer the test drives, as a thread would run it: batches wait
 // until finish() writes them to `store` in order (failed while the store is
 // unavailable), and an asked scan is answered by answerScan() or finish().
+// Claims and renewals go before the batches waiting, as the thread takes
+// them: at once when asked, or, with `hold_claims`, at the next finish().
 class FakeParkWriter final : public ParkWriterInterface {
  public:
   explicit FakeParkWriter(ParkingInterface& store) : store_(store) {}
@@ -185,12 +191,25 @@ class FakeParkWriter final : public ParkWriterInterface {
     sizes.push_back(messages.size());
     pending_.push_back({std::move(messages), std::move(not_before)});
   }
+  void requestClaim(std::string campaign, std::size_t max, WallTime now) override {
+    ++claims_asked;
+    held_.push_back(Held{false, std::move(campaign), max, now});
+    if (!hold_claims) answerClaims();
+  }
+  void requestRenew() override {
+    ++renewals_asked;
+    held_.push_back(Held{true, {}, 0, {}});
+    if (!hold_claims) answerClaims();
+  }
   void requestUnclaimed() override {
     ++scans_asked;
     scan_asked_ = true;
   }
   void poll(ParkWriterReport& out) override {
     out.batches = std::exchange(done_, {});
+    out.claims = std::exchange(claims_, {});
+    out.renewals = std::exchange(renewals_, 0);
+    out.renewals_failed = std::exchange(renewals_failed_, 0);
     out.unclaimed = std::exchange(unclaimed_, std::nullopt);
     out.unclaimed_failed = false;
   }
@@ -198,9 +217,11 @@ class FakeParkWriter final : public ParkWriterInterface {
     ++waits;
     finish();
   }
-  // Writes the oldest `n` batches waiting and answers a scan asked for.
+  // Answers the claims and renewals asked, writes the oldest `n` batches
+  // waiting and answers a scan asked for.
   void finish(std::size_t n = SIZE_MAX) {
     answerScan();
+    answerClaims();
     for (; n > 0 && !pending_.empty(); --n) {
       bool durable = true;
       try {
@@ -220,17 +241,49 @@ class FakeParkWriter final : public ParkWriterInterface {
     if (scan_asked_) unclaimed_ = store_.unclaimed();
     scan_asked_ = false;
   }
+  void answerClaims() {
+    for (Held& h : held_) {
+      if (h.renew) {
+        ++renewals_;
+        try {
+          store_.renew();
+        } catch (const std::exception&) {
+          ++renewals_failed_;
+        }
+        continue;
+      }
+      ParkClaimAnswer answer;
+      try {
+        answer.messages = store_.claim(h.campaign, h.max, h.now);
+      } catch (const std::exception&) {
+        answer.failed = true;
+      }
+      claims_.push_back(std::move(answer));
+    }
+    held_.clear();
+  }
   std::size_t pending() const { return pending_.size(); }
-  int submits = 0, scans_asked = 0, waits = 0;
+  std::size_t claimsHeld() const { return held_.size(); }
+  int submits = 0, scans_asked = 0, waits = 0, claims_asked = 0, renewals_asked = 0;
   std::vector<std::size_t> sizes;  // of every batch submitted, in order
   // The next this many batches written are reported failed all the same: a
   // commit that succeeded while its answer was lost (a commit in doubt).
   std::size_t lose_answers = 0;
+  bool hold_claims = false;  // claims and renewals wait for finish() (a writer busy with a batch)
 
  private:
+  struct Held {
+    bool renew = false;
+    std::string campaign;
+    std::size_t max = 0;
+    WallTime now{};
+  };
   ParkingInterface& store_;
   std::deque<std::pair<std::vector<Message>, std::vector<WallTime>>> pending_;
+  std::deque<Held> held_;
   std::vector<bool> done_;
+  std::vector<ParkClaimAnswer> claims_;
+  std::size_t renewals_ = 0, renewals_failed_ = 0;
   std::optional<std::vector<std::pair<std::string, std::size_t>>> unclaimed_;
   bool scan_asked_ = false;
 };

@@ -2,127 +2,134 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <exception>
 #include <mutex>
-#include <thread>
+#include <optional>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "batch_thread.h"
 
 namespace pacer::ledger {
 
 namespace {
 
+struct ParkBatch {
+  std::vector<Message> messages;
+  std::vector<WallTime> not_before;
+};
+struct ClaimJob {
+  std::string campaign;
+  std::size_t max = 0;
+  WallTime now{};
+};
+struct RenewJob {};
+struct Renewed {
+  bool ok = false;
+};
+using ParkJob = std::variant<ParkBatch, ClaimJob, RenewJob>;
+// A batch's durability, a claim's answer, or a renewal's.
+using ParkDone = std::variant<bool, ParkClaimAnswer, Renewed>;
+
 class ThreadedParkWriter final : public ParkWriterInterface {
  public:
   ThreadedParkWriter(ParkingInterfacePtr store, ParkWriterErrorFn on_error)
-      : store_(std::move(store)), on_error_(std::move(on_error)), thread_([this] { run(); }) {}
-
-  ~ThreadedParkWriter() override {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    work_.notify_all();
-    thread_.join();
-  }
+      : store_(std::move(store)),
+        teller_(std::move(on_error)),
+        thread_([this](ParkJob& job) { return run(job); }, [this] { scan(); }) {}
 
   void submit(std::vector<Message> messages, std::vector<WallTime> not_before) override {
-    {
-      std::lock_guard lock(mu_);
-      queue_.push_back(Batch{std::move(messages), std::move(not_before)});
-    }
-    work_.notify_all();
+    thread_.submit(ParkBatch{std::move(messages), std::move(not_before)});
   }
 
-  void requestUnclaimed() override {
-    {
-      std::lock_guard lock(mu_);
-      scan_wanted_ = true;
-    }
-    work_.notify_all();
+  void requestClaim(std::string campaign, std::size_t max, WallTime now) override {
+    thread_.submit(ClaimJob{std::move(campaign), max, now}, true);
   }
 
+  void requestRenew() override { thread_.submit(RenewJob{}, true); }
+
+  // Once every few seconds: the scan goes before the next batch, so a backlog does not put it off.
+  void requestUnclaimed() override { thread_.requestChore(); }
+
+  // The scan's answer first, then the rest: every batch the scan saw written is then among those
+  // reported (the thread reports a batch before it runs the next scan).
   void poll(ParkWriterReport& out) override {
+    {
+      std::lock_guard lock(scan_mu_);
+      out.unclaimed = std::move(unclaimed_);
+      unclaimed_.reset();
+      out.unclaimed_failed = scan_failed_;
+      scan_failed_ = false;
+    }
     out.batches.clear();
-    out.unclaimed.reset();
-    std::lock_guard lock(mu_);
-    out.batches.swap(done_);
-    out.unclaimed = std::move(unclaimed_);
-    unclaimed_.reset();
-    out.unclaimed_failed = scan_failed_;
-    scan_failed_ = false;
+    out.claims.clear();
+    out.renewals = out.renewals_failed = 0;
+    thread_.take(done_);
+    for (ParkDone& d : done_) {
+      if (const bool* durable = std::get_if<bool>(&d)) {
+        out.batches.push_back(*durable);
+      } else if (ParkClaimAnswer* claim = std::get_if<ParkClaimAnswer>(&d)) {
+        out.claims.push_back(std::move(*claim));
+      } else {
+        ++out.renewals;
+        if (!std::get<Renewed>(d).ok) ++out.renewals_failed;
+      }
+    }
   }
 
-  void wait() override {
-    std::unique_lock lock(mu_);
-    finished_.wait(lock, [&] { return queue_.empty() && !writing_; });
-  }
+  void wait() override { thread_.waitIdle(); }
 
  private:
-  struct Batch {
-    std::vector<Message> messages;
-    std::vector<WallTime> not_before;
-  };
-
-  void run() {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      work_.wait(lock, [&] { return stop_ || scan_wanted_ || !queue_.empty(); });
-      if (stop_) return;
-      if (scan_wanted_) {  // once every few seconds: before the next batch, so it is not put off by a backlog
-        scan_wanted_ = false;
-        lock.unlock();
-        std::optional<std::vector<std::pair<std::string, std::size_t>>> counts;
-        try {
-          counts = store_->unclaimed();
-        } catch (const std::exception& e) {
-          failed("the scan for unclaimed parked messages failed", e);
-        }
-        lock.lock();
-        scan_failed_ = scan_failed_ || !counts;
-        if (counts) unclaimed_ = std::move(counts);
-        continue;
-      }
-      Batch batch = std::move(queue_.front());
-      queue_.pop_front();
-      writing_ = true;
-      lock.unlock();
-      bool durable = true;
+  // On the writer's thread, without the lock.
+  ParkDone run(ParkJob& job) {
+    if (ParkBatch* batch = std::get_if<ParkBatch>(&job)) {
       try {
-        store_->park(batch.messages, batch.not_before);
+        store_->park(batch->messages, batch->not_before);
+        return true;
       } catch (const std::exception& e) {  // reported: the core hands the batch over again
-        durable = false;
-        failed(fmt::format("a batch of {} could not be parked", batch.messages.size()), e);
+        teller_.failed(fmt::format("a batch of {} could not be parked: {}", batch->messages.size(), e.what()));
+        return false;
       }
-      lock.lock();
-      writing_ = false;
-      done_.push_back(durable);
-      finished_.notify_all();
+    }
+    if (ClaimJob* claim = std::get_if<ClaimJob>(&job)) {
+      ParkClaimAnswer answer;
+      try {
+        answer.messages = store_->claim(claim->campaign, claim->max, claim->now);
+      } catch (const std::exception& e) {  // reported: the core claims again later
+        answer.failed = true;
+        teller_.failed(fmt::format("a claim for campaign {} failed: {}", claim->campaign, e.what()));
+      }
+      return answer;
+    }
+    try {
+      store_->renew();
+      return Renewed{true};
+    } catch (const std::exception& e) {  // the next renewal comes long before the leases end
+      teller_.failed(fmt::format("renewing the claims' leases failed: {}", e.what()));
+      return Renewed{false};
     }
   }
 
-  // On the writer's thread, without the lock: tells on_error_ at most once per 10 s.
-  void failed(const std::string& what, const std::exception& e) {
-    ++failures_;
-    const auto now = std::chrono::steady_clock::now();
-    if (!on_error_ || (told_at_ && now - *told_at_ < std::chrono::seconds(10))) return;
-    told_at_ = now;
-    on_error_(fmt::format("{}: {}", what, e.what()), failures_);
-    failures_ = 0;
+  void scan() {
+    std::optional<std::vector<std::pair<std::string, std::size_t>>> counts;
+    try {
+      counts = store_->unclaimed();
+    } catch (const std::exception& e) {
+      teller_.failed(fmt::format("the scan for unclaimed parked messages failed: {}", e.what()));
+    }
+    std::lock_guard lock(scan_mu_);
+    scan_failed_ = scan_failed_ || !counts;
+    if (counts) unclaimed_ = std::move(counts);
   }
 
   ParkingInterfacePtr store_;
-  ParkWriterErrorFn on_error_;
-  std::uint64_t failures_ = 0;
-  std::optional<std::chrono::steady_clock::time_point> told_at_;
-  std::mutex mu_;
-  std::condition_variable work_, finished_;
-  std::deque<Batch> queue_;
-  std::vector<bool> done_;
+  pg_detail::FailureTeller teller_;
+  std::vector<ParkDone> done_;  // poll()'s scratch, on the core's thread
+  std::mutex scan_mu_;          // the scan's answer, between the writer's thread and poll()
   std::optional<std::vector<std::pair<std::string, std::size_t>>> unclaimed_;
-  bool scan_wanted_ = false, scan_failed_ = false, writing_ = false, stop_ = false;
-  std::thread thread_;  // last: started once everything it uses is built
+  bool scan_failed_ = false;
+  pg_detail::BatchThread<ParkJob, ParkDone> thread_;  // last: its thread uses the others
 };
 
 }  // namespace

@@ -452,6 +452,8 @@ void WorkerCore::drain() { impl_->draining = true; }
 std::size_t WorkerCore::releaseParked() {
   Impl& m = *impl_;
   if (!m.parking) return 0;
+  // A claim still with the park writer would take rows after they were given back.
+  if (m.options.park_writer && (!m.claims_sent.empty() || m.renewals_sent > 0)) m.options.park_writer->wait();
   try {
     return m.parking->release();
   } catch (const std::runtime_error&) {
@@ -477,7 +479,8 @@ MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
   if (const auto due = m.to_ledger.wake(now, m.options.ledger_flush_interval)) wake = std::min(wake, *due);
   // A park or ledger writer's answers are collected by step(): soon, not at the next
   // timeout (the offsets, and the memory bound, wait for them).
-  if (!m.park_sent.empty() || m.scan_asked || m.to_ledger.inFlight()) wake = std::min(wake, now + kWriterPoll);
+  if (!m.park_sent.empty() || !m.claims_sent.empty() || m.renewals_sent > 0 || m.scan_asked || m.to_ledger.inFlight())
+    wake = std::min(wake, now + kWriterPoll);
   const bool park_room = !m.options.park_writer || m.park_sent.size() < m.options.park_batches_in_flight;
   if (!m.to_park.empty() && park_room)
     wake = std::min(wake, std::max(m.park_retry_at, m.to_park_since + m.options.ledger_flush_interval));
@@ -487,7 +490,7 @@ MonoTime WorkerCore::nextWake(MonoTime now, Nanos max) const {
 bool WorkerCore::idle() const noexcept {
   const Impl& m = *impl_;
   return m.queued == 0 && m.inflight.empty() && m.to_ledger.rows() == 0 && m.to_park.empty() && m.park_sent.empty() &&
-         m.retries.empty() && m.with_parked.empty() && m.gate.unchecked() == 0 && m.gate.waiting() == 0;
+         m.claims_sent.empty() && m.retries.empty() && m.with_parked.empty() && m.gate.unchecked() == 0 && m.gate.waiting() == 0;
 }
 
 }  // namespace pacer

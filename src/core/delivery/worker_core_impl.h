@@ -67,6 +67,9 @@ struct WorkerCore::Impl {
     std::size_t park_in_flight = 0;              // of them, in park_sent (handed to the park writer)
     std::size_t park_in_doubt = 0;               // of them, in to_park with Item::park_in_doubt
     bool claim_waits = false;                    // a claim waits for its batch in flight: no new batch takes its messages
+    bool claim_in_flight = false;                // a claim handed to the park writer, not yet answered
+    std::size_t claim_want = 0;                  // ... how many it asked for
+    bool claim_all = false;                      // ... whether due or not (a closed campaign's)
     std::size_t parked_waiting = 0;              // parked, not yet claimed back (an estimate)
     MonoTime next_claim{};
     bool sched_paused = false;
@@ -158,6 +161,9 @@ struct WorkerCore::Impl {
   std::deque<ParkBatch> park_sent;
   std::size_t park_sent_items = 0;
   bool scan_asked = false;  // a requestUnclaimed() not yet answered
+  // With a park writer: the campaigns whose claims it has, in the order asked, not yet answered.
+  std::deque<Campaign*> claims_sent;
+  std::size_t renewals_sent = 0;  // requestRenew()s not yet answered
   ParkWriterReport park_report;
   MonoTime to_park_since{};
   MonoTime park_retry_at{};
@@ -271,6 +277,10 @@ struct WorkerCore::Impl {
   bool flushParking(MonoTime now);
 
   void claimBack(MonoTime now);
+  // What a claim for `c` brought back (asked for `want`; `all`: due or not):
+  // admitted, or rows for a campaign closed now. True when nothing more of it
+  // is due now.
+  bool claimed(Campaign* c, std::vector<Message>& got, std::size_t want, bool all, MonoTime now);
   // A step's parking: writes due, the unclaimed scan, renewals, claims.
   void stepParking(MonoTime now);
 

@@ -114,7 +114,7 @@ void WorkerCore::Impl::parkedDurable(ParkBatch& batch, MonoTime now) {
 
 void WorkerCore::Impl::collectParked(MonoTime now) {
   ParkWriterInterface* writer = options.park_writer;
-  if (!writer || (park_sent.empty() && !scan_asked)) return;
+  if (!writer || (park_sent.empty() && claims_sent.empty() && renewals_sent == 0 && !scan_asked)) return;
   writer->poll(park_report);
   ParkBatch failed;
   for (const bool durable : park_report.batches) {
@@ -141,6 +141,20 @@ void WorkerCore::Impl::collectParked(MonoTime now) {
     }
   }
   if (!failed.empty()) backToPark(failed, now);
+  for (ParkClaimAnswer& answer : park_report.claims) {
+    if (claims_sent.empty()) break;  // more answers than claims: a writer's bug
+    Campaign* c = claims_sent.front();
+    claims_sent.pop_front();
+    c->claim_in_flight = false;
+    if (answer.failed) {
+      ++totals.ledger_errors;
+      c->next_claim = now + options.ledger_retry_interval;
+      continue;
+    }
+    if (claimed(c, answer.messages, c->claim_want, c->claim_all, now)) with_parked.erase(c);
+  }
+  renewals_sent -= std::min(renewals_sent, park_report.renewals);
+  totals.ledger_errors += park_report.renewals_failed;
   if (park_report.unclaimed) {
     scan_asked = false;
     noteUnclaimed(*park_report.unclaimed, now);
@@ -204,6 +218,11 @@ void WorkerCore::Impl::stepParking(MonoTime now) {
   }
   if (now >= next_renew) {
     next_renew = now + options.renew_interval;
+    if (options.park_writer) {
+      options.park_writer->requestRenew();
+      ++renewals_sent;
+      return;
+    }
     try {
       parking->renew();
     } catch (const std::runtime_error&) {
@@ -215,6 +234,10 @@ void WorkerCore::Impl::stepParking(MonoTime now) {
 void WorkerCore::Impl::claimBack(MonoTime now) {
   for (auto it = with_parked.begin(); it != with_parked.end();) {
     Campaign* c = *it;
+    if (c->claim_in_flight) {  // its answer comes through the park writer
+      ++it;
+      continue;
+    }
     const char* closed = closedReason(c->info.state);
     const bool cancelled = closed != nullptr;  // cancelled or completed: claimed to be given their rows
     const std::size_t k = keep(*c);
@@ -238,52 +261,72 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
     }
     c->claim_waits = false;
     const std::size_t want = cancelled ? options.ledger_batch : std::min(k - held, options.ledger_batch);
+    // A closed campaign's waiting messages get their rows now, not when due.
+    const WallTime due_by = cancelled ? kFarFuture : wallAt(now);
+    if (options.park_writer) {
+      // On the writer's thread, after the batches handed to it before: a
+      // claim of a thousand rows takes 100-250 ms that the loop spends sending.
+      options.park_writer->requestClaim(c->info.id, want, due_by);
+      c->claim_in_flight = true;
+      c->claim_want = want;
+      c->claim_all = cancelled;
+      claims_sent.push_back(c);
+      c->next_claim = now + std::chrono::milliseconds(100);
+      ++it;
+      continue;
+    }
     std::vector<Message> got;
     try {
-      // A closed campaign's waiting messages get their rows now, not when due.
-      got = parking->claim(c->info.id, want, cancelled ? kFarFuture : wallAt(now));
+      got = parking->claim(c->info.id, want, due_by);
     } catch (const std::runtime_error&) {
       ++totals.ledger_errors;
       c->next_claim = now + options.ledger_retry_interval;
       ++it;
       continue;
     }
-    c->next_claim = now + std::chrono::milliseconds(100);
-    c->stats.unparked += got.size();
-    totals.unparked += got.size();
-    for (Message& m : got) {
-      Item item;
-      item.msg = std::move(m);
-      item.msg.fingerprint = contentFingerprint(item.msg);
-      item.tracked = false;
-      hold(item.msg);
-      MessageCost cost = cancelled ? MessageCost{} : costOf(c, item.msg);
-      item.cost = cost.units;
-      if (cancelled) {
-        addRow(c, item, DeliveryStatus::kFailed, 0, closed);
-      } else if (cost.units == 0) {
-        addRow(c, item, DeliveryStatus::kRejected, 0, std::move(cost.error));
-      } else {
-        admit(c, std::move(item), now);  // quiet hours and caps again: it may have to wait
-      }
-    }
-    if (got.size() < want) {
-      // Nothing more is due now; what waits for a time is claimed when due.
-      c->parked_waiting = 0;
-      const WallTime wall = wallAt(now);
-      if (cancelled) c->park_wakes.clear();  // all claimed above, due or not
-      while (!c->park_wakes.empty() && *c->park_wakes.begin() <= wall) c->park_wakes.erase(c->park_wakes.begin());
-      if (c->park_wakes.empty()) {
-        it = with_parked.erase(it);
-      } else {
-        c->next_claim = monoAt(*c->park_wakes.begin());
-        ++it;
-      }
+    if (claimed(c, got, want, cancelled, now)) {
+      it = with_parked.erase(it);
     } else {
-      c->parked_waiting = c->parked_waiting > got.size() ? c->parked_waiting - got.size() : 1;
       ++it;
     }
   }
+}
+
+bool WorkerCore::Impl::claimed(Campaign* c, std::vector<Message>& got, std::size_t want, bool all, MonoTime now) {
+  // Closed now (it may have closed while a claim was with the writer): its messages get their rows.
+  const char* closed = closedReason(c->info.state);
+  const bool cancelled = closed != nullptr;
+  c->next_claim = std::max(c->next_claim, now + std::chrono::milliseconds(100));
+  c->stats.unparked += got.size();
+  totals.unparked += got.size();
+  for (Message& m : got) {
+    Item item;
+    item.msg = std::move(m);
+    item.msg.fingerprint = contentFingerprint(item.msg);
+    item.tracked = false;
+    hold(item.msg);
+    MessageCost cost = cancelled ? MessageCost{} : costOf(c, item.msg);
+    item.cost = cost.units;
+    if (cancelled) {
+      addRow(c, item, DeliveryStatus::kFailed, 0, closed);
+    } else if (cost.units == 0) {
+      addRow(c, item, DeliveryStatus::kRejected, 0, std::move(cost.error));
+    } else {
+      admit(c, std::move(item), now);  // quiet hours and caps again: it may have to wait
+    }
+  }
+  if (got.size() >= want) {
+    c->parked_waiting = c->parked_waiting > got.size() ? c->parked_waiting - got.size() : 1;
+    return false;
+  }
+  // Nothing more is due now; what waits for a time is claimed when due.
+  c->parked_waiting = 0;
+  const WallTime wall = wallAt(now);
+  if (all) c->park_wakes.clear();  // all claimed, due or not
+  while (!c->park_wakes.empty() && *c->park_wakes.begin() <= wall) c->park_wakes.erase(c->park_wakes.begin());
+  if (c->park_wakes.empty()) return true;
+  c->next_claim = monoAt(*c->park_wakes.begin());
+  return false;
 }
 
 }  // namespace pacer

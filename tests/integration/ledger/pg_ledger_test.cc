@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -677,6 +678,47 @@ TEST_F(PgLedgerTest, TheParkWriterReportsEachBatchDurableInOrderAndAnswersTheSca
   EXPECT_TRUE(report.batches.empty()) << "each batch reported once";
 }
 
+// Claims and renewals go through the park writer too, off the loop: a claim
+// answers with the campaign's oldest rows, now owned by this worker, and a
+// renewal extends their leases.
+TEST_F(PgLedgerTest, TheParkWriterClaimsAndRenewsOnItsThread) {
+  migrate(options_);
+  auto writer = makeThreadedParkWriter(makePgParking(PgParkingOptions{options_, "test-worker"}));
+  std::vector<Message> batch;
+  for (int i = 0; i < 50; ++i) {
+    Message m;
+    m.id = fmt::format("c{}", i);
+    m.campaign = "camp-1";
+    m.position = Position{"messages", 0, i};
+    m.payload = "x";
+    batch.push_back(std::move(m));
+  }
+  writer->submit(std::move(batch), {});
+  writer->wait();
+  writer->requestClaim("camp-1", 20, std::chrono::time_point_cast<std::chrono::milliseconds>(
+                                         std::chrono::system_clock::now()));
+  writer->requestClaim("camp-1", 20, std::chrono::time_point_cast<std::chrono::milliseconds>(
+                                         std::chrono::system_clock::now()));
+  writer->requestRenew();
+  writer->wait();
+  ParkWriterReport report;
+  writer->poll(report);
+  EXPECT_EQ(report.batches, (std::vector<bool>{true}));
+  ASSERT_EQ(report.claims.size(), 2u);
+  ASSERT_EQ(report.claims[0].messages.size(), 20u);
+  EXPECT_FALSE(report.claims[0].failed);
+  ASSERT_EQ(report.claims[1].messages.size(), 20u);
+  std::set<std::string> ids;
+  for (const ParkClaimAnswer& a : report.claims)
+    for (const Message& m : a.messages) ids.insert(m.id);
+  EXPECT_EQ(ids.size(), 40u) << "no row claimed twice";
+  EXPECT_EQ(report.renewals, 1u);
+  EXPECT_EQ(report.renewals_failed, 0u);
+  pqxx::connection c(options_.conninfo);
+  pqxx::read_transaction tx(c);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM parked WHERE owner = 'test-worker'")[0].as<std::int64_t>(), 40);
+}
+
 TEST(PgLedgerNoServer, TheParkWriterReportsABatchItCannotWriteAsFailed) {
   PgLedgerOptions o;
   o.conninfo = "host=127.0.0.1 port=" + std::to_string(pacer::testing::freeLoopbackPort()) + " user=postgres dbname=x";
@@ -695,14 +737,21 @@ TEST(PgLedgerNoServer, TheParkWriterReportsABatchItCannotWriteAsFailed) {
   writer->submit(std::vector<Message>{m}, {});
   writer->requestUnclaimed();
   writer->submit(std::vector<Message>{m}, {});
+  writer->requestClaim("c", 5, WallTime{});
+  writer->requestRenew();
   writer->wait();
   ParkWriterReport report;
   writer->poll(report);
   EXPECT_EQ(report.batches, (std::vector<bool>{false, false}));
   EXPECT_TRUE(report.unclaimed_failed);
   EXPECT_FALSE(report.unclaimed.has_value());
-  // Said once (three failures within 10 s; the first may be the scan or a batch), with the
-  // reason: PostgreSQL is not there.
+  ASSERT_EQ(report.claims.size(), 1u);
+  EXPECT_TRUE(report.claims[0].failed);
+  EXPECT_TRUE(report.claims[0].messages.empty());
+  EXPECT_EQ(report.renewals, 1u);
+  EXPECT_EQ(report.renewals_failed, 1u);
+  // Said once (five failures within 10 s; the first may be the scan, a claim or a batch), with
+  // the reason: PostgreSQL is not there.
   std::lock_guard lock(mu);
   ASSERT_EQ(told.size(), 1u);
   EXPECT_EQ(told[0].rfind("1 ", 0), 0u) << told[0];

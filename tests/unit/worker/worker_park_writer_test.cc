@@ -289,5 +289,109 @@ TEST_F(WorkerParkWriterTest, ABacklogGoesOverInBatchesOfAtMostTheLedgerBatch) {
   EXPECT_EQ(core_->stats().parked, 3500u);
 }
 
+// Claims go through the writer too (a claim of a thousand rows takes 100-250
+// ms of PostgreSQL that the loop would not spend sending): while one is with
+// it, the loop goes on and asks no second claim for the campaign; the answer
+// is sent when it comes.
+TEST_F(WorkerParkWriterTest, AClaimWithTheWriterLeavesTheLoopSendingAndIsAskedOnce) {
+  start(200);
+  run(milliseconds(100));
+  writer_.finish();  // 190 parked
+  writer_.hold_claims = true;
+  core_->upsertCampaign(campaign("b", 10), clock_.now());
+  run(seconds(1));
+  const int asked = writer_.claims_asked;
+  ASSERT_GE(asked, 1);
+  for (int i = 0; i < 10; ++i) core_->offer(raw(i, "b", 1), clock_.now());  // all kept in memory
+  run(seconds(2));
+  EXPECT_EQ(writer_.claims_asked, asked) << "no second claim while the first is with the writer";
+  EXPECT_EQ(sentOf("b"), 10u) << "the loop sends another campaign meanwhile";
+  const std::size_t a_before = sentOf("a");
+  EXPECT_LE(a_before, 11u) << "a's parked messages wait for the claim's answer";
+  writer_.finish();
+  writer_.hold_claims = false;
+  run(seconds(3));
+  EXPECT_GE(sentOf("a") - a_before, 25u) << "the answer is sent at a's rate";
+  run(seconds(20));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 210u);
+  EXPECT_EQ(parking_.size(), 0u);
+}
+
+// A campaign cancelled while its claim is with the writer: what the claim
+// brings back gets failed rows with the reason; nothing is sent, nothing lost.
+TEST_F(WorkerParkWriterTest, ACampaignCancelledWhileItsClaimIsWithTheWriterGetsItsRows) {
+  start(200);
+  run(milliseconds(100));
+  writer_.finish();
+  run(seconds(1));  // the 10 kept are sent; a claim asked when the queue is low
+  writer_.hold_claims = true;
+  run(seconds(1));
+  ASSERT_GE(writer_.claimsHeld(), 1u);
+  const std::size_t sent_before = sent();
+  CampaignInfo c = campaign("a", 10);
+  c.state = CampaignState::kCancelled;
+  core_->upsertCampaign(c, clock_.now());
+  writer_.hold_claims = false;
+  writer_.finish();
+  run(seconds(2));
+  EXPECT_LE(sent(), sent_before + 1) << "nothing claimed after the cancel is sent";
+  EXPECT_EQ(parking_.size(), 0u) << "the rest claimed as well, to be given their rows";
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent) + ledger_.count(DeliveryStatus::kFailed), 200u);
+  EXPECT_GE(ledger_.count(DeliveryStatus::kFailed), 150u);
+}
+
+// A claim that fails is asked again after the retry interval, and counted.
+TEST_F(WorkerParkWriterTest, AFailedClaimIsAskedAgainAfterTheRetryInterval) {
+  WorkerOptions o;
+  o.ledger_retry_interval = milliseconds(500);
+  start(100, o);
+  run(milliseconds(100));
+  writer_.finish();
+  run(milliseconds(900));  // the 10 kept are sent
+  parking_.available = false;
+  const int asked = writer_.claims_asked;
+  run(milliseconds(300));
+  ASSERT_GT(writer_.claims_asked, asked);
+  EXPECT_GE(core_->stats().ledger_errors, 1u);
+  const int failed_at = writer_.claims_asked;
+  run(milliseconds(300));
+  EXPECT_EQ(writer_.claims_asked, failed_at) << "not again before the retry interval";
+  parking_.available = true;
+  run(seconds(12));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 100u);
+  EXPECT_EQ(parking_.size(), 0u);
+}
+
+// Renewals of the claims' leases go through the writer; one that fails is counted.
+TEST_F(WorkerParkWriterTest, RenewalsGoThroughTheWriterAndAFailureIsCounted) {
+  WorkerOptions o;
+  o.renew_interval = seconds(1);
+  start(20, o);
+  run(milliseconds(2500));
+  EXPECT_EQ(writer_.renewals_asked, 2);
+  EXPECT_EQ(parking_.renewals, 2) << "run by the writer";
+  const std::uint64_t errors = core_->stats().ledger_errors;
+  parking_.available = false;
+  run(seconds(1));
+  EXPECT_EQ(core_->stats().ledger_errors, errors + 1);
+}
+
+// A clean stop gives the claims back only once the writer has answered the one it has: a claim
+// answered after the release would hold rows that no worker sends until the lease runs out.
+TEST_F(WorkerParkWriterTest, ReleaseWaitsForAClaimWithTheWriter) {
+  start(200);
+  run(milliseconds(100));
+  writer_.finish();
+  writer_.hold_claims = true;
+  run(seconds(2));
+  ASSERT_GE(writer_.claimsHeld(), 1u);
+  const int waits = writer_.waits;
+  core_->drain();
+  core_->releaseParked();
+  EXPECT_EQ(writer_.waits, waits + 1);
+  EXPECT_EQ(writer_.claimsHeld(), 0u);
+  EXPECT_EQ(parking_.releases, 1);
+}
+
 }  // namespace
 }  // namespace pacer
