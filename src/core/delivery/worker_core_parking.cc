@@ -264,8 +264,9 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
     // A closed campaign's waiting messages get their rows now, not when due.
     const WallTime due_by = cancelled ? kFarFuture : wallAt(now);
     if (options.park_writer) {
-      // On the writer's thread, after the batches handed to it before: a
-      // claim of a thousand rows takes 100-250 ms that the loop spends sending.
+      // On the writer's thread, ahead of the batches waiting there (none of
+      // this campaign's, above): a claim of a thousand rows takes 100-250 ms
+      // that the loop spends sending instead.
       options.park_writer->requestClaim(c->info.id, want, due_by);
       c->claim_in_flight = true;
       c->claim_want = want;
