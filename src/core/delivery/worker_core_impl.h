@@ -281,6 +281,8 @@ struct WorkerCore::Impl {
   // admitted, or rows for a campaign closed now. True when nothing more of it
   // is due now.
   bool claimed(Campaign* c, std::vector<Message>& got, std::size_t want, bool all, MonoTime now);
+  // A claim for `c` that failed: counted, and tried again after the retry interval.
+  void claimFailed(Campaign* c, MonoTime now);
   // A step's parking: writes due, the unclaimed scan, renewals, claims.
   void stepParking(MonoTime now);
 

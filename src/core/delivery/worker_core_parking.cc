@@ -147,8 +147,7 @@ void WorkerCore::Impl::collectParked(MonoTime now) {
     claims_sent.pop_front();
     c->claim_in_flight = false;
     if (answer.failed) {
-      ++totals.ledger_errors;
-      c->next_claim = now + options.ledger_retry_interval;
+      claimFailed(c, now);
       continue;
     }
     if (claimed(c, answer.messages, c->claim_want, c->claim_all, now)) with_parked.erase(c);
@@ -272,7 +271,6 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
       c->claim_want = want;
       c->claim_all = cancelled;
       claims_sent.push_back(c);
-      c->next_claim = now + std::chrono::milliseconds(100);
       ++it;
       continue;
     }
@@ -280,8 +278,7 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
     try {
       got = parking->claim(c->info.id, want, due_by);
     } catch (const std::runtime_error&) {
-      ++totals.ledger_errors;
-      c->next_claim = now + options.ledger_retry_interval;
+      claimFailed(c, now);
       ++it;
       continue;
     }
@@ -291,6 +288,11 @@ void WorkerCore::Impl::claimBack(MonoTime now) {
       ++it;
     }
   }
+}
+
+void WorkerCore::Impl::claimFailed(Campaign* c, MonoTime now) {
+  ++totals.ledger_errors;
+  c->next_claim = now + options.ledger_retry_interval;
 }
 
 bool WorkerCore::Impl::claimed(Campaign* c, std::vector<Message>& got, std::size_t want, bool all, MonoTime now) {
