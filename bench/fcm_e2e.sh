@@ -7,96 +7,9 @@
 # them during the run). pacerctl's defaults for every burst; 20,000 messages
 # over 2 campaigns at 300/s each, every message to its own device token, so
 # the fake's record (one line per accepted request) tells lost from twice.
+# The run itself is bench/push_e2e.sh fcm (the same for APNs: push_e2e.sh apns).
 #
 #   bench/fcm_e2e.sh            (MESSAGES=20000 WORKERS=4 PACER_BENCH_PRESET=release PACER_KEEP=1
 #                                PACERD_ARGS="more pacerd flags")
 set -euo pipefail
-source "$(dirname "$0")/../scripts/lib.sh"
-source "$(dirname "$0")/../scripts/services.sh"
-cd "$PACER_ROOT"
-quota=400
-preset=${PACER_BENCH_PRESET:-release}
-pacer_install_packages "${PACER_PACKAGES[@]}" jq bc >/dev/null
-echo "building the $preset preset..."
-pacer_build "$preset" >/dev/null
-bin=build/$preset
-
-PACER_RUN_DIR=$(mktemp -d /tmp/pacer-fcm-XXXXXX)
-pids=()
-trap pacer_bench_cleanup EXIT
-dir=$PACER_RUN_DIR
-bash tests/support/make_test_certs.sh "$dir" >/dev/null
-openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$dir/sa.key" 2>/dev/null
-openssl pkey -in "$dir/sa.key" -pubout -out "$dir/sa.pub"
-"$bin/pacer-fake-fcm" --cert "$dir/server.pem" --key "$dir/server.key" --listen 127.0.0.1:0 \
-  --sa-public-key "$dir/sa.pub" --token-ttl-s 60 --window "$quota" --retry-after 1 --record "$dir/record.jsonl" \
-  >"$dir/fcm.out" 2>"$dir/fcm.err" &
-PACER_PROVIDER_PID=$!  # the fake FCM: pacer_bench_cleanup kills it
-port=$(listening_port "$dir/fcm.out" "$PACER_PROVIDER_PID") || fail "the fake did not start"
-python3 - "$dir/sa.key" "$port" >"$dir/sa.json" <<'PY'
-import json, sys
-print(json.dumps({"type": "service_account", "project_id": "bench-project", "client_email": "pacer@bench.example",
-                  "private_key": open(sys.argv[1]).read(), "token_uri": "https://127.0.0.1:%s/token" % sys.argv[2]}))
-PY
-
-pacer_bench_services "$bin" --topic "messages:8"
-"$bin/pacerctl" provider create firebase --rate "$quota" >/dev/null
-"$bin/pacerctl" campaign create alpha --rate 300 --provider firebase >/dev/null
-"$bin/pacerctl" campaign create beta --rate 300 --provider firebase >/dev/null
-messages=${MESSAGES:-20000}
-per=$((messages / 2))
-for c in alpha beta; do
-  "$bin/pacerctl" produce --brokers "$PACER_KAFKA" --topic messages --campaign "$c" --count "$per" \
-    --recipient-prefix "$c-device-" --payload '{"notification":{"title":"Sale"}}' >/dev/null
-done
-total=$((per * 2))
-workers=${WORKERS:-4}
-echo "$total messages over 2 campaigns at 300/s, FCM quota $quota/s (strict window), $workers workers"
-for w in $(seq 1 "$workers"); do
-  "$bin/pacerd" --brokers "$PACER_KAFKA" --topic messages --postgres "$PACER_PG" --no-migrate \
-    --redis "$PACER_REDIS" --live-workers "$workers" --refresh-ms 500 --sink fcm --in-flight 100 \
-    --fcm-url "https://127.0.0.1:$port" --fcm-service-account-file "$dir/sa.json" --push-ca-file "$dir/ca.pem" \
-    --session-timeout-ms 6000 --summary "$dir/summary$w.json" --admin-listen 127.0.0.1:0 \
-    ${PACERD_ARGS:-} >"$dir/pacerd$w.log" 2>&1 &  # PACERD_ARGS: more pacerd flags, split on spaces
-  pids+=($!)
-done
-deadline=$(($(date +%s) + total / 100 + 180))
-until [ "$(pacer_psql -c "SELECT count(*) FROM deliveries")" -ge "$total" ] || [ "$(date +%s)" -ge "$deadline" ]; do
-  sleep 1
-done
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-for p in "${pids[@]}"; do wait "$p" || echo "a worker exited with $?"; done
-pids=()
-report=$(curl -sS --cacert "$dir/ca.pem" --http2 "https://127.0.0.1:$port/_report")
-pacer_stop_provider
-
-# record.jsonl: one line per accepted request, {"t_us", "token", ...}.
-read -r accepted distinct twice first last after < <(python3 - "$dir/record.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-t = sorted(r["t_us"] for r in rows)
-tokens = [r["token"] for r in rows]
-first, last = t[0], t[-1]
-after = sum(1 for x in t if x >= first + 5_000_000)
-print(len(rows), len(set(tokens)), len(tokens) - len(set(tokens)), first, last, after)
-PY
-)
-span=$(echo "($last - $first - 5000000) / 1000000" | bc -l)
-field() { jq -r ".$1" <<<"$report"; }
-sent=$(pacer_psql -c "SELECT count(*) FROM deliveries WHERE status = 'sent'")
-other=$(pacer_psql -c "SELECT count(*) FROM deliveries WHERE status <> 'sent'")
-trips=$(jq -s 'map(.quota.batches // 0) | add' "$dir"/summary*.json 2>/dev/null || echo "?")
-printf 'fake FCM: %d requests, %d accepted (%d distinct device tokens, %d twice), %d answered 429, %d tokens issued, %d connections\n' \
-  "$(field requests)" "$accepted" "$distinct" "$twice" "$(field throttled)" "$(field tokens_issued)" "$(field connections)"
-printf 'busiest 1 s window of accepted requests: %d (quota %d)\n' "$(field busiest_1s_window)" "$quota"
-printf 'after the first 5 s (%.1f s): %.1f accepted/s = %.1f%% of the quota\n' "$span" \
-  "$(echo "$after / $span" | bc -l)" "$(echo "$after / $span / $quota * 100" | bc -l)"
-printf 'ledger: %d sent, %d other; Redis quota batches over all workers: %s\n' "$sent" "$other" "$trips"
-ok=1
-check() { if ! eval "$1"; then echo "FAIL: $2"; ok=0; fi; }
-check '[ "$distinct" -eq "$total" ]' "not every message reached the provider"
-check '[ "$twice" -eq 0 ]' "messages accepted twice"
-check '[ "$sent" -eq "$total" ] && [ "$other" -eq 0 ]' "the ledger does not hold every message as sent"
-check '[ "$(echo "$after / $span >= 0.95 * $quota" | bc -l)" = 1 ]' "under 95% of the quota used"
-[ "$ok" = 1 ] && echo "PASS"
-[ "$ok" = 1 ]
+exec "$(dirname "$0")/push_e2e.sh" fcm "$@"
