@@ -103,6 +103,10 @@ struct WorkerCore::Impl {
     std::string refused;              // its row's values were refused and none was ever good: why
     std::uint64_t server_errors = 0;  // answers with a 5xx status (the console plots them)
     std::uint64_t recipient_throttled = 0;      // throttles of one recipient (APNs TooManyRequests): no pause
+    // The recipients throttled in the last second (time, a hash of the
+    // recipient), at most kCrowdKept: enough distinct ones make the
+    // throttles the provider's (crowdThrottled).
+    std::deque<std::pair<MonoTime, std::size_t>> recipient_throttles;
     std::optional<DeadTokenGuard> dead_tokens;  // made at its first answer (worker_core_tokens.cc)
     std::vector<Campaign*> campaigns;
     std::optional<std::string> down;  // setProviderDown: why it cannot take messages now
@@ -321,7 +325,13 @@ struct WorkerCore::Impl {
 
   // --- sink results ---------------------------------------------------------
 
-  void handle(const SendResult& r, MonoTime now);
+  void handle(const SendResult& answer, MonoTime now);
+  // A throttle of one recipient (APNs TooManyRequests) while kCrowd distinct
+  // recipients of the same provider were throttled within a second is the
+  // provider's window, not a token's.
+  bool crowdThrottled(Provider* p, const std::string& recipient, MonoTime now);
+  static constexpr std::size_t kCrowd = 3;
+  static constexpr std::size_t kCrowdKept = 64;
 
   void answered(Provider* p, bool fault, MonoTime now);
   void judge(Provider* p, const SendResult& r, MonoTime now);

@@ -177,8 +177,22 @@ WorkerCore::Impl::Provider* WorkerCore::Impl::addProvider(const ProviderInfo& in
   return raw;
 }
 
-void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
-  auto it = inflight.find(r.ticket);
+bool WorkerCore::Impl::crowdThrottled(Provider* p, const std::string& recipient, MonoTime now) {
+  auto& seen = p->recipient_throttles;
+  while (!seen.empty() && (now - seen.front().first >= std::chrono::seconds(1) || seen.size() >= kCrowdKept))
+    seen.pop_front();
+  seen.emplace_back(now, std::hash<std::string>{}(recipient));
+  std::size_t distinct = 0;
+  for (std::size_t i = 0; i < seen.size() && distinct < kCrowd; ++i) {
+    bool earlier = false;
+    for (std::size_t j = 0; j < i && !earlier; ++j) earlier = seen[j].second == seen[i].second;
+    if (!earlier) ++distinct;
+  }
+  return distinct >= kCrowd;
+}
+
+void WorkerCore::Impl::handle(const SendResult& answer, MonoTime now) {
+  auto it = inflight.find(answer.ticket);
   if (it == inflight.end()) return;  // not ours: cannot happen with one owner
   Campaign* c = it->second.first;
   Item item = std::move(it->second.second);
@@ -186,9 +200,22 @@ void WorkerCore::Impl::handle(const SendResult& r, MonoTime now) {
   --c->in_flight;
   buffered_bytes -= item.bytes();
   ++item.attempts;
-  if (r.outcome == SendOutcome::kFault) ++item.faults;
-  if (r.outcome == SendOutcome::kThrottled) ++item.throttled;
+  if (answer.outcome == SendOutcome::kFault) ++item.faults;
+  if (answer.outcome == SendOutcome::kThrottled) ++item.throttled;
   Provider* const p = providerOf(c, item);  // the one this attempt went to (failover: maybe not c's first)
+  // Apple answers TooManyRequests for one device token; several tokens
+  // refused within a second is the provider's window speaking in that answer
+  // (a fake's, or a gateway's in front of it): it pauses and slows the
+  // provider like any provider throttle, where deferring each token alone
+  // kept sending above the window (5,833 429s a minute, bench/RESULTS-push.md).
+  SendResult promoted;
+  const bool crowd = p && answer.outcome == SendOutcome::kThrottled && answer.scope == AnswerScope::kRecipient &&
+                     crowdThrottled(p, item.msg.recipient, now);
+  if (crowd) {
+    promoted = answer;
+    promoted.scope = AnswerScope::kProvider;
+  }
+  const SendResult& r = crowd ? promoted : answer;
   if (p && options.adaptive.latency_threshold > Nanos{0} && r.latency > options.adaptive.latency_threshold)
     slowAnswer(p, r.latency, now);
   // Every answer but a throttle counts for the provider's circuit breaker;

@@ -119,6 +119,51 @@ TEST_F(WorkerPushTest, APerTokenThrottleDefersOnlyThatMessage) {
   EXPECT_EQ(sendsTo(kHot), 23u) << "10 messages to the hot token, 13 retries";
 }
 
+// TooManyRequests for three different tokens within a second is the
+// provider's window speaking in the per-token answer: the third and every one
+// after it while the crowd lasts pause and slow the provider. Three tokens
+// each throttled more than a second apart stay each token's own.
+TEST_F(WorkerPushTest, ACrowdOfTokensThrottledWithinASecondIsTheProvidersThrottle) {
+  WorkerOptions o;
+  o.retry.base_delay = milliseconds(200);
+  make(o);
+  // m10, m11, m12 (three tokens) are refused once each, within 30 ms at 100/s.
+  std::map<std::string, int> attempts;
+  sink_.answer = [&](const Message& m) {
+    const bool refused = (m.id == "m10" || m.id == "m11" || m.id == "m12") && ++attempts[m.id] == 1;
+    return refused ? apns429TooManyRequests() : SendResult{};
+  };
+  for (std::int64_t i = 0; i < 300; ++i) core_->offer(raw(i, tokenFor(i)), clock_.now());
+  expect_unpaused_ = false;
+  run(seconds(4));
+  const ProviderStats p = core_->providerStats(clock_.now()).at(0);
+  EXPECT_EQ(p.recipient_throttled, 2u) << "the first two were each token's own";
+  EXPECT_EQ(p.throttled, 1u) << "the third was the provider's";
+  ASSERT_TRUE(p.effective);
+  EXPECT_LT(*p.effective, 100.0) << "a provider throttle the judge acted on";
+  run(seconds(3));
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 300u) << "nothing lost";
+}
+
+TEST_F(WorkerPushTest, TokensThrottledMoreThanASecondApartStayTheirOwn) {
+  WorkerOptions o;
+  o.retry.base_delay = milliseconds(200);
+  make(o);
+  std::map<std::string, int> attempts;  // m10, m130, m250: 1.2 s apart at 100/s
+  sink_.answer = [&](const Message& m) {
+    const bool refused = (m.id == "m10" || m.id == "m130" || m.id == "m250") && ++attempts[m.id] == 1;
+    return refused ? apns429TooManyRequests() : SendResult{};
+  };
+  for (std::int64_t i = 0; i < 400; ++i) core_->offer(raw(i, tokenFor(i)), clock_.now());
+  run(seconds(6));
+  const ProviderStats p = core_->providerStats(clock_.now()).at(0);
+  EXPECT_EQ(p.recipient_throttled, 3u);
+  EXPECT_EQ(p.throttled, 0u);
+  ASSERT_TRUE(p.effective);
+  EXPECT_DOUBLE_EQ(*p.effective, 100.0);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 400u);
+}
+
 // The same token throttled on every attempt: the message gives up within the
 // retry policy (max_throttled) with a failed row saying why; the others go.
 TEST_F(WorkerPushTest, ATokenThrottledForeverFailsWithTheReason) {
