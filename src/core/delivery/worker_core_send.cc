@@ -208,14 +208,13 @@ void WorkerCore::Impl::handle(const SendResult& answer, MonoTime now) {
   // (a fake's, or a gateway's in front of it): it pauses and slows the
   // provider like any provider throttle, where deferring each token alone
   // kept sending above the window (5,833 429s a minute, bench/RESULTS-push.md).
-  SendResult promoted;
-  const bool crowd = p && answer.outcome == SendOutcome::kThrottled && answer.scope == AnswerScope::kRecipient &&
-                     crowdThrottled(p, item.msg.recipient, now);
-  if (crowd) {
-    promoted = answer;
-    promoted.scope = AnswerScope::kProvider;
+  std::optional<SendResult> promoted;  // copied only for a crowd throttle, not built for every answer
+  if (p && answer.outcome == SendOutcome::kThrottled && answer.scope == AnswerScope::kRecipient &&
+      crowdThrottled(p, item.msg.recipient, now)) {
+    promoted.emplace(answer);
+    promoted->scope = AnswerScope::kProvider;
   }
-  const SendResult& r = crowd ? promoted : answer;
+  const SendResult& r = promoted ? *promoted : answer;
   if (p && options.adaptive.latency_threshold > Nanos{0} && r.latency > options.adaptive.latency_threshold)
     slowAnswer(p, r.latency, now);
   // Every answer but a throttle counts for the provider's circuit breaker;
