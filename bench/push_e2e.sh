@@ -104,8 +104,9 @@ for w in $(seq 1 "$workers"); do
 done
 # The fake's count of 429s 10 s after the workers started: those after it, a minute (the
 # issue's "after the first 10 s").
+fake_report() { curl -sS --cacert "$dir/ca.pem" --http2 "https://127.0.0.1:$port/_report"; }
 sleep 10
-early_throttled=$(curl -sS --cacert "$dir/ca.pem" --http2 "https://127.0.0.1:$port/_report" | jq -r .throttled)
+early_throttled=$(fake_report | jq -r .throttled)
 early_us=$(($(date +%s%N) / 1000))
 deadline=$(($(date +%s) + total / 100 + 180))
 until [ "$(pacer_psql -c "SELECT count(*) FROM deliveries")" -ge "$total" ] || [ "$(date +%s)" -ge "$deadline" ]; do
@@ -114,7 +115,7 @@ done
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 for p in "${pids[@]}"; do wait "$p" || echo "a worker exited with $?"; done
 pids=()
-report=$(curl -sS --cacert "$dir/ca.pem" --http2 "https://127.0.0.1:$port/_report")
+report=$(fake_report)
 pacer_stop_provider
 
 # record.jsonl: one line per accepted request, {"t_us", "id", "token", ...}.
