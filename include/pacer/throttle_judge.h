@@ -14,7 +14,9 @@
 //   - Excess: at the end of a period (of at least `min_answers` answers),
 //     its throttles are significantly more than the noise explains (more
 //     than answers * noise + z standard deviations, + 1 once noise is known;
-//     with none known, a single throttle is excess). Verdict kCapacity with
+//     with none known, a single throttle is excess, and so is one that any
+//     worker saw in the provider's last second, providerRates(), measured
+//     there). Verdict kCapacity with
 //     keep = (1 - share) / (1 - noise): the fraction of the rate the provider
 //     really takes, estimated from what it accepted (at least `min_keep`: a
 //     provider refusing everything is pausing, and a real ceiling lower than
@@ -141,6 +143,9 @@ class ThrottleJudge {
 
  private:
   bool excessive() const noexcept;
+  bool wideExcess() const noexcept;
+  double wideShare() const noexcept;
+  ThrottleVerdict::Kind excessOrNone() const noexcept;
   bool awaitingRates(Nanos elapsed) const noexcept;
   double measuredKeep(double share) const noexcept;
   ThrottleVerdict close(MonoTime now, ThrottleVerdict::Kind kind) noexcept;

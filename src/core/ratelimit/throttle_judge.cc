@@ -83,6 +83,28 @@ bool ThrottleJudge::excessive() const noexcept {
   return static_cast<double>(throttles_) > expected + options_.z * sd + (noise_ > 0 ? 1 : 0);
 }
 
+// While no noise is known, a throttle or two that any worker saw in the
+// provider's last second (providerRates()), the probe touching its window,
+// is an excess as much as one of this judge's own: the judge sees only its
+// own part of the traffic, and four workers' probe drew one or two throttles
+// at a time, three in four of them on the other workers, for seconds before
+// one reached the judge (7.4 a minute over HTTP where the judge's own
+// counted alone, bench/RESULTS.md). A deeper excess is the judge's own to
+// see, or the refused worker's (max_noise); with noise known, its own
+// share, on which the noise was learned, decides.
+bool ThrottleJudge::wideExcess() const noexcept {
+  return noise_ <= 0 && wide_.known() && wide_.throttled > 0 && wideShare() <= 1 - options_.soft_keep;
+}
+
+double ThrottleJudge::wideShare() const noexcept {
+  const double answered = wide_.accepted + wide_.throttled;
+  return wide_.known() && answered > 0 ? wide_.throttled / answered : 0;
+}
+
+ThrottleVerdict::Kind ThrottleJudge::excessOrNone() const noexcept {
+  return excessive() || wideExcess() ? ThrottleVerdict::Kind::kCapacity : ThrottleVerdict::Kind::kNone;
+}
+
 ThrottleVerdict ThrottleJudge::answer(MonoTime now, bool throttled, Nanos retry_after) noexcept {
   now = std::max(now, last_);
   last_ = now;
@@ -101,8 +123,7 @@ ThrottleVerdict ThrottleJudge::answer(MonoTime now, bool throttled, Nanos retry_
     settling_ = false;
     restart(now);
   } else if (elapsed >= options_.period && answers_ >= options_.min_answers && !awaitingRates(elapsed)) {
-    v = testing_ ? judgeTest(now)
-                 : close(now, excessive() ? ThrottleVerdict::Kind::kCapacity : ThrottleVerdict::Kind::kNone);
+    v = testing_ ? judgeTest(now) : close(now, excessOrNone());
   } else if (elapsed >= options_.period * kStalePeriods) {
     testing_ = false;  // too few answers for too long: start again, judge nothing
     close(now, ThrottleVerdict::Kind::kNone);
@@ -121,6 +142,8 @@ ThrottleVerdict ThrottleJudge::close(MonoTime now, ThrottleVerdict::Kind kind) n
   ThrottleVerdict v;
   v.kind = kind;
   v.share = answers_ > 0 ? static_cast<double>(throttles_) / static_cast<double>(answers_) : 0;
+  // An excess only the provider-wide second showed is measured there.
+  if (kind == ThrottleVerdict::Kind::kCapacity && !excessive()) v.share = wideShare();
   if (kind == ThrottleVerdict::Kind::kCapacity) {
     // A deep cut on one period's word could be a passing burst (a start, a
     // reconnect): the first only steps back from the rate it came at (keep
@@ -240,7 +263,7 @@ ThrottleVerdict ThrottleJudge::judgeTest(MonoTime now) noexcept {
   // period still makes the measured cut, where two steps of 2% each several
   // seconds apart would walk down to a ceiling 20% below in a minute.
   const bool pending = soft_pending_;
-  ThrottleVerdict v = close(now, excessive() ? ThrottleVerdict::Kind::kCapacity : ThrottleVerdict::Kind::kNone);
+  ThrottleVerdict v = close(now, excessOrNone());
   if (v.kind == ThrottleVerdict::Kind::kNone) soft_pending_ = pending;
   return v;
 }

@@ -165,9 +165,12 @@ TEST(ThrottleJudgeWithProviderRates, AQuietTestRaisesADeepCutInStepsUntilAThrott
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].kind, Kind::kRaise);
   EXPECT_NEAR(v[0].keep, 0.94, 1e-9);
-  // Quiet here, but another worker was throttled: the climb ends.
+  // Quiet here, but another worker was throttled: the climb ends, with a
+  // cut of the provider's small excess (ThrottleJudgeWideExcess below).
   v = feed(judge, 7030, 9040, none, AcceptedRates{300, 2});
-  EXPECT_TRUE(v.empty());
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].kind, Kind::kCapacity);
+  EXPECT_NEAR(v[0].keep, 300.0 / 302, 1e-9);
   v = feed(judge, 9040, 14000, none, AcceptedRates{300, 0});
   EXPECT_TRUE(v.empty()) << "no raise without a deep cut before it";
 }
@@ -211,6 +214,31 @@ TEST(ThrottleJudgeWithProviderRates, NoRaiseWithoutTheProvidersRates) {
   }
   ASSERT_EQ(p.size(), 2u);
   EXPECT_NEAR(p[1].keep, 0.75, 0.02);
+}
+
+// The probe touching the window with four workers: one throttle in the
+// provider's last second, on another worker; the judge's own answers clean.
+TEST(ThrottleJudgeWideExcess, AThrottleAnyWorkerSawIsASmallCutWhileNoNoiseIsKnown) {
+  ThrottleJudge judge({}, at(Nanos{0}));
+  std::vector<ThrottleVerdict> v = feed(judge, 0, 5000, none, AcceptedRates{399, 0});
+  EXPECT_TRUE(v.empty()) << "no throttle anywhere";
+  v = feed(judge, 5000, 6010, none, AcceptedRates{399, 1});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].kind, Kind::kCapacity);
+  EXPECT_NEAR(v[0].share, 1.0 / 400, 1e-9) << "the provider's share, not the judge's 0";
+  EXPECT_NEAR(v[0].keep, 399.0 / 400, 1e-9) << "measured: the probe's small cut";
+  EXPECT_EQ(v[0].pause, Nanos{0}) << "a small excess does not pause";
+}
+
+// A deep excess only another worker saw stays that worker's to judge (its
+// own answers beyond max_noise: one node, one bind refused), and with noise
+// known the judge's own share decides: the noise was learned on it.
+TEST(ThrottleJudgeWideExcess, NotForADeepExcessElsewhereNorOnceNoiseIsKnown) {
+  ThrottleJudge deep({}, at(Nanos{0}));
+  EXPECT_TRUE(feed(deep, 0, 5000, none, AcceptedRates{300, 100}).empty());
+  ThrottleJudge noisy({}, at(Nanos{0}));
+  noisy.resume(at(Nanos{0}), 0.1);
+  EXPECT_TRUE(feed(noisy, 0, 5000, none, AcceptedRates{399, 1}).empty());
 }
 
 }  // namespace
