@@ -28,6 +28,9 @@ namespace pacer {
 struct AcceptedRates {
   double accepted = -1;   // answers not throttled, per second (< 0: not known)
   double throttled = -1;  // throttles, per second (< 0: not known)
+  // Throttles of one recipient (APNs TooManyRequests, addRecipientThrottle()),
+  // per second: not in `throttled`, which is the provider's own (0 when not known).
+  double recipient = 0;
   bool known() const noexcept { return accepted >= 0 && throttled >= 0; }
 };
 
@@ -40,6 +43,9 @@ class AcceptedMeter {
 
   // One answer at `now`: throttled (429, ESME_RTHROTTLED) or not.
   void add(MonoTime now, bool throttled) noexcept;
+  // One throttle of a single recipient at `now` (APNs TooManyRequests): the
+  // workers' crowd of them is told apart from a hot token by their sum.
+  void addRecipientThrottle(MonoTime now) noexcept;
   // The provider is paused until `until` (the latest known wins): no second
   // that reaches into the pause or `refill` after it is measured.
   void pausedUntil(MonoTime until) noexcept;
@@ -55,6 +61,7 @@ class AcceptedMeter {
   // The last second's slots and the current one.
   std::array<std::uint32_t, kSlots + 1> accepted_{};
   std::array<std::uint32_t, kSlots + 1> throttled_{};
+  std::array<std::uint32_t, kSlots + 1> recipient_{};
   std::int64_t slot_ = 0;  // the current slot's index (time / kSlot)
   std::int64_t first_slot_ = 0;
   bool started_ = false;

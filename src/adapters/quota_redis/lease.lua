@@ -12,7 +12,8 @@
 --              cn: the sum and count of its measured keeps, cp: its pause, us), the circuit breaker (bws, bok, bf, bpok, bpf,
 --              bou, bn) and the throttle judge (jw: the worker that judges, jt: when it last reported answers,
 --              us; nz: the noise level it learned; ar: every worker's last accepted and throttled answers
---              per second, 'id=accepted,throttled,when;' each, in thousandths and us)
+--              per second and its throttles of one recipient, 'id=accepted,throttled,when,recipient;' each, in
+--              thousandths and us; an entry without the recipient figure counts 0)
 -- then, only with priority (ARGV[8] > 0): the scope's classes (a hash: rank ->
 --              when it last asked for tokens, us) and, when ARGV[8] is 2, this
 --              class's own bucket (its share of the shared level while lower
@@ -33,7 +34,7 @@
 -- ARGV[7]  the adaptive level, 1-based (0: none)
 -- ARGV[8]  priority keys: 0 (no priority), 1 (the classes) or 2 (and the class's bucket)
 -- ARGV[9 + 2(i-1)], ARGV[10 + 2(i-1)]   rate (tokens/s) and burst of bucket i
--- then, with an adaptive level, 16 more: floor, decrease, hold fraction,
+-- then, with an adaptive level, 20 more: floor, decrease, hold fraction,
 --   fast climb (a fraction of the ceiling per second), probe time (us), hold
 --   (us), a throttle report (pause in us, or -1), answers ok and faults since
 --   the worker's last report, and the breaker's threshold, minimum answers,
@@ -46,8 +47,10 @@
 --   level the asking worker's judge learned, in millionths (-1: none; kept
 --   only from the worker that judges), and the asking worker's own accepted
 --   and throttled answers per second over its last clean second
---   (AcceptedMeter), in thousandths (-1: not known).
--- then, with priority, 6 more: the shared level (1-based), this class's rank
+--   (AcceptedMeter), in thousandths (-1: not known), and its throttles of one
+--   recipient (APNs TooManyRequests) per second over the same second, in
+--   thousandths (0 when not known).
+-- then, with priority, 7 more: the shared level (1-based), this class's rank
 --   (0 highest), the floor, the lower lookahead (us), the top lookahead (us),
 --   the window in which a class counts as asking (us) and how long a class
 --   that asked is remembered (us).
@@ -68,7 +71,9 @@
 --    the judge's noise level in millionths, and the provider's accepted and
 --    throttled answers per second in thousandths: every active worker's last
 --    report summed (-1: one is not known, or fewer workers reported in the
---    last two seconds than are asking; the script only sums)}
+--    last two seconds than are asking; the script only sums), and their
+--    throttles of one recipient per second, summed the same way (0 with the
+--    others unknown)}
 -- integers only, because replies turn Lua fractions into truncated integers.
 -- A level the quota cannot hold gets the typed refusal {-1, code, level
 -- (0-based)} instead, before anything is taken: code 1, a rate or burst that
@@ -120,7 +125,7 @@ if nlev < 1 or want == nil or want < 0 or ahead == nil or ahead < 0 or min_grant
   return redis.error_reply('ERR pacer lease: bad arguments')
 end
 local nadaptive = 0
-if alevel > 0 then nadaptive = 19 end
+if alevel > 0 then nadaptive = 20 end
 local npri = 0
 if npk > 0 then npri = 7 end
 if #ARGV ~= 8 + 2 * nlev + nadaptive + npri then return redis.error_reply('ERR pacer lease: bad arguments') end
@@ -150,13 +155,14 @@ end
 -- The adaptive rate and breaker: read, brought to now, reports applied, written.
 local eff_milli, paused_us, open = -1, 0, 0
 local judge, noise_micro = 1, 0
-local wide_acc, wide_thr = -1, -1
+local wide_acc, wide_thr, wide_rt = -1, -1, 0
 local eff_rate, eff_burst = nil, nil
 if alevel > 0 then
   local base = 8 + 2 * nlev
   local a = {}
   local names = {'floor', 'dec', 'holdf', 'fast', 'probe', 'hold', 'throttle', 'ok', 'faults',
-                 'bthr', 'bmin', 'bwin', 'bcool', 'bmax', 'keep', 'restore', 'noise', 'acc', 'thr'}
+                 'bthr', 'bmin', 'bwin', 'bcool', 'bmax', 'keep', 'restore', 'noise', 'acc', 'thr',
+                 'rthr'}
   for i, name in ipairs(names) do
     a[name] = num(base + i)
     if a[name] == nil then return redis.error_reply('ERR pacer lease: bad adaptive argument ' .. name) end
@@ -197,21 +203,22 @@ if alevel > 0 then
     -- for two seconds and summed. A request without a worker id leaves them.
     local ar = h[25] or ''
     if counted then
-      local parts, sa, sth, n, known = {}, 0, 0, 0, true
-      for id, ea, et, ets in string.gmatch(h[25] or '', '([^=;]+)=(-?%d+),(-?%d+),(%d+);') do
+      local parts, sa, sth, srt, n, known = {}, 0, 0, 0, 0, true
+      for id, ea, et, ets, ert in string.gmatch(h[25] or '', '([^=;]+)=(-?%d+),(-?%d+),(%d+),?(%d*);') do
         if id ~= ARGV[5] and now - tonumber(ets) <= 2 * U then
-          parts[#parts + 1] = id .. '=' .. ea .. ',' .. et .. ',' .. ets .. ';'
+          ert = tonumber(ert) or 0
+          parts[#parts + 1] = id .. '=' .. ea .. ',' .. et .. ',' .. ets .. ',' .. ert .. ';'
           ea, et = tonumber(ea), tonumber(et)
           if ea < 0 or et < 0 then known = false end
-          sa, sth, n = sa + ea, sth + et, n + 1
+          sa, sth, srt, n = sa + ea, sth + et, srt + ert, n + 1
         end
       end
-      local ma, mt = math.floor(a.acc), math.floor(a.thr)
-      if ma < 0 or mt < 0 then ma, mt, known = -1, -1, false end
-      parts[#parts + 1] = ARGV[5] .. '=' .. string.format('%d,%d,%.0f;', ma, mt, now)
-      sa, sth, n = sa + ma, sth + mt, n + 1
+      local ma, mt, mrt = math.floor(a.acc), math.floor(a.thr), math.max(0, math.floor(a.rthr))
+      if ma < 0 or mt < 0 then ma, mt, mrt, known = -1, -1, 0, false end
+      parts[#parts + 1] = ARGV[5] .. '=' .. string.format('%d,%d,%.0f,%d;', ma, mt, now, mrt)
+      sa, sth, srt, n = sa + ma, sth + mt, srt + mrt, n + 1
       ar = table.concat(parts)
-      if known and n >= active then wide_acc, wide_thr = sa, sth end
+      if known and n >= active then wide_acc, wide_thr, wide_rt = sa, sth, srt end
     end
     if st.cf == nil or st.cr == nil or st.ct == nil then st.cf, st.cr, st.ct = 0, 0, 0 end
     if st.cs == nil or st.cn == nil then st.cs, st.cn = 0, 0 end
@@ -381,7 +388,7 @@ if alevel > 0 then
     if st.pu > now then
       paused_us = st.pu - now
       return {0, paused_us, paused_us, alevel - 1, eff_milli, paused_us, 0, active, open, 0, judge, noise_micro,
-              wide_acc, wide_thr}
+              wide_acc, wide_thr, wide_rt}
     end
   end
 end
@@ -540,4 +547,4 @@ end
 -- the shared level it is a share of.
 if bind > nlev then bind = plevel end
 return {grant, wait, full_in, bind - 1, eff_milli, paused_us, start, active, open, math.floor(srate * U), judge,
-        noise_micro, wide_acc, wide_thr}
+        noise_micro, wide_acc, wide_thr, wide_rt}

@@ -160,6 +160,7 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       const AcceptedRates& own = r.adaptive->rates;
       out.push_back(fmt::format("{}", own.known() ? std::llround(std::min(own.accepted, 1e12) * 1000) : -1));
       out.push_back(fmt::format("{}", own.known() ? std::llround(std::min(own.throttled, 1e12) * 1000) : -1));
+      out.push_back(fmt::format("{}", own.known() ? std::llround(std::clamp(own.recipient, 0.0, 1e12) * 1000) : 0));
     }
     if (priority) {
       const LeasePriority& p = *r.priority;

@@ -327,8 +327,9 @@ struct WorkerCore::Impl {
 
   void handle(const SendResult& answer, MonoTime now);
   // A throttle of one recipient (APNs TooManyRequests) while kCrowd distinct
-  // recipients of the same provider were throttled within a second is the
-  // provider's window, not a token's.
+  // recipients of the same provider were throttled within a second here, or
+  // kCrowd such throttles a second at every worker together (the quota's
+  // sum of their AcceptedMeter), is the provider's window, not a token's.
   bool crowdThrottled(Provider* p, const std::string& recipient, MonoTime now);
   static constexpr std::size_t kCrowd = 3;
   static constexpr std::size_t kCrowdKept = 64;

@@ -1,6 +1,7 @@
 // WorkerCore's queues, providers, dispatch to the sink and its answers (worker_core_impl.h).
 #include "worker_core_impl.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace pacer {
@@ -181,14 +182,24 @@ bool WorkerCore::Impl::crowdThrottled(Provider* p, const std::string& recipient,
   auto& seen = p->recipient_throttles;
   while (!seen.empty() && (now - seen.front().first >= std::chrono::seconds(1) || seen.size() >= kCrowdKept))
     seen.pop_front();
-  seen.emplace_back(now, std::hash<std::string>{}(recipient));
+  const std::size_t h = std::hash<std::string>{}(recipient);
+  // Counted for every worker's sum once a second per token: one hot token
+  // refused at each of its quick retries is not a crowd.
+  if (std::none_of(seen.begin(), seen.end(), [h](const auto& e) { return e.second == h; }))
+    p->meter.addRecipientThrottle(now);
+  seen.emplace_back(now, h);
   std::size_t distinct = 0;
   for (std::size_t i = 0; i < seen.size() && distinct < kCrowd; ++i) {
     bool earlier = false;
     for (std::size_t j = 0; j < i && !earlier; ++j) earlier = seen[j].second == seen[i].second;
     if (!earlier) ++distinct;
   }
-  return distinct >= kCrowd;
+  if (distinct >= kCrowd) return true;
+  // Every worker's over the last second, summed by the quota (this one not
+  // yet among them): spread over four workers, the window's refusals seldom
+  // made three at any one.
+  return leaser && p->qid != UINT32_MAX && !leaser->degraded(p->qid) &&
+         leaser->providerRates(p->qid).recipient + 1 >= static_cast<double>(kCrowd);
 }
 
 void WorkerCore::Impl::handle(const SendResult& answer, MonoTime now) {

@@ -155,6 +155,7 @@ class LocalQuotaBackend final : public QuotaBackend {
       if (!w.first.known()) return AcceptedRates{};
       sum.accepted += w.first.accepted;
       sum.throttled += w.first.throttled;
+      sum.recipient += w.first.recipient;
     }
     return st.rates.size() >= active ? sum : AcceptedRates{};
   }

@@ -18,6 +18,7 @@ void AcceptedMeter::advance(MonoTime now) noexcept {
     const auto k = static_cast<std::size_t>((slot_ + i) % (kSlots + 1));
     accepted_[k] = 0;
     throttled_[k] = 0;
+    recipient_[k] = 0;
   }
   slot_ = s;
 }
@@ -26,6 +27,12 @@ void AcceptedMeter::add(MonoTime now, bool throttled) noexcept {
   advance(now);
   const auto k = static_cast<std::size_t>(slot_ % (kSlots + 1));
   std::uint32_t& c = throttled ? throttled_[k] : accepted_[k];
+  if (c < UINT32_MAX) ++c;
+}
+
+void AcceptedMeter::addRecipientThrottle(MonoTime now) noexcept {
+  advance(now);
+  std::uint32_t& c = recipient_[static_cast<std::size_t>(slot_ % (kSlots + 1))];
   if (c < UINT32_MAX) ++c;
 }
 
@@ -39,14 +46,16 @@ AcceptedRates AcceptedMeter::last(MonoTime now) noexcept {
   // The second [slot_ - kSlots, slot_) in slots, watched whole and clean.
   const MonoTime from{kSlot * (slot_ - kSlots)};
   if (!started_ || slot_ - kSlots < first_slot_ + 1 || from < refilled_) return r;
-  double a = 0, t = 0;
+  double a = 0, t = 0, rt = 0;
   for (std::int64_t i = slot_ - kSlots; i < slot_; ++i) {
     const auto k = static_cast<std::size_t>(i % (kSlots + 1));
     a += accepted_[k];
     t += throttled_[k];
+    rt += recipient_[k];
   }
   r.accepted = a;
   r.throttled = t;
+  r.recipient = rt;
   return r;
 }
 

@@ -509,13 +509,15 @@ TEST(RedisQuota, SumsEveryWorkersAnswersPerSecond) {
   AcceptedRates sum = ask(1, AcceptedRates{100, 20});
   ASSERT_TRUE(sum.known()) << "one worker: its own";
   EXPECT_DOUBLE_EQ(sum.accepted, 100);
-  sum = ask(2, AcceptedRates{150.5, 30});
+  sum = ask(2, AcceptedRates{150.5, 30, 2});
   ASSERT_TRUE(sum.known());
   EXPECT_DOUBLE_EQ(sum.accepted, 250.5);
   EXPECT_DOUBLE_EQ(sum.throttled, 50);
-  sum = ask(1, AcceptedRates{110, 0});
+  EXPECT_DOUBLE_EQ(sum.recipient, 2) << "one recipient's throttles: their own sum";
+  sum = ask(1, AcceptedRates{110, 0, 1.5});
   EXPECT_DOUBLE_EQ(sum.accepted, 260.5) << "a worker's last report replaces its earlier one";
   EXPECT_DOUBLE_EQ(sum.throttled, 30);
+  EXPECT_DOUBLE_EQ(sum.recipient, 3.5);
   EXPECT_FALSE(ask(3, AcceptedRates{}).known()) << "one worker's second held a pause";
   EXPECT_FALSE(ask(1, AcceptedRates{110, 0}).known());
   const std::int64_t last = redisMicros(server);

@@ -287,13 +287,15 @@ TEST(LocalQuotaBackend, SumsEveryWorkersAnswersPerSecond) {
   AcceptedRates sum = ask(1, AcceptedRates{100, 20}, t0);
   ASSERT_TRUE(sum.known()) << "one worker: its own";
   EXPECT_DOUBLE_EQ(sum.accepted, 100);
-  sum = ask(2, AcceptedRates{150, 30}, t0 + milliseconds(10));
+  sum = ask(2, AcceptedRates{150, 30, 2}, t0 + milliseconds(10));
   ASSERT_TRUE(sum.known());
   EXPECT_DOUBLE_EQ(sum.accepted, 250);
   EXPECT_DOUBLE_EQ(sum.throttled, 50);
-  sum = ask(1, AcceptedRates{110, 0}, t0 + milliseconds(20));
+  EXPECT_DOUBLE_EQ(sum.recipient, 2) << "one recipient's throttles: their own sum";
+  sum = ask(1, AcceptedRates{110, 0, 1.5}, t0 + milliseconds(20));
   EXPECT_DOUBLE_EQ(sum.accepted, 260) << "a worker's last report replaces its earlier one";
   EXPECT_DOUBLE_EQ(sum.throttled, 30);
+  EXPECT_DOUBLE_EQ(sum.recipient, 3.5);
   EXPECT_FALSE(ask(3, AcceptedRates{}, t0 + milliseconds(30)).known()) << "one worker's second held a pause";
   EXPECT_FALSE(ask(1, AcceptedRates{110, 0}, t0 + milliseconds(40)).known());
   // Worker 3 falls silent; after two seconds only 1 and 2 ask and report.

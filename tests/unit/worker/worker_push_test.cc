@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 
+#include "pacer/quota.h"
 #include "pacer/worker.h"
 #include "support/fakes.h"
 
@@ -143,6 +145,82 @@ TEST_F(WorkerPushTest, ACrowdOfTokensThrottledWithinASecondIsTheProvidersThrottl
   EXPECT_LT(*p.effective, 100.0) << "a provider throttle the judge acted on";
   run(seconds(3));
   EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 300u) << "nothing lost";
+}
+
+// Two workers sharing an in-process quota, each with 300 messages to
+// distinct tokens of one APNs provider at 100/s.
+struct TwoPushWorkers {
+  struct One {
+    FakeLedger ledger;
+    FakeSink sink{1000};
+    std::unique_ptr<WorkerCore> core;
+    std::map<std::string, int> attempts;
+  };
+  QuotaBackendPtr shared = makeLocalQuotaBackend();
+  MonoTime t0 = monoAt(seconds(1000));
+  One ws[2];
+  TwoPushWorkers() {
+    for (int w = 0; w < 2; ++w) {
+      WorkerOptions o;
+      o.quota = shared.get();
+      o.lease.live_workers = 2;
+      o.seed = static_cast<std::uint64_t>(w) + 1;
+      o.ledger_flush_interval = milliseconds(50);
+      o.retry.base_delay = milliseconds(200);
+      ws[w].core = std::make_unique<WorkerCore>(o, ws[w].ledger, ws[w].sink, nullptr, t0);
+      ws[w].core->upsertProvider(ProviderInfo{"apns", RateLimit{100, 5}}, t0);
+      CampaignInfo c;
+      c.id = "a";
+      c.provider = "apns";
+      ws[w].core->upsertCampaign(c, t0);
+      for (std::int64_t i = 0; i < 300; ++i) ws[w].core->offer(raw(i, tokenFor(1000 * w + i)), t0);
+    }
+  }
+  // Worker w answers TooManyRequests to the first `times` attempts of message `id`.
+  void refuse(int w, std::map<std::string, int> times) {
+    ws[w].sink.answer = [this, w, times](const Message& m) {
+      auto it = times.find(m.id);
+      const bool refused = it != times.end() && ++ws[w].attempts[m.id] <= it->second;
+      return refused ? apns429TooManyRequests() : SendResult{};
+    };
+  }
+  void run(int secs) {
+    for (int us = 0; us < secs * 1'000'000; us += 2500) ws[us / 2500 % 2].core->step(t0 + std::chrono::microseconds(us));
+  }
+  ProviderStats stats(int w, int secs) { return ws[w].core->providerStats(t0 + seconds(secs)).at(0); }
+  std::size_t sent() const {
+    return ws[0].ledger.count(DeliveryStatus::kSent) + ws[1].ledger.count(DeliveryStatus::kSent);
+  }
+};
+
+// The crowd counted over every worker: two tokens refused at one worker and
+// a third at the other within a second, none of them three at one, are the
+// provider's window at the third (the quota sums each worker's count). A
+// meter knows its second once it has watched one whole: the refusals come
+// about 2 s in, the third about 600 ms after the first two.
+TEST(WorkerPushCrowd, ACrowdSpreadOverTwoWorkersIsTheProvidersThrottle) {
+  TwoPushWorkers two;
+  two.refuse(0, {{"m100", 1}, {"m101", 1}});
+  two.refuse(1, {{"m130", 1}});
+  two.run(8);
+  EXPECT_EQ(two.stats(0, 8).recipient_throttled, 2u) << "two at one worker stay the tokens' own";
+  EXPECT_EQ(two.stats(1, 8).recipient_throttled, 0u);
+  EXPECT_EQ(two.stats(1, 8).throttled, 1u) << "the third, at the other worker, is the provider's";
+  EXPECT_EQ(two.sent(), 600u) << "nothing lost";
+}
+
+// One hot token refused at each of its quick retries counts once a second
+// in the workers' sum: with one more token at the other worker, no crowd.
+TEST(WorkerPushCrowd, OneHotTokensQuickRetriesAreNotACrowd) {
+  TwoPushWorkers two;
+  two.refuse(0, {{"m100", 4}});
+  two.refuse(1, {{"m130", 1}});
+  two.run(8);
+  EXPECT_GE(two.stats(0, 8).recipient_throttled, 3u);
+  EXPECT_EQ(two.stats(0, 8).throttled, 0u);
+  EXPECT_EQ(two.stats(1, 8).recipient_throttled, 1u) << "two tokens a second are not three";
+  EXPECT_EQ(two.stats(1, 8).throttled, 0u);
+  EXPECT_EQ(two.sent(), 600u) << "nothing lost";
 }
 
 TEST_F(WorkerPushTest, TokensThrottledMoreThanASecondApartStayTheirOwn) {
