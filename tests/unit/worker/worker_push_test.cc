@@ -185,7 +185,8 @@ struct TwoPushWorkers {
     };
   }
   void run(int secs) {
-    for (int us = 0; us < secs * 1'000'000; us += 2500) ws[us / 2500 % 2].core->step(t0 + std::chrono::microseconds(us));
+    for (int us = 0; us < secs * 1'000'000; us += 2500)
+      ws[us / 2500 % 2].core->step(t0 + std::chrono::microseconds(us));
   }
   ProviderStats stats(int w, int secs) { return ws[w].core->providerStats(t0 + seconds(secs)).at(0); }
   std::size_t sent() const {
