@@ -113,7 +113,5 @@ awk '{ printf "%.3f\n", $2 / 1000 }' "$PACER_RUN_DIR/launch.txt" | stats
 echo "worker-side after_ms (notification read -> applied):"
 awk '{ print $4 }' "$PACER_RUN_DIR/delays.txt" | stats
 echo "changes not applied by a worker within 5 s: $missing"
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-for p in "${pids[@]}"; do wait "$p" || echo "a worker exited with $?"; done
-pids=()
+pacer_stop_workers || true
 [ "$missing" -eq 0 ]

@@ -114,9 +114,7 @@ rows() { pacer_psql -c "SELECT count(*) FROM deliveries"; }
 deadline=$(($(date +%s) + total / quota + outage / 1000 + 180))
 until [ "$(rows)" -ge "$total" ] || [ "$(date +%s)" -ge "$deadline" ]; do sleep 1; done
 sleep 1
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-pids=()
+pacer_stop_workers --quiet || true
 for p in ${producers[@]+"${producers[@]}"}; do wait "$p" 2>/dev/null || true; done
 producers=()
 for p in $smsc_a $smsc_b; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done

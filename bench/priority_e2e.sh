@@ -91,9 +91,7 @@ txn_total=$((txn_count * ${#txn_partitions[@]}))
 deadline=$(($(date +%s) + 60))
 until [ "$(pacer_psql -c "SELECT count(*) FROM deliveries WHERE campaign = 'txn'")" -ge "$txn_total" ] ||
   [ "$(date +%s)" -ge "$deadline" ]; do sleep 0.5; done
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-for p in "${pids[@]}"; do wait "$p" || echo "a worker exited with $?"; done
-pids=()
+pacer_stop_workers || true
 pacer_stop_provider
 
 # Kafka's timestamps of the transactional messages: "<ms> <message id>".

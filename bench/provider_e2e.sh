@@ -86,9 +86,7 @@ deadline=$(($(date +%s) + messages / 100 + 120))
 while [ "$(pacer_psql -c "SELECT count(*) FROM deliveries")" -lt "$messages" ] && [ "$(date +%s)" -lt "$deadline" ]; do
   sleep 1
 done
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-for p in "${pids[@]}"; do wait "$p" || echo "a worker exited with $?"; done
-pids=()
+pacer_stop_workers || true
 wall=$(echo "$(date +%s.%N) - $start" | bc)
 pacer_stop_provider
 

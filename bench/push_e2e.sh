@@ -112,9 +112,7 @@ deadline=$(($(date +%s) + total / 100 + 180))
 until [ "$(pacer_psql -c "SELECT count(*) FROM deliveries")" -ge "$total" ] || [ "$(date +%s)" -ge "$deadline" ]; do
   sleep 1
 done
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-for p in "${pids[@]}"; do wait "$p" || echo "a worker exited with $?"; done
-pids=()
+pacer_stop_workers || true
 report=$(fake_report)
 pacer_stop_provider
 

@@ -101,9 +101,7 @@ deadline=$(($(date +%s) + good / 100 + 120))
 until [ "$(pacer_psql -c "SELECT count(*) FROM deliveries")" -ge "$good" ] || [ "$(date +%s)" -ge "$deadline" ]; do
   sleep 1
 done
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-for p in "${pids[@]}"; do wait "$p" || echo "a worker exited with $?"; done
-pids=()
+pacer_stop_workers || true
 pacer_stop_provider
 
 # requests.txt: "<ms since the provider started> <campaign> <idempotency key> <status>".

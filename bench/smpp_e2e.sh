@@ -115,9 +115,7 @@ until [ "$(rows)" -ge "$total" ] || [ "$(date +%s)" -ge "$deadline" ]; do sleep 
 receipts() { pacer_psql -c "SELECT count(*) FROM delivery_receipts WHERE receipt_status IS NOT NULL"; }
 until [ "$(receipts)" -ge "$total" ] || [ "$(date +%s)" -ge $((deadline + 30)) ]; do sleep 1; done
 sleep 2
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-pids=()
+pacer_stop_workers --quiet || true
 pacer_stop_provider
 
 # smsc.tsv: ms, account, message id, destination, n/m, status, reference, validity (one line per submit_sm).

@@ -107,9 +107,7 @@ deadline=$(($(date +%s) + good / 100 + 180))
 until [ "$(pacer_psql -c "SELECT count(*) FROM deliveries WHERE campaign <> 'broken'")" -ge "$good" ] ||
   [ "$(date +%s)" -ge "$deadline" ]; do sleep 1; done
 sleep 2  # the bad row is seen by a few more refreshes
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-for p in "${pids[@]}"; do wait "$p" || echo "a worker exited with $?"; done
-pids=()
+pacer_stop_workers || true
 pacer_stop_provider
 
 # requests.txt: "<ms since the provider started> <campaign> <idempotency key> <status>".

@@ -221,6 +221,22 @@ pacer_stop_provider() {
   PACER_PROVIDER_PID=
 }
 
+# pacer_stop_workers [--quiet]: SIGTERM every pid in the caller's `pids` (its pacerd workers), wait for each,
+# empty `pids`. Says which status a worker exited with when it is not 0, and returns 1 then; --quiet says
+# nothing (a run that SIGKILLed one of them on purpose).
+pacer_stop_workers() {
+  local p rc=0
+  for p in ${pids[@]+"${pids[@]}"}; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in ${pids[@]+"${pids[@]}"}; do
+    wait "$p" 2>/dev/null && continue
+    local status=$?
+    rc=1
+    [ "${1:-}" = --quiet ] || echo "a worker exited with $status"
+  done
+  pids=()
+  return $rc
+}
+
 # pacer_fake_provider_epoch DIR: waits for DIR/provider.log's epoch_ms= (its record's time 0); sets PACER_PROVIDER_EPOCH_MS.
 pacer_fake_provider_epoch() {
   local _

@@ -121,7 +121,5 @@ for w in 1 2; do
     fail "worker $w could not read the directory"
   fi
 done
-for p in "${pids[@]}"; do kill -TERM "$p"; done
-for p in "${pids[@]}"; do wait "$p" || fail "a worker exited with $? on SIGTERM"; done
-pids=()
+pacer_stop_workers || fail "a worker exited with an error on SIGTERM (above)"
 echo PASS
