@@ -197,8 +197,8 @@ bool WorkerCore::Impl::crowdThrottled(Provider* p, const std::string& recipient,
   if (distinct >= kCrowd) return true;
   // Every worker's over the last second, summed by the quota (this one not
   // yet among them): spread over four workers, the window's refusals seldom
-  // made three at any one.
-  return leaser && p->qid != UINT32_MAX && !leaser->degraded(p->qid) &&
+  // made three at any one. (Unknown, 0, while the quota is degraded.)
+  return leaser && p->qid != UINT32_MAX &&
          leaser->providerRates(p->qid).recipient + 1 >= static_cast<double>(kCrowd);
 }
 
