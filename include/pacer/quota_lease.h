@@ -15,6 +15,12 @@
 //     want     = min(backlog, target) - held    (asked when held < target * refill_fraction)
 //     min_grant = ceil(target * min_grant_fraction)
 //
+// and, summed over the worker's requests, no more than refresh()'s `room`
+// less every token it holds. The worker passes its sink's size while the sink
+// sets its pace (it was full within the last second: an SMSC's window under
+// latency): a token falling due while the sink is full is forfeited, lost to
+// every worker; left in the bucket, it goes to a worker that can send it.
+//
 // so that when the provider is the bottleneck each grant is a useful share of
 // it, never scraps: the backend grants nothing rather than less than
 // min_grant, and says when min_grant will fit.
@@ -270,9 +276,13 @@ class QuotaLeaser {
   void removeCampaign(CampaignId id);
 
   // Once per tick, before Scheduler::tick(now, ...): one batch call to the
-  // backend for every active campaign running low. Returns the number of
-  // requests sent (0: no backend call was made). Never throws.
-  std::size_t refresh(MonoTime now) noexcept;
+  // backend for every active campaign running low. `room`: the most quota
+  // units the worker should hold (its sink's size times the cost of a queued
+  // message, while the sink sets the pace); what is asked for, plus what is
+  // held, stays within it.
+  // Returns the number of requests sent (0: no backend call was made).
+  // Never throws.
+  std::size_t refresh(MonoTime now, std::uint64_t room = UINT64_MAX) noexcept;
 
   // Gives up the lease tokens held for the provider's campaigns (when the
   // provider throttles: tokens kept through a pause would all go out at its

@@ -89,6 +89,17 @@ class FakeSink final : public SinkInterface {
   std::vector<DeliveryReceipt> recorded;  // every receipt receiptsRecorded() was told of, in order
   int recorded_calls = 0;
   std::function<void(std::span<const DeliveryReceipt>)> on_recorded;  // called first, e.g. to look at the ledger
+  // Answers the `n` oldest messages not answered yet (when instant is false).
+  void finishFirst(std::size_t n) {
+    n = std::min(n, pending_.size());
+    const std::vector<std::pair<Message, std::uint64_t>> first(pending_.begin(), pending_.begin() + n);
+    pending_.erase(pending_.begin(), pending_.begin() + n);
+    for (const auto& [m, ticket] : first) {
+      SendResult r = answer ? answer(m) : SendResult{};
+      r.ticket = ticket;
+      done_.push_back(std::move(r));
+    }
+  }
   void finishAll() {
     for (auto& [m, ticket] : pending_) {
       SendResult r = answer ? answer(m) : SendResult{};

@@ -184,6 +184,9 @@ struct WorkerCore::Impl {
   std::size_t queued = 0;
   std::uint64_t queued_units = 0;       // the cost of everything queued, in quota units
   std::vector<Campaign*> refused_paid;  // a message the sink refused waits paid: tried first next dispatch
+  // The last dispatch that found the sink full: for a second after it, leases
+  // are held to the sink's room (dispatch()).
+  std::optional<MonoTime> sink_full_at;
   std::size_t buffered_bytes = 0;
   WorkerStats totals;
   std::vector<SendResult> results;

@@ -13,6 +13,8 @@ namespace {
 // A change of the judged noise level smaller than this is not sent to the
 // global quota (it moves a little with every quiet period).
 constexpr double kNoiseReportStep = 0.002;
+// A sink found full this recently still sets the pace (WorkerCore::Impl::dispatch).
+constexpr Nanos kSinkBoundFor = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -393,6 +395,7 @@ void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
   const std::size_t ledger_free = options.max_unrecorded > unrec ? options.max_unrecorded - unrec : 0;
   const std::size_t capacity = std::min(sink_free, ledger_free);
   blocked = ledger_free == 0;
+  if (sink_free == 0) sink_full_at = now;
   if (capacity == 0 || queued == 0) return;
   // Paid messages the sink refused last time go first (their campaigns may
   // have no backlog left for the scheduler to grant).
@@ -405,14 +408,19 @@ void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
   }
   // One batch for every active campaign running low; the tick then runs
   // at the time its answers arrived (no earlier than `now`).
-  MonoTime tick_at = now;
-  if (leaser) {
-    leaser->refresh(now);
-    tick_at = std::max(now, leaser->lastAnswer());
-  }
   // The tick grants quota units: room for `capacity` messages of the
   // average queued cost (1 unit each without a cost model).
   const std::uint64_t per_message = std::max<std::uint64_t>(1, (queued_units + queued - 1) / queued);
+  MonoTime tick_at = now;
+  if (leaser) {
+    // A sink that was full in the last second sets the pace (an SMSC's window
+    // under latency): the worker then holds no more tokens than the sink has
+    // room for, since those falling due while it is full are forfeited, lost
+    // to every worker (QuotaLeaser::refresh).
+    const bool sink_bound = sink_full_at && now - *sink_full_at < kSinkBoundFor;
+    leaser->refresh(now, sink_bound ? capacity * per_message : UINT64_MAX);
+    tick_at = std::max(now, leaser->lastAnswer());
+  }
   const std::span<const Grant> grants = scheduler.tick(tick_at, capacity * per_message);
   // Copy: the spans die at the next non-const scheduler call.
   std::vector<Grant> copy(grants.begin(), grants.end());

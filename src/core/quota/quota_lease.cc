@@ -213,7 +213,7 @@ void QuotaLeaser::addCampaignRequest(CampaignId id, const Sizing& z, MonoTime no
   request_provider_.push_back(c.provider);
 }
 
-std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
+std::size_t QuotaLeaser::refresh(MonoTime now, std::uint64_t room) noexcept {
   asked_.clear();
   request_provider_.clear();
   const std::size_t lead = addReports(now);
@@ -250,13 +250,19 @@ std::size_t QuotaLeaser::refresh(MonoTime now) noexcept {
       pr.target += z.target;
       pr.held += z.held;
     }
-    for (std::size_t j = 0; j < active.size(); ++j) {
+    // What the sink can take now, less what is held for it already.
+    std::uint64_t held = 0;
+    for (const Sizing& z : sizes_) held += z.eligible ? z.held : 0;
+    std::uint64_t budget = room > held ? room - held : 0;
+    for (std::size_t j = 0; j < active.size() && budget > 0; ++j) {
       const std::size_t k = (first + j) % active.size();
-      const Sizing& z = sizes_[k];
+      Sizing& z = sizes_[k];
       if (!z.eligible || z.goal <= z.held) continue;
       const Campaign& c = campaigns_[active[k]];
       const Provider::Rank& pr = providers_[c.provider].ranks[c.rank];
       if (static_cast<double>(pr.held) >= options_.refill_fraction * static_cast<double>(pr.target)) continue;
+      z.goal = z.held + std::min(z.goal - z.held, budget);
+      budget -= z.goal - z.held;
       addCampaignRequest(active[k], z, now, lead);
     }
   } catch (...) {  // out of memory: what was added goes

@@ -1,5 +1,6 @@
 #include "pacer/quota_lease.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -523,6 +524,81 @@ TEST(QuotaLeaser, ALeaseIsSpentAsItFallsDueNotInOneTick) {
   std::uint64_t total = 0;
   for (int ms = 1000; ms < 3000; ++ms) total += per_ms[static_cast<std::size_t>(ms)];
   EXPECT_GE(total, 795u) << "and the worker still uses the whole rate";
+}
+
+// A worker whose sink is full cannot spend what falls due: tokens leased to
+// it then are forfeited, and lost to every worker. A slotted worker's sink
+// holds `slots` messages for `hold` each (an SMSC answering in 100 ms with a
+// window of 10: at most 100/s); the others' take anything. Workers tick 5 ms
+// apart in turn, on a provider of 400/s.
+struct SlottedRun {
+  std::uint64_t sent = 0, peak = 0, late = 0, granted = 0, slotted_sent = 0;  // sent: after the first second
+};
+SlottedRun runSlotted(bool capped, int slotted, int greedy, Nanos hold = milliseconds(100)) {
+  FlakyBackend backend;
+  LeaseOptions o;
+  const int n = slotted + greedy;
+  o.live_workers = static_cast<std::uint32_t>(n);
+  std::vector<std::unique_ptr<Worker>> ws;
+  for (int i = 0; i < n; ++i) {
+    o.seed = static_cast<std::uint64_t>(i) + 1;
+    ws.push_back(std::make_unique<Worker>(backend, o));
+    const std::uint32_t p = ws.back()->leaser.addProvider(prov("gw", RateLimit{400, 5}));
+    ws.back()->scheduler.addBacklog(ws.back()->leaser.addCampaign({"c", std::nullopt, 1.0, p}, MonoTime{}), kEndless);
+  }
+  constexpr std::size_t kSlots = 10;
+  std::vector<std::vector<MonoTime>> busy_until(static_cast<std::size_t>(slotted));  // when each message is answered
+  std::vector<std::uint64_t> per_ms(10001, 0);
+  SlottedRun r;
+  const Nanos step = milliseconds(5) / n;
+  for (int k = 0; k * step < seconds(10); ++k) {
+    const auto i = static_cast<std::size_t>(k % n);
+    const MonoTime now = MonoTime{} + k * step;
+    const bool slots = i < busy_until.size();
+    if (slots) std::erase_if(busy_until[i], [&](MonoTime t) { return t <= now; });
+    const std::uint64_t room = slots ? kSlots - busy_until[i].size() : kUnlimitedCapacity;
+    if (room == 0) continue;  // a full sink: the worker does not tick (WorkerCore::dispatch)
+    ws[i]->leaser.refresh(now, slots && capped ? room : UINT64_MAX);
+    for (const Grant& g : ws[i]->scheduler.tick(now, room)) {
+      per_ms[static_cast<std::size_t>((now - MonoTime{}) / milliseconds(1))] += g.count;
+      if (!slots) continue;
+      busy_until[i].insert(busy_until[i].end(), g.count, now + hold);
+      if (now >= MonoTime{} + seconds(1)) r.slotted_sent += g.count;
+    }
+  }
+  for (std::size_t i = 0; i < busy_until.size(); ++i) {
+    ws[i]->leaser.refresh(MonoTime{} + seconds(11), 0);  // counts what was forfeited
+    r.late += ws[i]->leaser.metrics().tokens_late;
+    r.granted += ws[i]->leaser.metrics().tokens_granted;
+  }
+  for (std::size_t ms = 1000; ms < per_ms.size(); ++ms) r.sent += per_ms[ms];
+  r.peak = testing::maxWindowSum(per_ms, 1000);
+  return r;
+}
+
+void printSlotted(const char* what, const SlottedRun& r) {
+  std::printf("%s: %llu sent in 9 s (%llu by the slotted workers), %llu of their %llu tokens forfeited\n", what,
+              static_cast<unsigned long long>(r.sent), static_cast<unsigned long long>(r.slotted_sent),
+              static_cast<unsigned long long>(r.late), static_cast<unsigned long long>(r.granted));
+}
+
+TEST(QuotaLeaser, LeasesStayWithinTheSinksRoomSoAFullSinkForfeitsNothing) {
+  // Four workers whose sinks carry just their share (the SMPP defaults at 100 ms).
+  const SlottedRun four = runSlotted(true, 4, 0);
+  printSlotted("4 sink-bound workers, leases within the room", four);
+  printSlotted("the same, leases of the share", runSlotted(false, 4, 0));
+  EXPECT_LE(four.peak, 405u);
+  EXPECT_GE(four.sent, 0.95 * 4 * 100 * 9) << "each sends what its sink carries";
+  EXPECT_LE(four.late * 20, four.granted) << "at most 5% of their tokens forfeited";
+  // One sink-bound worker beside one whose sink takes anything: what the
+  // first cannot send is left to the second.
+  const SlottedRun two = runSlotted(true, 1, 1);
+  printSlotted("1 sink-bound worker and 1 not, leases within the room", two);
+  printSlotted("the same, leases of the share", runSlotted(false, 1, 1));
+  EXPECT_LE(two.peak, 405u);
+  EXPECT_GE(two.sent, 0.97 * 400 * 9);
+  EXPECT_LE(two.late * 20, two.granted);
+  EXPECT_GT(two.slotted_sent, 0u);
 }
 
 // Redis down with two workers and two campaigns each on one provider: each

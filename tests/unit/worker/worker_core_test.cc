@@ -789,7 +789,8 @@ TEST_F(WorkerCoreTest, SlowAnswersLowerTheProvidersEffectiveRateWithoutAPause) {
 // be shared): together they stay within the campaign's and the provider's
 // rate, where each alone would have sent the full rate.
 struct QuotaWorker {
-  QuotaWorker(QuotaBackend* quota, std::uint64_t seed, MonoTime now) : sink(100000) {
+  QuotaWorker(QuotaBackend* quota, std::uint64_t seed, MonoTime now, std::size_t sink_slots = 100000)
+      : sink(sink_slots) {
     WorkerOptions o;
     o.quota = quota;
     o.lease.live_workers = 2;
@@ -864,6 +865,44 @@ std::vector<std::unique_ptr<QuotaWorker>> twoSmsWorkers(QuotaBackend* shared, Mo
     for (int i = 0; i < 5000; ++i) ws.back()->core->offer(raw(i, "c" + std::to_string(w), w), t0);
   }
   return ws;
+}
+
+// Two workers whose sinks hold 10 messages for 100 ms each (an SMSC
+// answering in 100 ms, a window of 10): each carries 100/s, just its share
+// of the provider's 200/s. A full sink cannot spend the lease tokens falling
+// due, so a worker whose sink was full holds no more than the sink's room:
+// the tokens then fall due when it can send them, and the two use the rate.
+TEST(WorkerCoreQuota, SinkBoundWorkersLeaseWithinTheirRoomAndUseTheRate) {
+  QuotaBackendPtr shared = makeLocalQuotaBackend();
+  const MonoTime t0{};
+  std::vector<std::unique_ptr<QuotaWorker>> ws;
+  std::vector<std::deque<MonoTime>> sent_at(2);
+  for (int w = 0; w < 2; ++w) {
+    ws.push_back(std::make_unique<QuotaWorker>(shared.get(), static_cast<std::uint64_t>(w) + 1, t0, 10));
+    ws.back()->sink.instant = false;
+    ws.back()->core->upsertProvider(ProviderInfo{"sms", RateLimit{200, 5}}, t0);
+    ws.back()->core->upsertCampaign(campaign("c" + std::to_string(w), std::nullopt, 1, "sms"), t0);
+    for (int i = 0; i < 5000; ++i) ws.back()->core->offer(raw(i, "c" + std::to_string(w), w), t0);
+  }
+  std::vector<std::uint64_t> per_ms(10000, 0);
+  for (int us = 0; us < 10'000'000; us += 2500) {
+    const auto i = static_cast<std::size_t>(us / 2500 % 2);
+    QuotaWorker& w = *ws[i];
+    const MonoTime now = t0 + std::chrono::microseconds(us);
+    std::size_t answered = 0;
+    while (!sent_at[i].empty() && sent_at[i].front() + milliseconds(100) <= now) sent_at[i].pop_front(), ++answered;
+    w.sink.finishFirst(answered);
+    const std::size_t before = w.sink.submitted.size();
+    w.core->step(now);
+    sent_at[i].insert(sent_at[i].end(), w.sink.submitted.size() - before, now);
+    per_ms[static_cast<std::size_t>(us / 1000)] += w.sink.submitted.size() - before;
+  }
+  EXPECT_LE(testing::maxWindowSum(per_ms, 1000), 205u);
+  const std::uint64_t after_first = std::accumulate(per_ms.begin() + 1000, per_ms.end(), 0ull);
+  EXPECT_GE(static_cast<double>(after_first), 0.95 * 200 * 9) << "both use what their sinks carry";
+  std::uint64_t late = 0;
+  for (const auto& w : ws) late += w->core->stats().quota.tokens_late;
+  EXPECT_LE(late, 50u) << "few tokens forfeited while a sink was full";
 }
 
 // One worker's 429s, judged a ceiling, pause the provider for the other
