@@ -15,15 +15,16 @@
 //     want     = min(backlog, target) - held    (asked when held < target * refill_fraction)
 //     min_grant = ceil(target * min_grant_fraction)
 //
-// and, summed over the worker's requests, no more than refresh()'s `room`
-// less every token it holds. The worker passes its sink's size while the sink
-// sets its pace (it was full within the last second: an SMSC's window under
-// latency): a token falling due while the sink is full is forfeited, lost to
-// every worker; left in the bucket, it goes to a worker that can send it.
-//
 // so that when the provider is the bottleneck each grant is a useful share of
 // it, never scraps: the backend grants nothing rather than less than
 // min_grant, and says when min_grant will fit.
+//
+// Summed over the worker's requests, what is asked for stays within
+// refresh()'s `room` less every token held. The worker passes its sink's free
+// room while the sink sets its pace (it was full within the last second: an
+// SMSC's window under latency): a token falling due while the sink is full is
+// forfeited and lost to every worker; left in the bucket, it goes to a worker
+// that can send it.
 //
 // Tokens ahead of time. The backend may grant tokens the buckets do not hold
 // yet, up to `lookahead` of each bucket's rate (LeaseRequest::lookahead): the
@@ -277,9 +278,9 @@ class QuotaLeaser {
 
   // Once per tick, before Scheduler::tick(now, ...): one batch call to the
   // backend for every active campaign running low. `room`: the most quota
-  // units the worker should hold (its sink's size times the cost of a queued
-  // message, while the sink sets the pace); what is asked for, plus what is
-  // held, stays within it.
+  // units the worker should hold (its sink's free slots times the cost of a
+  // queued message, while the sink sets the pace); what is asked for, plus
+  // what is held, stays within it.
   // Returns the number of requests sent (0: no backend call was made).
   // Never throws.
   std::size_t refresh(MonoTime now, std::uint64_t room = UINT64_MAX) noexcept;

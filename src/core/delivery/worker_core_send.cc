@@ -406,11 +406,11 @@ void WorkerCore::Impl::dispatch(MonoTime now, bool& blocked) {
     refused_paid = std::move(still);
     if (queued == 0) return;  // they were the whole backlog: nothing left to grant
   }
-  // One batch for every active campaign running low; the tick then runs
-  // at the time its answers arrived (no earlier than `now`).
   // The tick grants quota units: room for `capacity` messages of the
   // average queued cost (1 unit each without a cost model).
   const std::uint64_t per_message = std::max<std::uint64_t>(1, (queued_units + queued - 1) / queued);
+  // One batch for every active campaign running low; the tick then runs
+  // at the time its answers arrived (no earlier than `now`).
   MonoTime tick_at = now;
   if (leaser) {
     // A sink that was full in the last second sets the pace (an SMSC's window
