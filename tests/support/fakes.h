@@ -92,22 +92,14 @@ class FakeSink final : public SinkInterface {
   // Answers the `n` oldest messages not answered yet (when instant is false).
   void finishFirst(std::size_t n) {
     n = std::min(n, pending_.size());
-    const std::vector<std::pair<Message, std::uint64_t>> first(pending_.begin(), pending_.begin() + n);
-    pending_.erase(pending_.begin(), pending_.begin() + n);
-    for (const auto& [m, ticket] : first) {
-      SendResult r = answer ? answer(m) : SendResult{};
-      r.ticket = ticket;
+    for (std::size_t i = 0; i < n; ++i) {
+      SendResult r = answer ? answer(pending_[i].first) : SendResult{};
+      r.ticket = pending_[i].second;
       done_.push_back(std::move(r));
     }
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
   }
-  void finishAll() {
-    for (auto& [m, ticket] : pending_) {
-      SendResult r = answer ? answer(m) : SendResult{};
-      r.ticket = ticket;
-      done_.push_back(std::move(r));
-    }
-    pending_.clear();
-  }
+  void finishAll() { finishFirst(pending_.size()); }
   std::function<SendResult(const Message&)> answer;  // default: delivered
   std::function<bool(const Message&)> refuse;        // true: full for this message (a provider's own sink)
   bool instant = true;

@@ -241,6 +241,7 @@ std::size_t QuotaLeaser::refresh(MonoTime now, std::uint64_t room) noexcept {
   // run low together.)
   try {
     sizes_.assign(active.size(), Sizing{});
+    std::uint64_t held = 0;  // by every campaign of the worker, for the room
     for (std::size_t k = 0; k < active.size(); ++k) {
       const Sizing z = size(active[k], now);
       sizes_[k] = z;
@@ -249,10 +250,9 @@ std::size_t QuotaLeaser::refresh(MonoTime now, std::uint64_t room) noexcept {
       Provider::Rank& pr = providers_[c.provider].ranks[c.rank];
       pr.target += z.target;
       pr.held += z.held;
+      held += z.held;
     }
     // What the sink can take now, less what is held for it already.
-    std::uint64_t held = 0;
-    for (const Sizing& z : sizes_) held += z.eligible ? z.held : 0;
     std::uint64_t budget = room > held ? room - held : 0;
     for (std::size_t j = 0; j < active.size() && budget > 0; ++j) {
       const std::size_t k = (first + j) % active.size();

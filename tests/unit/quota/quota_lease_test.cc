@@ -1,6 +1,5 @@
 #include "pacer/quota_lease.h"
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -528,13 +527,13 @@ TEST(QuotaLeaser, ALeaseIsSpentAsItFallsDueNotInOneTick) {
 
 // A worker whose sink is full cannot spend what falls due: tokens leased to
 // it then are forfeited, and lost to every worker. A slotted worker's sink
-// holds `slots` messages for `hold` each (an SMSC answering in 100 ms with a
+// holds 10 messages for 100 ms each (an SMSC answering in 100 ms with a
 // window of 10: at most 100/s); the others' take anything. Workers tick 5 ms
 // apart in turn, on a provider of 400/s.
 struct SlottedRun {
   std::uint64_t sent = 0, peak = 0, late = 0, granted = 0, slotted_sent = 0;  // sent: after the first second
 };
-SlottedRun runSlotted(bool capped, int slotted, int greedy, Nanos hold = milliseconds(100)) {
+SlottedRun runSlotted(bool capped, int slotted, int greedy) {
   FlakyBackend backend;
   LeaseOptions o;
   const int n = slotted + greedy;
@@ -547,6 +546,7 @@ SlottedRun runSlotted(bool capped, int slotted, int greedy, Nanos hold = millise
     ws.back()->scheduler.addBacklog(ws.back()->leaser.addCampaign({"c", std::nullopt, 1.0, p}, MonoTime{}), kEndless);
   }
   constexpr std::size_t kSlots = 10;
+  constexpr Nanos kHold = milliseconds(100);
   std::vector<std::vector<MonoTime>> busy_until(static_cast<std::size_t>(slotted));  // when each message is answered
   std::vector<std::uint64_t> per_ms(10001, 0);
   SlottedRun r;
@@ -562,7 +562,7 @@ SlottedRun runSlotted(bool capped, int slotted, int greedy, Nanos hold = millise
     for (const Grant& g : ws[i]->scheduler.tick(now, room)) {
       per_ms[static_cast<std::size_t>((now - MonoTime{}) / milliseconds(1))] += g.count;
       if (!slots) continue;
-      busy_until[i].insert(busy_until[i].end(), g.count, now + hold);
+      busy_until[i].insert(busy_until[i].end(), g.count, now + kHold);
       if (now >= MonoTime{} + seconds(1)) r.slotted_sent += g.count;
     }
   }
