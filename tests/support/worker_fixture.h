@@ -117,4 +117,22 @@ class WorkerCoreFixture : public ::testing::Test {
   std::vector<MonoTime> sent_mono_;   // per send, in order: the step that handed it over
 };
 
+// One of several worker cores sharing `quota` (the in-process backend, as
+// Redis would be shared), each with its own ledger and sink of `sink_slots`:
+// the quota's tests across workers. `o` gives the rest of the options.
+struct QuotaWorker {
+  QuotaWorker(QuotaBackend* quota, std::uint64_t seed, MonoTime now, std::size_t sink_slots = 100000,
+              WorkerOptions o = {})
+      : sink(sink_slots) {
+    o.quota = quota;
+    o.lease.live_workers = 2;
+    o.seed = seed;
+    o.ledger_flush_interval = std::chrono::milliseconds(50);
+    core = std::make_unique<WorkerCore>(o, ledger, sink, nullptr, now);
+  }
+  FakeLedger ledger;
+  FakeSink sink;
+  std::unique_ptr<WorkerCore> core;  // last: destroyed before the fakes it points at
+};
+
 }  // namespace pacer::test_support

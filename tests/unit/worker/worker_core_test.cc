@@ -21,6 +21,7 @@ using std::chrono::seconds;
 
 using test_support::FakeLedger;
 using test_support::FakeSink;
+using test_support::QuotaWorker;
 
 RawMessage raw(std::int64_t offset, std::string campaign, std::int32_t partition = 0, std::string payload = "p") {
   RawMessage r;
@@ -785,24 +786,10 @@ TEST_F(WorkerCoreTest, SlowAnswersLowerTheProvidersEffectiveRateWithoutAPause) {
   EXPECT_EQ(sink_.submitted.size(), 200u) << "slow is not a refusal: everything was sent";
 }
 
-// Workers sharing a global quota (here the in-process backend, as Redis would
-// be shared): together they stay within the campaign's and the provider's
-// rate, where each alone would have sent the full rate.
-struct QuotaWorker {
-  QuotaWorker(QuotaBackend* quota, std::uint64_t seed, MonoTime now, std::size_t sink_slots = 100000)
-      : sink(sink_slots) {
-    WorkerOptions o;
-    o.quota = quota;
-    o.lease.live_workers = 2;
-    o.seed = seed;
-    o.ledger_flush_interval = milliseconds(50);
-    core = std::make_unique<WorkerCore>(o, ledger, sink, nullptr, now);
-  }
-  FakeLedger ledger;
-  FakeSink sink;
-  std::unique_ptr<WorkerCore> core;
-};
-
+// Workers sharing a global quota (QuotaWorker, support/worker_fixture.h):
+// together they stay within the campaign's and the provider's rate, where
+// each alone would have sent the full rate.
+//
 // Runs two workers for `secs` simulated seconds, stepping every 5 ms at
 // staggered phases; returns the sends of both per millisecond.
 std::vector<std::uint64_t> runPair(QuotaBackend* quota, const std::vector<CampaignInfo>& campaigns,

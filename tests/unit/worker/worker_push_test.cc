@@ -7,10 +7,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pacer/quota.h"
 #include "pacer/worker.h"
 #include "support/fakes.h"
+#include "support/worker_fixture.h"
 
 namespace pacer {
 namespace {
@@ -20,6 +22,7 @@ using std::chrono::seconds;
 
 using test_support::FakeLedger;
 using test_support::FakeSink;
+using test_support::QuotaWorker;
 
 const std::string kHot(64, 'f');  // the device token APNs says gets too many notifications
 
@@ -150,47 +153,39 @@ TEST_F(WorkerPushTest, ACrowdOfTokensThrottledWithinASecondIsTheProvidersThrottl
 // Two workers sharing an in-process quota, each with 300 messages to
 // distinct tokens of one APNs provider at 100/s.
 struct TwoPushWorkers {
-  struct One {
-    FakeLedger ledger;
-    FakeSink sink{1000};
-    std::unique_ptr<WorkerCore> core;
-    std::map<std::string, int> attempts;
-  };
   QuotaBackendPtr shared = makeLocalQuotaBackend();
   MonoTime t0 = monoAt(seconds(1000));
-  One ws[2];
+  std::vector<std::unique_ptr<QuotaWorker>> ws;
+  std::map<std::string, int> attempts[2];
   TwoPushWorkers() {
     for (int w = 0; w < 2; ++w) {
       WorkerOptions o;
-      o.quota = shared.get();
-      o.lease.live_workers = 2;
-      o.seed = static_cast<std::uint64_t>(w) + 1;
-      o.ledger_flush_interval = milliseconds(50);
       o.retry.base_delay = milliseconds(200);
-      ws[w].core = std::make_unique<WorkerCore>(o, ws[w].ledger, ws[w].sink, nullptr, t0);
-      ws[w].core->upsertProvider(ProviderInfo{"apns", RateLimit{100, 5}}, t0);
+      ws.push_back(std::make_unique<QuotaWorker>(shared.get(), static_cast<std::uint64_t>(w) + 1, t0, 1000, o));
+      WorkerCore& core = *ws.back()->core;
+      core.upsertProvider(ProviderInfo{"apns", RateLimit{100, 5}}, t0);
       CampaignInfo c;
       c.id = "a";
       c.provider = "apns";
-      ws[w].core->upsertCampaign(c, t0);
-      for (std::int64_t i = 0; i < 300; ++i) ws[w].core->offer(raw(i, tokenFor(1000 * w + i)), t0);
+      core.upsertCampaign(c, t0);
+      for (std::int64_t i = 0; i < 300; ++i) core.offer(raw(i, tokenFor(1000 * w + i)), t0);
     }
   }
   // Worker w answers TooManyRequests to the first `times` attempts of message `id`.
   void refuse(int w, std::map<std::string, int> times) {
-    ws[w].sink.answer = [this, w, times](const Message& m) {
+    ws[w]->sink.answer = [this, w, times](const Message& m) {
       auto it = times.find(m.id);
-      const bool refused = it != times.end() && ++ws[w].attempts[m.id] <= it->second;
+      const bool refused = it != times.end() && ++attempts[w][m.id] <= it->second;
       return refused ? apns429TooManyRequests() : SendResult{};
     };
   }
   void run(int secs) {
     for (int us = 0; us < secs * 1'000'000; us += 2500)
-      ws[us / 2500 % 2].core->step(t0 + std::chrono::microseconds(us));
+      ws[us / 2500 % 2]->core->step(t0 + std::chrono::microseconds(us));
   }
-  ProviderStats stats(int w, int secs) { return ws[w].core->providerStats(t0 + seconds(secs)).at(0); }
+  ProviderStats stats(int w, int secs) { return ws[w]->core->providerStats(t0 + seconds(secs)).at(0); }
   std::size_t sent() const {
-    return ws[0].ledger.count(DeliveryStatus::kSent) + ws[1].ledger.count(DeliveryStatus::kSent);
+    return ws[0]->ledger.count(DeliveryStatus::kSent) + ws[1]->ledger.count(DeliveryStatus::kSent);
   }
 };
 
