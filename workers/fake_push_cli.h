@@ -37,6 +37,10 @@ inline void addCommonPushFlags(CLI::App& app, FakePushOptions& o) {
   app.add_option("--fault-rate", o.fault_rate, "fraction of requests answered 500 or 503")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--throttle-rate", o.throttle_rate,
+                 "fraction of otherwise good requests answered 429 at random, whatever the rate (no retry-after)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--latency-ms", o.latency_ms, "delay every answer this long")->check(CLI::Range(0, 600000));
   app.add_option("--goaway-after", o.goaway_after,
                  "end each connection gracefully (GOAWAY naming that stream) after this many requests; 0: never")

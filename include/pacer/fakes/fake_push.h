@@ -32,6 +32,7 @@ struct FakePushOptions {
   std::string hot_token;                       // this device token gets at most hot_token_rate a second; above
   std::uint32_t hot_token_rate = 1;            // it, a per-token 429 (APNs TooManyRequests) without retry-after
   double fault_rate = 0;                       // fraction answered 500 or 503 (no retry-after)
+  double throttle_rate = 0;                    // fraction answered 429 at random, whatever the rate (no retry-after)
   int latency_ms = 0;                          // every answer this long after its request
   std::uint32_t goaway_after = 0;              // GOAWAY after this many requests on a connection; 0: never
   std::string record_path;                     // one JSON line per accepted request (appended, buffered)

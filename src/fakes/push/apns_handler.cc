@@ -102,6 +102,11 @@ Decision ApnsHandler::handle(const PushRequest& r, const PushNow& now) {
       d.per_token = true;
       d.response = apnsError(429, "TooManyRequests");
       break;
+    case Verdict::kThrottleNoise:  // at random, whatever the rate: Apple's answer, without retry-after
+      d.outcome = Outcome::kThrottled;
+      d.noise = true;
+      d.response = apnsError(429, "TooManyRequests");
+      break;
     case Verdict::kAccept:
       d.outcome = Outcome::kAccepted;
       d.token = std::string(token);

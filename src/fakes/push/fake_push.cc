@@ -28,13 +28,21 @@ void checkCommon(const FakePushOptions& o) {
   if (o.cert_path.empty() || o.key_path.empty()) throw FakePushConfigError("--cert and --key are required");
   if (o.max_concurrent_streams == 0) throw FakePushConfigError("--max-concurrent-streams must be at least 1");
   if (o.fault_rate < 0 || o.fault_rate > 1) throw FakePushConfigError("--fault-rate must be within [0, 1]");
+  if (o.throttle_rate < 0 || o.throttle_rate > 1) throw FakePushConfigError("--throttle-rate must be within [0, 1]");
   if (o.latency_ms < 0 || o.retry_after_s < 0) throw FakePushConfigError("--latency-ms and --retry-after must be >= 0");
 }
 
 PolicyOptions policyOf(const FakePushOptions& o) {
   if (!o.hot_token.empty() && o.hot_token_rate == 0) throw FakePushConfigError("--hot-token-rate must be at least 1");
-  return PolicyOptions{o.window,        readTokens(o.invalid_tokens_path), o.fault_rate, o.seed, o.hot_token,
-                       o.hot_token_rate};
+  PolicyOptions p;
+  p.window = o.window;
+  p.invalid_tokens = readTokens(o.invalid_tokens_path);
+  p.fault_rate = o.fault_rate;
+  p.seed = o.seed;
+  p.throttle_rate = o.throttle_rate;
+  p.hot_token = o.hot_token;
+  p.hot_token_rate = o.hot_token_rate;
+  return p;
 }
 
 ServerConfig serverOf(const FakePushOptions& o) {

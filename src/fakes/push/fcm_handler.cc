@@ -160,7 +160,8 @@ Decision FcmHandler::send(const PushRequest& r, std::string_view project, const 
   const std::string& device = token->get_ref<const std::string&>();
 
   Decision d;
-  switch (policy_.decide(device, now.mono)) {
+  const Verdict v = policy_.decide(device, now.mono);
+  switch (v) {
     case Verdict::kUnregistered:
       d.outcome = Outcome::kInvalid;
       d.response = googleError(404, "NOT_FOUND", "Requested entity was not found.", "UNREGISTERED");
@@ -175,7 +176,9 @@ Decision FcmHandler::send(const PushRequest& r, std::string_view project, const 
       break;
     case Verdict::kThrottle:
     case Verdict::kThrottleToken:  // FCM's device message rate answers the same QUOTA_EXCEEDED
+    case Verdict::kThrottleNoise:
       d.outcome = Outcome::kThrottled;
+      d.noise = v == Verdict::kThrottleNoise;
       d.response = googleError(429, "RESOURCE_EXHAUSTED", "Quota exceeded for sending messages.", "QUOTA_EXCEEDED");
       break;
     case Verdict::kAccept: {

@@ -45,6 +45,7 @@ struct Decision {
   std::string token;
   std::string scope;  // the APNs topic or the FCM project
   bool per_token = false;  // kThrottled for one device token: no retry-after (APNs sends none)
+  bool noise = false;      // kThrottled at random (--throttle-rate): no retry-after either
   // The lifetime the request gave, as received (empty when absent), for the
   // record: APNs's apns-expiration header; FCM's message.android.ttl and
   // message.apns.headers.apns-expiration.
@@ -76,7 +77,8 @@ class PushHandler {
 // What both fakes decide after a request passed their own checks: an
 // unregistered token, an injected fault, the window, or acceptance.
 // kThrottleToken: the hot token got more than its rate (one device, not the provider).
-enum class Verdict { kAccept, kUnregistered, kFault500, kFault503, kThrottle, kThrottleToken };
+// kThrottleNoise: a throttle drawn at random (--throttle-rate), whatever the rate.
+enum class Verdict { kAccept, kUnregistered, kFault500, kFault503, kThrottle, kThrottleToken, kThrottleNoise };
 
 // Lets the token set be searched with a string_view, without a copy per request.
 struct TokenHash {
@@ -90,6 +92,7 @@ struct PolicyOptions {
   TokenSet invalid_tokens;
   double fault_rate = 0;
   std::uint64_t seed = 1;
+  double throttle_rate = 0;  // fraction of otherwise good requests throttled at random
   std::string hot_token;  // empty: none
   std::uint32_t hot_token_rate = 1;
 };
@@ -102,7 +105,7 @@ class PushPolicy {
         window_(o_.window),
         hot_window_(std::max<std::uint32_t>(1, o_.hot_token_rate)),
         rng_(o_.seed) {}
-  // Unregistered tokens first, then faults, then the hot token's own window,
+  // Unregistered tokens first, then faults, then random throttles, then the hot token's own window,
   // then the window: only requests that would be accepted take a place in the
   // window, so it bounds accepted requests exactly.
   Verdict decide(std::string_view token, MonoTime now);

@@ -8,6 +8,8 @@ Verdict PushPolicy::decide(std::string_view token, MonoTime now) {
   if (o_.invalid_tokens.find(token) != o_.invalid_tokens.end()) return Verdict::kUnregistered;
   if (o_.fault_rate > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < o_.fault_rate)
     return (rng_() & 1) ? Verdict::kFault503 : Verdict::kFault500;
+  if (o_.throttle_rate > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < o_.throttle_rate)
+    return Verdict::kThrottleNoise;
   if (!o_.hot_token.empty() && token == o_.hot_token && !hot_window_.tryAdmit(now)) return Verdict::kThrottleToken;
   return window_.tryAdmit(now) ? Verdict::kAccept : Verdict::kThrottle;
 }

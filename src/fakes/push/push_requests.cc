@@ -43,6 +43,7 @@ std::string PushServer::reportJson() const {
                       {"accepted", c.accepted},
                       {"throttled", c.throttled},
                       {"token_throttled", c.token_throttled},
+                      {"noise_throttled", c.noise_throttled},
                       {"invalid", c.invalid},
                       {"faults", c.faults},
                       {"auth_failures", c.auth_failures},
@@ -105,6 +106,8 @@ void PushServer::onRequest(Connection& c, Stream& s) {
       ++counters_.throttled;
       if (d.per_token)
         ++counters_.token_throttled;
+      else if (d.noise)
+        ++counters_.noise_throttled;
       else
         d.response.headers.emplace_back("retry-after", std::to_string(config_.retry_after_s));
       break;

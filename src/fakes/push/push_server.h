@@ -35,6 +35,7 @@ struct PushCounters {
                 tokens_issued = 0, streams_refused = 0, streams_refused_before_ack = 0, connections = 0,
                 max_concurrent_streams_seen = 0;
   std::uint64_t token_throttled = 0;  // of `throttled`, the hot token's per-token 429s
+  std::uint64_t noise_throttled = 0;  // of `throttled`, those drawn at random (--throttle-rate)
   std::uint64_t resets_on_completed_streams = 0, resets_on_open_streams = 0;  // RST_STREAM received
   std::uint64_t goaways_sent = 0, refused_after_goaway = 0;                 // --goaway-after
 };

@@ -173,5 +173,26 @@ TEST_F(ApnsHandlerTest, TheHotTokenIsThrottledAloneAtItsOwnRate) {
   EXPECT_EQ(h.handle(request("bb02", t), at(1.16)).outcome, Outcome::kThrottled);
 }
 
+// --throttle-rate: a share of the requests answered TooManyRequests at
+// random (no retry-after), at any rate; the rest go through the window.
+TEST_F(ApnsHandlerTest, RandomThrottlesComeAtTheirShareWhateverTheRate) {
+  PolicyOptions p;
+  p.throttle_rate = 0.1;
+  p.seed = 7;
+  ApnsHandler h(testing::publicOnly(key_.get()), ApnsRules{"KEY1", "TEAM1", 3600, 1200}, p);
+  const std::string t = jwt(kT0);
+  int throttled = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const Decision d = h.handle(request("aa" + std::to_string(10 + i % 50), t), at(0.1 + i * 0.05));
+    if (d.outcome != Outcome::kThrottled) continue;
+    ++throttled;
+    EXPECT_TRUE(d.noise);
+    EXPECT_FALSE(d.per_token);
+    EXPECT_EQ(reason(d), "TooManyRequests");
+  }
+  EXPECT_GT(throttled, 150) << "10% of 2,000, at 20 a second";
+  EXPECT_LT(throttled, 250);
+}
+
 }  // namespace
 }  // namespace pacer::fake
