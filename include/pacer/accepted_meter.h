@@ -28,8 +28,10 @@ namespace pacer {
 struct AcceptedRates {
   double accepted = -1;   // answers not throttled, per second (< 0: not known)
   double throttled = -1;  // throttles, per second (< 0: not known)
-  // Throttles of one recipient (APNs TooManyRequests, addRecipientThrottle()),
-  // per second: not in `throttled`, which is the provider's own (0 when not known).
+  // Throttles of one recipient (APNs TooManyRequests, addRecipientThrottle())
+  // over the last AcceptedMeter::kRecipientWindow, up to now: not in
+  // `throttled`, which is the provider's own. Known whether or not the
+  // others are (a pause does not make a refusal say less).
   double recipient = 0;
   bool known() const noexcept { return accepted >= 0 && throttled >= 0; }
 };
@@ -44,14 +46,19 @@ class AcceptedMeter {
   // One answer at `now`: throttled (429, ESME_RTHROTTLED) or not.
   void add(MonoTime now, bool throttled) noexcept;
   // One throttle of a single recipient at `now` (APNs TooManyRequests): the
-  // workers' crowd of them is told apart from a hot token by their sum.
+  // workers' crowd of them is told apart from a hot token by their sum over
+  // kRecipientWindow. A probe that touches a strict window gets a refusal
+  // or two a second, for seconds: over one second they seldom made a crowd,
+  // and each touch cost about a dozen (bench/RESULTS-push.md).
   void addRecipientThrottle(MonoTime now) noexcept;
+  static constexpr int kRecipientSlots = 50;
+  static constexpr Nanos kRecipientWindow = kSlot * kRecipientSlots;  // 5 s
   // The provider is paused until `until` (the latest known wins): no second
   // that reaches into the pause or `refill` after it is measured.
   void pausedUntil(MonoTime until) noexcept;
   // The rates over the last full second before the current slot; unknown
   // when that second touched a pause or its refill, or the meter has not
-  // watched it all.
+  // watched it all. `recipient` is always known.
   AcceptedRates last(MonoTime now) noexcept;
 
  private:
@@ -61,7 +68,7 @@ class AcceptedMeter {
   // The last second's slots and the current one.
   std::array<std::uint32_t, kSlots + 1> accepted_{};
   std::array<std::uint32_t, kSlots + 1> throttled_{};
-  std::array<std::uint32_t, kSlots + 1> recipient_{};
+  std::array<std::uint32_t, kRecipientSlots> recipient_{};  // the current slot and those before it
   std::int64_t slot_ = 0;  // the current slot's index (time / kSlot)
   std::int64_t first_slot_ = 0;
   bool started_ = false;

@@ -322,6 +322,11 @@ class QuotaLeaser {
   // clean second (AcceptedMeter::last): sent with every request for the
   // provider, summed by the backend for every worker.
   void reportRates(std::uint32_t provider, AcceptedRates rates) noexcept;
+  // The throttles of one recipient the other workers reported for the
+  // provider over the meter's recipient window (AcceptedMeter), as last
+  // heard: the quota's sum less what this worker sent with it (0 while
+  // degraded).
+  double recipientThrottlesElsewhere(std::uint32_t provider) const;
   // Whether the provider's shared circuit breaker was open at the last answer.
   bool circuitOpen(std::uint32_t provider) const;
   // The workers sharing the provider as last heard (at least live_workers).

@@ -40,9 +40,9 @@ const char* outcomeName(SendOutcome outcome) noexcept;
 // own rate for everyone); APNs 429 TooManyRequests is about one device token
 // only (too many notifications to that device), and pausing the provider for
 // it would stall every other recipient. (WorkerCore takes a crowd of them,
-// three or more recipients of one provider within a second, here or at
-// every worker together, as the
-// provider's: a window in front of the tokens refusing whoever comes.)
+// three or more recipients of one provider within 5 s, counting every
+// worker's, as the provider's: a window in front of the tokens refusing
+// whoever comes.)
 enum class AnswerScope {
   kProvider,   // the whole provider: it pauses for every worker and the adaptive rate falls
   kRecipient,  // only this message's recipient: the message alone backs off (jittered, growing

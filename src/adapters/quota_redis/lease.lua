@@ -12,8 +12,9 @@
 --              cn: the sum and count of its measured keeps, cp: its pause, us), the circuit breaker (bws, bok, bf, bpok, bpf,
 --              bou, bn) and the throttle judge (jw: the worker that judges, jt: when it last reported answers,
 --              us; nz: the noise level it learned; ar: every worker's last accepted and throttled answers
---              per second and its throttles of one recipient, 'id=accepted,throttled,when,recipient;' each, in
---              thousandths and us; an entry without the recipient figure counts 0)
+--              per second and its throttles of one recipient in its last 5 s,
+--              'id=accepted,throttled,when,recipient;' each, in thousandths and us; an entry without the
+--              recipient figure counts 0)
 -- then, only with priority (ARGV[8] > 0): the scope's classes (a hash: rank ->
 --              when it last asked for tokens, us) and, when ARGV[8] is 2, this
 --              class's own bucket (its share of the shared level while lower
@@ -48,8 +49,8 @@
 --   only from the worker that judges), and the asking worker's own accepted
 --   and throttled answers per second over its last clean second
 --   (AcceptedMeter), in thousandths (-1: not known), and its throttles of one
---   recipient (APNs TooManyRequests) per second over the same second, in
---   thousandths (0 when not known).
+--   recipient (APNs TooManyRequests) over its last 5 s (the meter's recipient
+--   window), in thousandths (always known).
 -- then, with priority, 7 more: the shared level (1-based), this class's rank
 --   (0 highest), the floor, the lower lookahead (us), the top lookahead (us),
 --   the window in which a class counts as asking (us) and how long a class
@@ -72,8 +73,8 @@
 --    throttled answers per second in thousandths: every active worker's last
 --    report summed (-1: one is not known, or fewer workers reported in the
 --    last two seconds than are asking; the script only sums), and their
---    throttles of one recipient per second, summed the same way (0 with the
---    others unknown)}
+--    throttles of one recipient, summed over the workers that reported in
+--    the last two seconds (known even when the others are not)}
 -- integers only, because replies turn Lua fractions into truncated integers.
 -- A level the quota cannot hold gets the typed refusal {-1, code, level
 -- (0-based)} instead, before anything is taken: code 1, a rate or burst that
@@ -214,11 +215,12 @@ if alevel > 0 then
         end
       end
       local ma, mt, mrt = math.floor(a.acc), math.floor(a.thr), math.max(0, math.floor(a.rthr))
-      if ma < 0 or mt < 0 then ma, mt, mrt, known = -1, -1, 0, false end
+      if ma < 0 or mt < 0 then ma, mt, known = -1, -1, false end
       parts[#parts + 1] = ARGV[5] .. '=' .. string.format('%d,%d,%.0f,%d;', ma, mt, now, mrt)
       sa, sth, srt, n = sa + ma, sth + mt, srt + mrt, n + 1
       ar = table.concat(parts)
-      if known and n >= active then wide_acc, wide_thr, wide_rt = sa, sth, srt end
+      if known and n >= active then wide_acc, wide_thr = sa, sth end
+      wide_rt = srt
     end
     if st.cf == nil or st.cr == nil or st.ct == nil then st.cf, st.cr, st.ct = 0, 0, 0 end
     if st.cs == nil or st.cn == nil then st.cs, st.cn = 0, 0 end

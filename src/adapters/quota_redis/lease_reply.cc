@@ -64,8 +64,12 @@ bool parseLeaseReply(const redisReply& r, const LeaseRequest& req, LeaseReply& o
   reply.schedule_rate = static_cast<double>(v[9]) / 1e6;
   reply.judge = v[10] == 1;
   reply.noise = static_cast<double>(v[11]) / 1e6;
-  if (v[12] >= 0 && v[13] >= 0)
-    reply.provider_rates = AcceptedRates{v[12] / 1000.0, v[13] / 1000.0, std::max(0LL, v[14]) / 1000.0};
+  // The answers per second when known (-1 otherwise); the throttles of one recipient always.
+  reply.provider_rates.recipient = static_cast<double>(std::max(0LL, v[14])) / 1000.0;
+  if (v[12] >= 0 && v[13] >= 0) {
+    reply.provider_rates.accepted = static_cast<double>(v[12]) / 1000.0;
+    reply.provider_rates.throttled = static_cast<double>(v[13]) / 1000.0;
+  }
   out = reply;
   return true;
 }

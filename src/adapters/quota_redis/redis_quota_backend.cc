@@ -156,11 +156,12 @@ class RedisQuotaBackendImpl final : public RedisQuotaBackend {
       out.push_back(fmt::format("{}", millionths(r.adaptive->keep)));
       out.push_back(fmt::format("{}", millionths(r.adaptive->restore)));
       out.push_back(fmt::format("{}", r.adaptive->noise < 0 ? -1 : millionths(r.adaptive->noise)));
-      // This worker's answers per second (AcceptedMeter), in thousandths (-1: not known).
+      // This worker's answers per second (AcceptedMeter), in thousandths (-1: not known), and
+      // its throttles of one recipient over the meter's recipient window (always known).
       const AcceptedRates& own = r.adaptive->rates;
       out.push_back(fmt::format("{}", own.known() ? std::llround(std::min(own.accepted, 1e12) * 1000) : -1));
       out.push_back(fmt::format("{}", own.known() ? std::llround(std::min(own.throttled, 1e12) * 1000) : -1));
-      out.push_back(fmt::format("{}", own.known() ? std::llround(std::clamp(own.recipient, 0.0, 1e12) * 1000) : 0));
+      out.push_back(fmt::format("{}", std::llround(std::clamp(own.recipient, 0.0, 1e12) * 1000)));
     }
     if (priority) {
       const LeasePriority& p = *r.priority;

@@ -103,9 +103,9 @@ struct WorkerCore::Impl {
     std::string refused;              // its row's values were refused and none was ever good: why
     std::uint64_t server_errors = 0;  // answers with a 5xx status (the console plots them)
     std::uint64_t recipient_throttled = 0;      // throttles of one recipient (APNs TooManyRequests): no pause
-    // The recipients throttled in the last second (time, a hash of the
-    // recipient), at most kCrowdKept: enough distinct ones make the
-    // throttles the provider's (crowdThrottled).
+    // The recipients throttled in the last AcceptedMeter::kRecipientWindow
+    // (time, a hash of the recipient), at most kCrowdKept: enough distinct
+    // ones make the throttles the provider's (crowdThrottled).
     std::deque<std::pair<MonoTime, std::size_t>> recipient_throttles;
     std::optional<DeadTokenGuard> dead_tokens;  // made at its first answer (worker_core_tokens.cc)
     std::vector<Campaign*> campaigns;
@@ -330,9 +330,10 @@ struct WorkerCore::Impl {
 
   void handle(const SendResult& answer, MonoTime now);
   // A throttle of one recipient (APNs TooManyRequests) while kCrowd distinct
-  // recipients of the same provider were throttled within a second here, or
-  // kCrowd such throttles a second at every worker together (the quota's
-  // sum of their AcceptedMeter), is the provider's window, not a token's.
+  // recipients of the same provider were throttled within the last
+  // AcceptedMeter::kRecipientWindow (5 s), counting those here and the
+  // other workers' (the quota's sum of their AcceptedMeter, each token once
+  // per window at each), is the provider's window, not a token's.
   bool crowdThrottled(Provider* p, const std::string& recipient, MonoTime now);
   static constexpr std::size_t kCrowd = 3;
   static constexpr std::size_t kCrowdKept = 64;

@@ -182,11 +182,11 @@ WorkerCore::Impl::Provider* WorkerCore::Impl::addProvider(const ProviderInfo& in
 
 bool WorkerCore::Impl::crowdThrottled(Provider* p, const std::string& recipient, MonoTime now) {
   auto& seen = p->recipient_throttles;
-  while (!seen.empty() && (now - seen.front().first >= std::chrono::seconds(1) || seen.size() >= kCrowdKept))
+  while (!seen.empty() && (now - seen.front().first >= AcceptedMeter::kRecipientWindow || seen.size() >= kCrowdKept))
     seen.pop_front();
   const std::size_t h = std::hash<std::string>{}(recipient);
-  // Counted for every worker's sum once a second per token: one hot token
-  // refused at each of its quick retries is not a crowd.
+  // Counted for every worker's sum once per window per token: one hot token
+  // refused at each of its retries is not a crowd.
   if (std::none_of(seen.begin(), seen.end(), [h](const auto& e) { return e.second == h; }))
     p->meter.addRecipientThrottle(now);
   seen.emplace_back(now, h);
@@ -196,12 +196,11 @@ bool WorkerCore::Impl::crowdThrottled(Provider* p, const std::string& recipient,
     for (std::size_t j = 0; j < i && !earlier; ++j) earlier = seen[j].second == seen[i].second;
     if (!earlier) ++distinct;
   }
-  if (distinct >= kCrowd) return true;
-  // Every worker's over the last second, summed by the quota (this one not
-  // yet among them): spread over four workers, the window's refusals seldom
-  // made three at any one. (Unknown, 0, while the quota is degraded.)
-  return leaser && p->qid != UINT32_MAX &&
-         leaser->providerRates(p->qid).recipient + 1 >= static_cast<double>(kCrowd);
+  // With the other workers' over the window, as the quota summed them: spread
+  // over four workers, the provider window's refusals seldom made three at
+  // any one. (Unknown, 0, while the quota is degraded.)
+  const double elsewhere = leaser && p->qid != UINT32_MAX ? leaser->recipientThrottlesElsewhere(p->qid) : 0;
+  return static_cast<double>(distinct) + elsewhere >= static_cast<double>(kCrowd);
 }
 
 void WorkerCore::Impl::handle(const SendResult& answer, MonoTime now) {
@@ -217,7 +216,7 @@ void WorkerCore::Impl::handle(const SendResult& answer, MonoTime now) {
   if (answer.outcome == SendOutcome::kThrottled) ++item.throttled;
   Provider* const p = providerOf(c, item);  // the one this attempt went to (failover: maybe not c's first)
   // Apple answers TooManyRequests for one device token; several tokens
-  // refused within a second is the provider's window speaking in that answer
+  // refused within seconds is the provider's window speaking in that answer
   // (a fake's, or a gateway's in front of it): it pauses and slows the
   // provider like any provider throttle, where deferring each token alone
   // kept sending above the window (5,833 429s a minute, bench/RESULTS-push.md).

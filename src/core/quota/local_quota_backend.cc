@@ -146,18 +146,21 @@ class LocalQuotaBackend final : public QuotaBackend {
   }
 
   // Every active worker's last rates, summed (as lease.lua does): unknown
-  // when one is, or fewer reported than are asking.
+  // when one is, or fewer reported than are asking; the recipients'
+  // throttles summed over those that reported, always.
   static AcceptedRates sumRates(ScopeState& st, const LeaseRequest& r, MonoTime now, std::uint32_t active) {
     st.rates[r.worker] = {r.adaptive->rates, now};
     std::erase_if(st.rates, [&](const auto& w) { return now - w.second.second > kActiveWindow; });
     AcceptedRates sum{0, 0};
+    bool known = st.rates.size() >= active;
     for (const auto& [id, w] : st.rates) {
-      if (!w.first.known()) return AcceptedRates{};
+      known = known && w.first.known();
       sum.accepted += w.first.accepted;
       sum.throttled += w.first.throttled;
       sum.recipient += w.first.recipient;
     }
-    return st.rates.size() >= active ? sum : AcceptedRates{};
+    if (known) return sum;
+    return AcceptedRates{-1, -1, sum.recipient};
   }
 
   std::uint32_t countWorker(const LeaseRequest& r, MonoTime now) {

@@ -284,7 +284,11 @@ std::size_t QuotaLeaser::refresh(MonoTime now, std::uint64_t room) noexcept {
     }
     leaveDegraded(pid, now);
     if (reply.active_workers > 0) p.workers = reply.active_workers;
-    if (requests_[i].adaptive) heardAdaptive(pid, reply, now, i < lead);
+    if (requests_[i].adaptive) {
+      heardAdaptive(pid, reply, now, i < lead);
+      // The sum holds what this request sent: the rest is the other workers'.
+      p.recipient_elsewhere = std::max(0.0, reply.provider_rates.recipient - requests_[i].adaptive->rates.recipient);
+    }
     if (i >= lead) handleReply(campaigns_[asked_[i - lead]], requests_[i], reply, now);
   }
   return n;
@@ -401,6 +405,12 @@ AcceptedRates QuotaLeaser::providerRates(std::uint32_t provider) const {
   if (provider >= providers_.size()) throw SchedulerError(fmt::format("unknown quota provider {}", provider));
   const Provider& p = providers_[provider];
   return p.degraded ? AcceptedRates{} : p.wide_rates;
+}
+
+double QuotaLeaser::recipientThrottlesElsewhere(std::uint32_t provider) const {
+  if (provider >= providers_.size()) throw SchedulerError(fmt::format("unknown quota provider {}", provider));
+  const Provider& p = providers_[provider];
+  return p.degraded ? 0 : p.recipient_elsewhere;
 }
 
 bool QuotaLeaser::circuitOpen(std::uint32_t provider) const {

@@ -65,6 +65,7 @@ struct QuotaLeaser::Provider {
   double noise_report = -1;          // this worker's judge's noise level to send (< 0: none)
   AcceptedRates own_rates;           // this worker's answers per second, sent with every request
   AcceptedRates wide_rates;          // the provider's, as last heard
+  double recipient_elsewhere = 0;    // its throttles of one recipient at the other workers, as last heard
   // Its rate adapts in the quota (an adaptive level beside its bucket).
   bool adapts() const { return adaptive && limit && limit->rate_per_s > 0; }
 };

@@ -18,8 +18,9 @@ void AcceptedMeter::advance(MonoTime now) noexcept {
     const auto k = static_cast<std::size_t>((slot_ + i) % (kSlots + 1));
     accepted_[k] = 0;
     throttled_[k] = 0;
-    recipient_[k] = 0;
   }
+  const std::int64_t nr = std::min<std::int64_t>(s - slot_, kRecipientSlots);
+  for (std::int64_t i = 1; i <= nr; ++i) recipient_[static_cast<std::size_t>((slot_ + i) % kRecipientSlots)] = 0;
   slot_ = s;
 }
 
@@ -32,7 +33,7 @@ void AcceptedMeter::add(MonoTime now, bool throttled) noexcept {
 
 void AcceptedMeter::addRecipientThrottle(MonoTime now) noexcept {
   advance(now);
-  std::uint32_t& c = recipient_[static_cast<std::size_t>(slot_ % (kSlots + 1))];
+  std::uint32_t& c = recipient_[static_cast<std::size_t>(slot_ % kRecipientSlots)];
   if (c < UINT32_MAX) ++c;
 }
 
@@ -43,19 +44,19 @@ void AcceptedMeter::pausedUntil(MonoTime until) noexcept {
 AcceptedRates AcceptedMeter::last(MonoTime now) noexcept {
   advance(now);
   AcceptedRates r;
+  if (started_)
+    for (const std::uint32_t c : recipient_) r.recipient += c;
   // The second [slot_ - kSlots, slot_) in slots, watched whole and clean.
   const MonoTime from{kSlot * (slot_ - kSlots)};
   if (!started_ || slot_ - kSlots < first_slot_ + 1 || from < refilled_) return r;
-  double a = 0, t = 0, rt = 0;
+  double a = 0, t = 0;
   for (std::int64_t i = slot_ - kSlots; i < slot_; ++i) {
     const auto k = static_cast<std::size_t>(i % (kSlots + 1));
     a += accepted_[k];
     t += throttled_[k];
-    rt += recipient_[k];
   }
   r.accepted = a;
   r.throttled = t;
-  r.recipient = rt;
   return r;
 }
 

@@ -493,7 +493,8 @@ TEST(RedisQuota, OneWorkerJudgesForAllUntilItFallsSilent) {
 }
 
 // As the in-process backend: the script sums every active worker's last
-// answers per second, known only when every one of them is.
+// answers per second, known only when every one of them is (the throttles of
+// one recipient whether or not).
 TEST(RedisQuota, SumsEveryWorkersAnswersPerSecond) {
   RedisServer server;
   auto w = makeRedisQuotaBackend(optionsFor(server));
@@ -518,7 +519,9 @@ TEST(RedisQuota, SumsEveryWorkersAnswersPerSecond) {
   EXPECT_DOUBLE_EQ(sum.accepted, 260.5) << "a worker's last report replaces its earlier one";
   EXPECT_DOUBLE_EQ(sum.throttled, 30);
   EXPECT_DOUBLE_EQ(sum.recipient, 3.5);
-  EXPECT_FALSE(ask(3, AcceptedRates{}).known()) << "one worker's second held a pause";
+  sum = ask(3, AcceptedRates{-1, -1, 4});
+  EXPECT_FALSE(sum.known()) << "one worker's second held a pause";
+  EXPECT_DOUBLE_EQ(sum.recipient, 7.5) << "the recipients' throttles are summed all the same";
   EXPECT_FALSE(ask(1, AcceptedRates{110, 0}).known());
   const std::int64_t last = redisMicros(server);
   ASSERT_TRUE(waitUntil([&] { return redisMicros(server) - last > 2'100'000; }, milliseconds(4000), milliseconds(20)));

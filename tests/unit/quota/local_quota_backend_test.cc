@@ -274,7 +274,8 @@ TEST(LocalQuotaBackend, OneWorkerJudgesForAllUntilItFallsSilent) {
 
 // Every worker reports its own answers per second; the backend sums the
 // last report of each worker heard in the last two seconds, and knows the
-// sum only when every active worker's is known (lease.lua does the same).
+// sum only when every active worker's is known (lease.lua does the same);
+// the throttles of one recipient are summed whether or not.
 TEST(LocalQuotaBackend, SumsEveryWorkersAnswersPerSecond) {
   auto b = makeLocalQuotaBackend();
   const MonoTime t0 = MonoTime{} + std::chrono::seconds(10);
@@ -296,7 +297,9 @@ TEST(LocalQuotaBackend, SumsEveryWorkersAnswersPerSecond) {
   EXPECT_DOUBLE_EQ(sum.accepted, 260) << "a worker's last report replaces its earlier one";
   EXPECT_DOUBLE_EQ(sum.throttled, 30);
   EXPECT_DOUBLE_EQ(sum.recipient, 3.5);
-  EXPECT_FALSE(ask(3, AcceptedRates{}, t0 + milliseconds(30)).known()) << "one worker's second held a pause";
+  sum = ask(3, AcceptedRates{-1, -1, 4}, t0 + milliseconds(30));
+  EXPECT_FALSE(sum.known()) << "one worker's second held a pause";
+  EXPECT_DOUBLE_EQ(sum.recipient, 7.5) << "the recipients' throttles are summed all the same";
   EXPECT_FALSE(ask(1, AcceptedRates{110, 0}, t0 + milliseconds(40)).known());
   // Worker 3 falls silent; after two seconds only 1 and 2 ask and report.
   ask(2, AcceptedRates{150, 0}, t0 + milliseconds(2100));

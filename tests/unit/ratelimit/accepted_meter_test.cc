@@ -47,6 +47,22 @@ TEST(AcceptedMeter, ASecondTouchingAPauseOrItsRefillIsNotMeasured) {
   EXPECT_TRUE(m.last(at(milliseconds(100))).known());
 }
 
+// Throttles of one recipient count over the last 5 s, the current slot
+// among them, and a pause does not hide them (the crowd rule reads them).
+TEST(AcceptedMeter, CountsRecipientThrottlesOverFiveSecondsThroughAPause) {
+  AcceptedMeter m;
+  m.addRecipientThrottle(at(milliseconds(150)));
+  m.addRecipientThrottle(at(milliseconds(2100)));
+  m.pausedUntil(at(milliseconds(3000)));
+  m.addRecipientThrottle(at(milliseconds(4000)));
+  AcceptedRates r = m.last(at(milliseconds(4050)));
+  EXPECT_FALSE(r.known()) << "the second held the pause";
+  EXPECT_EQ(r.recipient, 3);
+  EXPECT_EQ(m.last(at(milliseconds(5099))).recipient, 3) << "the slot of 100-200 ms is 4.9 s back";
+  EXPECT_EQ(m.last(at(milliseconds(5100))).recipient, 2) << "and then 5 s";
+  EXPECT_EQ(m.last(at(seconds(30))).recipient, 0);
+}
+
 // Four workers behind one provider that accepts 400 in any one-second
 // window, configured at 490/s. Each worker spends its quarter of the rate in
 // a burst of its own quarter-second (leases are spent in bursts). After a

@@ -219,23 +219,46 @@ TEST(WorkerPushCrowd, OneHotTokensQuickRetriesAreNotACrowd) {
   EXPECT_EQ(two.sent(), 600u) << "nothing lost";
 }
 
-TEST_F(WorkerPushTest, TokensThrottledMoreThanASecondApartStayTheirOwn) {
+// Three tokens refused once each, 2 s apart at 100/s (m10, m210, m410):
+// never three in one second, but three within the crowd's window (5 s), as
+// a probe touching the provider's window refuses a token or two a second.
+// The third is the provider's.
+TEST_F(WorkerPushTest, TokensThrottledSecondsApartAreACrowdWithinTheWindow) {
   WorkerOptions o;
   o.retry.base_delay = milliseconds(200);
   make(o);
-  std::map<std::string, int> attempts;  // m10, m130, m250: 1.2 s apart at 100/s
+  std::map<std::string, int> attempts;
   sink_.answer = [&](const Message& m) {
-    const bool refused = (m.id == "m10" || m.id == "m130" || m.id == "m250") && ++attempts[m.id] == 1;
+    const bool refused = (m.id == "m10" || m.id == "m210" || m.id == "m410") && ++attempts[m.id] == 1;
     return refused ? apns429TooManyRequests() : SendResult{};
   };
-  for (std::int64_t i = 0; i < 400; ++i) core_->offer(raw(i, tokenFor(i)), clock_.now());
-  run(seconds(6));
+  for (std::int64_t i = 0; i < 600; ++i) core_->offer(raw(i, tokenFor(i)), clock_.now());
+  expect_unpaused_ = false;
+  run(seconds(8));
+  const ProviderStats p = core_->providerStats(clock_.now()).at(0);
+  EXPECT_EQ(p.recipient_throttled, 2u);
+  EXPECT_EQ(p.throttled, 1u) << "the third within 5 s is the provider's";
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 600u) << "nothing lost";
+}
+
+// The same, 5.5-6 s apart (m10, m600, m1150): each stays its own.
+TEST_F(WorkerPushTest, TokensThrottledMoreThanTheWindowApartStayTheirOwn) {
+  WorkerOptions o;
+  o.retry.base_delay = milliseconds(200);
+  make(o);
+  std::map<std::string, int> attempts;
+  sink_.answer = [&](const Message& m) {
+    const bool refused = (m.id == "m10" || m.id == "m600" || m.id == "m1150") && ++attempts[m.id] == 1;
+    return refused ? apns429TooManyRequests() : SendResult{};
+  };
+  for (std::int64_t i = 0; i < 1200; ++i) core_->offer(raw(i, tokenFor(i)), clock_.now());
+  run(seconds(14));
   const ProviderStats p = core_->providerStats(clock_.now()).at(0);
   EXPECT_EQ(p.recipient_throttled, 3u);
   EXPECT_EQ(p.throttled, 0u);
   ASSERT_TRUE(p.effective);
   EXPECT_DOUBLE_EQ(*p.effective, 100.0);
-  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 400u);
+  EXPECT_EQ(ledger_.count(DeliveryStatus::kSent), 1200u);
 }
 
 // The same token throttled on every attempt: the message gives up within the
