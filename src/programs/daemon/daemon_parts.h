@@ -44,8 +44,8 @@ SinkInterfacePtr makeSink(const DaemonOptions& o, sink::ProviderOfCampaign provi
 
 // pacerd's SMPP sinks watched (daemon_smpp.cc): their session figures for
 // /metrics, and `event=smpp_window_limits` (a warning) when the measured
-// answer time makes window x binds carry less than this worker's share of
-// the provider's rate. Not thread-safe: the daemon loop owns it.
+// answer time makes window x binds carry less than 2.5 times this worker's
+// share of the provider's rate. Not thread-safe: the daemon loop owns it.
 class SmppWatch {
  public:
   SmppWatch(std::vector<SmppSinkRef> sinks, logging::LoggerPtr log);

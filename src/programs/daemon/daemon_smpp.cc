@@ -16,6 +16,13 @@ namespace {
 
 constexpr std::chrono::seconds kCheckEvery{1};
 constexpr std::chrono::seconds kRepeatEvery{60};  // a warning repeats this often while it holds
+// The window's capacity this many times the worker's share, or the window
+// sets the pace: measured end to end at 100 ms (4 workers, bench/RESULTS-smpp.md,
+// "Window headroom"), about 70% of the quota at 1x, 73-89% at 1.5-2x, and
+// the level of an SMSC answering at once (93%) only from about 3x. Tokens
+// fall due at the provider's pace across workers, in clumps: a window that
+// only carries the average falls behind in each clump.
+constexpr double kHeadroom = 2.5;
 
 // This worker's share of the rates `sink` carries (segments/s): its
 // provider's, or for the default sink every provider's without a sink of
@@ -60,18 +67,19 @@ void SmppWatch::check(MonoTime now, const std::vector<ProviderStats>& providers)
     const sink::SmppSinkStats st = s.sink->stats();
     const std::optional<double> share = shareOf(s, own, providers);
     const double capacity = sink::smppWindowCapacity(s.window, s.binds, st.submit_latency_ms);
-    if (!share || st.binds_up == 0 || capacity >= *share) {
+    if (!share || st.binds_up == 0 || capacity >= kHeadroom * *share) {
       warned_at_[i] = {};
       continue;
     }
     if (warned_at_[i] != MonoTime{} && now - warned_at_[i] < kRepeatEvery) continue;
     warned_at_[i] = now;
-    const auto needed = static_cast<long>(std::ceil(*share * st.submit_latency_ms / 1000.0 / double(s.binds)));
+    const auto needed =
+        static_cast<long>(std::ceil(kHeadroom * *share * st.submit_latency_ms / 1000.0 / double(s.binds)));
     log_->warn(
         "event=smpp_window_limits sink={} rate={:.1f} window={} binds={} latency_ms={:.1f} capacity={:.1f} "
-        "hint=\"window x binds / latency caps this worker below its share of the provider's rate; raise "
-        "sink.smpp.window to {} or add binds, within what the SMSC allows\"",
-        s.where, *share, s.window, s.binds, st.submit_latency_ms, capacity, needed);
+        "hint=\"window x binds / latency carries less than {} times this worker's share of the provider's rate, "
+        "so the window sets its pace; raise sink.smpp.window to {} or add binds, within what the SMSC allows\"",
+        s.where, *share, s.window, s.binds, st.submit_latency_ms, capacity, kHeadroom, needed);
   }
 }
 
