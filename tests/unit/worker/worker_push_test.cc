@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,17 @@ class WorkerPushTest : public ::testing::Test {
     }
     return per_second;
   }
+  // make() with a 200 ms retry base, APNs answering TooManyRequests to the
+  // first attempt of each message in `ids`.
+  void makeRefusingOnce(std::set<std::string> ids) {
+    WorkerOptions o;
+    o.retry.base_delay = milliseconds(200);
+    make(o);
+    sink_.answer = [this, ids = std::move(ids)](const Message& m) {
+      const bool refused = ids.count(m.id) > 0 && ++attempts_[m.id] == 1;
+      return refused ? apns429TooManyRequests() : SendResult{};
+    };
+  }
   std::size_t sendsTo(const std::string& token) const {
     return static_cast<std::size_t>(std::count_if(sink_.submitted.begin(), sink_.submitted.end(),
                                                   [&](const Message& m) { return m.recipient == token; }));
@@ -89,6 +101,7 @@ class WorkerPushTest : public ::testing::Test {
   FakeSink sink_{1000};
   std::unique_ptr<WorkerCore> core_;
   bool expect_unpaused_ = true;
+  std::map<std::string, int> attempts_;  // per message id, for makeRefusingOnce
 };
 
 // One hot token among 990 others, at a provider rate of 100/s: APNs answers
@@ -127,17 +140,10 @@ TEST_F(WorkerPushTest, APerTokenThrottleDefersOnlyThatMessage) {
 // TooManyRequests for three different tokens within a second is the
 // provider's window speaking in the per-token answer: the third and every one
 // after it while the crowd lasts pause and slow the provider. Three tokens
-// each throttled more than a second apart stay each token's own.
+// each throttled more than 5 s apart stay each token's own (below).
 TEST_F(WorkerPushTest, ACrowdOfTokensThrottledWithinASecondIsTheProvidersThrottle) {
-  WorkerOptions o;
-  o.retry.base_delay = milliseconds(200);
-  make(o);
   // m10, m11, m12 (three tokens) are refused once each, within 30 ms at 100/s.
-  std::map<std::string, int> attempts;
-  sink_.answer = [&](const Message& m) {
-    const bool refused = (m.id == "m10" || m.id == "m11" || m.id == "m12") && ++attempts[m.id] == 1;
-    return refused ? apns429TooManyRequests() : SendResult{};
-  };
+  makeRefusingOnce({"m10", "m11", "m12"});
   for (std::int64_t i = 0; i < 300; ++i) core_->offer(raw(i, tokenFor(i)), clock_.now());
   expect_unpaused_ = false;
   run(seconds(4));
@@ -224,14 +230,7 @@ TEST(WorkerPushCrowd, OneHotTokensQuickRetriesAreNotACrowd) {
 // a probe touching the provider's window refuses a token or two a second.
 // The third is the provider's.
 TEST_F(WorkerPushTest, TokensThrottledSecondsApartAreACrowdWithinTheWindow) {
-  WorkerOptions o;
-  o.retry.base_delay = milliseconds(200);
-  make(o);
-  std::map<std::string, int> attempts;
-  sink_.answer = [&](const Message& m) {
-    const bool refused = (m.id == "m10" || m.id == "m210" || m.id == "m410") && ++attempts[m.id] == 1;
-    return refused ? apns429TooManyRequests() : SendResult{};
-  };
+  makeRefusingOnce({"m10", "m210", "m410"});
   for (std::int64_t i = 0; i < 600; ++i) core_->offer(raw(i, tokenFor(i)), clock_.now());
   expect_unpaused_ = false;
   run(seconds(8));
@@ -243,14 +242,7 @@ TEST_F(WorkerPushTest, TokensThrottledSecondsApartAreACrowdWithinTheWindow) {
 
 // The same, 5.5-6 s apart (m10, m600, m1150): each stays its own.
 TEST_F(WorkerPushTest, TokensThrottledMoreThanTheWindowApartStayTheirOwn) {
-  WorkerOptions o;
-  o.retry.base_delay = milliseconds(200);
-  make(o);
-  std::map<std::string, int> attempts;
-  sink_.answer = [&](const Message& m) {
-    const bool refused = (m.id == "m10" || m.id == "m600" || m.id == "m1150") && ++attempts[m.id] == 1;
-    return refused ? apns429TooManyRequests() : SendResult{};
-  };
+  makeRefusingOnce({"m10", "m600", "m1150"});
   for (std::int64_t i = 0; i < 1200; ++i) core_->offer(raw(i, tokenFor(i)), clock_.now());
   run(seconds(14));
   const ProviderStats p = core_->providerStats(clock_.now()).at(0);
