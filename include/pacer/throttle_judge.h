@@ -78,6 +78,7 @@ struct ThrottleJudgeOptions {
                                            // refusing all is a pause, not a capacity of 0)
   double soft_keep = 0.98;                 // a deeper cut needs two excessive periods in a row
   double raise_step = 0.02;                // a quiet test after a deep cut raises it by this much of the rate
+  int max_raises = 1;                      // ... at most this many times after one cut (0: never)
 };
 
 struct ThrottleVerdict {
@@ -126,8 +127,8 @@ class ThrottleJudge {
   // period waits up to one more period for a known figure. With them known,
   // a test after a deep cut that found no throttle at all, here and
   // provider-wide, raises the cut by `raise_step` (verdict kRaise) and tests
-  // again, at most three times, until a throttle or the rate before the
-  // cut. Never told: the judge's own share, and no raise.
+  // again, at most `max_raises` times, until a throttle or the rate before
+  // the cut. Never told: the judge's own share, and no raise.
   void providerRates(AcceptedRates rates) noexcept;
 
   // Judges again from `now` after answers it did not see (another worker

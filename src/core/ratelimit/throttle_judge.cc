@@ -16,10 +16,6 @@ constexpr int kStalePeriods = 10;
 // A measured cut (or a raise) waits this many periods at most for the
 // provider's rates to be known (providerRates()).
 constexpr int kRatesWait = 2;
-// A deep cut is raised at most this many steps (a cut measured over the
-// whole provider is seldom more than a few percent off; the rest is the
-// probe's, which goes gently).
-constexpr int kMaxRaises = 3;
 
 double seconds(Nanos d) noexcept { return std::max(1e-3, std::chrono::duration<double>(d).count()); }
 
@@ -33,6 +29,7 @@ ThrottleJudge::ThrottleJudge(ThrottleJudgeOptions options, MonoTime now) noexcep
   options_.min_keep = std::clamp(options_.min_keep, 0.01, 1.0);
   options_.soft_keep = std::clamp(options_.soft_keep, options_.min_keep, 1.0);
   options_.raise_step = std::clamp(options_.raise_step, 0.0, 1.0);
+  options_.max_raises = std::clamp(options_.max_raises, 0, 100);
 }
 
 void ThrottleJudge::providerRates(AcceptedRates rates) noexcept {
@@ -153,7 +150,7 @@ ThrottleVerdict ThrottleJudge::close(MonoTime now, ThrottleVerdict::Kind kind) n
     v.keep = confirmed ? measured : 1.0;
     if (!confirmed) step_held_ = held_;
     // A deep measured cut is tested for being too deep too (judgeTest).
-    raise_keep_ = confirmed && measured < options_.soft_keep ? measured : 0;
+    raise_keep_ = confirmed && measured < options_.soft_keep && options_.max_raises > 0 ? measured : 0;
     raises_ = 0;
     soft_pending_ = !confirmed;
     // A small excess (the probe touching the limit: a throttle or two in a
@@ -242,13 +239,13 @@ ThrottleVerdict ThrottleJudge::judgeTest(MonoTime now) noexcept {
   // the cut may have gone too deep (what the provider accepted in the cut
   // period can fall short of what it takes). A step back towards the rate
   // before the cut, and another test; the first throttle ends it.
-  if (raise_keep_ > 0 && throttles_ == 0 && wide_.known() && wide_.throttled == 0) {
+  if (raise_keep_ > 0 && raises_ < options_.max_raises && throttles_ == 0 && wide_.known() && wide_.throttled == 0) {
     raise_keep_ = std::min(1.0, raise_keep_ + options_.raise_step);
     ThrottleVerdict v;
     v.kind = ThrottleVerdict::Kind::kRaise;
     v.keep = raise_keep_;
     v.noise = noise_;
-    if (raise_keep_ >= 1 || ++raises_ >= kMaxRaises) {
+    if (raise_keep_ >= 1 || ++raises_ >= options_.max_raises) {
       raise_keep_ = 0;
     } else {
       testing_ = true;
@@ -280,6 +277,7 @@ void validateThrottleJudge(const ThrottleJudgeOptions& o) {
   if (!(o.min_keep > 0 && o.min_keep <= 1)) bad("min_keep must be within (0, 1]");
   if (!(o.soft_keep >= o.min_keep && o.soft_keep <= 1)) bad("soft_keep must be within [min_keep, 1]");
   if (!(o.raise_step >= 0 && o.raise_step <= 1)) bad("raise_step must be within [0, 1]");
+  if (o.max_raises < 0 || o.max_raises > 100) bad("max_raises must be within [0, 100]");
 }
 
 }  // namespace pacer

@@ -309,6 +309,9 @@ TEST(ThrottleJudge, OptionsAreChecked) {
   o = {};
   o.z = -1;
   EXPECT_THROW(validateThrottleJudge(o), InvalidError);
+  o = {};
+  o.max_raises = -1;
+  EXPECT_THROW(validateThrottleJudge(o), InvalidError);
 }
 
 }  // namespace
