@@ -88,34 +88,44 @@ def sent_of(d, campaign):
     return None
 
 
+MAX_STREAMS = 128  # the listener's default (AdminServerOptions::max_streams)
+
+
+def open_stream(host, port):
+    """One raw stream client asking as a console: the socket, or None when refused (503)."""
+    s = socket.create_connection((host, int(port)), timeout=5)
+    s.sendall(f"GET /api/v1/events?client=console HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    if b" 503 " in head.split(b"\r\n", 1)[0]:
+        s.close()
+        return None
+    return s
+
+
 def crowd_of_streams():
-    """Raw stream clients asking as consoles until the listener refuses one (503),
-    and still refuses one 3 s later; returns the open sockets. The listener
-    frees the slot of a stream its client closed (the page's own, left for
-    about:blank) only when a write to it fails, a second or two later: a
-    crowd counted before then would leave that slot to the page."""
+    """Raw stream clients asking as consoles until they hold every one of the
+    listener's streams (within 10 s), and the next is refused; returns the open
+    sockets. The listener frees the slot of a stream its client closed (the
+    page's own, left for about:blank) only when a write to it fails, a second
+    or two later: a crowd that stopped at the first refusal left that slot to
+    the page."""
     host, port = urllib.parse.urlsplit(BASE).netloc.rsplit(":", 1)
     crowd = []
-    refused = 0
-    for _ in range(200):
-        s = socket.create_connection((host, int(port)), timeout=5)
-        s.sendall(f"GET /api/v1/events?client=console HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            head += chunk
-        if b" 503 " in head.split(b"\r\n", 1)[0]:
-            s.close()
-            refused += 1
-            if refused == 2:
-                return crowd
-            time.sleep(3)
-            continue
-        refused = 0
-        crowd.append(s)
-    raise AssertionError("the listener never refused a stream")
+    deadline = time.monotonic() + 10
+    while len(crowd) < MAX_STREAMS and time.monotonic() < deadline:
+        s = open_stream(host, port)
+        if s is None:
+            time.sleep(0.2)  # a poll interval: closed streams' slots free as the listener writes
+        else:
+            crowd.append(s)
+    check(len(crowd) == MAX_STREAMS, f"the crowd holds all {MAX_STREAMS} streams (it holds {len(crowd)})")
+    check(open_stream(host, port) is None, "the next stream is refused")
+    return crowd
 
 
 def viewport(d, width, height, phone):
